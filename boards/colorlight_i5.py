@@ -84,7 +84,7 @@ class Board:
     uart_name    = "serial"
     eth_dw       = 8
     is_sim       = False
-    programmer   = ["openFPGALoader", "--cable", "dirtyJtag"]
+    cable        = "dirtyJtag"  # openFPGALoader cable of the common Colorlight i5 extension board.
 
     @staticmethod
     def platform(toolchain="trellis"):

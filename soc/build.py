@@ -8,10 +8,12 @@ The firmware is compiled against the headers LiteX generates for this exact SoC,
 the integrated ROM, so the CPU runs it from reset without the LiteX BIOS.
 """
 
+import contextlib
 import hashlib
 import json
 import os
 import subprocess
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -61,6 +63,17 @@ def _init_firmware(soc, **kwargs):
         endianness=soc.cpu.endianness))
 
 
+@contextlib.contextmanager
+def _path_prepended(*dirs):
+    """PATH with our virtualenv's bin (LiteX's makefiles run `python3 -m litex...`) and `dirs` first."""
+    old = os.environ["PATH"]
+    os.environ["PATH"] = os.pathsep.join([*map(str, dirs), str(Path(sys.executable).parent), old])
+    try:
+        yield
+    finally:
+        os.environ["PATH"] = old
+
+
 @dataclass
 class BuildResult:
     board:      str
@@ -88,18 +101,15 @@ def build_hardware(board, output_dir, toolchain="trellis", run=True, **soc_kwarg
     """Build gateware + firmware + bitstream for a hardware board; return a BuildResult."""
     output_dir = check_output_dir(output_dir, board)
     tools.require("make", "riscv64-unknown-elf-gcc")
-    path = tools.yowasp_path(output_dir / ".tools")
+    shims = tools.yowasp_shims(output_dir / ".tools")
     soc = make_soc(board, toolchain=toolchain, **soc_kwargs)
     soc.platform.toolchain._pnr_opts += f" --report {board.name}_report.json"
     builder = DAQBuilder(soc, output_dir=str(output_dir))
-    old_path = os.environ["PATH"]
-    os.environ["PATH"] = path
-    try:
-        builder.build(build_name=board.name, run=run)
-    except OSError as e:
-        raise BuildError(f"gateware build failed: {e}") from None
-    finally:
-        os.environ["PATH"] = old_path
+    with _path_prepended(shims):
+        try:
+            builder.build(build_name=board.name, run=run)
+        except (OSError, subprocess.CalledProcessError) as e:
+            raise BuildError(f"{board.name} build failed: {e}") from None
     gateware = Path(builder.gateware_dir)
     result = BuildResult(board.name, output_dir, firmware=builder.firmware_bin)
     if run:
@@ -162,7 +172,11 @@ def build_sim(board, output_dir, tap="ethdaq0", host_ip="192.168.1.100", opt_lev
     soc = make_soc(board, **soc_kwargs)
     builder = DAQBuilder(soc, output_dir=str(output_dir))
     config = board.sim_config(soc.sys_clk_freq, tap, host_ip)
-    builder.build(sim_config=config, build=True, run=False, opt_level=opt_level, interactive=False)
+    with _path_prepended():
+        try:
+            builder.build(sim_config=config, build=True, run=False, opt_level=opt_level, interactive=False)
+        except (OSError, subprocess.CalledProcessError) as e:
+            raise BuildError(f"simulation build failed: {e}") from None
     gateware = Path(builder.gateware_dir)
     inputs = [p for p in gateware.iterdir() if p.suffix in (".v", ".init", ".json", ".sh", ".h", ".cpp", ".mak")]
     digest = _digest(inputs)

@@ -4,7 +4,6 @@
 
 """Finding the external tools a build needs, with one clear error when one is missing."""
 
-import os
 import shutil
 import sys
 from pathlib import Path
@@ -39,9 +38,9 @@ def require(*names):
                               f"'apt-get install {pkg}' (or run 'make test' once, which installs it)")
 
 
-def yowasp_path(shim_dir):
+def yowasp_shims(shim_dir):
     """Create `yosys`, `nextpnr-ecp5`, `ecppack` shims in shim_dir that run the yowasp tools, and
-    return a PATH with shim_dir first. The yowasp tools run under WASI and cannot see /tmp."""
+    return shim_dir (to put first on PATH). The yowasp tools run under WASI and cannot see /tmp."""
     bindir = Path(sys.executable).parent
     shim_dir = Path(shim_dir)
     shim_dir.mkdir(parents=True, exist_ok=True)
@@ -56,4 +55,4 @@ def yowasp_path(shim_dir):
         shim = shim_dir / name
         shim.write_text(f"#!/bin/sh\nexec '{target}' \"$@\"\n")
         shim.chmod(0o755)
-    return f"{shim_dir}{os.pathsep}{os.environ.get('PATH', '')}"
+    return shim_dir

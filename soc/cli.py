@@ -1,0 +1,271 @@
+#
+# This file is part of ethdaq.
+# SPDX-License-Identifier: BSD-2-Clause
+
+"""`ethdaq` command line: boards, build, sim, load, ctl."""
+
+import argparse
+import ipaddress
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+EXAMPLES = """\
+examples:
+  ethdaq boards
+  ethdaq build --board colorlight_i5
+  ethdaq build --board colorlight_i5 --ip 10.0.0.2 --mac 10:e2:d5:00:00:02 --output-dir build/lab
+  sudo ethdaq sim                       # boot the simulated board, print its console (Ctrl-C stops)
+  sudo ethdaq sim --ping 5 --identify   # ... then ping it and ask it to identify, and stop
+  ethdaq load --board colorlight_i5
+  ethdaq ctl identify --ip 192.168.1.50
+"""
+
+
+class CLIError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but usage errors are one line: 'Error: ...' plus a hint, exit code 2."""
+    def error(self, message):
+        sys.stderr.write(f"Error: {message} (see '{self.prog} --help')\n")
+        sys.exit(2)
+
+
+def _ip(text):
+    try:
+        return str(ipaddress.IPv4Address(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"IP address must be dotted IPv4 like 192.168.1.50, not {text!r}")
+
+
+def _mac(text):
+    from ethdaq.soc.daqsoc import parse_mac
+    try:
+        parse_mac(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e))
+    return text
+
+
+def _port(text):
+    try:
+        value = int(text, 0)
+    except ValueError:
+        value = -1
+    if not 0 < value < 65536:
+        raise argparse.ArgumentTypeError(f"port must be an integer in 1..65535, not {text!r}")
+    return value
+
+
+def _add_network_options(p):
+    from ethdaq.soc.daqsoc import DEFAULT_CTL_PORT, DEFAULT_IP, DEFAULT_MAC
+    p.add_argument("--ip",  type=_ip,  default=DEFAULT_IP,  help=f"board IPv4 address (default {DEFAULT_IP})")
+    p.add_argument("--mac", type=_mac, default=DEFAULT_MAC, help=f"board MAC address (default {DEFAULT_MAC})")
+    p.add_argument("--ctl-port", type=_port, default=DEFAULT_CTL_PORT,
+                   help=f"firmware control UDP port (default {DEFAULT_CTL_PORT})")
+
+
+def _board(name):
+    from ethdaq.boards import get_board
+    return get_board(name)
+
+# Subcommands --------------------------------------------------------------------------------------
+
+def cmd_boards(args):
+    from ethdaq.boards import BOARDS
+    rows = [(b.name, b.fpga, b.phy, b.link, ", ".join(b.toolchains)) for b in BOARDS.values()]
+    head = ("board", "FPGA", "PHY", "link", "toolchains")
+    widths = [max(len(r[i]) for r in rows + [head]) for i in range(len(head))]
+    for r in [head] + rows:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+    return 0
+
+
+def _soc_kwargs(args):
+    return dict(ip_address=args.ip, mac_address=args.mac, ctl_port=args.ctl_port)
+
+
+def cmd_build(args):
+    from ethdaq.soc import build
+    board = _board(args.board)
+    toolchain = args.toolchain or board.toolchains[0]
+    if toolchain not in board.toolchains:
+        raise CLIError(f"toolchain for board {board.name} must be one of {', '.join(board.toolchains)}, not {toolchain!r}")
+    output_dir = Path(args.output_dir or os.path.join("build", board.name))
+    if board.is_sim:
+        result = build.build_sim(board, output_dir, **_soc_kwargs(args))
+        print(f"simulation binary: {result.artifact}")
+        print(f"firmware:          {result.firmware}")
+        print("run it with: sudo ethdaq sim")
+        return 0
+    result = build.build_hardware(board, output_dir, toolchain=toolchain, **_soc_kwargs(args))
+    print()
+    print(f"ethdaq build summary: {board.name} ({board.fpga})")
+    print(build.format_summary(result.report))
+    print()
+    print(f"bitstream: {result.artifact}")
+    print(f"firmware:  {result.firmware}")
+    failed = [c["clock"] for c in result.report["clocks"] if not c["met"]]
+    if failed:
+        print(f"warning: timing not met for {', '.join(failed)}: the bitstream may not work reliably")
+    return 0
+
+
+def cmd_sim(args):
+    from ethdaq.soc import build, sim
+    from ethdaq.host.ctl import ControlClient, ControlTimeout
+    board = _board("sim")
+    sim.check_addresses(args.ip, args.host_ip)
+    sim.check_can_run(args.netns)  # Fail before the (long) build.
+    output_dir = Path(args.output_dir or os.path.join("build", "sim"))
+    print(f"building the simulated board in {output_dir} ...", flush=True)
+    result = build.build_sim(board, output_dir, tap=args.tap, host_ip=args.host_ip, **_soc_kwargs(args))
+    print(f"starting the simulation in network namespace {args.netns!r} "
+          f"(tap {args.tap} {args.host_ip}/24, board {args.ip})", flush=True)
+    # SIGTERM cleans up like Ctrl-C.
+    signal.signal(signal.SIGTERM, lambda *a: (_ for _ in ()).throw(KeyboardInterrupt()))
+    status = 0
+    with sim.SimSession(result.artifact.parent.parent, netns=args.netns,
+                        log=output_dir / "console.log") as session:
+        try:
+            session.wait_for("ethdaq ready", timeout=args.boot_timeout)
+            if args.ping:
+                print(f"\n$ ping -c {args.ping} {args.ip}   (inside namespace {args.netns})", flush=True)
+                r = session.ns_run(["ping", "-c", str(args.ping), "-W", "5", args.ip])
+                status |= r.returncode
+            if args.identify:
+                print(f"\n$ ethdaq ctl identify --ip {args.ip}   (inside namespace {args.netns})", flush=True)
+                r = session.ns_run([sys.executable, "-m", "ethdaq.soc.cli", "ctl", "identify",
+                                    "--ip", args.ip, "--port", str(args.ctl_port)])
+                status |= r.returncode
+            if args.duration is not None:
+                session.proc.wait(timeout=args.duration) if args.duration > 0 else session.proc.wait()
+            elif not (args.ping or args.identify):
+                print("(Ctrl-C stops the simulation and removes the namespace)", flush=True)
+                session.proc.wait()
+        except subprocess.TimeoutExpired:
+            pass
+        except KeyboardInterrupt:
+            print("\nstopping", flush=True)
+    print(f"simulation stopped; namespace {args.netns!r} removed")
+    return 1 if status else 0
+
+
+def cmd_load(args):
+    from ethdaq.soc import tools
+    board = _board(args.board)
+    if board.is_sim:
+        raise CLIError("board 'sim' is simulated and cannot be loaded; run 'sudo ethdaq sim'")
+    bitstream = Path(args.bitstream or os.path.join(args.output_dir or os.path.join("build", board.name),
+                                                    "gateware", f"{board.name}.bit"))
+    if not bitstream.exists():
+        raise CLIError(f"bitstream {str(bitstream)!r} not found; build it first with 'ethdaq build --board {board.name}'")
+    tools.require("openFPGALoader")
+    cmd = ["openFPGALoader", "--cable", args.cable or board.cable, str(bitstream)]
+    print("$ " + " ".join(cmd), flush=True)
+    r = subprocess.run(cmd)
+    if r.returncode != 0:
+        raise CLIError(f"openFPGALoader failed with exit code {r.returncode} (board connected? cable {args.cable or 'default'}?)")
+    return 0
+
+
+def cmd_ctl(args):
+    from ethdaq.host.ctl import ControlClient, ControlTimeout
+    with ControlClient(args.ip, args.port, timeout=args.timeout) as client:
+        try:
+            ident = client.identify()
+        except ControlTimeout as e:
+            raise CLIError(str(e))
+    if args.json:
+        print(json.dumps({"board": ident.board, "build_id": ident.build_id, "ident": ident.ident,
+                          "mac": ident.mac_str, "ip": ident.ip_str, "ctl_port": ident.ctl_port,
+                          "sys_clk_hz": ident.sys_clk_hz, "eth_dw": ident.eth_dw}))
+    else:
+        print(f"board     {ident.board}")
+        print(f"build     {ident.build_id}")
+        print(f"ident     {ident.ident}")
+        print(f"mac       {ident.mac_str}")
+        print(f"ip        {ident.ip_str}")
+        print(f"control   udp/{ident.ctl_port}")
+        print(f"sys clock {ident.sys_clk_hz} Hz")
+    return 0
+
+# Parser -------------------------------------------------------------------------------------------
+
+def make_parser():
+    parser = _Parser(prog="ethdaq", description="ethdaq: FPGA data acquisition over Ethernet (LiteX/LiteEth).",
+                     epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    p = sub.add_parser("boards", help="list boards with FPGA, PHY and link speed")
+    p.set_defaults(func=cmd_boards)
+
+    p = sub.add_parser("build", help="build gateware + firmware + bitstream (or the simulation binary)",
+                       epilog="example:\n  ethdaq build --board colorlight_i5 --output-dir build/ci",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--board", required=True, help="board name (see 'ethdaq boards')")
+    p.add_argument("--toolchain", help="toolchain (default: the board's first; see 'ethdaq boards')")
+    p.add_argument("--output-dir", help="build directory (default build/BOARD); not under /tmp for ECP5")
+    _add_network_options(p)
+    p.set_defaults(func=cmd_build)
+
+    p = sub.add_parser("sim", help="build and run the simulated board in a private network namespace (root)",
+                       epilog="example:\n  sudo ethdaq sim --ping 5 --identify",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    _add_network_options(p)
+    p.add_argument("--host-ip", type=_ip, default="192.168.1.100", help="address of the tap inside the namespace (default 192.168.1.100)")
+    p.add_argument("--netns", default="ethdaq", help="network namespace to create (default ethdaq)")
+    p.add_argument("--tap", default="ethdaq0", help="tap interface name inside the namespace (default ethdaq0)")
+    p.add_argument("--output-dir", help="build directory (default build/sim)")
+    p.add_argument("--ping", type=int, default=0, metavar="N", help="after boot, ping the board N times")
+    p.add_argument("--identify", action="store_true", help="after boot, send an identify request")
+    p.add_argument("--duration", type=float, metavar="S", help="stop after S seconds (default: after --ping/--identify, else on Ctrl-C)")
+    p.add_argument("--boot-timeout", type=float, default=120, metavar="S", help="seconds to wait for the firmware banner")
+    p.set_defaults(func=cmd_sim)
+
+    p = sub.add_parser("load", help="load a bitstream into the board with openFPGALoader")
+    p.add_argument("--board", required=True, help="board name")
+    p.add_argument("--bitstream", help="bitstream (default build/BOARD/gateware/BOARD.bit)")
+    p.add_argument("--output-dir", help="build directory the bitstream is in")
+    p.add_argument("--cable", help="openFPGALoader cable (default: the board's)")
+    p.set_defaults(func=cmd_load)
+
+    p = sub.add_parser("ctl", help="talk to a board's control port")
+    p.add_argument("action", choices=["identify"], help="request to send")
+    p.add_argument("--ip", type=_ip, required=True, help="board IP address")
+    p.add_argument("--port", type=_port, default=7000, help="control port (default 7000)")
+    p.add_argument("--timeout", type=float, default=2.0, help="seconds per try (3 tries)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=cmd_ctl)
+    return parser
+
+
+def main(argv=None):
+    parser = make_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    from ethdaq.boards import UnknownBoard
+    from ethdaq.soc.build import BuildError
+    from ethdaq.soc.sim import SimError
+    from ethdaq.soc.tools import ToolMissing
+    try:
+        return args.func(args)
+    except (CLIError, UnknownBoard, BuildError, SimError, ToolMissing, ValueError) as e:
+        sys.stderr.write(f"Error: {e}\n")
+        return 2
+    except KeyboardInterrupt:
+        sys.stderr.write("Error: interrupted\n")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
