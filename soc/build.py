@@ -129,6 +129,8 @@ def nextpnr_summary(report_path, soc):
         return entry.get("used", 0), entry.get("available", 0)
     clocks = []
     for name, f in sorted(report.get("fmax", {}).items()):
+        # nextpnr names global nets like '$glbnet$eth_clocks0_rx$TRELLIS_IO_IN'.
+        name = name.replace("$glbnet$", "").replace("$TRELLIS_IO_IN", "")
         achieved, required = f.get("achieved", 0.0), f.get("constraint", 0.0)
         clocks.append({"clock": name, "achieved_mhz": achieved, "required_mhz": required,
                        "met": achieved >= required})

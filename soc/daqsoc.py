@@ -108,6 +108,9 @@ class DAQSoC(SoCCore):
             clk_freq    = sys_clk_freq,
             dw          = eth_dw,
             with_sys_datapath = (eth_dw != 8),
+            # LiteEth's default 128-byte echo buffer silently drops pings with more than 128
+            # bytes of payload; 2048 answers every ping up to the 1500-byte MTU.
+            icmp_fifo_depth = 2048,
         )
         if not board.is_sim:
             eth_rx_clk = getattr(self.ethphy, "crg", self.ethphy).cd_eth_rx.clk
