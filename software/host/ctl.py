@@ -47,8 +47,8 @@ class ControlClient:
                         return protocol.parse_response(data, expect_seq=self.seq)
                     except protocol.ProtocolError:
                         continue
-            except socket.timeout:
-                continue
+            except (socket.timeout, ConnectionRefusedError):
+                continue  # ICMP port unreachable counts as one failed try, like silence.
         raise ControlTimeout(f"no answer from {self.addr[0]}:{self.addr[1]} after "
                              f"{self.retries} tries of {self.timeout:g} s")
 

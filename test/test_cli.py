@@ -1,0 +1,113 @@
+"""`ethdaq` command line: listing, and one-line errors with non-zero exit and nothing written."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO, VENV_BIN, ethdaq_cmd, requires_root
+from ethdaq.soc import cli
+
+
+def run(*args, env=None, cwd=None):
+    return subprocess.run(ethdaq_cmd(*args), capture_output=True, text=True, env=env, cwd=cwd, timeout=120)
+
+
+def assert_one_line_error(r, text):
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr
+    assert lines[0].startswith("Error: ")
+    assert text in lines[0]
+
+
+def test_boards_lists_fpga_phy_and_link():
+    r = run("boards")
+    assert r.returncode == 0
+    rows = {line.split()[0]: line for line in r.stdout.splitlines()[1:]}
+    assert "LFE5U-25F-6BG381C" in rows["colorlight_i5"] and "RGMII" in rows["colorlight_i5"] and "1G" in rows["colorlight_i5"]
+    assert "GMII model" in rows["sim"]
+
+
+def test_help_has_examples_for_every_subcommand():
+    r = run("--help")
+    assert r.returncode == 0
+    for sub in ("boards", "build", "sim", "load", "ctl"):
+        assert sub in r.stdout
+    assert "examples:" in r.stdout
+
+
+def test_unknown_board(tmp_path):
+    r = run("build", "--board", "nexys", "--output-dir", str(tmp_path / "out"))
+    assert_one_line_error(r, "unknown board 'nexys'; expected one of: colorlight_i5, sim")
+    assert not (tmp_path / "out").exists()
+
+
+def test_unsupported_toolchain(tmp_path):
+    r = run("build", "--board", "colorlight_i5", "--toolchain", "vivado", "--output-dir", str(tmp_path / "out"))
+    assert_one_line_error(r, "toolchain for board colorlight_i5 must be one of trellis, not 'vivado'")
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("args, text", [
+    (["--ip", "192.168.1"], "IP address must be dotted IPv4 like 192.168.1.50, not '192.168.1'"),
+    (["--mac", "10:e2:d5:00:00"], "MAC address must be six hex bytes"),
+    (["--mac", "11:e2:d5:00:00:00"], "MAC address must be unicast"),
+    (["--ctl-port", "70000"], "port must be an integer in 1..65535, not '70000'"),
+])
+def test_bad_addresses(args, text):
+    assert_one_line_error(run("build", "--board", "sim", *args), text)
+
+
+def test_missing_toolchain_is_named_with_its_package(tmp_path):
+    env = dict(os.environ, PATH=str(VENV_BIN))  # No make, gcc or verilator on PATH.
+    r = run("build", "--board", "sim", "--output-dir", str(tmp_path / "out"), env=env)
+    assert_one_line_error(r, "required tool 'make' not found on PATH; install it with 'apt-get install make'")
+    assert not (tmp_path / "out").exists()
+
+
+def test_ecp5_build_refuses_tmp_output_dir():
+    r = run("build", "--board", "colorlight_i5", "--output-dir", "/tmp/ethdaq-bits")
+    assert_one_line_error(r, "output directory must not be under /tmp")
+
+
+def test_load_without_bitstream(tmp_path):
+    r = run("load", "--board", "colorlight_i5", "--output-dir", str(tmp_path))
+    assert_one_line_error(r, "bitstream")
+    assert "not found; build it first with 'ethdaq build --board colorlight_i5'" in r.stderr
+
+
+def test_load_sim_board_is_refused():
+    assert_one_line_error(run("load", "--board", "sim"), "board 'sim' is simulated")
+
+
+def test_sim_needs_root(monkeypatch, capsys):
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    assert cli.main(["sim"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["Error: the simulation needs root to create its network namespace; run as root (e.g. sudo ethdaq sim)"]
+
+
+@requires_root
+def test_sim_refuses_namespace_in_use_and_leaves_it_alone():
+    ns = "ethdaq-busy"
+    subprocess.run(["ip", "netns", "add", ns], check=True)
+    try:
+        r = run("sim", "--netns", ns)
+        assert_one_line_error(r, f"network namespace '{ns}' is already in use")
+        assert ns in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    finally:
+        subprocess.run(["ip", "netns", "del", ns], check=True)
+
+
+def test_sim_refuses_host_ip_outside_board_subnet():
+    assert_one_line_error(run("sim", "--ip", "10.0.0.2", "--host-ip", "192.168.1.100"),
+                          "must share a /24 subnet")
+
+
+def test_ctl_timeout_is_one_line(tmp_path):
+    # Loopback only: nothing listens on this port, so the request times out (or is refused).
+    r = run("ctl", "identify", "--ip", "127.0.0.1", "--port", "9", "--timeout", "0.2")
+    assert r.returncode == 2
+    assert len(r.stderr.strip().splitlines()) == 1 and r.stderr.startswith("Error: ")
