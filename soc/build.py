@@ -105,6 +105,10 @@ def build_hardware(board, output_dir, toolchain="trellis", run=True, **soc_kwarg
     soc = make_soc(board, toolchain=toolchain, **soc_kwargs)
     soc.platform.toolchain._pnr_opts += f" --report {board.name}_report.json"
     builder = DAQBuilder(soc, output_dir=str(output_dir))
+    # A failed build must not leave the previous bitstream looking like its result.
+    stale = Path(builder.gateware_dir) / f"{board.name}.bit"
+    if stale.exists():
+        stale.unlink()
     with _path_prepended(shims):
         try:
             builder.build(build_name=board.name, run=run)

@@ -89,7 +89,20 @@ def cmd_boards(args):
 
 
 def _soc_kwargs(args):
-    return dict(ip_address=args.ip, mac_address=args.mac, ctl_port=args.ctl_port)
+    kwargs = dict(ip_address=args.ip, mac_address=args.mac, ctl_port=args.ctl_port)
+    if getattr(args, "sys_clk_freq", None):
+        kwargs["sys_clk_freq"] = args.sys_clk_freq
+    return kwargs
+
+
+def _freq(text):
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0
+    if not 1e6 <= value <= 500e6:
+        raise argparse.ArgumentTypeError(f"frequency must be in Hz between 1e6 and 500e6, like 60e6, not {text!r}")
+    return value
 
 
 def cmd_build(args):
@@ -99,6 +112,8 @@ def cmd_build(args):
     if toolchain not in board.toolchains:
         raise CLIError(f"toolchain for board {board.name} must be one of {', '.join(board.toolchains)}, not {toolchain!r}")
     output_dir = Path(args.output_dir or os.path.join("build", board.name))
+    if board.is_sim and args.sys_clk_freq:
+        raise CLIError("the simulated board's sys clock is fixed at 125 MHz (it is the GMII clock)")
     if board.is_sim:
         result = build.build_sim(board, output_dir, **_soc_kwargs(args))
         print(f"simulation binary: {result.artifact}")
@@ -115,6 +130,8 @@ def cmd_build(args):
     failed = [c["clock"] for c in result.report["clocks"] if not c["met"]]
     if failed:
         print(f"warning: timing not met for {', '.join(failed)}: the bitstream may not work reliably")
+        if args.strict_timing:
+            raise CLIError(f"timing not met for {', '.join(failed)} (--strict-timing)")
     return 0
 
 
@@ -213,6 +230,8 @@ def make_parser():
     p.add_argument("--board", required=True, help="board name (see 'ethdaq boards')")
     p.add_argument("--toolchain", help="toolchain (default: the board's first; see 'ethdaq boards')")
     p.add_argument("--output-dir", help="build directory (default build/BOARD); not under /tmp for ECP5")
+    p.add_argument("--strict-timing", action="store_true", help="exit with an error when a clock misses its frequency")
+    p.add_argument("--sys-clk-freq", type=_freq, help="system clock in Hz (default: the board's, see docs/boards)")
     _add_network_options(p)
     p.set_defaults(func=cmd_build)
 

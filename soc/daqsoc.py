@@ -95,8 +95,9 @@ class DAQSoC(SoCCore):
         kwargs.setdefault("integrated_sram_size", 0x4000)
         kwargs.setdefault("uart_name",            board.uart_name)
         SoCCore.__init__(self, platform, sys_clk_freq,
+            # No build date: the same sources give the same bitstream, and the git hash says which.
             ident         = f"ethdaq {board.name} {self.build_id} {options}",
-            ident_version = True,
+            ident_version = False,
             **kwargs)
 
         # Ethernet: hardware UDP/IP stack shared by the data path and the CPU's control port.

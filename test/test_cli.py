@@ -55,9 +55,14 @@ def test_unsupported_toolchain(tmp_path):
     (["--mac", "10:e2:d5:00:00"], "MAC address must be six hex bytes"),
     (["--mac", "11:e2:d5:00:00:00"], "MAC address must be unicast"),
     (["--ctl-port", "70000"], "port must be an integer in 1..65535, not '70000'"),
+    (["--sys-clk-freq", "5"], "frequency must be in Hz between 1e6 and 500e6, like 60e6, not '5'"),
 ])
 def test_bad_addresses(args, text):
     assert_one_line_error(run("build", "--board", "sim", *args), text)
+
+
+def test_sim_board_clock_is_fixed():
+    assert_one_line_error(run("build", "--board", "sim", "--sys-clk-freq", "50e6"), "sys clock is fixed at 125 MHz")
 
 
 def test_missing_toolchain_is_named_with_its_package(tmp_path):
