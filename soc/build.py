@@ -74,6 +74,37 @@ def _path_prepended(*dirs):
         os.environ["PATH"] = old
 
 
+@contextlib.contextmanager
+def output_to(log_path, verbose=False):
+    """Send everything the build prints (LiteX logging, make, compilers: file descriptors 1 and
+    2) to log_path, unless verbose. On failure, the log's last lines are kept in the error."""
+    if verbose:
+        yield
+        return
+    log_path = Path(log_path)
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    with open(log_path, "w") as log:
+        os.dup2(log.fileno(), 1)
+        os.dup2(log.fileno(), 2)
+        try:
+            yield
+        except BuildError as e:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            tail = "\n".join(log_path.read_text(errors="replace").splitlines()[-20:])
+            raise BuildError(f"{e} (full log: {log_path})\n{tail}") from None
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            os.close(saved[0])
+            os.close(saved[1])
+
+
 @dataclass
 class BuildResult:
     board:      str
@@ -89,18 +120,20 @@ def make_soc(board, toolchain=None, **soc_kwargs):
     return soc
 
 
-def check_output_dir(output_dir, board):
+def preflight(board, output_dir):
+    """Checks that need no build: tools present, output directory usable. Raises before anything
+    is written. Returns the resolved output directory."""
     output_dir = Path(output_dir).resolve()
     if not board.is_sim and (output_dir == Path("/tmp") or Path("/tmp") in output_dir.parents):
         raise BuildError(f"output directory must not be under /tmp, not {str(output_dir)!r}, "
                          "because the yowasp tools (WASI) see their own /tmp")
+    tools.require("make", "riscv64-unknown-elf-gcc", *(["verilator"] if board.is_sim else []))
     return output_dir
 
 
 def build_hardware(board, output_dir, toolchain="trellis", run=True, **soc_kwargs):
     """Build gateware + firmware + bitstream for a hardware board; return a BuildResult."""
-    output_dir = check_output_dir(output_dir, board)
-    tools.require("make", "riscv64-unknown-elf-gcc")
+    output_dir = preflight(board, output_dir)
     shims = tools.yowasp_shims(output_dir / ".tools")
     soc = make_soc(board, toolchain=toolchain, **soc_kwargs)
     soc.platform.toolchain._pnr_opts += f" --report {board.name}_report.json"
@@ -173,8 +206,7 @@ def build_sim(board, output_dir, tap="ethdaq0", host_ip="192.168.1.100", opt_lev
     """Build the simulated board: gateware, firmware and the Verilator binary. Returns the
     gateware directory (run obj_dir/Vsim from there). The Verilator compile (the slow step) is
     skipped when the generated sources are unchanged."""
-    output_dir = Path(output_dir).resolve()
-    tools.require("make", "riscv64-unknown-elf-gcc", "verilator")
+    output_dir = preflight(board, output_dir)
     soc = make_soc(board, **soc_kwargs)
     builder = DAQBuilder(soc, output_dir=str(output_dir))
     config = board.sim_config(soc.sys_clk_freq, tap, host_ip)

@@ -8,11 +8,9 @@ import argparse
 import ipaddress
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 EXAMPLES = """\
@@ -21,7 +19,7 @@ examples:
   ethdaq build --board colorlight_i5
   ethdaq build --board colorlight_i5 --ip 10.0.0.2 --mac 10:e2:d5:00:00:02 --output-dir build/lab
   sudo ethdaq sim                       # boot the simulated board, print its console (Ctrl-C stops)
-  sudo ethdaq sim --ping 5 --identify   # ... then ping it and ask it to identify, and stop
+  sudo ethdaq sim --ping 5 --identify   # ... then identify it, ping it, and stop
   ethdaq load --board colorlight_i5
   ethdaq ctl identify --ip 192.168.1.50
 """
@@ -114,13 +112,18 @@ def cmd_build(args):
     output_dir = Path(args.output_dir or os.path.join("build", board.name))
     if board.is_sim and args.sys_clk_freq:
         raise CLIError("the simulated board's sys clock is fixed at 125 MHz (it is the GMII clock)")
+    build.preflight(board, output_dir)
+    log = output_dir / "build.log"
+    print(f"building {board.name} in {output_dir} (log: {log}) ...", flush=True)
     if board.is_sim:
-        result = build.build_sim(board, output_dir, **_soc_kwargs(args))
+        with build.output_to(log, args.verbose):
+            result = build.build_sim(board, output_dir, **_soc_kwargs(args))
         print(f"simulation binary: {result.artifact}")
         print(f"firmware:          {result.firmware}")
         print("run it with: sudo ethdaq sim")
         return 0
-    result = build.build_hardware(board, output_dir, toolchain=toolchain, **_soc_kwargs(args))
+    with build.output_to(log, args.verbose):
+        result = build.build_hardware(board, output_dir, toolchain=toolchain, **_soc_kwargs(args))
     print()
     print(f"ethdaq build summary: {board.name} ({board.fpga})")
     print(build.format_summary(result.report))
@@ -135,32 +138,38 @@ def cmd_build(args):
     return 0
 
 
+def _sigterm_as_interrupt(signum, frame):
+    # SIGTERM cleans up like Ctrl-C: stop the simulation, remove the namespace.
+    raise KeyboardInterrupt
+
+
 def cmd_sim(args):
     from ethdaq.soc import build, sim
-    from ethdaq.host.ctl import ControlClient, ControlTimeout
     board = _board("sim")
     sim.check_addresses(args.ip, args.host_ip)
     sim.check_can_run(args.netns)  # Fail before the (long) build.
     output_dir = Path(args.output_dir or os.path.join("build", "sim"))
-    print(f"building the simulated board in {output_dir} ...", flush=True)
-    result = build.build_sim(board, output_dir, tap=args.tap, host_ip=args.host_ip, **_soc_kwargs(args))
+    build.preflight(board, output_dir)
+    log = output_dir / "build.log"
+    print(f"building the simulated board in {output_dir} (log: {log}) ...", flush=True)
+    with build.output_to(log, args.verbose):
+        result = build.build_sim(board, output_dir, tap=args.tap, host_ip=args.host_ip, **_soc_kwargs(args))
     print(f"starting the simulation in network namespace {args.netns!r} "
           f"(tap {args.tap} {args.host_ip}/24, board {args.ip})", flush=True)
-    # SIGTERM cleans up like Ctrl-C.
-    signal.signal(signal.SIGTERM, lambda *a: (_ for _ in ()).throw(KeyboardInterrupt()))
+    signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
     status = 0
     with sim.SimSession(result.artifact.parent.parent, netns=args.netns,
                         log=output_dir / "console.log") as session:
         try:
             session.wait_for("ethdaq ready", timeout=args.boot_timeout)
-            if args.ping:
-                print(f"\n$ ping -c {args.ping} {args.ip}   (inside namespace {args.netns})", flush=True)
-                r = session.ns_run(["ping", "-c", str(args.ping), "-W", "5", args.ip])
-                status |= r.returncode
             if args.identify:
                 print(f"\n$ ethdaq ctl identify --ip {args.ip}   (inside namespace {args.netns})", flush=True)
                 r = session.ns_run([sys.executable, "-m", "ethdaq.soc.cli", "ctl", "identify",
                                     "--ip", args.ip, "--port", str(args.ctl_port)])
+                status |= r.returncode
+            if args.ping:
+                print(f"\n$ ping -c {args.ping} {args.ip}   (inside namespace {args.netns})", flush=True)
+                r = session.ns_run(["ping", "-c", str(args.ping), "-W", "5", args.ip])
                 status |= r.returncode
             if args.duration is not None:
                 session.proc.wait(timeout=args.duration) if args.duration > 0 else session.proc.wait()
@@ -230,6 +239,7 @@ def make_parser():
     p.add_argument("--board", required=True, help="board name (see 'ethdaq boards')")
     p.add_argument("--toolchain", help="toolchain (default: the board's first; see 'ethdaq boards')")
     p.add_argument("--output-dir", help="build directory (default build/BOARD); not under /tmp for ECP5")
+    p.add_argument("--verbose", action="store_true", help="show the build's output instead of writing it to OUTPUT_DIR/build.log")
     p.add_argument("--strict-timing", action="store_true", help="exit with an error when a clock misses its frequency")
     p.add_argument("--sys-clk-freq", type=_freq, help="system clock in Hz (default: the board's, see docs/boards)")
     _add_network_options(p)
@@ -243,6 +253,7 @@ def make_parser():
     p.add_argument("--netns", default="ethdaq", help="network namespace to create (default ethdaq)")
     p.add_argument("--tap", default="ethdaq0", help="tap interface name inside the namespace (default ethdaq0)")
     p.add_argument("--output-dir", help="build directory (default build/sim)")
+    p.add_argument("--verbose", action="store_true", help="show the build's output instead of writing it to OUTPUT_DIR/build.log")
     p.add_argument("--ping", type=int, default=0, metavar="N", help="after boot, ping the board N times")
     p.add_argument("--identify", action="store_true", help="after boot, send an identify request")
     p.add_argument("--duration", type=float, metavar="S", help="stop after S seconds (default: after --ping/--identify, else on Ctrl-C)")

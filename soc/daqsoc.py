@@ -17,7 +17,6 @@ from migen import *
 from litex.gen import *
 
 from litex.soc.integration.soc_core import SoCCore
-from litex.soc.integration.soc import SoCRegion
 
 from liteeth.core import LiteEthUDPIPCore
 

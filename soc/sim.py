@@ -83,11 +83,12 @@ class SimSession:
             if logf:
                 logf.write(line + "\n")
                 logf.flush()
+            # Echo before publishing, so whoever waits on this line prints after it.
+            if self.echo and not any(n in line for n in _NOISE):
+                print(line, flush=True)
             with self._cond:
                 self.lines.append(line)
                 self._cond.notify_all()
-            if self.echo and not any(n in line for n in _NOISE):
-                print(line, flush=True)
         if logf:
             logf.close()
         with self._cond:

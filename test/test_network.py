@@ -132,3 +132,30 @@ def test_frames_on_the_wire_decode_cleanly_in_tshark(board, tmp_path):
     udp  = [row for row in rows if "udp" in row[0]]
     assert len(icmp) == 3 and all(row[1] == "1" and row[2] == "1" for row in icmp), rows  # 1 = Good.
     assert len(udp) >= 1 and all(row[1] == "1" and row[3] == str(CTL_PORT) for row in udp), rows
+
+
+def test_sim_command_stops_cleanly_on_sigterm_and_removes_its_namespace():
+    """`ethdaq sim` as a user runs it; SIGTERM (like Ctrl-C) must stop the simulation and remove
+    the namespace it created."""
+    ns = "ethdaq-sigterm"
+    proc = subprocess.Popen(ethdaq_cmd("sim", "--netns", ns, "--tap", TAP, "--ip", BOARD_IP, "--host-ip", HOST_IP,
+                                       "--mac", MAC, "--ctl-port", str(CTL_PORT),
+                                       "--output-dir", str(REPO / "build" / "test-sim")),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 300
+        seen = []
+        for line in proc.stdout:
+            seen.append(line)
+            if "ethdaq ready" in line or time.monotonic() > deadline:
+                break
+        assert any("ethdaq ready" in line for line in seen), "".join(seen)
+        assert ns in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+        proc.terminate()
+        rest = proc.communicate(timeout=60)[0]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, rest
+    assert f"namespace '{ns}' removed" in rest
+    assert ns not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
