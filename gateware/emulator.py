@@ -1,0 +1,105 @@
+#
+# This file is part of ethdaq.
+# SPDX-License-Identifier: BSD-2-Clause
+
+"""Detector emulator: a sample source per channel for demos and tests.
+
+Modes: counter (0, 1, 2, ...), ramp (sawtooth: +step, back to 0 past `top`) and pulse (a pulse
+train with pseudo-random arrival times: in every clock cycle a pulse arrives with probability
+rate/2**32, i.e. geometric inter-arrival times, the discrete-time Poisson process; each pulse's
+sample is a pseudo-random amplitude). Counter and ramp emit at a regular rate of rate/2**32
+samples per cycle; rate 0xFFFFFFFF is one sample every cycle, above any link's capacity.
+"""
+
+from migen import *
+
+from litex.gen import *
+
+from litex.soc.interconnect import stream
+from litex.soc.interconnect.csr import *
+
+MODE_OFF, MODE_COUNTER, MODE_RAMP, MODE_PULSE = 0, 1, 2, 3
+
+
+def xorshift32(x):
+    """One xorshift32 step (Marsaglia), as Migen expressions; never reaches 0 from a non-zero seed."""
+    a = x ^ (x << 13)[:32]
+    b = a ^ (a >> 17)
+    return b ^ (b << 5)[:32]
+
+
+def xorshift32_ref(x):
+    """The same step in Python, for tests."""
+    x ^= (x << 13) & 0xffffffff
+    x ^= x >> 17
+    x ^= (x << 5) & 0xffffffff
+    return x
+
+
+class DetectorEmulator(LiteXModule):
+    def __init__(self, sample_width=16, seed=1):
+        self.source = source = stream.Endpoint([("data", sample_width)])
+
+        self._mode  = CSRStorage(2,  description="0 off, 1 counter, 2 ramp, 3 pulse train.")
+        self._rate  = CSRStorage(32, reset=2**31, description="Samples (or pulse probability) per cycle, times 2**32.")
+        self._step  = CSRStorage(sample_width, reset=1, description="Ramp step.")
+        self._top   = CSRStorage(sample_width, reset=2**sample_width - 1, description="Ramp returns to 0 after this value.")
+        self._seed  = CSRStorage(32, reset=seed, description="Pulse-train seed (written: restart the sequence).")
+        self._count = CSRStatus(64, description="Samples produced (accepted by the sink).")
+        self._stall = CSRStatus(64, description="Cycles a produced sample waited for the sink (back-pressure).")
+
+        # # #
+
+        mode  = self._mode.storage
+        rate  = self._rate.storage
+        value = Signal(sample_width)
+        phase = Signal(33)
+        rng   = Signal(32, reset=seed)
+        fire  = Signal()
+        count = Signal(64)
+        stall = Signal(64)
+        self.rng = rng  # For tests.
+
+        self.sync += [
+            rng.eq(xorshift32(rng)),
+            If(self._seed.re, rng.eq(Mux(self._seed.storage == 0, 1, self._seed.storage))),
+        ]
+        self.comb += [
+            If(mode == MODE_PULSE,
+                fire.eq(rng < rate)
+            ).Else(
+                fire.eq(phase[32])
+            )
+        ]
+        self.sync += phase.eq(phase[:32] + rate)
+
+        # A produced sample is held until the sink takes it; new arrivals meanwhile are not
+        # queued (a real detector would lose them too) but the waiting time is counted.
+        self.sync += [
+            If(source.valid & source.ready,
+                source.valid.eq(0),
+                count.eq(count + 1),
+                If(mode == MODE_RAMP,
+                    value.eq(Mux(value > self._top.storage - self._step.storage, 0, value + self._step.storage))
+                ).Else(
+                    value.eq(value + 1)
+                )
+            ),
+            If(source.valid & ~source.ready,
+                stall.eq(stall + 1)
+            ),
+            If((mode != MODE_OFF) & fire & ~(source.valid & ~source.ready),
+                source.valid.eq(1),
+            ),
+            If(mode == MODE_OFF,
+                source.valid.eq(0),
+                value.eq(0),
+            ),
+        ]
+        amplitude = Signal(sample_width)
+        self.sync += If(fire & ~(source.valid & ~source.ready), amplitude.eq(rng[32 - sample_width:] if sample_width <= 32 else rng))
+        self.comb += [
+            source.data.eq(Mux(mode == MODE_PULSE, amplitude, value)),
+            self._count.status.eq(count),
+            self._stall.status.eq(stall),
+        ]
