@@ -83,6 +83,7 @@ class Board:
     sys_clk_freq = 60e6
     uart_name    = "serial"
     eth_dw       = 8
+    max_payload  = 1472  # Streamer buffers fit the ECP5-25F's block RAM with 1500-byte MTU datagrams.
     is_sim       = False
     cable        = "dirtyJtag"  # openFPGALoader cable of the common Colorlight i5 extension board.
 

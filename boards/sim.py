@@ -60,6 +60,7 @@ class Board:
     sys_clk_freq = 125e6  # The GMII model clocks eth_rx/eth_tx from sys_clk.
     uart_name    = "sim"
     eth_dw       = 8
+    max_payload  = 8972  # Jumbo datagrams.
     is_sim       = True
 
     @staticmethod

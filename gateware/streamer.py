@@ -39,6 +39,8 @@ def header_bytes(fields):
     out = []
     for f in daqformat.FIELDS:
         value = fields.get(f.name, 0)
+        if not isinstance(value, int) and len(value) < 8*f.size:
+            value = Cat(value, Replicate(0, 8*f.size - len(value)))  # Zero-extend to the field.
         for i in range(f.size):
             shift = 8*(f.size - 1 - i)
             out.append((value >> shift) & 0xff if isinstance(value, int) else value[shift:shift + 8])

@@ -22,6 +22,7 @@ examples:
   sudo ethdaq sim --ping 5 --identify   # ... then identify it, ping it, and stop
   ethdaq load --board colorlight_i5
   ethdaq ctl identify --ip 192.168.1.50
+  ethdaq ctl start --ip 192.168.1.50 && ethdaq recv --duration 10
 """
 
 
@@ -87,6 +88,8 @@ def cmd_boards(args):
 
 
 def _soc_kwargs(args):
+    from ethdaq.soc.daqsoc import check_ports
+    check_ports(args.ctl_port)
     kwargs = dict(ip_address=args.ip, mac_address=args.mac, ctl_port=args.ctl_port)
     if getattr(args, "sys_clk_freq", None):
         kwargs["sys_clk_freq"] = args.sys_clk_freq
@@ -112,18 +115,19 @@ def cmd_build(args):
     output_dir = Path(args.output_dir or os.path.join("build", board.name))
     if board.is_sim and args.sys_clk_freq:
         raise CLIError("the simulated board's sys clock is fixed at 125 MHz (it is the GMII clock)")
+    soc_kwargs = _soc_kwargs(args)
     build.preflight(board, output_dir)
     log = output_dir / "build.log"
     print(f"building {board.name} in {output_dir} (log: {log}) ...", flush=True)
     if board.is_sim:
         with build.output_to(log, args.verbose):
-            result = build.build_sim(board, output_dir, **_soc_kwargs(args))
+            result = build.build_sim(board, output_dir, **soc_kwargs)
         print(f"simulation binary: {result.artifact}")
         print(f"firmware:          {result.firmware}")
         print("run it with: sudo ethdaq sim")
         return 0
     with build.output_to(log, args.verbose):
-        result = build.build_hardware(board, output_dir, toolchain=toolchain, **_soc_kwargs(args))
+        result = build.build_hardware(board, output_dir, toolchain=toolchain, **soc_kwargs)
     print()
     print(f"ethdaq build summary: {board.name} ({board.fpga})")
     print(build.format_summary(result.report))
@@ -149,11 +153,12 @@ def cmd_sim(args):
     sim.check_addresses(args.ip, args.host_ip)
     sim.check_can_run(args.netns)  # Fail before the (long) build.
     output_dir = Path(args.output_dir or os.path.join("build", "sim"))
+    soc_kwargs = _soc_kwargs(args)
     build.preflight(board, output_dir)
     log = output_dir / "build.log"
     print(f"building the simulated board in {output_dir} (log: {log}) ...", flush=True)
     with build.output_to(log, args.verbose):
-        result = build.build_sim(board, output_dir, tap=args.tap, host_ip=args.host_ip, **_soc_kwargs(args))
+        result = build.build_sim(board, output_dir, tap=args.tap, host_ip=args.host_ip, **soc_kwargs)
     print(f"starting the simulation in network namespace {args.netns!r} "
           f"(tap {args.tap} {args.host_ip}/24, board {args.ip})", flush=True)
     signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
@@ -202,26 +207,59 @@ def cmd_load(args):
     return 0
 
 
+def _print_identity(ident, as_json):
+    fields = {"board": ident.board, "build_id": ident.build_id, "ident": ident.ident,
+              "mac": ident.mac_str, "ip": ident.ip_str, "ctl_port": ident.ctl_port,
+              "sys_clk_hz": ident.sys_clk_hz, "eth_dw": ident.eth_dw, "nchannels": ident.nchannels,
+              "sample_bits": ident.sample_bits, "max_payload": ident.max_payload}
+    if as_json:
+        print(json.dumps(fields))
+        return
+    for key, label in [("board", "board"), ("build_id", "build"), ("ident", "ident"), ("mac", "mac"),
+                       ("ip", "ip"), ("ctl_port", "control"), ("sys_clk_hz", "sys clock"),
+                       ("nchannels", "channels"), ("sample_bits", "sample bits"), ("max_payload", "max payload")]:
+        value = fields[key]
+        value = f"udp/{value}" if key == "ctl_port" else f"{value} Hz" if key == "sys_clk_hz" else value
+        print(f"{label:<12}{value}")
+
+
 def cmd_ctl(args):
-    from ethdaq.host.ctl import ControlClient, ControlTimeout
+    from ethdaq.host.ctl import ControlClient, ControlRefused, ControlTimeout
     with ControlClient(args.ip, args.port, timeout=args.timeout) as client:
         try:
-            ident = client.identify()
-        except ControlTimeout as e:
+            if args.action == "identify":
+                _print_identity(client.identify(), args.json)
+            elif args.action == "start":
+                dst = 0 if args.dst_ip is None else int(ipaddress.IPv4Address(args.dst_ip))
+                run, used = client.stream_start(dst, args.dst_port, args.payload, args.enable,
+                                                args.backpressure, args.gap)
+                print(f"run {run} started: datagrams of {args.payload} bytes to "
+                      f"{ipaddress.IPv4Address(used)}:{args.dst_port}")
+            elif args.action == "stop":
+                print(f"run {client.stream_stop()} stopped")
+            elif args.action == "emulator":
+                rate = min(int(args.rate*2**32), 2**32 - 1)
+                client.emulator(args.mode, rate, args.seed)
+                print(f"emulator: {args.mode}, {args.rate:g} samples/cycle per channel")
+            elif args.action == "status":
+                st = client.status()
+                if args.json:
+                    print(json.dumps(st.__dict__))
+                else:
+                    for k, v in st.__dict__.items():
+                        print(f"{k:<16}{v}")
+        except (ControlTimeout, ControlRefused) as e:
             raise CLIError(str(e))
-    if args.json:
-        print(json.dumps({"board": ident.board, "build_id": ident.build_id, "ident": ident.ident,
-                          "mac": ident.mac_str, "ip": ident.ip_str, "ctl_port": ident.ctl_port,
-                          "sys_clk_hz": ident.sys_clk_hz, "eth_dw": ident.eth_dw}))
-    else:
-        print(f"board     {ident.board}")
-        print(f"build     {ident.build_id}")
-        print(f"ident     {ident.ident}")
-        print(f"mac       {ident.mac_str}")
-        print(f"ip        {ident.ip_str}")
-        print(f"control   udp/{ident.ctl_port}")
-        print(f"sys clock {ident.sys_clk_hz} Hz")
     return 0
+
+
+def cmd_recv(args):
+    from ethdaq.host import receiver
+    argv = ["--bind", args.bind, "--port", str(args.port)]
+    for opt, value in (("--duration", args.duration), ("--count", args.count), ("--idle-timeout", args.idle_timeout)):
+        if value is not None:
+            argv += [opt, str(value)]
+    return receiver.main(argv)
 
 # Parser -------------------------------------------------------------------------------------------
 
@@ -267,13 +305,39 @@ def make_parser():
     p.add_argument("--cable", help="openFPGALoader cable (default: the board's)")
     p.set_defaults(func=cmd_load)
 
-    p = sub.add_parser("ctl", help="talk to a board's control port")
-    p.add_argument("action", choices=["identify"], help="request to send")
+    p = sub.add_parser("ctl", help="talk to a board's control port",
+                       epilog="examples:\n  ethdaq ctl identify --ip 192.168.1.50\n"
+                              "  ethdaq ctl emulator --ip 192.168.1.50 --mode counter --rate 0.25\n"
+                              "  ethdaq ctl start --ip 192.168.1.50 --dst-port 5000 --payload 1472\n"
+                              "  ethdaq ctl stop --ip 192.168.1.50",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("action", choices=["identify", "start", "stop", "status", "emulator"], help="request to send")
     p.add_argument("--ip", type=_ip, required=True, help="board IP address")
     p.add_argument("--port", type=_port, default=7000, help="control port (default 7000)")
     p.add_argument("--timeout", type=float, default=2.0, help="seconds per try (3 tries)")
     p.add_argument("--json", action="store_true", help="print JSON")
+    g = p.add_argument_group("start")
+    g.add_argument("--dst-ip", type=_ip, help="where datagrams go (default: this host, as the board sees it)")
+    g.add_argument("--dst-port", type=_port, default=5000, help="destination UDP port (default 5000)")
+    g.add_argument("--payload", type=int, default=1472, help="UDP payload bytes per datagram, header included (default 1472)")
+    g.add_argument("--enable", type=lambda t: int(t, 0), default=0xF, help="channel mask (default 0xF)")
+    g.add_argument("--backpressure", type=lambda t: int(t, 0), default=0, help="channels that stall instead of dropping (mask)")
+    g.add_argument("--gap", type=int, default=0, help="idle clock cycles after each datagram (rate limit; default 0)")
+    g = p.add_argument_group("emulator")
+    g.add_argument("--mode", choices=["off", "counter", "ramp", "pulse"], default="counter")
+    g.add_argument("--rate", type=float, default=0.25, help="samples per clock cycle per channel, 0..1 (default 0.25)")
+    g.add_argument("--seed", type=int, default=1, help="pulse-train seed")
     p.set_defaults(func=cmd_ctl)
+
+    p = sub.add_parser("recv", help="receive DAQ datagrams and print per-stream rates, gaps and drops",
+                       epilog="example:\n  ethdaq recv --port 5000 --duration 10",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--bind", default="0.0.0.0", help="local address (default 0.0.0.0)")
+    p.add_argument("--port", type=_port, default=5000, help="UDP port (default 5000)")
+    p.add_argument("--duration", type=float, help="stop after S seconds")
+    p.add_argument("--count", type=int, help="stop after N datagrams")
+    p.add_argument("--idle-timeout", type=float, help="stop after S seconds without data")
+    p.set_defaults(func=cmd_recv)
     return parser
 
 

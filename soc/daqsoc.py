@@ -21,12 +21,16 @@ from litex.soc.integration.soc_core import SoCCore
 from liteeth.core import LiteEthUDPIPCore
 
 from ethdaq.gateware.cpuport import CPUUDPPort
+from ethdaq.gateware.emulator import DetectorEmulator
+from ethdaq.gateware.streamer import DAQStreamer
+from ethdaq.gateware.timebase import Timebase
 
 # Helpers ------------------------------------------------------------------------------------------
 
 DEFAULT_IP       = "192.168.1.50"
 DEFAULT_MAC      = "10:e2:d5:00:00:00"
 DEFAULT_CTL_PORT = 7000
+DEFAULT_DATA_PORT = 5000
 
 
 def parse_ip(text):
@@ -63,6 +67,13 @@ def git_hash():
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
 
+def check_ports(ctl_port, data_port=DEFAULT_DATA_PORT):
+    """The hardware UDP stack dispatches by local port: each of ours must be distinct."""
+    if not (0 < ctl_port < 65536):
+        raise ValueError(f"control port must be in 1..65535, not {ctl_port!r}")
+    if ctl_port == data_port:
+        raise ValueError(f"control port {ctl_port} is already in use by the DAQ data stream; choose another --ctl-port")
+
 # DAQSoC -------------------------------------------------------------------------------------------
 
 class DAQSoC(SoCCore):
@@ -73,6 +84,11 @@ class DAQSoC(SoCCore):
         ctl_port     = DEFAULT_CTL_PORT,
         eth_dw       = None,
         build_id     = None,
+        data_port    = DEFAULT_DATA_PORT,
+        with_streamer = True,
+        nchannels    = 4,
+        sample_width = 16,
+        max_payload  = None,
         **kwargs):
         self.board        = board
         sys_clk_freq      = int(sys_clk_freq or board.sys_clk_freq)
@@ -81,8 +97,8 @@ class DAQSoC(SoCCore):
         self.mac_address  = parse_mac(mac_address) if isinstance(mac_address, str) else mac_address
         self.ctl_port     = ctl_port
         self.build_id     = build_id or git_hash()
-        if not (0 < ctl_port < 65536):
-            raise ValueError(f"control port must be in 1..65535, not {ctl_port!r}")
+        check_ports(ctl_port, data_port if with_streamer else None)
+        max_payload = max_payload or board.max_payload
 
         platform = board.platform(toolchain) if toolchain else board.platform()
         self.crg = board.crg(platform, sys_clk_freq)
@@ -127,6 +143,26 @@ class DAQSoC(SoCCore):
             self.ctlport.source.connect(udp_port.sink),
         ]
 
+        # DAQ streamer fed by one detector emulator per channel; its datagrams leave from
+        # data_port on the hardware UDP stack.
+        self.timebase = Timebase(sys_clk_freq)
+        if with_streamer:
+            if eth_dw != 8:
+                raise ValueError(f"the streamer supports eth_dw=8 for now, not {eth_dw!r}")
+            buffer_bytes = 1 << (max_payload - 1).bit_length()
+            self.streamer = DAQStreamer(nchannels=nchannels, sample_width=sample_width,
+                buffer_bytes=buffer_bytes, timestamp=self.timebase.ns, src_port=data_port,
+                max_payload=max_payload)
+            for i in range(nchannels):
+                emu = DetectorEmulator(sample_width=sample_width, seed=i + 1)
+                self.add_module(f"emu{i}", emu)
+                self.comb += emu.source.connect(self.streamer.sinks[i])
+            data = self.ethcore.udp.crossbar.get_port(data_port, dw=8)
+            self.comb += [
+                self.streamer.source.connect(data.sink),
+                data.source.ready.eq(1),  # Nothing is received on the data port.
+            ]
+
         # Facts the firmware prints and reports (generated into soc.h).
         self.add_constant("ETHDAQ_BOARD",    board.name)
         self.add_constant("ETHDAQ_BUILD_ID", self.build_id)
@@ -135,3 +171,7 @@ class DAQSoC(SoCCore):
         self.add_constant("ETHDAQ_MAC_LO",   self.mac_address & 0xffffffff)
         self.add_constant("ETHDAQ_CTL_PORT", ctl_port)
         self.add_constant("ETHDAQ_ETH_DW",   eth_dw)
+        self.add_constant("ETHDAQ_NCHANNELS",   nchannels if with_streamer else 0)
+        self.add_constant("ETHDAQ_SAMPLE_BITS", sample_width)
+        self.add_constant("ETHDAQ_MAX_PAYLOAD", max_payload)
+        self.add_constant("ETHDAQ_DATA_PORT",   data_port)

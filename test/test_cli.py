@@ -116,3 +116,9 @@ def test_ctl_timeout_is_one_line(tmp_path):
     r = run("ctl", "identify", "--ip", "127.0.0.1", "--port", "9", "--timeout", "0.2")
     assert r.returncode == 2
     assert len(r.stderr.strip().splitlines()) == 1 and r.stderr.startswith("Error: ")
+
+
+def test_control_port_clashing_with_data_port_is_refused(tmp_path):
+    r = run("build", "--board", "sim", "--ctl-port", "5000", "--output-dir", str(tmp_path / "out"))
+    assert_one_line_error(r, "control port 5000 is already in use by the DAQ data stream")
+    assert not (tmp_path / "out").exists()

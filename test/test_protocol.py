@@ -12,7 +12,8 @@ import pytest
 from ethdaq.host import protocol
 
 IDENTITY = protocol.Identity(mac=bytes([0x10, 0xe2, 0xd5, 0, 0, 1]), ip=0xC0A80132, ctl_port=7000,
-    sys_clk_hz=125_000_000, eth_dw=8, board="sim", build_id="0123456789ab", ident="ethdaq sim test")
+    sys_clk_hz=125_000_000, eth_dw=8, nchannels=4, sample_bits=16, max_payload=8972,
+    board="sim", build_id="0123456789ab", ident="ethdaq sim test")
 
 
 @pytest.fixture(scope="module")
@@ -28,9 +29,12 @@ def ctl_host(tmp_path_factory, repo):
                     str(repo / "software/firmware/ctl.c"), str(repo / "test/c/ctl_host.c"), "-o", str(exe)],
                    check=True)
 
-    def run(request, cap=2048):
-        r = subprocess.run([str(exe), str(cap)], input=request, capture_output=True, check=True)
-        counters = dict((k, int(v)) for k, v in re.findall(r"(\w+)=(-?\d+)", r.stderr.decode()))
+    def run(request, cap=2048, src_ip=0xC0A80164, stub_error=0):
+        r = subprocess.run([str(exe), str(cap), str(src_ip), str(stub_error)], input=request,
+                           capture_output=True, check=True)
+        lines = r.stderr.decode().splitlines()
+        counters = dict((k, int(v)) for k, v in re.findall(r"(\w+)=(-?\d+)", lines[-1]))
+        counters["calls"] = [dict((k, v) for k, v in re.findall(r"(\w+)=(\S+)", line)) for line in lines[:-1]]
         return r.stdout, counters
     return run
 
@@ -83,7 +87,8 @@ def test_response_that_does_not_fit_is_refused_not_overrun(ctl_host):
 def test_random_and_mutated_input_never_crashes(ctl_host):
     """Sanitizer-checked: any crash or out-of-bounds access fails the run (check=True)."""
     rng = random.Random(2026)
-    seeds = [protocol.identify_request(1), protocol.pack_header(0x7F, 2), b""]
+    seeds = [protocol.identify_request(1), protocol.pack_header(0x7F, 2), b"", protocol.stream_start_request(5),
+             protocol.emulator_request(6, 1, 5), protocol.status_request(7)]
     for _ in range(150):
         data = bytearray(rng.choice(seeds))
         for _ in range(rng.randrange(4)):
@@ -108,3 +113,41 @@ def test_python_parser_rejects_truncated_and_trailing_data():
         protocol.parse_response(full + b"\x00")
     with pytest.raises(protocol.ProtocolError, match="sequence number must be 4, not 3"):
         protocol.parse_response(full, expect_seq=4)
+
+
+def test_stream_start_defaults_destination_to_requester_and_echoes_run(ctl_host):
+    req = protocol.stream_start_request(11, dst_ip=0, dst_port=5000, payload=1472, enable=0xF, backpressure=0b10, gap=9)
+    rsp, cnt = ctl_host(req, src_ip=0xC0A80164)
+    assert protocol.parse_response(rsp, expect_seq=11) == (protocol.MSG_STREAM_START | protocol.RESPONSE, 11, (42, 0xC0A80164))
+    assert cnt["calls"] == [dict(call="stream_start", dst_ip=str(0xC0A80164), dst_port="5000", payload="1472",
+                                 enable="15", backpressure="2", gap="9")]
+
+
+@pytest.mark.parametrize("kwargs", [
+    dict(payload=63), dict(payload=8973), dict(enable=0), dict(enable=0x10), dict(backpressure=0x20),
+    dict(dst_port=0), dict(dst_ip=0xFFFFFFFF),
+])
+def test_stream_start_out_of_range_values_are_refused_before_touching_the_board(ctl_host, kwargs):
+    rsp, cnt = ctl_host(protocol.stream_start_request(12, **kwargs))
+    assert protocol.parse_response(rsp, expect_seq=12) == (protocol.MSG_ERROR_RSP, 12, protocol.ERR_BAD_VALUE)
+    assert cnt["calls"] == [] and cnt["refused"] == 1
+
+
+def test_board_refusal_is_passed_on(ctl_host):
+    rsp, cnt = ctl_host(protocol.stream_start_request(13), stub_error=protocol.ERR_BUSY)
+    assert protocol.parse_response(rsp, expect_seq=13) == (protocol.MSG_ERROR_RSP, 13, protocol.ERR_BUSY)
+    assert cnt["refused"] == 1
+
+
+def test_stop_emulator_and_status_round_trip(ctl_host):
+    rsp, cnt = ctl_host(protocol.stream_stop_request(1))
+    assert protocol.parse_response(rsp, expect_seq=1) == (protocol.MSG_STREAM_STOP | protocol.RESPONSE, 1, (42,))
+    rsp, cnt = ctl_host(protocol.emulator_request(2, mode=3, rate=0x80000000, seed=99))
+    assert protocol.parse_response(rsp, expect_seq=2) == (protocol.MSG_EMULATOR | protocol.RESPONSE, 2, ())
+    assert cnt["calls"] == [dict(call="emulator", mode="3", rate=str(0x80000000), seed="99")]
+    rsp, _ = ctl_host(protocol.emulator_request(3, mode=4, rate=1))
+    assert protocol.parse_response(rsp, expect_seq=3)[2] == protocol.ERR_BAD_VALUE
+    rsp, _ = ctl_host(protocol.status_request(4))
+    _, _, st = protocol.parse_response(rsp, expect_seq=4)
+    assert (st.running, st.run, st.datagrams, st.dropped, st.port_rx_dropped, st.port_tx_dropped) == \
+        (1, 42, 0x0000000100000002, 7, 3, 4)

@@ -78,9 +78,68 @@ static int error_response(struct writer *w, uint32_t seq, uint8_t code, struct c
 	return finish(w, cnt);
 }
 
-int ctl_handle(const uint8_t *req, size_t req_len, uint8_t *rsp, size_t rsp_cap,
-               const struct ctl_identity *id, struct ctl_counters *cnt)
+static int refuse(struct writer *w, uint32_t seq, int code, struct ctl_counters *cnt)
 {
+	cnt->refused++;
+	return error_response(w, seq, (uint8_t)code, cnt);
+}
+
+static int answered(struct writer *w, struct ctl_counters *cnt)
+{
+	if (!w->overflow)
+		cnt->requests++;
+	return finish(w, cnt);
+}
+
+static int stream_start(struct writer *w, const uint8_t *p, uint32_t seq, uint32_t src_ip,
+                        const struct ctl_identity *id, const struct ctl_ops *ops, struct ctl_counters *cnt)
+{
+	struct ctl_stream_cfg cfg;
+	uint32_t run = 0;
+	uint8_t  all = (uint8_t)((1u << id->nchannels) - 1u);
+	int err;
+
+	if (id->nchannels == 0 || ops == NULL || ops->stream_start == NULL)
+		return refuse(w, seq, CTL_ERR_UNSUPPORTED, cnt);
+	cfg.dst_ip       = get_be32(p);
+	cfg.dst_port     = get_be16(p + 4);
+	cfg.payload      = get_be16(p + 6);
+	cfg.enable       = p[8];
+	cfg.backpressure = p[9];
+	cfg.gap          = get_be32(p + 10);
+	if (cfg.dst_ip == 0)
+		cfg.dst_ip = src_ip;
+	if (cfg.dst_ip == 0 || cfg.dst_ip == 0xFFFFFFFFu || cfg.dst_port == 0 ||
+	    cfg.payload < CTL_MIN_PAYLOAD || cfg.payload > id->max_payload ||
+	    cfg.enable == 0 || (cfg.enable & (uint8_t)~all) || (cfg.backpressure & (uint8_t)~all))
+		return refuse(w, seq, CTL_ERR_BAD_VALUE, cnt);
+	err = ops->stream_start(&cfg, &run);
+	if (err)
+		return refuse(w, seq, err, cnt);
+	put_header(w, CTL_MSG_STREAM_START | CTL_RESPONSE, seq);
+	put_be32(w, run);
+	put_be32(w, cfg.dst_ip);
+	return answered(w, cnt);
+}
+
+static size_t request_length(uint8_t type)
+{
+	switch (type) {
+	case CTL_MSG_IDENTIFY:     return CTL_IDENTIFY_REQ_LENGTH;
+	case CTL_MSG_STREAM_START: return CTL_STREAM_START_REQ_LENGTH;
+	case CTL_MSG_STREAM_STOP:  return CTL_STREAM_STOP_REQ_LENGTH;
+	case CTL_MSG_EMULATOR:     return CTL_EMULATOR_REQ_LENGTH;
+	case CTL_MSG_STATUS:       return CTL_STATUS_REQ_LENGTH;
+	default:                   return 0;
+	}
+}
+
+int ctl_handle(const uint8_t *req, size_t req_len, uint32_t src_ip, uint8_t *rsp, size_t rsp_cap,
+               const struct ctl_identity *id, const struct ctl_ops *ops, struct ctl_counters *cnt)
+{
+	size_t expected;
+	uint32_t run = 0;
+	int err;
 	struct writer w = { rsp, rsp_cap, 0, 0 };
 	uint8_t  version, type;
 	uint32_t seq;
@@ -105,24 +164,77 @@ int ctl_handle(const uint8_t *req, size_t req_len, uint8_t *rsp, size_t rsp_cap,
 		return error_response(&w, seq, CTL_ERR_BAD_VERSION, cnt);
 	}
 
+	expected = request_length(type);
+	if (expected == 0) {
+		cnt->bad_type++;
+		return error_response(&w, seq, CTL_ERR_BAD_TYPE, cnt);
+	}
+	if (req_len != expected) {
+		cnt->bad_length++;
+		return error_response(&w, seq, CTL_ERR_BAD_LENGTH, cnt);
+	}
+
 	switch (type) {
 	case CTL_MSG_IDENTIFY:
-		if (req_len != CTL_IDENTIFY_REQ_LENGTH) {
-			cnt->bad_length++;
-			return error_response(&w, seq, CTL_ERR_BAD_LENGTH, cnt);
-		}
 		put_header(&w, CTL_MSG_IDENTIFY_RSP, seq);
 		put_bytes(&w, id->mac, 6);
 		put_be32(&w, id->ip);
 		put_be16(&w, id->ctl_port);
 		put_be32(&w, id->sys_clk_hz);
 		put_u8(&w, id->eth_dw);
+		put_u8(&w, id->nchannels);
+		put_u8(&w, id->sample_bits);
+		put_be16(&w, id->max_payload);
 		put_string(&w, id->board);
 		put_string(&w, id->build_id);
 		put_string(&w, id->ident);
-		if (!w.overflow)
-			cnt->requests++;
-		return finish(&w, cnt);
+		return answered(&w, cnt);
+	case CTL_MSG_STREAM_START:
+		return stream_start(&w, req + CTL_HEADER_SIZE, seq, src_ip, id, ops, cnt);
+	case CTL_MSG_STREAM_STOP:
+		if (id->nchannels == 0 || ops == NULL || ops->stream_stop == NULL)
+			return refuse(&w, seq, CTL_ERR_UNSUPPORTED, cnt);
+		err = ops->stream_stop(&run);
+		if (err)
+			return refuse(&w, seq, err, cnt);
+		put_header(&w, CTL_MSG_STREAM_STOP | CTL_RESPONSE, seq);
+		put_be32(&w, run);
+		return answered(&w, cnt);
+	case CTL_MSG_EMULATOR: {
+		struct ctl_emulator_cfg cfg;
+		const uint8_t *p = req + CTL_HEADER_SIZE;
+		if (id->nchannels == 0 || ops == NULL || ops->emulator == NULL)
+			return refuse(&w, seq, CTL_ERR_UNSUPPORTED, cnt);
+		cfg.mode = p[0];
+		cfg.rate = get_be32(p + 1);
+		cfg.seed = get_be32(p + 5);
+		if (cfg.mode > 3)
+			return refuse(&w, seq, CTL_ERR_BAD_VALUE, cnt);
+		err = ops->emulator(&cfg);
+		if (err)
+			return refuse(&w, seq, err, cnt);
+		put_header(&w, CTL_MSG_EMULATOR | CTL_RESPONSE, seq);
+		return answered(&w, cnt);
+	}
+	case CTL_MSG_STATUS: {
+		struct ctl_status st;
+		memset(&st, 0, sizeof(st));
+		if (ops != NULL && ops->status != NULL)
+			ops->status(&st);
+		put_header(&w, CTL_MSG_STATUS | CTL_RESPONSE, seq);
+		put_u8(&w, st.running);
+		put_be32(&w, st.run);
+		put_be32(&w, (uint32_t)(st.datagrams >> 32));
+		put_be32(&w, (uint32_t)st.datagrams);
+		put_be32(&w, (uint32_t)(st.dropped >> 32));
+		put_be32(&w, (uint32_t)st.dropped);
+		put_be32(&w, cnt->requests);
+		put_be32(&w, cnt->short_drop + cnt->magic_drop + cnt->response_drop + cnt->bad_version +
+		             cnt->bad_type + cnt->bad_length + cnt->refused + cnt->no_room);
+		put_be32(&w, st.port_rx_dropped);
+		put_be32(&w, st.port_tx_dropped);
+		return answered(&w, cnt);
+	}
 	default:
 		cnt->bad_type++;
 		return error_response(&w, seq, CTL_ERR_BAD_TYPE, cnt);

@@ -19,6 +19,9 @@ struct ctl_identity {
 	uint16_t    ctl_port;
 	uint32_t    sys_clk_hz;
 	uint8_t     eth_dw;
+	uint8_t     nchannels;    /* 0: built without the streamer. */
+	uint8_t     sample_bits;
+	uint16_t    max_payload;
 	const char *board;
 	const char *build_id;
 	const char *ident;
@@ -33,16 +36,51 @@ struct ctl_counters {
 	uint32_t bad_version;   /* Answered with CTL_ERR_BAD_VERSION. */
 	uint32_t bad_type;      /* Answered with CTL_ERR_BAD_TYPE. */
 	uint32_t bad_length;    /* Answered with CTL_ERR_BAD_LENGTH. */
+	uint32_t refused;       /* Well-formed but refused: CTL_ERR_BAD_VALUE, _BUSY, _UNSUPPORTED. */
 	uint32_t no_room;       /* Response did not fit the caller's buffer. */
+};
+
+struct ctl_stream_cfg {
+	uint32_t dst_ip;        /* Never 0 here: 0 in the request means the requester's address. */
+	uint16_t dst_port;
+	uint16_t payload;       /* UDP payload bytes per datagram, header included. */
+	uint8_t  enable;        /* Channel mask. */
+	uint8_t  backpressure;  /* Channel mask. */
+	uint32_t gap;           /* Idle cycles after each datagram (rate limit). */
+};
+
+struct ctl_emulator_cfg {
+	uint8_t  mode;
+	uint32_t rate;
+	uint32_t seed;
+};
+
+struct ctl_status {
+	uint8_t  running;
+	uint32_t run;
+	uint64_t datagrams;
+	uint64_t dropped;
+	uint32_t port_rx_dropped;
+	uint32_t port_tx_dropped;
+};
+
+/* What the handler asks of the board; the firmware drives CSRs, host tests record calls.
+ * Functions return 0 or a CTL_ERR_* code. */
+struct ctl_ops {
+	int  (*stream_start)(const struct ctl_stream_cfg *cfg, uint32_t *run);
+	int  (*stream_stop)(uint32_t *run);
+	int  (*emulator)(const struct ctl_emulator_cfg *cfg);
+	void (*status)(struct ctl_status *st);
 };
 
 /*
  * Handle one request datagram of req_len bytes. Writes the response into rsp (capacity rsp_cap).
+ * src_ip is the requester's address (the default stream destination).
  * Returns the response length (> 0), 0 when the request is dropped without answer, or
  * -1 when the response does not fit rsp_cap. Every outcome other than a normal answer
  * increments one counter in cnt.
  */
-int ctl_handle(const uint8_t *req, size_t req_len, uint8_t *rsp, size_t rsp_cap,
-               const struct ctl_identity *id, struct ctl_counters *cnt);
+int ctl_handle(const uint8_t *req, size_t req_len, uint32_t src_ip, uint8_t *rsp, size_t rsp_cap,
+               const struct ctl_identity *id, const struct ctl_ops *ops, struct ctl_counters *cnt);
 
 #endif

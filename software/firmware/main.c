@@ -16,6 +16,7 @@
 
 #include "ctl.h"
 #include "ctlport.h"
+#include "daq.h"
 
 #define IDENT_SIZE 256
 
@@ -49,6 +50,7 @@ static void print_ip(uint32_t ip)
 int main(void)
 {
 	struct ctl_identity id;
+	struct ctl_ops ops;
 	int i;
 
 #ifdef CONFIG_CPU_HAS_INTERRUPT
@@ -66,6 +68,10 @@ int main(void)
 	id.ctl_port   = ETHDAQ_CTL_PORT;
 	id.sys_clk_hz = CONFIG_CLOCK_FREQUENCY;
 	id.eth_dw     = ETHDAQ_ETH_DW;
+	id.nchannels  = ETHDAQ_NCHANNELS;
+	id.sample_bits = ETHDAQ_SAMPLE_BITS;
+	id.max_payload = ETHDAQ_MAX_PAYLOAD;
+	daq_ops(&ops, &port_stats);
 	id.board      = ETHDAQ_BOARD;
 	id.build_id   = ETHDAQ_BUILD_ID;
 	id.ident      = ident;
@@ -82,6 +88,9 @@ int main(void)
 	printf("\n");
 	printf("  control  : udp/%u\n", (unsigned)id.ctl_port);
 	printf("  sys clock: %u Hz\n", (unsigned)CONFIG_CLOCK_FREQUENCY);
+	printf("  streamer : %u channels x %u-bit samples, datagrams up to %u bytes, udp/%u\n",
+	       (unsigned)id.nchannels, (unsigned)id.sample_bits, (unsigned)id.max_payload,
+	       (unsigned)ETHDAQ_DATA_PORT);
 	printf("ethdaq ready\n");
 
 	for (;;) {
@@ -90,7 +99,7 @@ int main(void)
 
 		if (!ctlport_receive(&d, rx_buf, sizeof(rx_buf), &port_stats))
 			continue;
-		n = ctl_handle(rx_buf, d.length, tx_buf, sizeof(tx_buf), &id, &counters);
+		n = ctl_handle(rx_buf, d.length, d.ip, tx_buf, sizeof(tx_buf), &id, &ops, &counters);
 		if (n > 0)
 			ctlport_send(d.ip, d.port, tx_buf, (size_t)n, &port_stats);
 	}

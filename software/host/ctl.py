@@ -52,8 +52,37 @@ class ControlClient:
         raise ControlTimeout(f"no answer from {self.addr[0]}:{self.addr[1]} after "
                              f"{self.retries} tries of {self.timeout:g} s")
 
-    def identify(self):
-        msg_type, _, body = self.request(protocol.identify_request)
-        if msg_type != protocol.MSG_IDENTIFY_RSP:
-            raise protocol.ProtocolError(f"identify answered with error code {body}")
+    def _expect(self, payload_fn, msg_type):
+        got, _, body = self.request(payload_fn)
+        if got == protocol.MSG_ERROR_RSP:
+            raise ControlRefused(body)
+        if got != msg_type | protocol.RESPONSE:
+            raise protocol.ProtocolError(f"response type must be 0x{msg_type | protocol.RESPONSE:02X}, not 0x{got:02X}")
         return body
+
+    def identify(self):
+        return self._expect(protocol.identify_request, protocol.MSG_IDENTIFY)
+
+    def stream_start(self, dst_ip=0, dst_port=5000, payload=1472, enable=0xF, backpressure=0, gap=0):
+        """Start a run; dst_ip 0 means this host's address as the board sees it. Returns (run, dst_ip)."""
+        return self._expect(lambda seq: protocol.stream_start_request(seq, dst_ip, dst_port, payload,
+            enable, backpressure, gap), protocol.MSG_STREAM_START)
+
+    def stream_stop(self):
+        return self._expect(protocol.stream_stop_request, protocol.MSG_STREAM_STOP)[0]
+
+    def emulator(self, mode, rate, seed=1):
+        if isinstance(mode, str):
+            if mode not in protocol.EMULATOR_MODES:
+                raise ValueError(f"emulator mode must be one of {', '.join(protocol.EMULATOR_MODES)}, not {mode!r}")
+            mode = protocol.EMULATOR_MODES[mode]
+        return self._expect(lambda seq: protocol.emulator_request(seq, mode, rate, seed), protocol.MSG_EMULATOR)
+
+    def status(self):
+        return self._expect(protocol.status_request, protocol.MSG_STATUS)
+
+
+class ControlRefused(RuntimeError):
+    def __init__(self, code):
+        self.code = code
+        super().__init__(f"board refused the request: {protocol.ERROR_NAMES.get(code, f'error {code}')}")

@@ -25,6 +25,10 @@ HEADER = struct.Struct(">HBBI")
 # Message types: requests have bit 7 clear; a response is the request type | RESPONSE.
 RESPONSE          = 0x80
 MSG_IDENTIFY      = 0x01
+MSG_STREAM_START  = 0x02
+MSG_STREAM_STOP   = 0x03
+MSG_EMULATOR      = 0x04
+MSG_STATUS        = 0x05
 MSG_IDENTIFY_RSP  = MSG_IDENTIFY | RESPONSE
 MSG_ERROR_RSP     = 0xFF
 
@@ -32,16 +36,39 @@ MSG_ERROR_RSP     = 0xFF
 ERR_BAD_VERSION   = 1
 ERR_BAD_TYPE      = 2
 ERR_BAD_LENGTH    = 3
+ERR_BAD_VALUE     = 4  # A field is out of range (e.g. payload size, channel mask).
+ERR_BUSY          = 5  # STREAM_START while a run is going: stop it first.
+ERR_UNSUPPORTED   = 6  # The board was built without the feature (e.g. no streamer).
+ERROR_NAMES = {ERR_BAD_VERSION: "bad version", ERR_BAD_TYPE: "unknown message type",
+               ERR_BAD_LENGTH: "bad length", ERR_BAD_VALUE: "value out of range",
+               ERR_BUSY: "busy (a run is going: stop it first)", ERR_UNSUPPORTED: "not supported by this build"}
 
 # Identify response payload, fixed part; followed by three strings, each u8 length + bytes:
 # board name, build id (git hash), SoC identifier string.
-IDENTIFY_FIXED = struct.Struct(">6sIHIB")  # mac, ip, ctl_port, sys_clk_hz, eth_dw
+# mac, ip, ctl_port, sys_clk_hz, eth_dw, nchannels, sample_bits, max_payload
+IDENTIFY_FIXED = struct.Struct(">6sIHIBBBH")
 MAX_STRING     = 255
+
+# STREAM_START request: dst_ip (0: the requester's address), dst_port, payload bytes per datagram
+# (header included), channel enable mask, back-pressure mask, idle cycles after each datagram.
+STREAM_START   = struct.Struct(">IHHBBI")
+STREAM_START_RSP = struct.Struct(">II")     # run number, destination IP used
+STREAM_STOP_RSP  = struct.Struct(">I")      # run number that was stopped
+EMULATOR       = struct.Struct(">BII")      # mode, rate (x 2**-32 per cycle), seed
+# STATUS response: running, run, datagrams sent, samples dropped this run, control requests
+# answered, control requests refused, CPU-port datagrams dropped (rx), (tx).
+STATUS_RSP     = struct.Struct(">BIQQIIII")
+MIN_PAYLOAD    = 64
 
 # Expected request lengths (header included), checked by the firmware before anything else.
 REQUEST_LENGTH = {
-    MSG_IDENTIFY: HEADER.size,
+    MSG_IDENTIFY:     HEADER.size,
+    MSG_STREAM_START: HEADER.size + STREAM_START.size,
+    MSG_STREAM_STOP:  HEADER.size,
+    MSG_EMULATOR:     HEADER.size + EMULATOR.size,
+    MSG_STATUS:       HEADER.size,
 }
+EMULATOR_MODES = {"off": 0, "counter": 1, "ramp": 2, "pulse": 3}
 
 
 class ProtocolError(ValueError):
@@ -55,6 +82,9 @@ class Identity:
     ctl_port:   int
     sys_clk_hz: int
     eth_dw:     int
+    nchannels:  int
+    sample_bits: int
+    max_payload: int
     board:      str
     build_id:   str
     ident:      str
@@ -74,6 +104,34 @@ def pack_header(msg_type, seq):
 
 def identify_request(seq):
     return pack_header(MSG_IDENTIFY, seq)
+
+
+def stream_start_request(seq, dst_ip=0, dst_port=5000, payload=1472, enable=0xF, backpressure=0, gap=0):
+    return pack_header(MSG_STREAM_START, seq) + STREAM_START.pack(dst_ip, dst_port, payload, enable, backpressure, gap)
+
+
+def stream_stop_request(seq):
+    return pack_header(MSG_STREAM_STOP, seq)
+
+
+def emulator_request(seq, mode, rate, seed=1):
+    return pack_header(MSG_EMULATOR, seq) + EMULATOR.pack(mode, rate, seed)
+
+
+def status_request(seq):
+    return pack_header(MSG_STATUS, seq)
+
+
+@dataclass
+class Status:
+    running:        int
+    run:            int
+    datagrams:      int
+    dropped:        int
+    ctl_requests:   int
+    ctl_refused:    int
+    port_rx_dropped: int
+    port_tx_dropped: int
 
 
 def unpack_header(data):
@@ -99,7 +157,8 @@ def _take_string(data, offset):
 
 def pack_identify_response(seq, identity):
     out = pack_header(MSG_IDENTIFY_RSP, seq) + IDENTIFY_FIXED.pack(identity.mac, identity.ip,
-        identity.ctl_port, identity.sys_clk_hz, identity.eth_dw)
+        identity.ctl_port, identity.sys_clk_hz, identity.eth_dw, identity.nchannels,
+        identity.sample_bits, identity.max_payload)
     for text in (identity.board, identity.build_id, identity.ident):
         raw = text.encode("ascii")[:MAX_STRING]
         out += bytes([len(raw)]) + raw
@@ -107,8 +166,9 @@ def pack_identify_response(seq, identity):
 
 
 def parse_response(data, expect_seq=None):
-    """Parse a response datagram. Returns (msg_type, seq, body) where body is an Identity for
-    MSG_IDENTIFY_RSP and the error code for MSG_ERROR_RSP."""
+    """Parse a response datagram. Returns (msg_type, seq, body): body is an Identity for
+    MSG_IDENTIFY_RSP, a tuple of the response struct's fields for the stream messages, a Status
+    for MSG_STATUS's response, and the error code for MSG_ERROR_RSP."""
     msg_type, seq = unpack_header(data)
     if expect_seq is not None and seq != expect_seq:
         raise ProtocolError(f"sequence number must be {expect_seq}, not {seq}")
@@ -120,14 +180,29 @@ def parse_response(data, expect_seq=None):
         offset = HEADER.size
         if len(data) < offset + IDENTIFY_FIXED.size:
             raise ProtocolError(f"identify response must be at least {offset + IDENTIFY_FIXED.size} bytes, not {len(data)}")
-        mac, ip, port, clk, dw = IDENTIFY_FIXED.unpack_from(data, offset)
+        fixed = IDENTIFY_FIXED.unpack_from(data, offset)
         offset += IDENTIFY_FIXED.size
         board,    offset = _take_string(data, offset)
         build_id, offset = _take_string(data, offset)
         ident,    offset = _take_string(data, offset)
         if offset != len(data):
             raise ProtocolError(f"identify response has {len(data) - offset} trailing bytes")
-        return msg_type, seq, Identity(mac, ip, port, clk, dw, board, build_id, ident)
+        return msg_type, seq, Identity(*fixed, board, build_id, ident)
+    fixed = {
+        MSG_STREAM_START | RESPONSE: STREAM_START_RSP,
+        MSG_STREAM_STOP  | RESPONSE: STREAM_STOP_RSP,
+        MSG_EMULATOR     | RESPONSE: None,
+        MSG_STATUS       | RESPONSE: STATUS_RSP,
+    }
+    if msg_type in fixed:
+        st = fixed[msg_type]
+        size = HEADER.size + (st.size if st else 0)
+        if len(data) != size:
+            raise ProtocolError(f"response 0x{msg_type:02X} must be {size} bytes, not {len(data)}")
+        if st is None:
+            return msg_type, seq, ()
+        body = st.unpack_from(data, HEADER.size)
+        return msg_type, seq, Status(*body) if msg_type == MSG_STATUS | RESPONSE else body
     raise ProtocolError(f"unknown response type 0x{msg_type:02X}")
 
 
@@ -142,6 +217,19 @@ def c_header():
         f"#define CTL_HEADER_SIZE      {HEADER.size}u",
         f"#define CTL_RESPONSE         0x{RESPONSE:02X}u",
         f"#define CTL_MSG_IDENTIFY     0x{MSG_IDENTIFY:02X}u",
+        f"#define CTL_MSG_STREAM_START 0x{MSG_STREAM_START:02X}u",
+        f"#define CTL_MSG_STREAM_STOP  0x{MSG_STREAM_STOP:02X}u",
+        f"#define CTL_MSG_EMULATOR     0x{MSG_EMULATOR:02X}u",
+        f"#define CTL_MSG_STATUS       0x{MSG_STATUS:02X}u",
+        f"#define CTL_ERR_BAD_VALUE    {ERR_BAD_VALUE}u",
+        f"#define CTL_ERR_BUSY         {ERR_BUSY}u",
+        f"#define CTL_ERR_UNSUPPORTED  {ERR_UNSUPPORTED}u",
+        f"#define CTL_MIN_PAYLOAD      {MIN_PAYLOAD}u",
+        f"#define CTL_STREAM_START_REQ_LENGTH {REQUEST_LENGTH[MSG_STREAM_START]}u",
+        f"#define CTL_STREAM_STOP_REQ_LENGTH  {REQUEST_LENGTH[MSG_STREAM_STOP]}u",
+        f"#define CTL_EMULATOR_REQ_LENGTH     {REQUEST_LENGTH[MSG_EMULATOR]}u",
+        f"#define CTL_STATUS_REQ_LENGTH       {REQUEST_LENGTH[MSG_STATUS]}u",
+        f"#define CTL_STATUS_RSP_SIZE  {STATUS_RSP.size}u",
         f"#define CTL_MSG_IDENTIFY_RSP 0x{MSG_IDENTIFY_RSP:02X}u",
         f"#define CTL_MSG_ERROR_RSP    0x{MSG_ERROR_RSP:02X}u",
         f"#define CTL_ERR_BAD_VERSION  {ERR_BAD_VERSION}u",

@@ -1,0 +1,92 @@
+/*
+ * This file is part of ethdaq.
+ * SPDX-License-Identifier: BSD-2-Clause
+ */
+#include <generated/csr.h>
+#include <generated/soc.h>
+
+#include "daq.h"
+
+static const struct ctlport_stats *port_stats;
+
+#ifdef CSR_STREAMER_BASE
+
+static int stream_start(const struct ctl_stream_cfg *cfg, uint32_t *run)
+{
+	if (streamer_status_read() & (1u << CSR_STREAMER_STATUS_RUNNING_OFFSET))
+		return CTL_ERR_BUSY;
+	streamer_dst_ip_write(cfg->dst_ip);
+	streamer_dst_port_write(cfg->dst_port);
+	streamer_payload_write(cfg->payload);
+	streamer_enable_write(cfg->enable);
+	streamer_backpressure_write(cfg->backpressure);
+	streamer_gap_write(cfg->gap);
+	streamer_control_write(1u << CSR_STREAMER_CONTROL_START_OFFSET);
+	*run = streamer_run_read();
+	return 0;
+}
+
+static int stream_stop(uint32_t *run)
+{
+	streamer_control_write(1u << CSR_STREAMER_CONTROL_STOP_OFFSET);
+	*run = streamer_run_read();
+	return 0;
+}
+
+/* One emulator per channel, each with its own CSRs: apply the same settings to all. */
+#define EMU_APPLY(n) do { \
+	emu##n##_mode_write(cfg->mode); emu##n##_rate_write(cfg->rate); \
+	emu##n##_seed_write(cfg->seed + n); } while (0)
+
+static int emulator(const struct ctl_emulator_cfg *cfg)
+{
+#ifdef CSR_EMU0_BASE
+	EMU_APPLY(0);
+#endif
+#ifdef CSR_EMU1_BASE
+	EMU_APPLY(1);
+#endif
+#ifdef CSR_EMU2_BASE
+	EMU_APPLY(2);
+#endif
+#ifdef CSR_EMU3_BASE
+	EMU_APPLY(3);
+#endif
+#ifndef CSR_EMU0_BASE
+	(void)cfg;
+	return CTL_ERR_UNSUPPORTED;
+#endif
+	return 0;
+}
+
+static void status(struct ctl_status *st)
+{
+	st->running   = (streamer_status_read() >> CSR_STREAMER_STATUS_RUNNING_OFFSET) & 1u;
+	st->run       = streamer_run_read();
+	st->datagrams = streamer_datagrams_read();
+	st->dropped   = streamer_drop_count_read();
+	st->port_rx_dropped = ctlport_rx_dropped_read();
+	st->port_tx_dropped = ctlport_tx_dropped_read() + port_stats->tx_too_long + port_stats->tx_timeout;
+}
+
+void daq_ops(struct ctl_ops *ops, const struct ctlport_stats *port)
+{
+	port_stats        = port;
+	ops->stream_start = stream_start;
+	ops->stream_stop  = stream_stop;
+	ops->emulator     = emulator;
+	ops->status       = status;
+}
+
+#else
+
+void daq_ops(struct ctl_ops *ops, const struct ctlport_stats *port)
+{
+	(void)port;
+	ops->stream_start = 0;
+	ops->stream_stop  = 0;
+	ops->emulator     = 0;
+	ops->status       = 0;
+}
+
+#endif
