@@ -34,7 +34,7 @@ $(STAMPS)/venv: setup.py | deps
 venv: deps $(STAMPS)/venv
 
 demo: venv
-	$(VENV)/bin/ethdaq sim --ping 5 --identify
+	$(VENV)/bin/ethdaq sim --identify --stream 8 --ping 5
 
 test: venv
 	$(VENV)/bin/pytest

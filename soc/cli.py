@@ -20,6 +20,7 @@ examples:
   ethdaq build --board colorlight_i5 --ip 10.0.0.2 --mac 10:e2:d5:00:00:02 --output-dir build/lab
   sudo ethdaq sim                       # boot the simulated board, print its console (Ctrl-C stops)
   sudo ethdaq sim --ping 5 --identify   # ... then identify it, ping it, and stop
+  sudo ethdaq sim --identify --ping 5 --stream 10   # ... and stream emulated data for 10 s
   ethdaq load --board colorlight_i5
   ethdaq ctl identify --ip 192.168.1.50
   ethdaq ctl start --ip 192.168.1.50 && ethdaq recv --duration 10
@@ -147,6 +148,31 @@ def _sigterm_as_interrupt(signum, frame):
     raise KeyboardInterrupt
 
 
+def _demo_stream(session, args):
+    """Emulated detector data from the board to a receiver in the namespace, for args.stream seconds."""
+    ctl = [sys.executable, "-m", "ethdaq.soc.cli", "ctl"]
+    board = ["--ip", args.ip, "--port", str(args.ctl_port)]
+    print(f"\n$ ethdaq recv --port 5000 --duration {args.stream:g} &   (inside namespace {args.netns})", flush=True)
+    recv = subprocess.Popen(["ip", "netns", "exec", args.netns, sys.executable, "-m", "ethdaq.soc.cli", "recv",
+                             "--port", "5000", "--duration", str(args.stream)])
+    try:
+        for cmd in (["emulator", "--mode", "counter", "--rate", str(args.stream_rate)],
+                    ["start", "--dst-port", "5000", "--payload", str(args.payload)]):
+            print(f"$ ethdaq ctl {' '.join(cmd)} --ip {args.ip}", flush=True)
+            r = session.ns_run(ctl + cmd + board)
+            if r.returncode:
+                return r.returncode
+        recv.wait(timeout=args.stream + 60)
+    finally:
+        if recv.poll() is None:
+            recv.terminate()
+            recv.wait()
+    print("(rates are wall-clock rates of the simulation, which runs far slower than a board;\n"
+          " cycle-accurate line-rate figures: docs/results.md)", flush=True)
+    print(f"$ ethdaq ctl stop --ip {args.ip}", flush=True)
+    return session.ns_run(ctl + ["stop"] + board).returncode | recv.returncode
+
+
 def cmd_sim(args):
     from ethdaq.soc import build, sim
     board = _board("sim")
@@ -172,13 +198,15 @@ def cmd_sim(args):
                 r = session.ns_run([sys.executable, "-m", "ethdaq.soc.cli", "ctl", "identify",
                                     "--ip", args.ip, "--port", str(args.ctl_port)])
                 status |= r.returncode
+            if args.stream:
+                status |= _demo_stream(session, args)
             if args.ping:
                 print(f"\n$ ping -c {args.ping} {args.ip}   (inside namespace {args.netns})", flush=True)
                 r = session.ns_run(["ping", "-c", str(args.ping), "-W", "5", args.ip])
                 status |= r.returncode
             if args.duration is not None:
                 session.proc.wait(timeout=args.duration) if args.duration > 0 else session.proc.wait()
-            elif not (args.ping or args.identify):
+            elif not (args.ping or args.identify or args.stream):
                 print("(Ctrl-C stops the simulation and removes the namespace)", flush=True)
                 session.proc.wait()
         except subprocess.TimeoutExpired:
@@ -294,6 +322,11 @@ def make_parser():
     p.add_argument("--verbose", action="store_true", help="show the build's output instead of writing it to OUTPUT_DIR/build.log")
     p.add_argument("--ping", type=int, default=0, metavar="N", help="after boot, ping the board N times")
     p.add_argument("--identify", action="store_true", help="after boot, send an identify request")
+    p.add_argument("--stream", type=float, default=0, metavar="S",
+                   help="after boot, stream emulated detector data to a receiver in the namespace for S seconds")
+    p.add_argument("--stream-rate", type=float, default=0.05, metavar="R",
+                   help="emulator samples per clock cycle per channel for --stream (default 0.05; 4 channels x 2 bytes x R of the 1 B/cycle link)")
+    p.add_argument("--payload", type=int, default=1472, help="UDP payload bytes per datagram for --stream (default 1472)")
     p.add_argument("--duration", type=float, metavar="S", help="stop after S seconds (default: after --ping/--identify, else on Ctrl-C)")
     p.add_argument("--boot-timeout", type=float, default=120, metavar="S", help="seconds to wait for the firmware banner")
     p.set_defaults(func=cmd_sim)
