@@ -31,6 +31,15 @@ def write(csr, value):
     yield csr.re.eq(0)
 
 
+# Standalone (no CSR bank), a CSRStorage's field signals are ours to drive.
+def start(dut):
+    yield from pulse(dut.streamer._control.fields.start)
+
+
+def stop(dut):
+    yield from pulse(dut.streamer._control.fields.stop)
+
+
 def pulse(field):
     yield field.eq(1)
     yield
@@ -71,10 +80,10 @@ class Capture:
 def run_streamer(dut, setup, cycles, capture):
     def control():
         yield from setup()
-        yield from pulse(dut.streamer._control.fields.start)
+        yield from start(dut)
         for _ in range(cycles):
             yield
-        yield from pulse(dut.streamer._control.fields.stop)
+        yield from stop(dut)
         for _ in range(3000):
             yield
         capture.underrun = yield dut.streamer.underrun
@@ -173,11 +182,11 @@ def test_backpressure_channel_stalls_detector_and_loses_nothing():
 
     def control():
         yield from setup()
-        yield from pulse(dut.streamer._control.fields.start)
+        yield from start(dut)
         for _ in range(5000):
             yield
         stalls.append((yield dut.emulators[0]._stall.status))
-        yield from pulse(dut.streamer._control.fields.stop)
+        yield from stop(dut)
         for _ in range(3000):
             yield
     run_simulation(dut, [control(), cap.run()])
