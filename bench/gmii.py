@@ -11,6 +11,8 @@ scapy. Used by bench/linerate.py (tables) and test/test_linerate.py (assertions)
 """
 
 import zlib
+from functools import reduce
+from operator import or_
 
 from migen import *
 
@@ -75,82 +77,107 @@ def _arp_reply_wire():
     return b"\x55"*7 + b"\xd5" + frame + zlib.crc32(frame).to_bytes(4, "little")
 
 
-def measure(payload, frames=8, nchannels=1, rate=2**32 - 1, sample_width=16, max_payload=8972):
-    """Stream datagrams of `payload` UDP bytes and return what the GMII TX pins carried:
-    {'frames': [...bytes without preamble...], 'gaps': [...], 'starts': [...], 'closes': [...]}."""
-    dut = StreamBench(nchannels, sample_width, max_payload)
-    tx = []        # (cycle, tx_en, tx_data)
-    closes = []    # Cycles when a datagram's last sample was accepted (descriptor written).
-    state = {"frames_done": 0, "prev_en": 0}
-    target = frames + 2  # The first frame is the ARP request.
+class StreamBenchTop(Module):
+    """StreamBench with its controls as top-level ports, one clock, for Verilator."""
+    def __init__(self, nchannels=4, sample_width=16, max_payload=8972):
+        self.clock_domains.cd_sys = ClockDomain()
+        self.submodules.bench = bench = StreamBench(nchannels, sample_width, max_payload)
+        streamer = bench.streamer
+        self.payload, self.rate, self.gap = Signal(16, name="payload"), Signal(32, name="rate"), Signal(32, name="gap")
+        self.enable, self.start = Signal(nchannels, name="enable"), Signal(name="start")
+        self.close = Signal(name="close")
+        pads = bench.pads
+        self.comb += [
+            bench.phy.cd_eth_tx.clk.eq(ClockSignal()), bench.phy.cd_eth_rx.clk.eq(ClockSignal()),
+            bench.phy.cd_eth_tx.rst.eq(ResetSignal()), bench.phy.cd_eth_rx.rst.eq(ResetSignal()),
+            # Standalone (no CSR bank), the CSRs' storage and fields are ours to drive.
+            streamer._payload.storage.eq(self.payload),
+            streamer._dst_ip.storage.eq(0xC0A80164),
+            streamer._dst_port.storage.eq(5000),
+            streamer._enable.storage.eq(self.enable),
+            streamer._backpressure.storage.eq(0),
+            streamer._gap.storage.eq(self.gap),
+            streamer._control.fields.start.eq(self.start),
+            streamer._control.fields.stop.eq(0),
+            self.close.eq(reduce(or_, [ch.descs.sink.valid & ch.descs.sink.ready for ch in streamer.channels])),
+        ]
+        for emu in bench.emulators:
+            self.comb += [emu._mode.storage.eq(MODE_COUNTER), emu._rate.storage.eq(self.rate),
+                          emu._step.storage.eq(1), emu._top.storage.eq(2**sample_width - 1)]
+        self.ios = {self.payload, self.rate, self.gap, self.enable, self.start, self.close,
+                    pads.tx_en, pads.tx_data, pads.rx_dv, pads.rx_data, self.cd_sys.clk, self.cd_sys.rst}
+        self.renames = {pads.tx_en: "tx_en", pads.tx_data: "tx_data", pads.rx_dv: "rx_dv", pads.rx_data: "rx_data",
+                        self.cd_sys.clk: "sys_clk", self.cd_sys.rst: "sys_rst"}
 
-    def write(csr, value):
-        yield csr.storage.eq(value)
-        yield csr.re.eq(1)
-        yield
-        yield csr.re.eq(0)
 
-    def control():
-        yield from write(dut.streamer._payload, payload)
-        yield from write(dut.streamer._dst_ip, 0xC0A80164)
-        for emu in dut.emulators:
-            yield from write(emu._mode, MODE_COUNTER)
-            yield from write(emu._rate, rate)
-        yield dut.streamer._control.fields.start.eq(1)
-        yield
-        yield dut.streamer._control.fields.start.eq(0)
-        for _ in range(200000):
-            if state["frames_done"] >= target:
-                break
-            yield
+def build_verilator(build_dir, nchannels=4, sample_width=16, max_payload=8972):
+    """Generate Verilog and compile the testbench (skipped when the Verilog is unchanged)."""
+    import hashlib
+    import shutil
+    import subprocess
+    from pathlib import Path
+    from litex.gen.fhdl.verilog import convert
+    build_dir = Path(build_dir).resolve()
+    build_dir.mkdir(parents=True, exist_ok=True)
+    top = StreamBenchTop(nchannels, sample_width, max_payload)
+    for sig, name in top.renames.items():
+        sig.name_override = name
+    out = convert(top, ios=top.ios, name="top")
+    verilog = build_dir / "top.v"
+    text = str(out.main_source) if hasattr(out, "main_source") else str(out)
+    tb = Path(__file__).parent / "verilator" / "tb.cpp"
+    digest = hashlib.sha256(text.encode() + tb.read_bytes()).hexdigest()
+    stamp, exe = build_dir / "stamp", build_dir / "obj" / "Vtop"
+    if exe.exists() and stamp.exists() and stamp.read_text() == digest:
+        return exe
+    verilog.write_text(text)
+    shutil.rmtree(build_dir / "obj", ignore_errors=True)
+    subprocess.run(["verilator", "--cc", str(verilog), "--exe", str(tb), "--build", "-j", "2",
+                    "-Wno-fatal", "-Wno-lint", "-Wno-style", "--top-module", "top", "-O2",
+                    "-CFLAGS", "-O1", "--Mdir", str(build_dir / "obj")],
+                   check=True, capture_output=True)
+    stamp.write_text(digest)
+    return exe
+
+
+def measure(exe, payload, frames=8, enable=0b1, rate=2**32 - 1, gap=0, max_cycles=10_000_000):
+    """Run the Verilator bench; return what the GMII TX pins carried (see _decode)."""
+    import subprocess
+    import tempfile
+    with tempfile.NamedTemporaryFile(suffix=".bin") as arp:
+        arp.write(_arp_reply_wire())
+        arp.flush()
+        r = subprocess.run([str(exe), str(payload), str(rate), str(enable), str(frames + 1), arp.name,
+                            str(max_cycles), str(gap)], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"bench failed: {r.stderr.strip()}")
+    tx, closes = [], []
+    for line in r.stdout.splitlines():
+        kind, *rest = line.split()
+        if kind == "T":
+            tx.append((int(rest[0]), 1, int(rest[1], 16)))
         else:
-            raise RuntimeError(f"only {state['frames_done']} frames on the wire after 200000 cycles")
-
-    @passive
-    def wire():
-        cycle = 0
-        while True:
-            yield
-            cycle += 1
-            en = yield dut.pads.tx_en
-            tx.append((cycle, en, (yield dut.pads.tx_data)))
-            if state["prev_en"] and not en:
-                state["frames_done"] += 1
-            state["prev_en"] = en
-            for ch in dut.streamer.channels:
-                if (yield ch.descs.sink.valid) and (yield ch.descs.sink.ready):
-                    closes.append(cycle)
-
-    @passive
-    def host():
-        # Wait for the ARP request on the wire, then answer it on RX.
-        while state["frames_done"] < 1:
-            yield
-        for _ in range(20):
-            yield
-        for b in _arp_reply_wire():
-            yield dut.pads.rx_dv.eq(1)
-            yield dut.pads.rx_data.eq(b)
-            yield
-        yield dut.pads.rx_dv.eq(0)
-
-    run_simulation(dut, [control(), wire(), host()],
-                   clocks={"sys": 8, "eth_tx": 8, "eth_rx": 8})
+            closes.append(int(rest[0]))
     return _decode(tx, closes)
 
 
 def _decode(tx, closes):
+    """tx: (cycle, 1, byte) for every cycle with tx_en high. Frames are runs of consecutive
+    cycles; gaps are the idle cycles between them; ends are the first idle cycle after a frame."""
     frames, starts, ends = [], [], []
-    cur = None
-    for cycle, en, data in tx:
-        if en and cur is None:
-            cur, start = [], cycle
-        if en:
-            cur.append(data)
-        elif cur is not None:
+    cur, last = None, None
+    for cycle, _, data in tx:
+        if cur is not None and cycle != last + 1:
             frames.append(bytes(cur))
-            starts.append(start)
-            ends.append(cycle)
+            ends.append(last + 1)
             cur = None
+        if cur is None:
+            cur, start = [], cycle
+            starts.append(start)
+        cur.append(data)
+        last = cycle
+    if cur is not None:
+        frames.append(bytes(cur))
+        ends.append(last + 1)
     gaps = [s - e for e, s in zip(ends, starts[1:])]
     return {"frames": frames, "starts": starts, "ends": ends, "gaps": gaps, "closes": closes}

@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+#
+# This file is part of ethdaq.
+# SPDX-License-Identifier: BSD-2-Clause
+
+"""Line rate and latency of the DAQ streamer at the GMII pins, cycle-accurate (Verilator).
+
+Prints: link, UDP payload bytes, measured MiB/s of UDP payload, % of the theoretical
+payload/(payload+66) x 125 MB/s, inter-frame gaps seen, and the latency from "datagram complete at
+the streamer input" to its first preamble byte on the wire, in cycles and ns at 125 MHz.
+Simulated figures, not measured on hardware.
+
+    .venv/bin/python bench/linerate.py [--frames N]
+"""
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench import gmii  # noqa: E402
+
+CLK_HZ = 125e6
+
+
+def theoretical_mib_s(payload):
+    return payload/(payload + 66)*CLK_HZ/2**20
+
+
+def throughput(exe, payload, frames):
+    r = gmii.measure(exe, payload, frames=frames, enable=0b1111, rate=2**32 - 1)
+    starts = r["starts"][1:]  # [0] is the ARP request.
+    cycles = starts[-1] - starts[0]
+    mib_s = (len(starts) - 1)*payload/cycles*CLK_HZ/2**20
+    return mib_s, sorted(set(r["gaps"][1:])), r
+
+
+def latency(exe, payload):
+    """One channel at a third of the link, so the link is idle whenever a datagram completes."""
+    samples = (payload - 40)//2
+    rate = int(2**32*samples/((payload + 66)*3))
+    r = gmii.measure(exe, payload, frames=6, enable=0b1, rate=rate)
+    lat = [s - c for s, c in zip(r["starts"][1:], r["closes"])][1:]  # [0] waits for ARP.
+    return min(lat), max(lat)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--frames", type=int, default=40, help="frames per throughput point (default 40)")
+    parser.add_argument("--build-dir", default=str(Path(__file__).resolve().parents[1] / "build" / "bench"))
+    args = parser.parse_args(argv)
+    exe = gmii.build_verilator(args.build_dir)
+    print("link  payload  MiB/s (sim)  theory MiB/s  % of theory  IFG bytes  latency cycles  latency ns")
+    for payload in (64, 256, 1024, 1472, 8972):
+        mib_s, gaps, _ = throughput(exe, payload, args.frames)
+        lo, hi = latency(exe, payload)
+        lat_ns = f"{lo*8}" if lo == hi else f"{lo*8}-{hi*8}"
+        print(f"1G    {payload:>7}  {mib_s:>11.3f}  {theoretical_mib_s(payload):>12.3f}  "
+              f"{100*mib_s/theoretical_mib_s(payload):>10.3f}%  {','.join(map(str, gaps)):>9}  "
+              f"{lo if lo == hi else f'{lo}-{hi}':>14}  {lat_ns:>10}")
+    print("10G   (XGMII streaming not implemented yet)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
