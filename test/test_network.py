@@ -138,6 +138,8 @@ def test_sim_command_stops_cleanly_on_sigterm_and_removes_its_namespace():
     """`ethdaq sim` as a user runs it; SIGTERM (like Ctrl-C) must stop the simulation and remove
     the namespace it created."""
     ns = "ethdaq-sigterm"
+    binary = REPO / "build" / "test-sim" / "gateware" / "obj_dir" / "Vsim"
+    built = binary.stat().st_mtime_ns
     proc = subprocess.Popen(ethdaq_cmd("sim", "--netns", ns, "--tap", TAP, "--ip", BOARD_IP, "--host-ip", HOST_IP,
                                        "--mac", MAC, "--ctl-port", str(CTL_PORT),
                                        "--output-dir", str(REPO / "build" / "test-sim")),
@@ -158,6 +160,8 @@ def test_sim_command_stops_cleanly_on_sigterm_and_removes_its_namespace():
             proc.kill()
     assert proc.returncode == 0, rest
     assert f"namespace '{ns}' removed" in rest
+    # Same design: the Verilator binary was reused, not rebuilt (generation dates are ignored).
+    assert binary.stat().st_mtime_ns == built
     assert ns not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
 
 
