@@ -207,6 +207,13 @@ def _digest(paths):
     return h.hexdigest()
 
 
+def write_sim_config(board, gateware_dir, tap, host_ip):
+    """The simulation modules' run-time settings (tap name, host address), read when the
+    binary starts: changing them needs no rebuild."""
+    config = board.sim_config(board.sys_clk_freq, tap, host_ip)
+    (Path(gateware_dir) / "sim_config.js").write_text(config.get_json())
+
+
 def build_sim(board, output_dir, tap="ethdaq0", host_ip="192.168.1.100", opt_level="O3", **soc_kwargs):
     """Build the simulated board: gateware, firmware and the Verilator binary. Returns the
     gateware directory (run obj_dir/Vsim from there). The Verilator compile (the slow step) is

@@ -184,7 +184,8 @@ def cmd_sim(args):
     log = output_dir / "build.log"
     print(f"building the simulated board in {output_dir} (log: {log}) ...", flush=True)
     with build.output_to(log, args.verbose):
-        result = build.build_sim(board, output_dir, tap=args.tap, host_ip=args.host_ip, **soc_kwargs)
+        result = build.build_sim(board, output_dir, **soc_kwargs)
+    build.write_sim_config(board, result.artifact.parent.parent, args.tap, args.host_ip)
     print(f"starting the simulation in network namespace {args.netns!r} "
           f"(tap {args.tap} {args.host_ip}/24, board {args.ip})", flush=True)
     signal.signal(signal.SIGTERM, _sigterm_as_interrupt)

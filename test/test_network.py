@@ -26,10 +26,16 @@ CTL_PORT = 7001
 
 @pytest.fixture(scope="module")
 def board():
-    result = build.build_sim(get_board("sim"), REPO / "build" / "test-sim", tap=TAP, host_ip=HOST_IP,
-                             ip_address=BOARD_IP, mac_address=MAC, ctl_port=CTL_PORT)
-    session = sim.SimSession(result.artifact.parent.parent, netns=NETNS, echo=False,
-                             log=REPO / "build" / "test-sim" / "console.log")
+    # Built by the CLI in its own process, as a user would: LiteX's generated names depend on
+    # what else the process has elaborated, so an in-process build could differ from the CLI's.
+    r = subprocess.run(ethdaq_cmd("build", "--board", "sim", "--ip", BOARD_IP, "--mac", MAC, "--ctl-port",
+                                  str(CTL_PORT), "--output-dir", str(REPO / "build" / "test-sim")),
+                       capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stdout + r.stderr
+    # The tap name and host address are run-time settings of the simulation modules.
+    build.write_sim_config(get_board("sim"), REPO / "build" / "test-sim" / "gateware", tap=TAP, host_ip=HOST_IP)
+    session = sim.SimSession(REPO / "build" / "test-sim" / "gateware", netns=NETNS, echo=False,
+                             log=REPO / "build" / "test-sim" / "console-fixture.log")
     with session:
         session.wait_for("ethdaq ready", timeout=180)
         yield session
