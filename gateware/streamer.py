@@ -232,6 +232,8 @@ class DAQStreamer(LiteXModule):
         self._run          = CSRStatus(32, description="Current run number.")
         self._datagrams    = CSRStatus(64, description="Datagrams sent since reset.")
         self._drop_count   = CSRStatus(64, description="Sum over channels of samples dropped this run.")
+        self._unreachable  = CSRStatus(32, description="IP datagrams the UDP/IP stack dropped because the destination did not answer ARP.")
+        self.unreachable   = Signal()  # Pulse from LiteEth's IP TX (target_unreachable).
 
         # # #
 
@@ -384,6 +386,9 @@ class DAQStreamer(LiteXModule):
 
         dropped_sum = Signal(64)
         self.comb += dropped_sum.eq(reduce(lambda a, b: a + b, [ch.dropped for ch in self.channels]))
+        unreachable = Signal(32)
+        self.sync += If(self.unreachable, unreachable.eq(unreachable + 1))
+        self.comb += self._unreachable.status.eq(unreachable)
         self.comb += [
             self._status.fields.running.eq(running),
             self._status.fields.busy.eq((pending != 0) | ~fsm.ongoing("SELECT")),

@@ -159,6 +159,7 @@ class DAQSoC(SoCCore):
                 self.comb += emu.source.connect(self.streamer.sinks[i])
             data = self.ethcore.udp.crossbar.get_port(data_port, dw=8)
             self.comb += [
+                self.streamer.unreachable.eq(self.ethcore.ip.tx.target_unreachable),
                 self.streamer.source.connect(data.sink),
                 data.source.ready.eq(1),  # Nothing is received on the data port.
             ]

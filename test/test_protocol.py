@@ -149,5 +149,5 @@ def test_stop_emulator_and_status_round_trip(ctl_host):
     assert protocol.parse_response(rsp, expect_seq=3)[2] == protocol.ERR_BAD_VALUE
     rsp, _ = ctl_host(protocol.status_request(4))
     _, _, st = protocol.parse_response(rsp, expect_seq=4)
-    assert (st.running, st.run, st.datagrams, st.dropped, st.port_rx_dropped, st.port_tx_dropped) == \
-        (1, 42, 0x0000000100000002, 7, 3, 4)
+    assert (st.running, st.run, st.datagrams, st.dropped, st.port_rx_dropped, st.port_tx_dropped,
+            st.ip_unreachable) == (1, 42, 0x0000000100000002, 7, 3, 4, 5)

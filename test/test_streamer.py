@@ -240,3 +240,22 @@ def test_bad_parameters(kwargs, message):
     with pytest.raises(ValueError) as e:
         DAQStreamer(**kwargs)
     assert str(e.value) == message
+
+
+def test_ip_unreachable_drops_are_counted():
+    """LiteEth's IP transmitter pulses target_unreachable when it drops a datagram whose
+    destination did not answer ARP; DAQSoC wires it here so STATUS can report it."""
+    dut = DUT(nchannels=1)
+    seen = []
+
+    def run():
+        for _ in range(3):
+            yield dut.streamer.unreachable.eq(1)
+            yield
+            yield dut.streamer.unreachable.eq(0)
+            yield
+        yield
+        seen.append((yield dut.streamer._unreachable.status))
+
+    run_simulation(dut, run())
+    assert seen == [3]

@@ -233,6 +233,7 @@ int ctl_handle(const uint8_t *req, size_t req_len, uint32_t src_ip, uint8_t *rsp
 		             cnt->bad_type + cnt->bad_length + cnt->refused + cnt->no_room);
 		put_be32(&w, st.port_rx_dropped);
 		put_be32(&w, st.port_tx_dropped);
+		put_be32(&w, st.ip_unreachable);
 		return answered(&w, cnt);
 	}
 	default:

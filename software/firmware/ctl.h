@@ -62,6 +62,7 @@ struct ctl_status {
 	uint64_t dropped;
 	uint32_t port_rx_dropped;
 	uint32_t port_tx_dropped;
+	uint32_t ip_unreachable;  /* IP datagrams dropped: destination did not answer ARP. */
 };
 
 /* What the handler asks of the board; the firmware drives CSRs, host tests record calls.

@@ -67,6 +67,7 @@ static void status(struct ctl_status *st)
 	st->dropped   = streamer_drop_count_read();
 	st->port_rx_dropped = ctlport_rx_dropped_read();
 	st->port_tx_dropped = ctlport_tx_dropped_read() + port_stats->tx_too_long + port_stats->tx_timeout;
+	st->ip_unreachable  = streamer_unreachable_read();
 }
 
 void daq_ops(struct ctl_ops *ops, const struct ctlport_stats *port)

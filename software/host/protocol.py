@@ -56,8 +56,9 @@ STREAM_START_RSP = struct.Struct(">II")     # run number, destination IP used
 STREAM_STOP_RSP  = struct.Struct(">I")      # run number that was stopped
 EMULATOR       = struct.Struct(">BII")      # mode, rate (x 2**-32 per cycle), seed
 # STATUS response: running, run, datagrams sent, samples dropped this run, control requests
-# answered, control requests refused, CPU-port datagrams dropped (rx), (tx).
-STATUS_RSP     = struct.Struct(">BIQQIIII")
+# answered, control requests refused, CPU-port datagrams dropped (rx), (tx), IP datagrams dropped
+# because the destination did not answer ARP.
+STATUS_RSP     = struct.Struct(">BIQQIIIII")
 MIN_PAYLOAD    = 64
 
 # Expected request lengths (header included), checked by the firmware before anything else.
@@ -132,6 +133,7 @@ class Status:
     ctl_refused:    int
     port_rx_dropped: int
     port_tx_dropped: int
+    ip_unreachable: int
 
 
 def unpack_header(data):

@@ -35,7 +35,7 @@ static int emulator(const struct ctl_emulator_cfg *c)
 static void status(struct ctl_status *st)
 {
 	st->running = 1; st->run = 42; st->datagrams = 0x0000000100000002ull; st->dropped = 7;
-	st->port_rx_dropped = 3; st->port_tx_dropped = 4;
+	st->port_rx_dropped = 3; st->port_tx_dropped = 4; st->ip_unreachable = 5;
 }
 
 int main(int argc, char **argv)
