@@ -21,7 +21,7 @@ from litex.gen import *
 from liteeth.core import LiteEthUDPIPCore
 from liteeth.phy.gmii import LiteEthPHYGMIIRX, LiteEthPHYGMIITX
 
-from ethdaq.gateware.emulator import MODE_COUNTER, DetectorEmulator
+from ethdaq.gateware.emulator import MODE_COUNTER, add_emulators
 from ethdaq.gateware.streamer import DAQStreamer
 from ethdaq.gateware.timebase import Timebase
 
@@ -57,16 +57,10 @@ class StreamBench(Module):
         self.submodules.core = LiteEthUDPIPCore(self.phy, BOARD_MAC, BOARD_IP, clk_freq=125e6, dw=8)
         self.submodules.timebase = Timebase(125e6)
         self.submodules.streamer = DAQStreamer(nchannels=nchannels, sample_width=sample_width,
-            buffer_bytes=1 << (max_payload - 1).bit_length(), timestamp=self.timebase.ns,
-            max_payload=max_payload)
+            timestamp=self.timebase.ns, max_payload=max_payload)
         port = self.core.udp.crossbar.get_port(5000, dw=8)
         self.comb += [self.streamer.source.connect(port.sink), port.source.ready.eq(1)]
-        self.emulators = []
-        for i in range(nchannels):
-            emu = DetectorEmulator(sample_width=sample_width, seed=i + 1)
-            setattr(self.submodules, f"emu{i}", emu)
-            self.comb += emu.source.connect(self.streamer.sinks[i])
-            self.emulators.append(emu)
+        self.emulators = add_emulators(self, self.streamer)
 
 
 def _arp_reply_wire():

@@ -103,3 +103,15 @@ class DetectorEmulator(LiteXModule):
             self._count.status.eq(count),
             self._stall.status.eq(stall),
         ]
+
+
+def add_emulators(module, streamer):
+    """One DetectorEmulator per streamer input, added to `module` as emu0, emu1, ... (their CSR
+    names) with seeds 1, 2, ...; returns them."""
+    emulators = []
+    for i, sink in enumerate(streamer.sinks):
+        emu = DetectorEmulator(sample_width=streamer.sample_width, seed=i + 1)
+        setattr(module.submodules, f"emu{i}", emu)
+        module.comb += emu.source.connect(sink)
+        emulators.append(emu)
+    return emulators

@@ -194,18 +194,21 @@ class DAQStreamer(LiteXModule):
         Number of detector inputs (stream ids 0..nchannels-1).
     sample_width : int
         Bits per sample, a multiple of 8.
-    buffer_bytes : int
-        Buffer per channel; must hold at least one largest datagram's samples.
-    clk_freq : float
-        Used for the default rate limit and ARP timeout reporting.
+    buffer_bytes : int or None
+        Buffer per channel; must hold at least one largest datagram's samples. Default: the
+        power of two that holds one `max_payload` datagram.
+    timestamp : Signal(64) or None
+        Time of day in ns, sampled at each datagram's first sample.
     """
-    def __init__(self, nchannels=4, sample_width=16, buffer_bytes=16384, timestamp=None, ts_flags=0,
+    def __init__(self, nchannels=4, sample_width=16, buffer_bytes=None, timestamp=None, ts_flags=0,
                  src_port=5000, max_payload=8972):
         if nchannels < 1:
             raise ValueError(f"nchannels must be >= 1, not {nchannels!r}")
         if sample_width % 8 or sample_width <= 0:
             raise ValueError(f"sample_width must be a positive multiple of 8, not {sample_width!r}")
         sample_bytes   = sample_width//8
+        if buffer_bytes is None:
+            buffer_bytes = 1 << (max_payload - 1).bit_length()
         buffer_samples = buffer_bytes//sample_bytes
         max_samples_build = (max_payload - daqformat.HEADER_LEN)//sample_bytes
         if buffer_samples < max_samples_build:

@@ -12,16 +12,12 @@ import ipaddress
 import subprocess
 from pathlib import Path
 
-from migen import *
-
-from litex.gen import *
-
 from litex.soc.integration.soc_core import SoCCore
 
 from liteeth.core import LiteEthUDPIPCore
 
 from ethdaq.gateware.cpuport import CPUUDPPort
-from ethdaq.gateware.emulator import DetectorEmulator
+from ethdaq.gateware.emulator import add_emulators
 from ethdaq.gateware.streamer import DAQStreamer
 from ethdaq.gateware.timebase import Timebase
 
@@ -149,14 +145,9 @@ class DAQSoC(SoCCore):
         if with_streamer:
             if eth_dw != 8:
                 raise ValueError(f"the streamer supports eth_dw=8 for now, not {eth_dw!r}")
-            buffer_bytes = 1 << (max_payload - 1).bit_length()
             self.streamer = DAQStreamer(nchannels=nchannels, sample_width=sample_width,
-                buffer_bytes=buffer_bytes, timestamp=self.timebase.ns, src_port=data_port,
-                max_payload=max_payload)
-            for i in range(nchannels):
-                emu = DetectorEmulator(sample_width=sample_width, seed=i + 1)
-                self.add_module(f"emu{i}", emu)
-                self.comb += emu.source.connect(self.streamer.sinks[i])
+                timestamp=self.timebase.ns, src_port=data_port, max_payload=max_payload)
+            add_emulators(self, self.streamer)
             data = self.ethcore.udp.crossbar.get_port(data_port, dw=8)
             self.comb += [
                 self.streamer.unreachable.eq(self.ethcore.ip.tx.target_unreachable),

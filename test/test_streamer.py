@@ -5,7 +5,7 @@ a sample is lost silently, duplicated, reordered or truncated."""
 import pytest
 from migen import Module, passive, run_simulation
 
-from ethdaq.gateware.emulator import MODE_COUNTER, MODE_PULSE, DetectorEmulator
+from ethdaq.gateware.emulator import MODE_COUNTER, MODE_PULSE, add_emulators
 from ethdaq.gateware.streamer import DAQStreamer
 from ethdaq.gateware.timebase import Timebase
 from ethdaq.host import daqformat
@@ -16,12 +16,7 @@ class DUT(Module):
         self.submodules.timebase = Timebase(clk_freq=125e6)
         self.submodules.streamer = DAQStreamer(nchannels=nchannels, sample_width=sample_width,
             buffer_bytes=buffer_bytes, max_payload=max_payload, src_port=5001, timestamp=self.timebase.ns)
-        self.emulators = []
-        for i in range(nchannels):
-            emu = DetectorEmulator(sample_width=sample_width, seed=i + 1)
-            setattr(self.submodules, f"emu{i}", emu)
-            self.comb += emu.source.connect(self.streamer.sinks[i])
-            self.emulators.append(emu)
+        self.emulators = add_emulators(self, self.streamer)
 
 
 def write(csr, value):
