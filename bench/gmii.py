@@ -2,8 +2,9 @@
 # This file is part of ethdaq.
 # SPDX-License-Identifier: BSD-2-Clause
 
-"""Cycle-accurate measurement of the streamer through the LiteEth UDP/IP stack at the GMII pins
-(Migen simulation; the GMII PHY's TX/RX registers are LiteEth's own, clocked at 125 MHz).
+"""Cycle-accurate measurement of the streamer at the GMII pins: streamer → canned-header transmit
+path (gateware/txpath.py, beside LiteEth's MAC and its ARP) → LiteEth's GMII PHY TX/RX registers,
+clocked at 125 MHz, in Verilator.
 
 The testbench plays the host: it answers the stack's ARP request with a frame built by scapy
 (an independent encoder), records every byte on the GMII TX pins and decodes the frames with
@@ -24,6 +25,7 @@ from liteeth.phy.gmii import LiteEthPHYGMIIRX, LiteEthPHYGMIITX
 from ethdaq.gateware.emulator import MODE_COUNTER, add_emulators
 from ethdaq.gateware.streamer import DAQStreamer
 from ethdaq.gateware.timebase import Timebase
+from ethdaq.gateware.txpath import TXPath, connect_streamer
 
 BOARD_MAC, BOARD_IP = 0x10e2d5000000, "192.168.1.50"
 HOST_MAC,  HOST_IP  = "aa:b6:24:69:77:21", "192.168.1.100"
@@ -54,12 +56,12 @@ class StreamBench(Module):
     def __init__(self, nchannels=1, sample_width=16, max_payload=8972):
         self.pads = _Pads()
         self.submodules.phy = _SimGMIIPHY(self.pads)
-        self.submodules.core = LiteEthUDPIPCore(self.phy, BOARD_MAC, BOARD_IP, clk_freq=125e6, dw=8)
+        self.submodules.txpath = TXPath(self.phy, BOARD_MAC, BOARD_IP)
+        self.submodules.core = LiteEthUDPIPCore(self.txpath.mac_phy, BOARD_MAC, BOARD_IP, clk_freq=125e6, dw=8)
         self.submodules.timebase = Timebase(125e6)
         self.submodules.streamer = DAQStreamer(nchannels=nchannels, sample_width=sample_width,
-            timestamp=self.timebase.ns, max_payload=max_payload)
-        port = self.core.udp.crossbar.get_port(5000, dw=8)
-        self.comb += [self.streamer.source.connect(port.sink), port.source.ready.eq(1)]
+            timestamp=self.timebase.ns, max_payload=max_payload, cd_tx="eth_tx", clk_freq=125e6)
+        connect_streamer(self, self.streamer, self.txpath, self.core)
         self.emulators = add_emulators(self, self.streamer)
 
 
@@ -88,6 +90,7 @@ class StreamBenchTop(Module):
             streamer._payload.storage.eq(self.payload),
             streamer._dst_ip.storage.eq(0xC0A80164),
             streamer._dst_port.storage.eq(5000),
+            streamer._mac_mode.storage.eq(0),  # Resolve by ARP: the testbench answers.
             streamer._enable.storage.eq(self.enable),
             streamer._backpressure.storage.eq(0),
             streamer._gap.storage.eq(self.gap),

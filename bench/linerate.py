@@ -3,11 +3,13 @@
 # This file is part of ethdaq.
 # SPDX-License-Identifier: BSD-2-Clause
 
-"""Line rate and latency of the DAQ streamer at the GMII pins, cycle-accurate (Verilator).
+"""Line rate and latency of the DAQ streamer at the GMII (1G) and XGMII (10G) pins,
+cycle-accurate (Verilator).
 
 Prints: link, UDP payload bytes, measured MiB/s of UDP payload, % of the theoretical
-payload/(payload+66) x 125 MB/s, inter-frame gaps seen, and the latency from "datagram complete at
-the streamer input" to its first preamble byte on the wire, in cycles and ns at 125 MHz.
+payload/(payload+66) x 125 MB/s (1G) or x 1.25 GB/s (10G), inter-frame gaps seen (bytes; at 10G
+from the end of the FCS to the start character), and at 1G the latency from "datagram complete
+at the streamer input" to its first preamble byte on the wire, in cycles and ns at 125 MHz.
 Simulated figures, not measured on hardware.
 
     .venv/bin/python bench/linerate.py [--frames N]
@@ -19,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import gmii  # noqa: E402
+from bench import gmii, xgmii  # noqa: E402
 
 CLK_HZ = 125e6
 
@@ -59,7 +61,11 @@ def main(argv=None):
         print(f"1G    {payload:>7}  {mib_s:>11.3f}  {theoretical_mib_s(payload):>12.3f}  "
               f"{100*mib_s/theoretical_mib_s(payload):>10.3f}%  {','.join(map(str, gaps)):>9}  "
               f"{lo if lo == hi else f'{lo}-{hi}':>14}  {lat_ns:>10}")
-    print("10G   (XGMII streaming not implemented yet)")
+    exe10 = xgmii.build_verilator(Path(args.build_dir).parent / "stream10g", mac="streamer")
+    for payload in (64, 256, 1024, 1472, 8972):
+        r = xgmii.measure(exe10, payload + 42, frames=max(8, min(args.frames, 40)), skip=2)
+        print(f"10G   {payload:>7}  {r['payload_mib_s']:>11.3f}  {r['theory_mib_s']:>12.3f}  "
+              f"{r['pct']:>10.3f}%  {','.join(map(str, r['ifgs'])):>9}  {'not measured':>14}  {'':>10}")
     return 0
 
 

@@ -10,7 +10,12 @@ sent: the link never sees a datagram pause half-way (store-and-forward, by const
 When the link cannot keep up, samples arriving while there is no room are dropped before
 framing, counted (cumulative `dropped` in every header) and the next datagram carries
 FLAG_OVERFLOW; a channel configured for back-pressure stalls its detector instead.
-A round-robin arbiter sends complete datagrams, one at a time, to a LiteEth UDP user port.
+A round-robin arbiter sends complete datagrams, one at a time, as UDP user datagrams
+(eth_udp_user_description) for the canned-header framer (gateware/framer.py).
+
+Clock domains: the detector side (channels' inputs, CSRs, admission) runs in `sys`; the
+arbiter and serializer run in `cd_tx`, the PHY's transmit clock, so a datagram reaches the wire
+without crossing a clock domain on the way. The channel buffers are the crossing.
 """
 
 from functools import reduce
@@ -22,8 +27,12 @@ from litex.gen import *
 from litex.soc.interconnect import stream
 from litex.soc.interconnect.csr import *
 
+from migen.genlib.cdc import BusSynchronizer, MultiReg, PulseSynchronizer
+
 from liteeth.common import eth_udp_user_description
 
+from ethdaq.gateware.cdcfifo import LevelFIFO
+from ethdaq.gateware.resolver import ARPResolver, MODE_ARP, MODE_FIXED
 from ethdaq.host import daqformat
 
 # Helpers ------------------------------------------------------------------------------------------
@@ -43,7 +52,8 @@ def header_bytes(fields):
             value = Cat(value, Replicate(0, 8*f.size - len(value)))  # Zero-extend to the field.
         for i in range(f.size):
             shift = 8*(f.size - 1 - i)
-            out.append((value >> shift) & 0xff if isinstance(value, int) else value[shift:shift + 8])
+            # Constants are 8 bits wide, so the bytes can be Cat-ed into words.
+            out.append(C((value >> shift) & 0xff, 8) if isinstance(value, int) else value[shift:shift + 8])
     assert len(out) == daqformat.HEADER_LEN
     return out
 
@@ -59,10 +69,19 @@ class DAQChannel(LiteXModule):
     Control inputs (driven by DAQStreamer): enable, running, start (pulse), stop (pulse),
     max_samples (samples per datagram), backpressure, timestamp, run.
     """
-    def __init__(self, stream_id, sample_width, buffer_samples, descriptors=8):
+    def __init__(self, stream_id, sample_width, buffer_samples, descriptors=8, cd_tx="sys", dw=8):
+        # With a data path at least as wide as a sample, samples are packed on the way in into
+        # words of `dw` bits in wire order (first sample in the lowest lanes, each sample's bytes
+        # MSB first), so the transmit side moves one word per cycle; otherwise the buffer holds
+        # samples and the serializer splits them into bytes.
+        packed = dw >= sample_width
+        spw    = dw//sample_width if packed else 1        # Samples per buffer word.
+        width  = dw if packed else sample_width
+        words  = buffer_samples//spw
+        self.packed, self.spw, self.word_width = packed, spw, width
         self.sink   = sink   = stream.Endpoint([("data", sample_width)])
-        self.source = source = stream.Endpoint([("data", sample_width)])  # Samples of the head datagram.
-        self.desc   = desc   = stream.Endpoint(descriptor_layout())      # Head datagram's descriptor.
+        self.source = source = stream.Endpoint([("data", width)])  # Words of the head datagram (cd_tx).
+        self.desc   = desc   = stream.Endpoint(descriptor_layout())      # Head datagram's descriptor (cd_tx).
 
         self.enable       = Signal()
         self.running      = Signal()
@@ -76,15 +95,23 @@ class DAQChannel(LiteXModule):
 
         self.dropped      = Signal(64)  # Cumulative since run start (status).
         self.datagrams    = Signal(64)  # Datagrams closed since run start (status).
+        self.sent         = Signal(64)  # Datagrams sent since reset (status).
+        self.queued       = Signal()    # Datagrams closed and not yet sent.
 
         # # #
 
         self.stream_id = stream_id
-        self.fifo  = fifo  = stream.SyncFIFO([("data", sample_width)], depth=buffer_samples, buffered=True)
-        self.descs = descs = stream.SyncFIFO(descriptor_layout(), depth=descriptors)
+        self.fifo  = fifo  = LevelFIFO([("data", width)], words, "sys", cd_tx)
+        self.descs = descs = LevelFIFO(descriptor_layout(), descriptors, "sys", cd_tx)
         self.comb += [
             fifo.source.connect(source),
             descs.source.connect(desc),
+            self.queued.eq(descs.level != 0),
+        ]
+        consumed_prev = Signal.like(descs.consumed)
+        self.sync += [
+            consumed_prev.eq(descs.consumed),
+            self.sent.eq(self.sent + (descs.consumed - consumed_prev)[:len(descs.consumed)]),
         ]
 
         # Data-Path.
@@ -96,14 +123,15 @@ class DAQChannel(LiteXModule):
         first     = Signal()
         stopping  = Signal()
         room      = Signal()
-        free      = Signal(max=buffer_samples + 2)
+        free      = Signal(max=words + 2)
+        need      = Signal(16)
         close     = Signal()
         close_last = Signal()
 
         self.comb += [
-            free.eq(buffer_samples - fifo.level),
-            room.eq((free >= self.max_samples) & descs.sink.ready),
-            fifo.sink.data.eq(sink.data),
+            free.eq(words - fifo.level),
+            need.eq((self.max_samples + spw - 1) >> log2_int(spw)),  # Words of a full datagram.
+            room.eq((free >= need) & descs.sink.ready),
         ]
 
         accept = Signal()
@@ -123,9 +151,32 @@ class DAQChannel(LiteXModule):
                 # Not running: the detector is not stalled and its samples are not part of a run.
                 sink.ready.eq(1),
             ),
-            fifo.sink.valid.eq(accept),
             close.eq(accept & (count + 1 >= self.max_samples)),
         ]
+        if not packed:
+            self.comb += [fifo.sink.valid.eq(accept), fifo.sink.data.eq(sink.data)]
+        else:
+            # Fill slot `slot` of `acc`; push when the word is full or the datagram ends (a
+            # partial last word; the serializer knows its length from the sample count).
+            acc  = Signal(dw)
+            slot = Signal(max=max(spw, 2))
+            word = Signal(dw)
+            wire = reverse_bytes(sink.data)
+            self.comb += [
+                word.eq(acc),
+                If(accept, Case(slot, {k: word[k*sample_width:(k + 1)*sample_width].eq(wire) for k in range(spw)})),
+                fifo.sink.data.eq(word),
+                fifo.sink.valid.eq((accept & ((slot == spw - 1) | close)) | (close_last & (slot != 0))),
+            ]
+            self.sync += [
+                If(fifo.sink.valid | self.start,
+                    acc.eq(0),
+                    slot.eq(0),
+                ).Elif(accept,
+                    acc.eq(word),
+                    slot.eq(slot + 1),
+                )
+            ]
 
         # Descriptor written when a datagram is complete (or at stop, with FLAG_LAST).
         flags = Signal(16)
@@ -186,26 +237,39 @@ class DAQChannel(LiteXModule):
 # Streamer -----------------------------------------------------------------------------------------
 
 class DAQStreamer(LiteXModule):
-    """N channels of `sample_width`-bit samples → DAQ datagrams on a LiteEth UDP user port (dw=8).
+    """N channels of `sample_width`-bit samples → DAQ datagrams as UDP user datagrams, `dw` bits
+    (8 for 1G, 64 for 10G) per cycle of the transmit clock.
 
     Parameters
     ----------
     nchannels : int
         Number of detector inputs (stream ids 0..nchannels-1).
     sample_width : int
-        Bits per sample, a multiple of 8.
+        Bits per sample: 8, 16, 32 or 64.
     buffer_bytes : int or None
         Buffer per channel; must hold at least one largest datagram's samples. Default: the
         power of two that holds one `max_payload` datagram.
     timestamp : Signal(64) or None
-        Time of day in ns, sampled at each datagram's first sample.
+        Time of day in ns (sys domain), sampled at each datagram's first sample.
+    cd_tx : str
+        Clock domain of `source` and the destination outputs (the PHY's transmit clock).
+    clk_freq : float
+        sys clock frequency (ARP timeouts).
+    arp_timeout, arp_retry_interval : float
+        Seconds to wait for each of 3 ARP answers, then between requests to a silent destination.
+
+    Outputs in `cd_tx`, for gateware/txpath.py: `source` (UDP payload, ip_address, ports,
+    length), `dst_mac`/`dst_valid` (where to send; datagrams wait while not valid),
+    `arp_request`/`arp_target` (send a who-has). Input in sys: `arp_valid`/`arp_ip`/`arp_mac`,
+    one cycle per ARP frame received for us (LiteEth's ARP RX), for the resolver.
     """
     def __init__(self, nchannels=4, sample_width=16, buffer_bytes=None, timestamp=None, ts_flags=0,
-                 src_port=5000, max_payload=8972):
+                 src_port=5000, max_payload=8972, cd_tx="sys", clk_freq=125e6,
+                 arp_timeout=0.1, arp_retry_interval=1.0, dw=8):
         if nchannels < 1:
             raise ValueError(f"nchannels must be >= 1, not {nchannels!r}")
-        if sample_width % 8 or sample_width <= 0:
-            raise ValueError(f"sample_width must be a positive multiple of 8, not {sample_width!r}")
+        if sample_width not in (8, 16, 32, 64):
+            raise ValueError(f"sample_width must be 8, 16, 32 or 64, not {sample_width!r}")
         sample_bytes   = sample_width//8
         if buffer_bytes is None:
             buffer_bytes = 1 << (max_payload - 1).bit_length()
@@ -216,33 +280,49 @@ class DAQStreamer(LiteXModule):
         self.nchannels    = nchannels
         self.sample_width = sample_width
         self.sinks  = [stream.Endpoint([("data", sample_width)]) for _ in range(nchannels)]
-        self.source = source = stream.Endpoint(eth_udp_user_description(8))
+        if dw not in (8, 64):
+            raise ValueError(f"dw must be 8 (1G) or 64 (10G), not {dw!r}")
+        self.source = source = stream.Endpoint(eth_udp_user_description(dw))
+        self.dst_mac     = Signal(48)
+        self.dst_valid   = Signal()
+        self.arp_request = Signal()
+        self.arp_target  = Signal(32)
+        self.arp_valid   = Signal()
+        self.arp_ip      = Signal(32)
+        self.arp_mac     = Signal(48)
 
         self._control     = CSRStorage(fields=[
             CSRField("start", size=1, pulse=True, description="Write 1: start a run (sequence numbers restart at 0)."),
             CSRField("stop",  size=1, pulse=True, description="Write 1: stop; each enabled channel sends its partial datagram flagged LAST."),
+            CSRField("resolve", size=1, pulse=True, description="Write 1: forget the destination MAC and resolve it again by ARP."),
         ])
         self._enable       = CSRStorage(nchannels, reset=2**nchannels - 1, description="Per-channel enable.")
         self._backpressure = CSRStorage(nchannels, description="Per-channel: stall the detector instead of dropping.")
         self._payload      = CSRStorage(16, reset=1472, description="UDP payload bytes per datagram (header included), 64..max_payload.")
-        self._dst_ip       = CSRStorage(32, reset=0xC0A80164, description="Destination IPv4 address.")
-        self._dst_port     = CSRStorage(16, reset=5000, description="Destination UDP port.")
-        self._gap          = CSRStorage(32, description="Rate limit: idle cycles after each datagram (0: line rate).")
+        self._dst_ip       = CSRStorage(32, reset=0xC0A80164, description="Destination IPv4 address (set while stopped).")
+        self._dst_port     = CSRStorage(16, reset=5000, description="Destination UDP port (set while stopped).")
+        self._dst_mac      = CSRStorage(48, description="Destination MAC when mac_mode is fixed.")
+        self._mac_mode     = CSRStorage(1, description="0: resolve the destination MAC by ARP (broadcast and multicast IPs by rule); 1: use dst_mac.")
+        self._gap          = CSRStorage(32, description="Rate limit: idle cycles (of the PHY clock) after each datagram (0: line rate).")
         self._status       = CSRStatus(fields=[
-            CSRField("running", size=1),
-            CSRField("busy",    size=1, description="Datagrams still waiting to be sent."),
+            CSRField("running",     size=1),
+            CSRField("busy",        size=1, description="Datagrams still waiting to be sent."),
+            CSRField("dst_valid",   size=1, description="The destination MAC is known (fixed, by rule or resolved)."),
+            CSRField("unreachable", size=1, description="The destination did not answer ARP (datagrams wait; the resolver keeps asking)."),
         ])
         self._run          = CSRStatus(32, description="Current run number.")
         self._datagrams    = CSRStatus(64, description="Datagrams sent since reset.")
         self._drop_count   = CSRStatus(64, description="Sum over channels of samples dropped this run.")
-        self._unreachable  = CSRStatus(32, description="IP datagrams the UDP/IP stack dropped because the destination did not answer ARP.")
-        self.unreachable   = Signal()  # Pulse from LiteEth's IP TX (target_unreachable).
+        self._arp_timeouts = CSRStatus(32, description="ARP requests for the destination that got no answer.")
+        self._dst_mac_status = CSRStatus(48, description="Destination MAC in use.")
+        self._stale        = CSRStatus(32, description="Datagrams of an earlier run discarded unsent (their destination never answered ARP).")
 
         # # #
 
         self.timestamp = timestamp if timestamp is not None else Signal(64)
+        same = cd_tx == "sys"
 
-        # Run control.
+        # Run control (sys).
         running = Signal()
         run     = Signal(32)
         start   = self._control.fields.start
@@ -260,13 +340,11 @@ class DAQStreamer(LiteXModule):
                 max_samples.eq((self._payload.storage - daqformat.HEADER_LEN) >> log2_int(sample_bytes))
             ),
         ]
-        if sample_bytes & (sample_bytes - 1):
-            raise ValueError(f"sample_width must be 8, 16, 32 or 64 (power-of-two bytes), not {sample_width!r}")
 
         # Channels.
         self.channels = []
         for i in range(nchannels):
-            ch = DAQChannel(i, sample_width, buffer_samples)
+            ch = DAQChannel(i, sample_width, buffer_samples, cd_tx=cd_tx, dw=dw)
             self.add_module(f"ch{i}", ch)
             self.channels.append(ch)
             self.comb += [
@@ -282,38 +360,140 @@ class DAQStreamer(LiteXModule):
                 ch.run.eq(run),
             ]
 
-        # Arbiter + serializer: header bytes, then samples MSB first.
-        sel      = Signal(max=max(nchannels, 2))
-        desc     = stream.Endpoint(descriptor_layout())
-        samples  = stream.Endpoint([("data", sample_width)])
+        # Destination MAC (sys), handed to cd_tx.
+        self.resolver = resolver = ARPResolver(clk_freq, timeout=arp_timeout, retry_interval=arp_retry_interval)
+        # Resolve once a destination is set (by the firmware, before a run) or a run starts, not
+        # for the reset default: no ARP broadcasts from an idle board.
+        active = Signal()
+        self.sync += If(self._dst_ip.re | start, active.eq(1))
         self.comb += [
-            Case(sel, {i: [ch.desc.connect(desc, omit={"ready"}), ch.source.connect(samples, omit={"ready"})]
-                       for i, ch in enumerate(self.channels)}),
+            resolver.active.eq(active),
+            resolver.ip.eq(self._dst_ip.storage),
+            resolver.mode.eq(self._mac_mode.storage),
+            resolver.fixed_mac.eq(self._dst_mac.storage),
+            resolver.resolve.eq(self._control.fields.resolve),
+            resolver.arp_valid.eq(self.arp_valid),
+            resolver.arp_ip.eq(self.arp_ip),
+            resolver.arp_mac.eq(self.arp_mac),
         ]
-        header = Array(header_bytes(dict(
-            magic=daqformat.MAGIC, version=daqformat.VERSION, header_len=daqformat.HEADER_LEN,
-            stream_id=sel, flags=desc.flags, seq=desc.seq, timestamp=desc.timestamp,
-            dropped=desc.dropped, sample_count=desc.count, sample_bits=sample_width, run=desc.run)))
-        hcount   = Signal(max=daqformat.HEADER_LEN)
-        bcount   = Signal(max=max(sample_bytes, 2))
-        scount   = Signal(16)
-        sample_b = Array([samples.data[8*(sample_bytes - 1 - i):8*(sample_bytes - i)] for i in range(sample_bytes)])
-        pop_desc = Signal()
-        pop_samp = Signal()
+        # Settings the transmit side reads: written while stopped, so a plain synchroniser is
+        # enough for the addresses; the MAC/valid pair can change while streaming (a refreshed
+        # ARP entry) and crosses as one word.
+        dst_ip, dst_port, gap = Signal(32), Signal(16), Signal(32)
+        if same:
+            self.comb += [
+                dst_ip.eq(self._dst_ip.storage), dst_port.eq(self._dst_port.storage), gap.eq(self._gap.storage),
+                Cat(self.dst_mac, self.dst_valid).eq(Cat(resolver.mac, resolver.valid)),
+                self.arp_request.eq(resolver.request),
+            ]
+        else:
+            self.specials += [
+                MultiReg(self._dst_ip.storage,   dst_ip,   cd_tx),
+                MultiReg(self._dst_port.storage, dst_port, cd_tx),
+                MultiReg(self._gap.storage,      gap,      cd_tx),
+            ]
+            self.mac_sync = BusSynchronizer(49, "sys", cd_tx)
+            self.req_sync = PulseSynchronizer("sys", cd_tx)
+            self.comb += [
+                self.mac_sync.i.eq(Cat(resolver.mac, resolver.valid)),
+                Cat(self.dst_mac, self.dst_valid).eq(self.mac_sync.o),
+                self.req_sync.i.eq(resolver.request),
+                self.arp_request.eq(self.req_sync.o),
+            ]
+        self.comb += self.arp_target.eq(dst_ip)
+
+        # Arbiter + serializer (cd_tx).
+        self.serializer = ClockDomainsRenamer(cd_tx)(_Serializer(self.channels, sample_width, src_port, dw))
         self.comb += [
-            Case(sel, {i: [ch.desc.ready.eq(pop_desc), ch.source.ready.eq(pop_samp)]
-                       for i, ch in enumerate(self.channels)}),
-            source.src_port.eq(src_port),
-            source.dst_port.eq(self._dst_port.storage),
-            source.ip_address.eq(self._dst_ip.storage),
-            source.length.eq(daqformat.HEADER_LEN + (desc.count << log2_int(sample_bytes))),
+            self.serializer.source.connect(source),
+            self.serializer.dst_ip.eq(dst_ip),
+            self.serializer.dst_port.eq(dst_port),
+            self.serializer.gap.eq(gap),
+        ]
+        stale = Signal(32)
+        if same:
+            self.comb += [self.serializer.run.eq(run), stale.eq(self.serializer.stale)]
+        else:
+            self.run_sync   = BusSynchronizer(32, "sys", cd_tx)
+            self.stale_sync = BusSynchronizer(32, cd_tx, "sys")
+            self.comb += [
+                self.run_sync.i.eq(run), self.serializer.run.eq(self.run_sync.o),
+                self.stale_sync.i.eq(self.serializer.stale), stale.eq(self.stale_sync.o),
+            ]
+        self.underrun = self.serializer.underrun  # Must stay 0: checked by the tests.
+
+        # Status (sys).
+        dropped_sum = Signal(64)
+        self.comb += [
+            dropped_sum.eq(reduce(lambda a, b: a + b, [ch.dropped for ch in self.channels])),
+            self._status.fields.running.eq(running),
+            self._status.fields.busy.eq(reduce(lambda a, b: a | b, [ch.queued for ch in self.channels])),
+            self._status.fields.dst_valid.eq(resolver.valid),
+            self._status.fields.unreachable.eq(resolver.unreachable),
+            self._run.status.eq(run),
+            self._datagrams.status.eq(reduce(lambda a, b: a + b, [ch.sent for ch in self.channels])),
+            self._drop_count.status.eq(dropped_sum),
+            self._arp_timeouts.status.eq(resolver.timeouts),
+            self._dst_mac_status.status.eq(resolver.mac),
+            self._stale.status.eq(stale),
         ]
 
+
+class _Serializer(LiteXModule):
+    """Round-robin over channels with a complete datagram: its DAQ header, then its samples (MSB
+    first), `dw` bits per cycle. Runs in one domain with the channels' read sides."""
+    def __init__(self, channels, sample_width, src_port, dw=8):
+        nchannels    = len(channels)
+        sample_bytes = sample_width//8
+        packed       = channels[0].packed
+        spw          = channels[0].spw
+        nb           = dw//8
+        assert daqformat.HEADER_LEN % nb == 0
+        self.source   = source = stream.Endpoint(eth_udp_user_description(dw))
+        self.dst_ip   = Signal(32)
+        self.dst_port = Signal(16)
+        self.gap      = Signal(32)
+        self.run      = Signal(32)  # Current run: datagrams of earlier runs are discarded, counted.
+        self.underrun = Signal(32)
+        self.stale    = Signal(32)
+
+        # # #
+
+        sel      = Signal(max=max(nchannels, 2))
+        desc     = stream.Endpoint(descriptor_layout())
+        samples  = stream.Endpoint([("data", channels[0].word_width)])
+        self.comb += [
+            Case(sel, {i: [ch.desc.connect(desc, omit={"ready"}), ch.source.connect(samples, omit={"ready"})]
+                       for i, ch in enumerate(channels)}),
+        ]
+        hb = header_bytes(dict(
+            magic=daqformat.MAGIC, version=daqformat.VERSION, header_len=daqformat.HEADER_LEN,
+            stream_id=sel, flags=desc.flags, seq=desc.seq, timestamp=desc.timestamp,
+            dropped=desc.dropped, sample_count=desc.count, sample_bits=sample_width, run=desc.run))
+        hwords   = daqformat.HEADER_LEN//nb
+        header   = Array([Cat(*hb[i*nb:(i + 1)*nb]) for i in range(hwords)])  # Lane 0 first on the wire.
+        hcount   = Signal(max=hwords)
+        # Units of the sample phase: buffer words when packed, else bytes of one sample.
+        bcount   = Signal(max=max(sample_bytes, 2))
+        scount   = Signal(16)
+        pop_desc = Signal()
+        pop_samp = Signal()
+        nwords   = Signal(16)   # Buffer entries (words or samples) of this datagram.
+        self.comb += [
+            Case(sel, {i: [ch.desc.ready.eq(pop_desc), ch.source.ready.eq(pop_samp)]
+                       for i, ch in enumerate(channels)}),
+            source.src_port.eq(src_port),
+            source.dst_port.eq(self.dst_port),
+            source.ip_address.eq(self.dst_ip),
+            source.length.eq(daqformat.HEADER_LEN + (desc.count << log2_int(sample_bytes))),
+            nwords.eq((desc.count + spw - 1) >> log2_int(spw)),
+        ]
+        full_be = 1 << (nb - 1)  # LiteEth's last_be: one-hot at the last valid byte lane.
+
         gap_count = Signal(32)
-        datagrams = Signal(64)
         self.fsm = fsm = FSM(reset_state="SELECT")
         pending = Signal(nchannels)
-        self.comb += pending.eq(Cat(*[ch.desc.valid for ch in self.channels]))
+        self.comb += pending.eq(Cat(*[ch.desc.valid for ch in channels]))
         # Round robin: the next channel after `sel` with a complete datagram.
         nxt = Signal(max=max(nchannels, 2))
         self.comb += nxt.eq(sel)
@@ -322,6 +502,32 @@ class DAQStreamer(LiteXModule):
             for s in range(nchannels):
                 cases[s] = If(pending[(s + k) % nchannels], nxt.eq((s + k) % nchannels))
             self.comb += Case(sel, cases)
+        # The next channel other than `sel`, so the next datagram can follow the current one's
+        # last word without an idle cycle (which the 64-bit path would otherwise show on the wire).
+        others   = Signal(nchannels)
+        nxt_other = Signal(max=max(nchannels, 2))
+        self.comb += [others.eq(pending & ~(1 << sel)), nxt_other.eq(sel)]
+        for k in reversed(range(1, nchannels)):
+            self.comb += Case(sel, {s: If(pending[(s + k) % nchannels], nxt_other.eq((s + k) % nchannels))
+                                    for s in range(nchannels)})
+
+        def finish():
+            """On the datagram's last word: release it and go on."""
+            return [
+                pop_desc.eq(1),
+                If(self.gap != 0,
+                    NextValue(gap_count, self.gap),
+                    NextState("GAP")
+                ).Elif(others != 0,
+                    NextValue(sel, nxt_other),
+                    NextValue(hcount, 0),
+                    NextValue(bcount, 0),
+                    NextValue(scount, 0),
+                    NextState("HEADER")
+                ).Else(
+                    NextState("SELECT")
+                )
+            ]
         fsm.act("SELECT",
             If(pending != 0,
                 NextValue(sel, nxt),
@@ -331,53 +537,85 @@ class DAQStreamer(LiteXModule):
                 NextState("HEADER")
             )
         )
+        # A datagram of an earlier run can only still be here if its destination never answered
+        # ARP; it must not go to the next run's destination. "Earlier" modulo 2**32, so a run
+        # number that has not crossed from sys yet cannot make a new datagram look stale.
+        stale = Signal()
+        self.comb += stale.eq(((self.run - desc.run)[:32] - 1)[:32] < 2**31 - 1)
         fsm.act("HEADER",
-            source.valid.eq(1),
+            If(stale & (hcount == 0),
+                NextState("DISCARD")
+            ),
+            source.valid.eq(~(stale & (hcount == 0))),
             source.data.eq(header[hcount]),
-            source.last.eq((hcount == daqformat.HEADER_LEN - 1) & (desc.count == 0)),
-            source.last_be.eq(source.last),
+            source.last.eq((hcount == hwords - 1) & (desc.count == 0)),
+            source.last_be.eq(Mux(source.last, full_be, 0)),
             If(source.ready,
                 NextValue(hcount, hcount + 1),
-                If(hcount == daqformat.HEADER_LEN - 1,
+                If(hcount == hwords - 1,
                     If(desc.count == 0,
-                        NextState("DONE")
+                        *finish()
                     ).Else(
                         NextState("SAMPLES")
                     )
                 )
             )
         )
-        last_byte = Signal()
-        self.comb += last_byte.eq((scount == desc.count - 1) & (bcount == sample_bytes - 1))
-        underrun = Signal(32)
-        self.sync += If(fsm.ongoing("SAMPLES") & ~samples.valid, underrun.eq(underrun + 1))
-        self.underrun = underrun  # Must stay 0: checked by the tests.
-        fsm.act("SAMPLES",
-            source.valid.eq(1),  # The whole datagram is in the buffer: valid never drops here.
-            source.data.eq(sample_b[bcount]),
-            source.last.eq(last_byte),
-            source.last_be.eq(last_byte),
-            If(source.ready,
-                If(bcount == sample_bytes - 1,
-                    NextValue(bcount, 0),
-                    NextValue(scount, scount + 1),
+        self.sync += If(fsm.ongoing("SAMPLES") & ~samples.valid, self.underrun.eq(self.underrun + 1))
+        if packed:
+            # One buffer word per cycle; the last one holds the remaining 1..spw samples.
+            last_word = Signal()
+            last_be   = Signal(nb)
+            tail      = Signal(max=max(spw, 2))  # Samples in the last word, minus one.
+            self.comb += [
+                last_word.eq(scount == nwords - 1),
+                tail.eq((desc.count - 1)[:len(tail)] if spw > 1 else 0),
+                Case(tail, {k: last_be.eq(1 << ((k + 1)*sample_bytes - 1)) for k in range(spw)}),
+            ]
+            fsm.act("SAMPLES",
+                source.valid.eq(1),  # The whole datagram is in the buffer: valid never drops here.
+                source.data.eq(samples.data),
+                source.last.eq(last_word),
+                source.last_be.eq(Mux(last_word, last_be, 0)),
+                If(source.ready,
                     pop_samp.eq(1),
-                    If(last_byte,
-                        NextState("DONE")
+                    NextValue(scount, scount + 1),
+                    If(last_word,
+                        *finish()
                     )
-                ).Else(
-                    NextValue(bcount, bcount + 1)
                 )
             )
-        )
-        fsm.act("DONE",
-            pop_desc.eq(1),
-            NextValue(datagrams, datagrams + 1),
-            NextValue(gap_count, self._gap.storage),
-            If(self._gap.storage != 0,
-                NextState("GAP")
-            ).Else(
+        else:
+            # One byte per cycle, MSB first; a sample is popped after its last byte.
+            sample_b  = Array([samples.data[8*(sample_bytes - 1 - i):8*(sample_bytes - i)] for i in range(sample_bytes)])
+            last_byte = Signal()
+            self.comb += last_byte.eq((scount == desc.count - 1) & (bcount == sample_bytes - 1))
+            fsm.act("SAMPLES",
+                source.valid.eq(1),  # The whole datagram is in the buffer: valid never drops here.
+                source.data.eq(sample_b[bcount]),
+                source.last.eq(last_byte),
+                source.last_be.eq(last_byte),
+                If(source.ready,
+                    If(bcount == sample_bytes - 1,
+                        NextValue(bcount, 0),
+                        NextValue(scount, scount + 1),
+                        pop_samp.eq(1),
+                        If(last_byte,
+                            *finish()
+                        )
+                    ).Else(
+                        NextValue(bcount, bcount + 1)
+                    )
+                )
+            )
+        fsm.act("DISCARD",
+            If(scount == nwords,
+                pop_desc.eq(1),
+                NextValue(self.stale, self.stale + 1),
                 NextState("SELECT")
+            ).Elif(samples.valid,
+                pop_samp.eq(1),
+                NextValue(scount, scount + 1)
             )
         )
         fsm.act("GAP",
@@ -386,16 +624,3 @@ class DAQStreamer(LiteXModule):
                 NextState("SELECT")
             )
         )
-
-        dropped_sum = Signal(64)
-        self.comb += dropped_sum.eq(reduce(lambda a, b: a + b, [ch.dropped for ch in self.channels]))
-        unreachable = Signal(32)
-        self.sync += If(self.unreachable, unreachable.eq(unreachable + 1))
-        self.comb += self._unreachable.status.eq(unreachable)
-        self.comb += [
-            self._status.fields.running.eq(running),
-            self._status.fields.busy.eq((pending != 0) | ~fsm.ongoing("SELECT")),
-            self._run.status.eq(run),
-            self._datagrams.status.eq(datagrams),
-            self._drop_count.status.eq(dropped_sum),
-        ]

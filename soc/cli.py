@@ -54,6 +54,17 @@ def _mac(text):
     return text
 
 
+def _dst_mac(text):
+    from ethdaq.host.protocol import parse_mac
+    try:
+        mac = parse_mac(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e))
+    if mac == bytes(6):
+        raise argparse.ArgumentTypeError("destination MAC 00:00:00:00:00:00 means 'resolve by ARP': leave --dst-mac out")
+    return mac
+
+
 def _port(text):
     try:
         value = int(text, 0)
@@ -253,7 +264,9 @@ def _print_identity(ident, as_json):
 
 
 def cmd_ctl(args):
+    from ethdaq.host import protocol
     from ethdaq.host.ctl import ControlClient, ControlRefused, ControlTimeout
+    from ethdaq.host.protocol import format_mac
     with ControlClient(args.ip, args.port, timeout=args.timeout) as client:
         try:
             if args.action == "identify":
@@ -261,9 +274,18 @@ def cmd_ctl(args):
             elif args.action == "start":
                 dst = 0 if args.dst_ip is None else int(ipaddress.IPv4Address(args.dst_ip))
                 run, used = client.stream_start(dst, args.dst_port, args.payload, args.enable,
-                                                args.backpressure, args.gap)
+                                                args.backpressure, args.gap, args.dst_mac)
                 print(f"run {run} started: datagrams of {args.payload} bytes to "
                       f"{ipaddress.IPv4Address(used)}:{args.dst_port}")
+                st = client.wait_destination()
+                if st.dst_flags & protocol.DST_VALID:
+                    print(f"destination MAC {format_mac(st.dst_mac)}")
+                elif st.dst_flags & protocol.DST_UNREACHABLE:
+                    # The run is going (and counting dropped samples): the user decides.
+                    print(f"warning: {ipaddress.IPv4Address(used)} does not answer ARP: datagrams wait "
+                          f"and samples are dropped (counted) until it does; give --dst-mac to skip ARP",
+                          file=sys.stderr)
+                    return 1
             elif args.action == "stop":
                 print(f"run {client.stream_stop()} stopped")
             elif args.action == "emulator":
@@ -271,11 +293,12 @@ def cmd_ctl(args):
                 client.emulator(args.mode, rate, args.seed)
                 print(f"emulator: {args.mode}, {args.rate:g} samples/cycle per channel")
             elif args.action == "status":
-                st = client.status()
+                st = client.status().__dict__
+                st["dst_mac"] = format_mac(st["dst_mac"])
                 if args.json:
-                    print(json.dumps(st.__dict__))
+                    print(json.dumps(st))
                 else:
-                    for k, v in st.__dict__.items():
+                    for k, v in st.items():
                         print(f"{k:<16}{v}")
         except (ControlTimeout, ControlRefused) as e:
             raise CLIError(str(e))
@@ -355,6 +378,7 @@ def make_parser():
     g.add_argument("--dst-port", type=_port, default=5000, help="destination UDP port (default 5000)")
     g.add_argument("--payload", type=int, default=1472, help="UDP payload bytes per datagram, header included (default 1472)")
     g.add_argument("--enable", type=lambda t: int(t, 0), default=0xF, help="channel mask (default 0xF)")
+    g.add_argument("--dst-mac", type=_dst_mac, help="destination MAC, skipping ARP (default: resolved by ARP)")
     g.add_argument("--backpressure", type=lambda t: int(t, 0), default=0, help="channels that stall instead of dropping (mask)")
     g.add_argument("--gap", type=int, default=0, help="idle clock cycles after each datagram (rate limit; default 0)")
     g = p.add_argument_group("emulator")

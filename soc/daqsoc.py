@@ -20,6 +20,8 @@ from ethdaq.gateware.cpuport import CPUUDPPort
 from ethdaq.gateware.emulator import add_emulators
 from ethdaq.gateware.streamer import DAQStreamer
 from ethdaq.gateware.timebase import Timebase
+from ethdaq.gateware.txpath import TXPath, connect_streamer
+from ethdaq.host import protocol
 
 # Helpers ------------------------------------------------------------------------------------------
 
@@ -39,13 +41,7 @@ def parse_ip(text):
 
 def parse_mac(text):
     """'10:e2:d5:00:00:00' -> int; raises ValueError with a clear message."""
-    parts = text.replace("-", ":").split(":")
-    if len(parts) != 6 or not all(len(p) == 2 for p in parts):
-        raise ValueError(f"MAC address must be six hex bytes like 10:e2:d5:00:00:00, not {text!r}")
-    try:
-        value = int("".join(parts), 16)
-    except ValueError:
-        raise ValueError(f"MAC address must be six hex bytes like 10:e2:d5:00:00:00, not {text!r}") from None
+    value = int.from_bytes(protocol.parse_mac(text), "big")
     if value >> 40 & 1:
         raise ValueError(f"MAC address must be unicast (bit 0 of the first byte clear), not {text!r}")
     return value
@@ -111,10 +107,12 @@ class DAQSoC(SoCCore):
             ident_version = False,
             **kwargs)
 
-        # Ethernet: hardware UDP/IP stack shared by the data path and the CPU's control port.
+        # Ethernet: LiteEth's hardware UDP/IP stack (ARP, ICMP, the CPU's control port) and, beside
+        # its MAC, the data path's canned-header transmit path (gateware/txpath.py).
         self.ethphy  = board.ethphy(platform)
+        self.txpath  = TXPath(self.ethphy, self.mac_address, self.ip_address)
         self.ethcore = LiteEthUDPIPCore(
-            phy         = self.ethphy,
+            phy         = self.txpath.mac_phy,
             mac_address = self.mac_address,
             ip_address  = self.ip_address,
             clk_freq    = sys_clk_freq,
@@ -140,20 +138,18 @@ class DAQSoC(SoCCore):
         ]
 
         # DAQ streamer fed by one detector emulator per channel; its datagrams leave from
-        # data_port on the hardware UDP stack.
+        # data_port through the transmit path, not through LiteEth's UDP/IP layers.
         self.timebase = Timebase(sys_clk_freq)
         if with_streamer:
             if eth_dw != 8:
                 raise ValueError(f"the streamer supports eth_dw=8 for now, not {eth_dw!r}")
             self.streamer = DAQStreamer(nchannels=nchannels, sample_width=sample_width,
-                timestamp=self.timebase.ns, src_port=data_port, max_payload=max_payload)
+                timestamp=self.timebase.ns, src_port=data_port, max_payload=max_payload,
+                cd_tx="eth_tx", clk_freq=sys_clk_freq,
+                arp_timeout=getattr(board, "arp_timeout", 0.1),
+                arp_retry_interval=getattr(board, "arp_retry_interval", 1.0))
             add_emulators(self, self.streamer)
-            data = self.ethcore.udp.crossbar.get_port(data_port, dw=8)
-            self.comb += [
-                self.streamer.unreachable.eq(self.ethcore.ip.tx.target_unreachable),
-                self.streamer.source.connect(data.sink),
-                data.source.ready.eq(1),  # Nothing is received on the data port.
-            ]
+            connect_streamer(self, self.streamer, self.txpath, self.ethcore)
 
         # Facts the firmware prints and reports (generated into soc.h).
         self.add_constant("ETHDAQ_BOARD",    board.name)

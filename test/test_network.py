@@ -240,3 +240,71 @@ def test_streaming_above_line_rate_drops_are_counted_never_silent(board):
     assert res["missing"] == 0 and res["malformed"] == 0 and res["kernel"] == 0
     assert res["board_dropped"] > 0 and res["flags"]["overflow"] > 0
     assert res["status_dropped"] == res["board_dropped"]
+
+
+def ctl(board, *args, timeout=60):
+    return board.ns_run(ethdaq_cmd("ctl", *args, "--ip", BOARD_IP, "--port", str(CTL_PORT)),
+                        capture_output=True, text=True, timeout=timeout)
+
+
+def status(board):
+    r = ctl(board, "status", "--json")
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def test_unanswered_destination_is_reported_and_control_keeps_working(board):
+    """Nobody has 192.168.77.99: the start is answered, the user is told, the run counts the
+    samples it cannot send, and ping and control go on (LiteEth's own IP TX would block on it)."""
+    assert ctl(board, "emulator", "--mode", "counter", "--rate", "0.01").returncode == 0
+    r = ctl(board, "start", "--dst-ip", "192.168.77.99", "--dst-port", "5000", "--payload", "256")
+    try:
+        assert r.returncode == 1, r.stdout + r.stderr
+        assert "192.168.77.99 does not answer ARP" in r.stderr
+        st = status(board)
+        assert st["running"] == 1
+        assert st["dst_flags"] & protocol.DST_UNREACHABLE and not st["dst_flags"] & protocol.DST_VALID
+        assert st["arp_timeouts"] >= 3
+        ping = board.ns_run(["ping", "-c", "3", "-W", "5", BOARD_IP], capture_output=True, text=True, timeout=60)
+        assert " 0% packet loss" in ping.stdout, ping.stdout
+        # The detector keeps running into full buffers: every sample that cannot go is counted.
+        first = st["dropped"]
+        deadline = time.monotonic() + 30
+        while status(board)["dropped"] <= first and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert status(board)["dropped"] > first
+    finally:
+        assert ctl(board, "stop").returncode == 0
+    # The run's datagrams are still queued for 192.168.77.99; the next run discards (and counts)
+    # them rather than sending them to its own destination.
+    stale = status(board)["stale"]
+    r = ctl(board, "start", "--dst-port", "5000", "--payload", "256")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert ctl(board, "stop").returncode == 0
+    assert status(board)["stale"] > stale
+
+
+def test_fixed_destination_mac_is_used_without_arp(board, tmp_path):
+    """--dst-mac skips ARP: the frames carry exactly that MAC (tcpdump captures promiscuously)."""
+    fake = "02:00:5e:00:00:99"
+    pcap = tmp_path / "fixed.pcap"
+    proc = subprocess.Popen(["ip", "netns", "exec", NETNS, "tcpdump", "-i", TAP, "-U", "-n", "-c", "3", "-w",
+                             str(pcap), "udp port 5000"], stderr=subprocess.PIPE, text=True)
+    try:
+        proc.stderr.readline()
+        assert ctl(board, "emulator", "--mode", "counter", "--rate", "0.01").returncode == 0
+        r = ctl(board, "start", "--dst-port", "5000", "--payload", "256", "--dst-mac", fake)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert f"destination MAC {fake}" in r.stdout
+        proc.wait(timeout=120)
+    finally:
+        ctl(board, "stop")
+        if proc.poll() is None:
+            proc.terminate()
+            proc.wait(timeout=10)
+    r = subprocess.run(["tshark", "-r", str(pcap), "-T", "fields", "-e", "eth.dst", "-e", "udp.dstport"],
+                       capture_output=True, text=True, timeout=60)
+    rows = [line.split("\t") for line in r.stdout.strip().splitlines()]
+    assert len(rows) == 3 and all(row == [fake, "5000"] for row in rows), rows
+    st = status(board)
+    assert st["dst_mac"] == fake and st["dst_flags"] & protocol.DST_VALID

@@ -120,7 +120,20 @@ def test_stream_start_defaults_destination_to_requester_and_echoes_run(ctl_host)
     rsp, cnt = ctl_host(req, src_ip=0xC0A80164)
     assert protocol.parse_response(rsp, expect_seq=11) == (protocol.MSG_STREAM_START | protocol.RESPONSE, 11, (42, 0xC0A80164))
     assert cnt["calls"] == [dict(call="stream_start", dst_ip=str(0xC0A80164), dst_port="5000", payload="1472",
-                                 enable="15", backpressure="2", gap="9")]
+                                 enable="15", backpressure="2", gap="9", dst_mac="00:00:00:00:00:00")]
+
+
+def test_stream_start_carries_a_fixed_destination_mac(ctl_host):
+    req = protocol.stream_start_request(14, dst_ip=0xC0A80164, dst_mac=protocol.parse_mac("02:aa:bb:cc:dd:0e"))
+    rsp, cnt = ctl_host(req)
+    assert protocol.parse_response(rsp, expect_seq=14)[0] == protocol.MSG_STREAM_START | protocol.RESPONSE
+    assert cnt["calls"][0]["dst_mac"] == "02:aa:bb:cc:dd:0e"
+
+
+@pytest.mark.parametrize("text", ["02:aa:bb:cc:dd", "02:aa:bb:cc:dd:zz", "2:aa:bb:cc:dd:0e:0f"])
+def test_mac_parser_names_the_expected_form(text):
+    with pytest.raises(ValueError, match="six hex bytes"):
+        protocol.parse_mac(text)
 
 
 @pytest.mark.parametrize("kwargs", [
@@ -150,4 +163,5 @@ def test_stop_emulator_and_status_round_trip(ctl_host):
     rsp, _ = ctl_host(protocol.status_request(4))
     _, _, st = protocol.parse_response(rsp, expect_seq=4)
     assert (st.running, st.run, st.datagrams, st.dropped, st.port_rx_dropped, st.port_tx_dropped,
-            st.ip_unreachable) == (1, 42, 0x0000000100000002, 7, 3, 4, 5)
+            st.arp_timeouts, st.dst_flags, st.dst_mac, st.stale) == (1, 42, 0x0000000100000002, 7, 3, 4, 5,
+                                                          protocol.DST_VALID, bytes(range(0xa0, 0xa6)), 6)

@@ -107,6 +107,7 @@ static int stream_start(struct writer *w, const uint8_t *p, uint32_t seq, uint32
 	cfg.enable       = p[8];
 	cfg.backpressure = p[9];
 	cfg.gap          = get_be32(p + 10);
+	memcpy(cfg.dst_mac, p + 14, sizeof(cfg.dst_mac));
 	if (cfg.dst_ip == 0)
 		cfg.dst_ip = src_ip;
 	if (cfg.dst_ip == 0 || cfg.dst_ip == 0xFFFFFFFFu || cfg.dst_port == 0 ||
@@ -233,7 +234,11 @@ int ctl_handle(const uint8_t *req, size_t req_len, uint32_t src_ip, uint8_t *rsp
 		             cnt->bad_type + cnt->bad_length + cnt->refused + cnt->no_room);
 		put_be32(&w, st.port_rx_dropped);
 		put_be32(&w, st.port_tx_dropped);
-		put_be32(&w, st.ip_unreachable);
+		put_be32(&w, st.arp_timeouts);
+		put_u8(&w, st.dst_flags);
+		for (size_t i = 0; i < sizeof(st.dst_mac); i++)
+			put_u8(&w, st.dst_mac[i]);
+		put_be32(&w, st.stale);
 		return answered(&w, cnt);
 	}
 	default:

@@ -47,6 +47,7 @@ struct ctl_stream_cfg {
 	uint8_t  enable;        /* Channel mask. */
 	uint8_t  backpressure;  /* Channel mask. */
 	uint32_t gap;           /* Idle cycles after each datagram (rate limit). */
+	uint8_t  dst_mac[6];    /* All zero: resolve by ARP (broadcast/multicast IPs by rule). */
 };
 
 struct ctl_emulator_cfg {
@@ -62,7 +63,10 @@ struct ctl_status {
 	uint64_t dropped;
 	uint32_t port_rx_dropped;
 	uint32_t port_tx_dropped;
-	uint32_t ip_unreachable;  /* IP datagrams dropped: destination did not answer ARP. */
+	uint32_t arp_timeouts;    /* ARP requests for the destination that got no answer. */
+	uint8_t  dst_flags;       /* CTL_DST_VALID, CTL_DST_UNREACHABLE. */
+	uint8_t  dst_mac[6];      /* Destination MAC in use. */
+	uint32_t stale;           /* Datagrams of an earlier run discarded unsent. */
 };
 
 /* What the handler asks of the board; the firmware drives CSRs, host tests record calls.

@@ -11,6 +11,35 @@ static const struct ctlport_stats *port_stats;
 
 #ifdef CSR_STREAMER_BASE
 
+static uint64_t mac_to_u64(const uint8_t mac[6])
+{
+	uint64_t v = 0;
+	for (int i = 0; i < 6; i++)
+		v = (v << 8) | mac[i];
+	return v;
+}
+
+static void mac_from_u64(uint8_t mac[6], uint64_t v)
+{
+	for (int i = 5; i >= 0; i--) {
+		mac[i] = (uint8_t)v;
+		v >>= 8;
+	}
+}
+
+/* Give ARP a moment before the run starts, so the first datagrams need not wait (and their
+ * samples need not be dropped). Bounded: an unanswered destination is reported by STATUS
+ * (CTL_DST_UNREACHABLE) while the run goes on, never a hang of the control loop. */
+#define DST_WAIT_POLLS (CONFIG_CLOCK_FREQUENCY/1000u/16u)  /* About 1 ms: >= 16 cycles per poll. */
+
+static void wait_destination(void)
+{
+	for (uint32_t i = 0; i < DST_WAIT_POLLS; i++)
+		if (streamer_status_read() & ((1u << CSR_STREAMER_STATUS_DST_VALID_OFFSET) |
+		                              (1u << CSR_STREAMER_STATUS_UNREACHABLE_OFFSET)))
+			return;
+}
+
 static int stream_start(const struct ctl_stream_cfg *cfg, uint32_t *run)
 {
 	if (streamer_status_read() & (1u << CSR_STREAMER_STATUS_RUNNING_OFFSET))
@@ -21,6 +50,9 @@ static int stream_start(const struct ctl_stream_cfg *cfg, uint32_t *run)
 	streamer_enable_write(cfg->enable);
 	streamer_backpressure_write(cfg->backpressure);
 	streamer_gap_write(cfg->gap);
+	streamer_dst_mac_write(mac_to_u64(cfg->dst_mac));
+	streamer_mac_mode_write(mac_to_u64(cfg->dst_mac) != 0);
+	wait_destination();
 	streamer_control_write(1u << CSR_STREAMER_CONTROL_START_OFFSET);
 	*run = streamer_run_read();
 	return 0;
@@ -67,7 +99,12 @@ static void status(struct ctl_status *st)
 	st->dropped   = streamer_drop_count_read();
 	st->port_rx_dropped = ctlport_rx_dropped_read();
 	st->port_tx_dropped = ctlport_tx_dropped_read() + port_stats->tx_too_long + port_stats->tx_timeout;
-	st->ip_unreachable  = streamer_unreachable_read();
+	uint32_t s = streamer_status_read();
+	st->arp_timeouts = streamer_arp_timeouts_read();
+	st->dst_flags    = (uint8_t)((s & (1u << CSR_STREAMER_STATUS_DST_VALID_OFFSET) ? CTL_DST_VALID : 0) |
+	                             (s & (1u << CSR_STREAMER_STATUS_UNREACHABLE_OFFSET) ? CTL_DST_UNREACHABLE : 0));
+	mac_from_u64(st->dst_mac, streamer_dst_mac_status_read());
+	st->stale        = streamer_stale_read();
 }
 
 void daq_ops(struct ctl_ops *ops, const struct ctlport_stats *port)

@@ -6,6 +6,7 @@
 
 import os
 import socket
+import time
 
 from ethdaq.host import protocol
 
@@ -63,10 +64,23 @@ class ControlClient:
     def identify(self):
         return self._expect(protocol.identify_request, protocol.MSG_IDENTIFY)
 
-    def stream_start(self, dst_ip=0, dst_port=5000, payload=1472, enable=0xF, backpressure=0, gap=0):
-        """Start a run; dst_ip 0 means this host's address as the board sees it. Returns (run, dst_ip)."""
+    def stream_start(self, dst_ip=0, dst_port=5000, payload=1472, enable=0xF, backpressure=0, gap=0,
+                     dst_mac=None):
+        """Start a run; dst_ip 0 means this host's address as the board sees it; dst_mac None means
+        the board resolves it by ARP. Returns (run, dst_ip)."""
+        mac = b"\0"*6 if dst_mac is None else protocol.parse_mac(dst_mac)
         return self._expect(lambda seq: protocol.stream_start_request(seq, dst_ip, dst_port, payload,
-            enable, backpressure, gap), protocol.MSG_STREAM_START)
+            enable, backpressure, gap, mac), protocol.MSG_STREAM_START)
+
+    def wait_destination(self, timeout=5.0, interval=0.05):
+        """Poll STATUS until the board knows the stream destination's MAC or gives up on it.
+        Returns the last Status; its dst_flags say which (DST_VALID or DST_UNREACHABLE)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            st = self.status()
+            if st.dst_flags & (protocol.DST_VALID | protocol.DST_UNREACHABLE) or time.monotonic() > deadline:
+                return st
+            time.sleep(interval)
 
     def stream_stop(self):
         return self._expect(protocol.stream_stop_request, protocol.MSG_STREAM_STOP)[0]

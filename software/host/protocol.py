@@ -50,15 +50,19 @@ IDENTIFY_FIXED = struct.Struct(">6sIHIBBBH")
 MAX_STRING     = 255
 
 # STREAM_START request: dst_ip (0: the requester's address), dst_port, payload bytes per datagram
-# (header included), channel enable mask, back-pressure mask, idle cycles after each datagram.
-STREAM_START   = struct.Struct(">IHHBBI")
+# (header included), channel enable mask, back-pressure mask, idle cycles after each datagram,
+# dst_mac (all zero: resolved by ARP; broadcast and multicast IPs map by rule).
+STREAM_START   = struct.Struct(">IHHBBI6s")
 STREAM_START_RSP = struct.Struct(">II")     # run number, destination IP used
 STREAM_STOP_RSP  = struct.Struct(">I")      # run number that was stopped
 EMULATOR       = struct.Struct(">BII")      # mode, rate (x 2**-32 per cycle), seed
 # STATUS response: running, run, datagrams sent, samples dropped this run, control requests
-# answered, control requests refused, CPU-port datagrams dropped (rx), (tx), IP datagrams dropped
-# because the destination did not answer ARP.
-STATUS_RSP     = struct.Struct(">BIQQIIIII")
+# answered, control requests refused, CPU-port datagrams dropped (rx), (tx), ARP requests for the
+# stream destination that got no answer, destination flags (DST_*), destination MAC in use,
+# datagrams of an earlier run discarded unsent (queued for a destination that never answered).
+STATUS_RSP     = struct.Struct(">BIQQIIIIIB6sI")
+DST_VALID       = 0x01  # The destination MAC is known: datagrams flow.
+DST_UNREACHABLE = 0x02  # The destination did not answer ARP: datagrams wait, samples are dropped.
 MIN_PAYLOAD    = 64
 
 # Expected request lengths (header included), checked by the firmware before anything else.
@@ -107,8 +111,10 @@ def identify_request(seq):
     return pack_header(MSG_IDENTIFY, seq)
 
 
-def stream_start_request(seq, dst_ip=0, dst_port=5000, payload=1472, enable=0xF, backpressure=0, gap=0):
-    return pack_header(MSG_STREAM_START, seq) + STREAM_START.pack(dst_ip, dst_port, payload, enable, backpressure, gap)
+def stream_start_request(seq, dst_ip=0, dst_port=5000, payload=1472, enable=0xF, backpressure=0, gap=0,
+                         dst_mac=b"\0"*6):
+    return pack_header(MSG_STREAM_START, seq) + STREAM_START.pack(dst_ip, dst_port, payload, enable,
+                                                                 backpressure, gap, bytes(dst_mac))
 
 
 def stream_stop_request(seq):
@@ -117,6 +123,26 @@ def stream_stop_request(seq):
 
 def emulator_request(seq, mode, rate, seed=1):
     return pack_header(MSG_EMULATOR, seq) + EMULATOR.pack(mode, rate, seed)
+
+
+def parse_mac(text):
+    """'10:e2:d5:00:00:00' (or with '-') → 6 bytes; ValueError with the reason otherwise."""
+    if isinstance(text, (bytes, bytearray)):
+        if len(text) != 6:
+            raise ValueError(f"MAC address must be 6 bytes, not {len(text)}")
+        return bytes(text)
+    parts = str(text).replace("-", ":").split(":")
+    example = "six hex bytes like 10:e2:d5:00:00:00"
+    if len(parts) != 6 or not all(len(p) == 2 for p in parts):
+        raise ValueError(f"MAC address must be {example}, not {text!r}")
+    try:
+        return bytes(int(p, 16) for p in parts)
+    except ValueError:
+        raise ValueError(f"MAC address must be {example}, not {text!r}") from None
+
+
+def format_mac(mac):
+    return ":".join(f"{b:02x}" for b in mac)
 
 
 def status_request(seq):
@@ -133,7 +159,10 @@ class Status:
     ctl_refused:    int
     port_rx_dropped: int
     port_tx_dropped: int
-    ip_unreachable: int
+    arp_timeouts:   int
+    dst_flags:      int
+    dst_mac:        bytes
+    stale:          int
 
 
 def unpack_header(data):
@@ -227,6 +256,8 @@ def c_header():
         f"#define CTL_ERR_BUSY         {ERR_BUSY}u",
         f"#define CTL_ERR_UNSUPPORTED  {ERR_UNSUPPORTED}u",
         f"#define CTL_MIN_PAYLOAD      {MIN_PAYLOAD}u",
+        f"#define CTL_DST_VALID        0x{DST_VALID:02X}u",
+        f"#define CTL_DST_UNREACHABLE  0x{DST_UNREACHABLE:02X}u",
         f"#define CTL_STREAM_START_REQ_LENGTH {REQUEST_LENGTH[MSG_STREAM_START]}u",
         f"#define CTL_STREAM_STOP_REQ_LENGTH  {REQUEST_LENGTH[MSG_STREAM_STOP]}u",
         f"#define CTL_EMULATOR_REQ_LENGTH     {REQUEST_LENGTH[MSG_EMULATOR]}u",

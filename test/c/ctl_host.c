@@ -13,8 +13,10 @@ static int stub_error;
 
 static int stream_start(const struct ctl_stream_cfg *c, uint32_t *run)
 {
-	fprintf(stderr, "call=stream_start dst_ip=%u dst_port=%u payload=%u enable=%u backpressure=%u gap=%u\n",
-		c->dst_ip, c->dst_port, c->payload, c->enable, c->backpressure, c->gap);
+	fprintf(stderr, "call=stream_start dst_ip=%u dst_port=%u payload=%u enable=%u backpressure=%u gap=%u "
+		"dst_mac=%02x:%02x:%02x:%02x:%02x:%02x\n",
+		c->dst_ip, c->dst_port, c->payload, c->enable, c->backpressure, c->gap,
+		c->dst_mac[0], c->dst_mac[1], c->dst_mac[2], c->dst_mac[3], c->dst_mac[4], c->dst_mac[5]);
 	*run = 42;
 	return stub_error;
 }
@@ -35,7 +37,10 @@ static int emulator(const struct ctl_emulator_cfg *c)
 static void status(struct ctl_status *st)
 {
 	st->running = 1; st->run = 42; st->datagrams = 0x0000000100000002ull; st->dropped = 7;
-	st->port_rx_dropped = 3; st->port_tx_dropped = 4; st->ip_unreachable = 5;
+	st->port_rx_dropped = 3; st->port_tx_dropped = 4; st->arp_timeouts = 5;
+	st->dst_flags = CTL_DST_VALID; st->stale = 6;
+	for (int i = 0; i < 6; i++)
+		st->dst_mac[i] = (uint8_t)(0xa0 + i);
 }
 
 int main(int argc, char **argv)

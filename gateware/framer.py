@@ -1,0 +1,241 @@
+#
+# This file is part of ethdaq.
+# SPDX-License-Identifier: BSD-2-Clause
+
+"""Canned-header framing: UDP datagrams and ARP requests straight to Ethernet frames.
+
+LiteEth's UDP → IP → ARP-table → MAC chain adds about 20 cycles before the first byte of a
+datagram reaches the MAC, and its IP TX blocks on an unanswered ARP request. The data path does
+not need any of that: the destination is fixed for a run, so the 42 bytes of Ethernet, IPv4 and
+UDP header are a template with three per-datagram fields (lengths, identification, checksum).
+`UDPFramer` emits that template in front of the payload with no added cycle; `ARPRequester`
+emits the who-has frame the resolver (gateware/resolver.py) asks for. Both produce frames without
+preamble and FCS (eth_phy_description), for LiteEth's CRC and preamble inserters.
+"""
+
+from migen import *
+
+from litex.gen import *
+
+from litex.soc.interconnect import stream
+
+from liteeth.common import eth_phy_description, eth_udp_user_description
+
+ETH_HEADER_LEN  = 14
+IP_HEADER_LEN   = 20
+UDP_HEADER_LEN  = 8
+FRAME_HEADER_LEN = ETH_HEADER_LEN + IP_HEADER_LEN + UDP_HEADER_LEN  # 42
+
+ETHERTYPE_IPV4 = 0x0800
+ETHERTYPE_ARP  = 0x0806
+IP_PROTO_UDP   = 17
+IP_FLAGS_DF    = 0x4000  # Don't fragment: datagrams are sized to the path MTU by configuration.
+
+
+def field_bytes(fields):
+    """[(value, size_bytes), ...] → list of 8-bit expressions, network byte order."""
+    out = []
+    for value, size in fields:
+        for i in range(size):
+            shift = 8*(size - 1 - i)
+            # Constants are 8 bits wide, so the bytes can be Cat-ed into words.
+            out.append(C((value >> shift) & 0xff, 8) if isinstance(value, int) else value[shift:shift + 8])
+    return out
+
+
+def ones_complement_fold(s, steps=2):
+    for _ in range(steps):
+        s = (s & 0xffff) + (s >> 16)
+    return s
+
+# UDP Framer ---------------------------------------------------------------------------------------
+
+class UDPFramer(LiteXModule):
+    """UDP datagrams (eth_udp_user_description: ip_address, src/dst port, length = UDP payload
+    bytes) → Ethernet II / IPv4 / UDP frames to `dst_mac`.
+
+    A frame starts only while `mac_valid` is high (the destination is known); once started it
+    runs to its end. The IPv4 checksum is computed from the template while the first 24 header
+    bytes go out, so it costs no cycle. UDP checksum 0 (none), as IPv4 allows.
+    """
+    def __init__(self, mac_address, ip_address, dw=8, ttl=64):
+        if dw not in (8, 64):
+            raise ValueError(f"UDPFramer: dw must be 8 or 64, not {dw!r}")
+        self.sink      = sink   = stream.Endpoint(eth_udp_user_description(dw))
+        self.source    = source = stream.Endpoint(eth_phy_description(dw))
+        self.dst_mac   = Signal(48)
+        self.mac_valid = Signal()
+        self.frames    = Signal(32)  # Frames sent (also the IPv4 identification of the next one).
+
+        # # #
+
+        ident     = self.frames[:16]
+        ip_len    = Signal(16)
+        udp_len   = Signal(16)
+        checksum  = Signal(16)
+        self.comb += [
+            udp_len.eq(sink.length + UDP_HEADER_LEN),
+            ip_len.eq(sink.length + UDP_HEADER_LEN + IP_HEADER_LEN),
+        ]
+
+        # IPv4 header checksum: the words that do not change between datagrams are summed in a
+        # register ahead of time; the length is added when the frame starts (sink.length is
+        # stable while sink.valid), and the result is needed only at header byte 24.
+        src_ip = ip_address
+        static = 0x4500 + IP_FLAGS_DF + ((ttl << 8) | IP_PROTO_UDP)
+        if isinstance(src_ip, int):
+            static += (src_ip >> 16) + (src_ip & 0xffff)
+            src_words = 0
+        else:
+            src_words = src_ip[16:32] + src_ip[0:16]
+        base = Signal(20)
+        total = Signal(21)
+        self.sync += [
+            base.eq(static + src_words + sink.ip_address[16:32] + sink.ip_address[0:16] + ident),
+            total.eq(base + ip_len),
+        ]
+        fold1 = Signal(17)
+        fold2 = Signal(16)
+        self.comb += [
+            fold1.eq(total[:16] + total[16:]),
+            fold2.eq(fold1[:16] + fold1[16]),
+            checksum.eq(~fold2),
+        ]
+
+        header = field_bytes([
+            (self.dst_mac, 6), (mac_address, 6), (ETHERTYPE_IPV4, 2),
+            (0x45, 1), (0, 1), (ip_len, 2), (ident, 2), (IP_FLAGS_DF, 2), (ttl, 1), (IP_PROTO_UDP, 1),
+            (checksum, 2), (src_ip, 4), (sink.ip_address, 4),
+            (sink.src_port, 2), (sink.dst_port, 2), (udp_len, 2), (0, 2),
+        ])
+        assert len(header) == FRAME_HEADER_LEN
+        if dw == 64:
+            self._wide(header)
+            return
+        header = Array(header)
+
+        count   = Signal(max=FRAME_HEADER_LEN + 1)
+        started = Signal()
+        self.comb += started.eq((count != 0) | self.mac_valid)
+        self.comb += [
+            If(count < FRAME_HEADER_LEN,
+                source.valid.eq(sink.valid & started),
+                source.data.eq(header[count]),
+            ).Else(
+                sink.connect(source, keep={"valid", "ready", "data", "last", "last_be"}),
+            )
+        ]
+        self.sync += [
+            If(source.valid & source.ready,
+                If(count < FRAME_HEADER_LEN,
+                    count.eq(count + 1)
+                ).Elif(source.last,
+                    count.eq(0),
+                    self.frames.eq(self.frames + 1),
+                )
+            )
+        ]
+
+    def _wide(self, header):
+        """64-bit lanes: 42 header bytes are 5 words and 2 bytes, so the payload is shifted by 2
+        lanes: each output word is 2 bytes carried from the previous payload word (or the header's
+        last 2) and the first 6 of the current one. A last payload word with 7 or 8 bytes needs
+        one more output word (TAIL)."""
+        sink, source = self.sink, self.source
+        words = Array([Cat(*header[8*i:8*i + 8]) for i in range(5)])
+        carry = Signal(16)                        # Lanes 6-7 of the previous payload word.
+        count = Signal(max=6)                     # Header words sent (5: payload phase).
+        nbytes = Signal(4)                        # Valid bytes in the last payload word (1..8).
+        self.comb += Case(sink.last_be, {1 << k: nbytes.eq(k + 1) for k in range(8)} | {"default": nbytes.eq(8)})
+        tail_bytes = Signal(4)
+        started = Signal()
+        self.comb += started.eq((count != 0) | self.mac_valid)
+        self.fsm = fsm = FSM(reset_state="HEADER")
+        fsm.act("HEADER",
+            source.valid.eq(sink.valid & started),
+            source.data.eq(words[count]),
+            If(source.valid & source.ready,
+                NextValue(count, count + 1),
+                If(count == 4,
+                    NextValue(carry, Cat(header[40], header[41])),
+                    NextState("BODY")
+                )
+            )
+        )
+        fsm.act("BODY",
+            source.valid.eq(sink.valid),
+            source.data.eq(Cat(carry, sink.data[:48])),
+            If(sink.last & (nbytes <= 6),
+                source.last.eq(1),
+                Case(nbytes, {n: source.last_be.eq(1 << (n + 1)) for n in range(1, 7)}),
+            ),
+            sink.ready.eq(source.ready),
+            If(sink.valid & source.ready,
+                NextValue(carry, sink.data[48:64]),
+                If(sink.last,
+                    If(nbytes <= 6,
+                        NextValue(count, 0),
+                        NextValue(self.frames, self.frames + 1),
+                        NextState("HEADER")
+                    ).Else(
+                        NextValue(tail_bytes, nbytes),
+                        NextState("TAIL")
+                    )
+                )
+            )
+        )
+        fsm.act("TAIL",
+            source.valid.eq(1),
+            source.data.eq(carry),
+            source.last.eq(1),
+            source.last_be.eq(Mux(tail_bytes == 8, 0b10, 0b01)),
+            If(source.ready,
+                NextValue(count, 0),
+                NextValue(self.frames, self.frames + 1),
+                NextState("HEADER")
+            )
+        )
+
+# ARP Requester ------------------------------------------------------------------------------------
+
+class ARPRequester(LiteXModule):
+    """Broadcast an ARP who-has `target_ip` (padded to the 60-byte minimum frame) once per
+    `request` pulse (requests arriving while one waits are merged)."""
+    def __init__(self, mac_address, ip_address, dw=8):
+        assert dw in (8, 64)
+        self.source    = source = stream.Endpoint(eth_phy_description(dw))
+        self.request   = Signal()
+        self.target_ip = Signal(32)
+        self.sent      = Signal(32)
+
+        # # #
+
+        frame = field_bytes([
+            (0xffffffffffff, 6), (mac_address, 6), (ETHERTYPE_ARP, 2),
+            (1, 2), (ETHERTYPE_IPV4, 2), (6, 1), (4, 1), (1, 2),  # Ethernet/IPv4, who-has.
+            (mac_address, 6), (ip_address, 4), (0, 6), (self.target_ip, 4),
+        ])
+        nb     = dw//8
+        nwords = (60 + nb - 1)//nb
+        frame += [C(0, 8)]*(nwords*nb - len(frame))  # Padding to the 60-byte minimum frame.
+        frame  = Array([Cat(*frame[i*nb:(i + 1)*nb]) for i in range(nwords)])
+        count   = Signal(max=nwords)
+        pending = Signal()
+        last_lane = (60 - 1) % nb
+        self.comb += [
+            source.valid.eq(pending),
+            source.data.eq(frame[count]),
+            source.last.eq(count == nwords - 1),
+            source.last_be.eq(Mux(source.last, 1 << last_lane, 0)),
+        ]
+        self.sync += [
+            If(source.valid & source.ready,
+                count.eq(count + 1),
+                If(source.last,
+                    count.eq(0),
+                    pending.eq(0),
+                    self.sent.eq(self.sent + 1),
+                )
+            ),
+            If(self.request, pending.eq(1)),  # Last: a request during the final byte is kept.
+        ]

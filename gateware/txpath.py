@@ -1,0 +1,119 @@
+#
+# This file is part of ethdaq.
+# SPDX-License-Identifier: BSD-2-Clause
+
+"""PHY-side transmit path: the DAQ data path beside LiteEth's MAC, merged at frame boundaries.
+
+    streamer ─► UDPFramer ─┐
+    ARPRequester ──────────┴► CRC ─► preamble ─┐
+    LiteEth MAC (ARP, ICMP, control) ──────────┴► FrameScheduler ─► IFG ─► PHY
+                                               (LiteEth first: control never waits behind bulk
+                                                for more than one frame)
+
+LiteEth is given `mac_phy`, a stand-in PHY: its frames (with preamble and FCS, as the real PHY
+wants them) come out of `mac_phy.sink` into the scheduler, and received frames pass from the
+real PHY to LiteEth untouched. LiteEth's own IFG inserter is turned off (the scheduler's one
+holds the gap between frames of any source). Everything here runs in the PHY's transmit
+domain `eth_tx`.
+"""
+
+from migen import *
+
+from litex.gen import *
+
+from litex.soc.interconnect import stream
+
+from liteeth.common import convert_ip, eth_phy_description, eth_udp_user_description
+from liteeth.mac.crc import LiteEthMACCRC32Inserter
+from liteeth.mac.gap import LiteEthMACGap
+from liteeth.mac.preamble import LiteEthMACPreambleInserter
+
+from ethdaq.gateware.framer import ARPRequester, UDPFramer
+from ethdaq.gateware.scheduler import FrameScheduler
+
+
+class _MACPHY:
+    """What LiteEthMACCore needs of a PHY: dw, sink, source and its framing options."""
+    def __init__(self, phy):
+        self.dw = phy.dw
+        self.sink   = stream.Endpoint(eth_phy_description(phy.dw))
+        self.source = stream.Endpoint(eth_phy_description(phy.dw))
+        self.with_preamble_crc = getattr(phy, "with_preamble_crc", True)
+        self.with_padding      = getattr(phy, "with_padding", True)
+        self.integrated_ifg_inserter = True  # The scheduler's IFG inserter serves all sources.
+
+
+class TXPath(LiteXModule):
+    """Inputs (eth_tx): `data` (UDP datagrams), `dst_mac`/`dst_valid`, `arp_request`/`arp_target`."""
+    def __init__(self, phy, mac_address, ip_address, cd_tx="eth_tx"):
+        dw = phy.dw
+        if isinstance(ip_address, str):
+            ip_address = convert_ip(ip_address)
+        if dw not in (8, 64):
+            raise ValueError(f"TXPath: PHY data width must be 8 (GMII/RGMII) or 64 (XGMII), not {dw!r}")
+        self.mac_phy     = mac_phy = _MACPHY(phy)
+        self.data        = stream.Endpoint(eth_udp_user_description(dw))
+        self.dst_mac     = Signal(48)
+        self.dst_valid   = Signal()
+        self.arp_request = Signal()
+        self.arp_target  = Signal(32)
+
+        # # #
+
+        self.comb += phy.source.connect(mac_phy.source)  # Receive: straight to LiteEth.
+
+        r = ClockDomainsRenamer(cd_tx)
+        self.framer    = framer    = r(UDPFramer(mac_address, ip_address, dw=dw))
+        self.requester = requester = r(ARPRequester(mac_address, ip_address, dw=dw))
+        self.comb += [
+            self.data.connect(framer.sink),
+            framer.dst_mac.eq(self.dst_mac),
+            framer.mac_valid.eq(self.dst_valid),
+            requester.request.eq(self.arp_request),
+            requester.target_ip.eq(self.arp_target),
+        ]
+
+        # Our frames: ARP request before data (it is rare and data may be waiting for it).
+        self.local = local = r(FrameScheduler(2, dw))
+        self.comb += [
+            requester.source.connect(local.sinks[0]),
+            framer.source.connect(local.sinks[1]),
+        ]
+        if mac_phy.with_preamble_crc:
+            self.crc      = crc      = r(LiteEthMACCRC32Inserter(eth_phy_description(dw)))
+            self.preamble = preamble = r(LiteEthMACPreambleInserter(dw))
+            self.submodules += stream.Pipeline(local, crc, preamble)
+            ours = preamble.source
+        else:
+            ours = local.source
+
+        # Frame-boundary merge with LiteEth, then the inter-frame gap (unless the PHY keeps it,
+        # as LiteEth's XGMII PHY does), then the PHY.
+        self.scheduler = scheduler = r(FrameScheduler(2, dw))
+        self.comb += [
+            mac_phy.sink.connect(scheduler.sinks[0]),
+            ours.connect(scheduler.sinks[1]),
+        ]
+        if getattr(phy, "integrated_ifg_inserter", False):
+            self.submodules += stream.Pipeline(scheduler, phy)
+        else:
+            self.gap = gap = r(LiteEthMACGap(dw))
+            self.submodules += stream.Pipeline(scheduler, gap, phy)
+
+
+def connect_streamer(module, streamer, txpath, ethcore):
+    """Wire a DAQStreamer (built with cd_tx="eth_tx") to a TXPath, and LiteEth's ARP receiver to
+    the streamer's resolver (observed, not consumed). LiteEth's ARP RX presents each accepted
+    frame for exactly one cycle and ignores `ready` (its table may miss it when busy), so the
+    resolver samples `valid` alone."""
+    arp = ethcore.arp.rx.source
+    module.comb += [
+        streamer.source.connect(txpath.data),
+        txpath.dst_mac.eq(streamer.dst_mac),
+        txpath.dst_valid.eq(streamer.dst_valid),
+        txpath.arp_request.eq(streamer.arp_request),
+        txpath.arp_target.eq(streamer.arp_target),
+        streamer.arp_valid.eq(arp.valid & (arp.reply | arp.request)),
+        streamer.arp_ip.eq(arp.ip_address),
+        streamer.arp_mac.eq(arp.mac_address),
+    ]
