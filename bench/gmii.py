@@ -109,32 +109,10 @@ class StreamBenchTop(Module):
 
 def build_verilator(build_dir, nchannels=4, sample_width=16, max_payload=8972):
     """Generate Verilog and compile the testbench (skipped when the Verilog is unchanged)."""
-    import hashlib
-    import shutil
-    import subprocess
     from pathlib import Path
-    from litex.gen.fhdl.verilog import convert
-    build_dir = Path(build_dir).resolve()
-    build_dir.mkdir(parents=True, exist_ok=True)
+    from bench.verilate import compile_top
     top = StreamBenchTop(nchannels, sample_width, max_payload)
-    for sig, name in top.renames.items():
-        sig.name_override = name
-    out = convert(top, ios=top.ios, name="top")
-    verilog = build_dir / "top.v"
-    text = str(out.main_source) if hasattr(out, "main_source") else str(out)
-    tb = Path(__file__).parent / "verilator" / "tb.cpp"
-    digest = hashlib.sha256(text.encode() + tb.read_bytes()).hexdigest()
-    stamp, exe = build_dir / "stamp", build_dir / "obj" / "Vtop"
-    if exe.exists() and stamp.exists() and stamp.read_text() == digest:
-        return exe
-    verilog.write_text(text)
-    shutil.rmtree(build_dir / "obj", ignore_errors=True)
-    subprocess.run(["verilator", "--cc", str(verilog), "--exe", str(tb), "--build", "-j", "2",
-                    "-Wno-fatal", "-Wno-lint", "-Wno-style", "--top-module", "top", "-O2",
-                    "-CFLAGS", "-O1", "--Mdir", str(build_dir / "obj")],
-                   check=True, capture_output=True)
-    stamp.write_text(digest)
-    return exe
+    return compile_top(top, build_dir, Path(__file__).parent / "verilator" / "tb.cpp")
 
 
 def measure(exe, payload, frames=8, enable=0b1, rate=2**32 - 1, gap=0, max_cycles=10_000_000):

@@ -305,11 +305,7 @@ class Stream10GBenchTop(LiteXModule):
         self.streamer = streamer = DAQStreamer(nchannels=nchannels, sample_width=sample_width,
             max_payload=max_payload, cd_tx="sys", clk_freq=156.25e6, dw=64,
             buffer_bytes=4*16384)  # Four jumbo datagrams per channel: data always waits.
-        self.comb += [
-            streamer.source.connect(self.txpath.data),
-            self.txpath.dst_mac.eq(streamer.dst_mac),
-            self.txpath.dst_valid.eq(streamer.dst_valid),
-        ]
+        connect_streamer(self, streamer, self.txpath)
         self.emulators = add_emulators(self, streamer)
         self.enable, self.frame_len, self.sof = Signal(), Signal(16), Signal()
         enable_d = Signal()
@@ -343,34 +339,10 @@ def build_verilator(build_dir, mac="liteeth", dic=True):
     """Generate Verilog and compile bench/verilator/tb_xgmii.cpp; return the executable.
     Skipped when neither the Verilog nor the testbench changed. mac="streamer" builds
     Stream10GBenchTop (our streamer and transmit path) instead of the ideal frame source."""
-    import hashlib
-    import shutil
-    import subprocess
     from pathlib import Path
-    from litex.gen.fhdl.verilog import convert
-    build_dir = Path(build_dir).resolve()
-    build_dir.mkdir(parents=True, exist_ok=True)
+    from bench.verilate import compile_top
     top = Stream10GBenchTop() if mac == "streamer" else XGMIIBenchTop(mac=mac, dic=dic)
-    for sig, name in top.renames.items():
-        sig.name_override = name
-    out = convert(top, ios=top.ios, name="top")
-    verilog = build_dir / "top.v"
-    text = str(out.main_source) if hasattr(out, "main_source") else str(out)
-    tb = Path(__file__).parent / "verilator" / "tb_xgmii.cpp"
-    digest = hashlib.sha256(text.encode() + tb.read_bytes()).hexdigest()
-    stamp, exe = build_dir / "stamp", build_dir / "obj" / "Vtop"
-    if exe.exists() and stamp.exists() and stamp.read_text() == digest:
-        return exe
-    verilog.write_text(text)
-    shutil.rmtree(build_dir / "obj", ignore_errors=True)
-    r = subprocess.run(["verilator", "--cc", str(verilog), "--exe", str(tb), "--build", "-j", "2",
-                        "-Wno-fatal", "-Wno-lint", "-Wno-style", "--top-module", "top", "-O2",
-                        "-CFLAGS", "-O1", "--Mdir", str(build_dir / "obj")],
-                       capture_output=True, text=True)
-    if r.returncode != 0:
-        raise RuntimeError(f"verilator failed:\n{r.stdout[-4000:]}\n{r.stderr[-4000:]}")
-    stamp.write_text(digest)
-    return exe
+    return compile_top(top, build_dir, Path(__file__).parent / "verilator" / "tb_xgmii.cpp")
 
 
 def run(exe, frame_len, frames, max_cycles=None):

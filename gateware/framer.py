@@ -33,20 +33,18 @@ IP_FLAGS_DF    = 0x4000  # Don't fragment: datagrams are sized to the path MTU b
 
 
 def field_bytes(fields):
-    """[(value, size_bytes), ...] → list of 8-bit expressions, network byte order."""
+    """[(value, size_bytes), ...] → list of 8-bit expressions, network byte order. Signals
+    narrower than their field are zero-extended."""
     out = []
     for value, size in fields:
+        if not isinstance(value, int) and len(value) < 8*size:
+            value = Cat(value, Replicate(0, 8*size - len(value)))
         for i in range(size):
             shift = 8*(size - 1 - i)
             # Constants are 8 bits wide, so the bytes can be Cat-ed into words.
             out.append(C((value >> shift) & 0xff, 8) if isinstance(value, int) else value[shift:shift + 8])
     return out
 
-
-def ones_complement_fold(s, steps=2):
-    for _ in range(steps):
-        s = (s & 0xffff) + (s >> 16)
-    return s
 
 # UDP Framer ---------------------------------------------------------------------------------------
 

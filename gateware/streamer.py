@@ -32,6 +32,7 @@ from migen.genlib.cdc import BusSynchronizer, MultiReg, PulseSynchronizer
 from liteeth.common import eth_udp_user_description
 
 from ethdaq.gateware.cdcfifo import LevelFIFO
+from ethdaq.gateware.framer import field_bytes
 from ethdaq.gateware.resolver import ARPResolver, MODE_ARP, MODE_FIXED
 from ethdaq.host import daqformat
 
@@ -45,15 +46,7 @@ def reverse_bytes(signal):
 def header_bytes(fields):
     """The header as a list of 8-bit Migen expressions, in wire order, from a dict of field
     name -> value (Signal or int). Offsets and sizes come from daqformat.FIELDS."""
-    out = []
-    for f in daqformat.FIELDS:
-        value = fields.get(f.name, 0)
-        if not isinstance(value, int) and len(value) < 8*f.size:
-            value = Cat(value, Replicate(0, 8*f.size - len(value)))  # Zero-extend to the field.
-        for i in range(f.size):
-            shift = 8*(f.size - 1 - i)
-            # Constants are 8 bits wide, so the bytes can be Cat-ed into words.
-            out.append(C((value >> shift) & 0xff, 8) if isinstance(value, int) else value[shift:shift + 8])
+    out = field_bytes([(fields.get(f.name, 0), f.size) for f in daqformat.FIELDS])
     assert len(out) == daqformat.HEADER_LEN
     return out
 

@@ -101,19 +101,23 @@ class TXPath(LiteXModule):
             self.submodules += stream.Pipeline(scheduler, gap, phy)
 
 
-def connect_streamer(module, streamer, txpath, ethcore):
-    """Wire a DAQStreamer (built with cd_tx="eth_tx") to a TXPath, and LiteEth's ARP receiver to
-    the streamer's resolver (observed, not consumed). LiteEth's ARP RX presents each accepted
-    frame for exactly one cycle and ignores `ready` (its table may miss it when busy), so the
-    resolver samples `valid` alone."""
-    arp = ethcore.arp.rx.source
+def connect_streamer(module, streamer, txpath, ethcore=None):
+    """Wire a DAQStreamer (built with the TXPath's cd_tx) to a TXPath, and LiteEth's ARP receiver
+    to the streamer's resolver (observed, not consumed; without `ethcore` nothing answers ARP, so
+    only a fixed or rule-mapped destination works). LiteEth's ARP RX presents each accepted frame
+    for exactly one cycle and ignores `ready` (its table may miss it when busy), so the resolver
+    samples `valid` alone."""
     module.comb += [
         streamer.source.connect(txpath.data),
         txpath.dst_mac.eq(streamer.dst_mac),
         txpath.dst_valid.eq(streamer.dst_valid),
         txpath.arp_request.eq(streamer.arp_request),
         txpath.arp_target.eq(streamer.arp_target),
-        streamer.arp_valid.eq(arp.valid & (arp.reply | arp.request)),
-        streamer.arp_ip.eq(arp.ip_address),
-        streamer.arp_mac.eq(arp.mac_address),
     ]
+    if ethcore is not None:
+        arp = ethcore.arp.rx.source
+        module.comb += [
+            streamer.arp_valid.eq(arp.valid & (arp.reply | arp.request)),
+            streamer.arp_ip.eq(arp.ip_address),
+            streamer.arp_mac.eq(arp.mac_address),
+        ]
