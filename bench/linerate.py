@@ -8,8 +8,9 @@ cycle-accurate (Verilator).
 
 Prints: link, UDP payload bytes, measured MiB/s of UDP payload, % of the theoretical
 payload/(payload+66) x 125 MB/s (1G) or x 1.25 GB/s (10G), inter-frame gaps seen (bytes; at 10G
-from the end of the FCS to the start character), and at 1G the latency from "datagram complete
-at the streamer input" to its first preamble byte on the wire, in cycles and ns at 125 MHz.
+from the end of the FCS to the start character), and the latency from "datagram complete at the
+streamer input" to its first preamble byte on the wire (at 10G the /S/ character that replaces
+it), in cycles and ns (125 MHz at 1G, 156.25 MHz at 10G; x.5 cycles: /S/ in lane 4).
 Simulated figures, not measured on hardware.
 
     .venv/bin/python bench/linerate.py [--frames N]
@@ -24,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench import gmii, xgmii  # noqa: E402
 
 CLK_HZ = 125e6
+CYCLE_10G_NS = 6.4  # 156.25 MHz XGMII clock.
 
 
 def theoretical_mib_s(payload):
@@ -64,8 +66,11 @@ def main(argv=None):
     exe10 = xgmii.build_verilator(Path(args.build_dir).parent / "stream10g", mac="streamer")
     for payload in (64, 256, 1024, 1472, 8972):
         r = xgmii.measure(exe10, payload + 42, frames=max(8, min(args.frames, 40)), skip=2)
+        lo, hi = xgmii.latency(exe10, payload)
+        cycles = f"{lo:g}" if lo == hi else f"{lo:g}-{hi:g}"
+        lat_ns = f"{lo*CYCLE_10G_NS:.1f}" if lo == hi else f"{lo*CYCLE_10G_NS:.1f}-{hi*CYCLE_10G_NS:.1f}"
         print(f"10G   {payload:>7}  {r['payload_mib_s']:>11.3f}  {r['theory_mib_s']:>12.3f}  "
-              f"{r['pct']:>10.3f}%  {','.join(map(str, r['ifgs'])):>9}  {'not measured':>14}  {'':>10}")
+              f"{r['pct']:>10.3f}%  {','.join(map(str, r['ifgs'])):>9}  {cycles:>14}  {lat_ns:>10}")
     return 0
 
 

@@ -24,6 +24,8 @@ preamble/SFD and FCS; measure() runs the Verilator bench and returns throughput 
 
 import zlib
 from collections import namedtuple
+from functools import reduce
+from operator import or_
 
 from migen import *
 
@@ -270,7 +272,10 @@ class XGMIIBenchTop(LiteXModule):
         self.path = XGMIITXPath(self.pads, mac=mac, dic=dic)
         self.comb += self.gen.source.connect(self.path.sink)
         self.enable, self.frame_len, self.sof = self.gen.enable, self.gen.frame_len, self.gen.sof
+        # Stream10GBenchTop's latency ports, unused here, so one testbench drives both tops.
+        self.rate, self.chmask, self.close = Signal(32), Signal(4), Signal()
         self.renames = {self.enable: "enable", self.frame_len: "frame_len", self.sof: "sof",
+                        self.rate: "rate", self.chmask: "chmask", self.close: "close",
                         self.pads.tx_ctl: "tx_ctl", self.pads.tx_data: "tx_data",
                         self.cd_sys.clk: "sys_clk", self.cd_sys.rst: "sys_rst"}
         self.ios = set(self.renames)
@@ -292,8 +297,10 @@ class Stream10GBenchTop(LiteXModule):
     sample per cycle each, more than the link carries) → TXPath (framer, CRC, preamble, frame
     scheduler at 64 bits) → LiteEth's XGMII TX, one 156.25 MHz clock. Same ports as
     XGMIIBenchTop, so tb_xgmii.cpp drives it: a run starts when `enable` rises; `frame_len` sets
-    the UDP payload to frame_len - 42 (one size per run). The destination MAC is fixed (no ARP
-    partner here)."""
+    the UDP payload to frame_len - 42 (one size per run); `rate` is the emulators' sample rate
+    (fraction of 2**32 per cycle) and `chmask` the channels enabled; `close` is high in the cycle
+    a channel hands a complete datagram to the transmit side (the latency's start). The
+    destination MAC is fixed (no ARP partner here)."""
     def __init__(self, nchannels=4, sample_width=16, max_payload=8972):
         from ethdaq.gateware.emulator import MODE_COUNTER, add_emulators
         from ethdaq.gateware.streamer import DAQStreamer
@@ -308,6 +315,7 @@ class Stream10GBenchTop(LiteXModule):
         connect_streamer(self, streamer, self.txpath)
         self.emulators = add_emulators(self, streamer)
         self.enable, self.frame_len, self.sof = Signal(), Signal(16), Signal()
+        self.rate, self.chmask, self.close = Signal(32), Signal(nchannels), Signal()
         enable_d = Signal()
         self.sync += enable_d.eq(self.enable)
         self.comb += [
@@ -317,17 +325,19 @@ class Stream10GBenchTop(LiteXModule):
             streamer._dst_port.storage.eq(5000),
             streamer._dst_mac.storage.eq(0xAAB624697721),
             streamer._mac_mode.storage.eq(1),
-            streamer._enable.storage.eq(2**nchannels - 1),
+            streamer._enable.storage.eq(self.chmask),
             streamer._backpressure.storage.eq(0),
             streamer._gap.storage.eq(0),
             streamer._control.fields.start.eq(self.enable & ~enable_d),
             streamer._control.fields.stop.eq(0),
             self.sof.eq(0),  # One payload size per run: measure() gives one frame_len.
+            self.close.eq(reduce(or_, [ch.descs.sink.valid & ch.descs.sink.ready for ch in streamer.channels])),
         ]
         for emu in self.emulators:
-            self.comb += [emu._mode.storage.eq(MODE_COUNTER), emu._rate.storage.eq(2**32 - 1),
+            self.comb += [emu._mode.storage.eq(MODE_COUNTER), emu._rate.storage.eq(self.rate),
                           emu._step.storage.eq(1), emu._top.storage.eq(2**sample_width - 1)]
         self.renames = {self.enable: "enable", self.frame_len: "frame_len", self.sof: "sof",
+                        self.rate: "rate", self.chmask: "chmask", self.close: "close",
                         self.pads.tx_ctl: "tx_ctl", self.pads.tx_data: "tx_data",
                         self.cd_sys.clk: "sys_clk", self.cd_sys.rst: "sys_rst"}
         self.ios = set(self.renames)
@@ -345,9 +355,10 @@ def build_verilator(build_dir, mac="liteeth", dic=True):
     return compile_top(top, build_dir, Path(__file__).parent / "verilator" / "tb_xgmii.cpp")
 
 
-def run(exe, frame_len, frames, max_cycles=None):
+def run(exe, frame_len, frames, max_cycles=None, rate=2**32 - 1, chmask=0xf):
     """Run the bench until `frames` frames ended on the wire; return its output lines.
-    frame_len: an int, or a list of ints used in turn (frame i has frame_len[i % len])."""
+    frame_len: an int, or a list of ints used in turn (frame i has frame_len[i % len]).
+    rate, chmask: Stream10GBenchTop's emulator rate and channel enables (ignored by XGMIIBenchTop)."""
     import subprocess
     lens = list(frame_len) if isinstance(frame_len, (list, tuple)) else [frame_len]
     for n in lens:
@@ -355,7 +366,7 @@ def run(exe, frame_len, frames, max_cycles=None):
             raise ValueError(f"frame_len {n} outside {MIN_FRAME_LEN}..{MAX_FRAME_LEN}")
     if max_cycles is None:
         max_cycles = 1000 + 4*frames*(max(lens) + 64)//8
-    r = subprocess.run([str(exe), ",".join(map(str, lens)), str(frames), str(max_cycles)],
+    r = subprocess.run([str(exe), ",".join(map(str, lens)), str(frames), str(max_cycles), str(rate), str(chmask)],
                        capture_output=True, text=True)
     if r.returncode != 0:
         raise RuntimeError(f"bench failed ({r.returncode}): {r.stderr.strip()}")
@@ -371,6 +382,8 @@ def run_migen(frame_len, frames, mac="liteeth", dic=True, max_cycles=100_000):
 
     def gen():
         yield top.frame_len.eq(lens[0])
+        yield top.rate.eq(2**32 - 1)
+        yield top.chmask.eq(0xf)
         cycle, done, sofs = 0, 0, 0
         while cycle < max_cycles and done < frames:
             yield top.enable.eq(cycle >= 20)
@@ -504,6 +517,24 @@ def measure(exe, frame_len, frames=16, skip=1):
         "theory_mib_s": theory/2**20,
         "pct": 100*payload_bytes_s/theory,
     }
+
+
+def latency(exe, payload, frames=6):
+    """Cycles from "datagram complete at the streamer input" (`close`) to its /S/ on the XGMII
+    lanes, one channel at a third of the link so the link is idle whenever a datagram completes.
+    Returns (min, max) in 156.25 MHz cycles, fractional when /S/ is in lane 4 (half a column)."""
+    samples = (payload - 40)//2
+    rate = int(2**32*samples/((payload + UDP_OVERHEAD)/8*3))
+    lines = run(exe, payload + HEADER_LEN, frames, rate=rate, chmask=0b1,
+                max_cycles=1000 + 4*frames*(payload + 100))
+    closes = [int(line.split()[1]) for line in lines if line.startswith("C ")]
+    frames_ = decode_xgmii(lines)
+    if len(closes) < len(frames_):
+        raise RuntimeError(f"{len(frames_)} frames but only {len(closes)} datagrams completed")
+    lat = [f.start/8 - c for f, c in zip(frames_, closes)]
+    if min(lat) < 0:
+        raise RuntimeError(f"a frame started before its datagram completed: {lat}")
+    return min(lat), max(lat)
 
 
 def main(argv=None):

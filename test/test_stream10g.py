@@ -50,3 +50,12 @@ def test_jumbo_throughput_is_at_least_99_percent_of_10g_theory(exe):
     r = xgmii.measure(exe, 8972 + 42, frames=10, skip=2)
     assert r["pct"] >= 99.0, f"{r['pct']:.3f} % of theory"
     assert all(f.fcs_ok for f in r["frames"])
+
+
+@pytest.mark.parametrize("payload", [64, 1024, 8972])
+def test_latency_from_datagram_complete_to_start_is_under_100_ns(exe, payload):
+    """The 10G path is as direct as the 1G one: from a channel handing over a complete datagram
+    to its /S/ on the XGMII lanes, a fixed few cycles of 6.4 ns, independent of the size."""
+    lo, hi = xgmii.latency(exe, payload)
+    assert lo == hi, "latency must not depend on anything but the pipeline"
+    assert 0 < lo*6.4 <= 100, f"{lo} cycles = {lo*6.4:.1f} ns"

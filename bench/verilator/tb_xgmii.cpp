@@ -3,9 +3,12 @@
 // `frame_len` to the lengths given in turn (the next one after each `sof`, the source latches it
 // when the current frame ends), and prints every cycle where some TX lane is not idle:
 //     X cycle ctl_hex data_hex
-// (lane i = ctl bit i, data bits 8i..8i+7), until `frames` /T/ characters went out or
-// `max_cycles` passed (exit status 1 then).
-// Usage: tb_xgmii len[,len...] frames max_cycles
+// (lane i = ctl bit i, data bits 8i..8i+7), and every cycle where `close` is high (a complete
+// datagram handed to the transmit side; only Stream10GBenchTop drives it):
+//     C cycle
+// until `frames` /T/ characters went out or `max_cycles` passed (exit status 1 then).
+// rate and chmask drive Stream10GBenchTop's emulator rate and channel enables.
+// Usage: tb_xgmii len[,len...] frames max_cycles [rate [chmask]]
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -14,7 +17,7 @@
 #include "verilated.h"
 
 int main(int argc, char **argv) {
-    if (argc < 4) { fprintf(stderr, "usage: tb_xgmii len[,len...] frames max_cycles\n"); return 2; }
+    if (argc < 4) { fprintf(stderr, "usage: tb_xgmii len[,len...] frames max_cycles [rate [chmask]]\n"); return 2; }
     Verilated::commandArgs(argc, argv);
     std::vector<unsigned> lens;
     for (char *p = argv[1]; *p; ) {
@@ -25,9 +28,11 @@ int main(int argc, char **argv) {
     }
     unsigned frames = strtoul(argv[2], 0, 0);
     unsigned long long max_cycles = strtoull(argv[3], 0, 0);
+    unsigned rate = argc > 4 ? strtoul(argv[4], 0, 0) : 0xffffffffu;
+    unsigned chmask = argc > 5 ? strtoul(argv[5], 0, 0) : 0xfu;
 
     Vtop *t = new Vtop;
-    t->sys_rst = 1; t->enable = 0; t->frame_len = lens[0];
+    t->sys_rst = 1; t->enable = 0; t->frame_len = lens[0]; t->rate = rate; t->chmask = chmask;
     unsigned long long cycle = 0;
     unsigned done = 0, sofs = 0;
     while (cycle < max_cycles && done < frames) {
@@ -38,6 +43,7 @@ int main(int argc, char **argv) {
         t->sys_clk = 1; t->eval();
         cycle++;
         if (sof) { sofs++; t->frame_len = lens[sofs % lens.size()]; }
+        if (t->close) printf("C %llu\n", cycle);
         unsigned ctl = t->tx_ctl;
         unsigned long long data = t->tx_data;
         if (ctl != 0xff || data != 0x0707070707070707ULL) {
