@@ -1,0 +1,555 @@
+#
+# This file is part of ethdaq.
+# SPDX-License-Identifier: BSD-2-Clause
+
+"""Wireshark Lua dissectors for the DAQ datagrams and the control protocol, generated from
+`ethdaq.host.daqformat` and `ethdaq.host.protocol` so each wire format stays written once (like
+the C headers of their `c_header()`).
+
+The generated file is committed as software/host/ethdaq.lua; test/test_dissector.py checks it
+equals `lua_dissector()` and runs it in tshark. After changing the format, regenerate it:
+
+    .venv/bin/python -m ethdaq.host.dissector --write
+
+Load it with `wireshark -X lua_script:software/host/ethdaq.lua` (or `tshark -X ...`), or copy it
+to ~/.local/lib/wireshark/plugins/. docs/protocol.md ("Wireshark") describes what it shows.
+"""
+
+import dataclasses
+import inspect
+import re
+import struct
+import sys
+from pathlib import Path
+
+from ethdaq.host import ctl, daqformat, protocol
+
+LUA_PATH = Path(__file__).with_name("ethdaq.lua")
+
+# The streamer's default destination port: the default of the STREAM_START request's dst_port.
+DEFAULT_PORT = inspect.signature(protocol.stream_start_request).parameters["dst_port"].default
+# The control port: the control client's default (the firmware's default --ctl-port).
+CTL_PORT = inspect.signature(ctl.ControlClient).parameters["port"].default
+
+MAX_DECODED_SAMPLES = 16     # Samples shown decoded, one per line, under the raw sample bytes.
+MAX_SAMPLE_BITS_DECODED = 64  # Wider samples are shown as bytes only.
+
+_HEX_FIELDS = {"magic", "flags", "reserved"}
+_UINT = {1: "uint8", 2: "uint16", 3: "uint24", 4: "uint32", 8: "uint64"}
+
+
+def _lua_str(text):
+    """A Lua double-quoted string literal (ASCII; anything else as decimal byte escapes)."""
+    out = []
+    for b in str(text).encode("utf-8"):
+        c = chr(b)
+        out.append(c if 32 <= b < 127 and c not in '"\\' else f"\\{b:03d}")
+    return '"' + "".join(out) + '"'
+
+
+def _lua_daq_fields():
+    names = [f.name for f in daqformat.FIELDS]
+    for needed in ("magic", "version", "header_len", "stream_id", "flags", "seq", "sample_count",
+                   "sample_bits", "reserved", "run"):
+        if needed not in names:
+            raise ValueError(f"daqformat.FIELDS has no {needed!r}: update ethdaq.host.dissector")
+    flags_size = next(f.size for f in daqformat.FIELDS if f.name == "flags")
+    out = ["-- The header's fields, in wire order (daqformat.FIELDS): name, offset, size.",
+           "local FIELDS = {"]
+    for f in daqformat.FIELDS:
+        out.append(f"    {{ name = {_lua_str(f.name)}, offset = {f.offset}, size = {f.size} }},")
+    out += ["}", "", "local f = {}"]
+    for f in daqformat.FIELDS:
+        if f.size not in _UINT:
+            raise ValueError(f"field {f.name}: no Wireshark integer type of {f.size} bytes")
+        base = "base.HEX" if f.name in _HEX_FIELDS else "base.DEC"
+        out.append(f"f.{f.name} = ProtoField.{_UINT[f.size]}({_lua_str('ethdaq.' + f.name)}, "
+                   f"{_lua_str(f.name)}, {base}, nil, nil, {_lua_str(f.doc)})")
+    out += ["", "-- FLAG_* bits (daqformat.FLAGS), in bit order.", "local FLAGS = {"]
+    for name, bit in sorted(daqformat.FLAGS.items(), key=lambda kv: kv[1]):
+        if bit <= 0 or bit & (bit - 1) or bit >= 1 << (8 * flags_size):
+            raise ValueError(f"FLAG_{name} = {bit:#x} is not a single bit of the flags field")
+        abbr = f"ethdaq.flags.{name.lower()}"
+        out.append(f"    {{ name = {_lua_str(name)}, bit = 0x{bit:04X}, field = ProtoField.bool("
+                   f"{_lua_str(abbr)}, {_lua_str(name)}, {8 * flags_size}, nil, 0x{bit:04X}, "
+                   f"{_lua_str('FLAG_' + name)}) }},")
+    out += ["}",
+            'f.samples = ProtoField.bytes("ethdaq.samples", "samples", nil, '
+            '"sample_count samples of sample_bits bits, big-endian")',
+            'f.sample = ProtoField.uint64("ethdaq.sample", "sample", base.DEC, nil, nil, '
+            f'"a decoded sample (the first {MAX_DECODED_SAMPLES}, up to {MAX_SAMPLE_BITS_DECODED} bits wide)")']
+    return out
+
+
+_DAQ_BODY = r"""
+
+local ethdaq = Proto("ethdaq", "ethdaq DAQ datagram")
+local fields = {}
+for _, fd in ipairs(FIELDS) do fields[#fields + 1] = f[fd.name] end
+for _, fl in ipairs(FLAGS) do fields[#fields + 1] = fl.field end
+fields[#fields + 1] = f.samples
+fields[#fields + 1] = f.sample
+ethdaq.fields = fields
+
+-- Failures, in the order daqformat.unpack_header checks them (and with its messages).
+local e = {
+    short           = ProtoExpert.new("ethdaq.short", "Datagram shorter than the header", expert.group.MALFORMED, expert.severity.ERROR),
+    bad_magic       = ProtoExpert.new("ethdaq.bad_magic", "Wrong magic", expert.group.MALFORMED, expert.severity.ERROR),
+    bad_version     = ProtoExpert.new("ethdaq.bad_version", "Wrong version", expert.group.MALFORMED, expert.severity.ERROR),
+    bad_header_len  = ProtoExpert.new("ethdaq.bad_header_len", "Wrong header_len", expert.group.MALFORMED, expert.severity.ERROR),
+    bad_sample_bits = ProtoExpert.new("ethdaq.bad_sample_bits", "sample_bits not a non-zero multiple of 8", expert.group.MALFORMED, expert.severity.ERROR),
+    bad_length      = ProtoExpert.new("ethdaq.bad_length", "Datagram length does not match sample_count and sample_bits", expert.group.MALFORMED, expert.severity.ERROR),
+    reserved        = ProtoExpert.new("ethdaq.reserved_nonzero", "reserved is not 0", expert.group.PROTOCOL, expert.severity.WARN),
+}
+ethdaq.experts = { e.short, e.bad_magic, e.bad_version, e.bad_header_len, e.bad_sample_bits, e.bad_length, e.reserved }
+
+ethdaq.prefs.port = Pref.uint("UDP port", DEFAULT_PORT,
+    "UDP port of DAQ datagrams (the streamer's destination port; 0: none). On other ports the heuristic dissector recognises the header (magic, version, header_len).")
+
+local function flag_names(v)
+    local names = {}
+    for _, fl in ipairs(FLAGS) do
+        if math.floor(v / fl.bit) % 2 == 1 then
+            names[#names + 1] = fl.name
+            v = v - fl.bit
+        end
+    end
+    if v ~= 0 then names[#names + 1] = string.format("0x%04X", v) end
+    return table.concat(names, ",")
+end
+
+local function show(v)  -- "?" for a field the datagram is too short to hold; no "3.0" on Lua 5.3+.
+    if v == nil then return "?" end
+    if type(v) == "number" then return string.format("%d", v) end
+    return tostring(v)
+end
+
+local function dissect(tvb, pinfo, tree)
+    local caplen = tvb:len()
+    local length = tvb:reported_len()
+    pinfo.cols.protocol = "ETHDAQ"
+    local t = tree:add(ethdaq, tvb())
+    local item, v = {}, {}
+    for _, fd in ipairs(FIELDS) do
+        if fd.offset + fd.size <= caplen then
+            local r = tvb(fd.offset, fd.size)
+            item[fd.name] = t:add(f[fd.name], r)
+            if fd.size <= 4 then v[fd.name] = r:uint() else v[fd.name] = r:uint64() end
+            if fd.name == "flags" then
+                for _, fl in ipairs(FLAGS) do item.flags:add(fl.field, r) end
+            end
+        end
+    end
+
+    local problems = {}
+    local function fail(key, at, fmt, ...)
+        local text = string.format(fmt, ...)
+        at:add_proto_expert_info(e[key], text)
+        problems[#problems + 1] = text
+    end
+    if length < HEADER_LEN then
+        fail("short", t, "datagram must be at least %d bytes, not %d", HEADER_LEN, length)
+    end
+    if v.magic and v.magic ~= MAGIC then
+        fail("bad_magic", item.magic, "magic must be 0x%04X, not 0x%04X", MAGIC, v.magic)
+    end
+    if v.version and v.version ~= VERSION then
+        fail("bad_version", item.version, "version must be %d, not %d", VERSION, v.version)
+    end
+    if v.header_len and v.header_len ~= HEADER_LEN then
+        fail("bad_header_len", item.header_len, "header_len must be %d, not %d", HEADER_LEN, v.header_len)
+    end
+    local good_bits = v.sample_bits and v.sample_bits ~= 0 and v.sample_bits % 8 == 0
+    if v.sample_bits and not good_bits then
+        fail("bad_sample_bits", item.sample_bits, "sample_bits must be a non-zero multiple of 8, not %d", v.sample_bits)
+    end
+    if good_bits and v.sample_count and length >= HEADER_LEN then
+        local expected = HEADER_LEN + v.sample_count * (v.sample_bits / 8)
+        if length ~= expected then
+            fail("bad_length", t, "datagram must be %d bytes for %d samples of %d bits, not %d",
+                 expected, v.sample_count, v.sample_bits, length)
+        end
+    end
+    if v.reserved and v.reserved ~= 0 then
+        fail("reserved", item.reserved, "reserved must be 0, not %d", v.reserved)
+    end
+
+    if caplen > HEADER_LEN then
+        local st = t:add(f.samples, tvb(HEADER_LEN))
+        if good_bits and v.sample_count and v.sample_bits <= MAX_SAMPLE_BITS_DECODED then
+            local n = v.sample_bits / 8
+            local count = math.min(v.sample_count, math.floor((caplen - HEADER_LEN) / n), MAX_DECODED_SAMPLES)
+            for i = 0, count - 1 do
+                local r = tvb(HEADER_LEN + i * n, n)
+                st:add(f.sample, r, r:uint64())
+            end
+        end
+    end
+
+    local info = string.format("Stream %s, Seq %s, Run %s, %s samples of %s bits", show(v.stream_id), show(v.seq),
+                               show(v.run), show(v.sample_count), show(v.sample_bits))
+    if v.flags and v.flags ~= 0 then info = info .. ", Flags " .. flag_names(v.flags) end
+    if #problems > 0 then info = info .. " [" .. table.concat(problems, "; ") .. "]" end
+    pinfo.cols.info = info
+    t:append_text(", " .. info)
+    return caplen
+end
+
+function ethdaq.dissector(tvb, pinfo, tree)
+    return dissect(tvb, pinfo, tree)
+end
+
+-- Any UDP port: magic, version and header_len have their values.
+local function field_is(tvb, header, name, value)
+    for _, fd in ipairs(header) do
+        if fd.name == name then
+            return tvb:len() >= fd.offset + fd.size and tvb(fd.offset, fd.size):uint() == value
+        end
+    end
+end
+
+local function heuristic(tvb, pinfo, tree)
+    if not (field_is(tvb, FIELDS, "magic", MAGIC) and field_is(tvb, FIELDS, "version", VERSION)
+            and field_is(tvb, FIELDS, "header_len", HEADER_LEN)) then
+        return false
+    end
+    dissect(tvb, pinfo, tree)
+    return true
+end
+ethdaq:register_heuristic("udp", heuristic)
+
+local udp_port = DissectorTable.get("udp.port")
+local port = ethdaq.prefs.port
+if port ~= 0 then udp_port:add(port, ethdaq) end
+function ethdaq.prefs_changed()
+    if ethdaq.prefs.port ~= port then
+        if port ~= 0 then udp_port:remove(port, ethdaq) end
+        port = ethdaq.prefs.port
+        if port ~= 0 then udp_port:add(port, ethdaq) end
+    end
+end
+"""
+
+
+# Control protocol. Names of the struct fields that protocol.py leaves unnamed (the others come from
+# its dataclasses and its request builders' parameters):
+_CTL_HEADER_NAMES = ["magic", "version", "type", "seq"]  # HEADER
+_STREAM_START_RSP_NAMES = ["run", "dst_ip"]               # STREAM_START_RSP
+_STREAM_STOP_RSP_NAMES = ["run"]                          # STREAM_STOP_RSP
+_CTL_ERROR_BODY = [("code", 1, "B")]  # MSG_ERROR_RSP's payload: the error code, u8.
+_CTL_HEX = {"magic", "type", "enable", "backpressure", "dst_flags"}
+_CTL_BITS = {"dst_flags": "DST_"}     # Flag fields: protocol.py's constants with this prefix.
+_CTL_VALUES = {"mode": {v: k for k, v in protocol.EMULATOR_MODES.items()}, "code": protocol.ERROR_NAMES}
+
+
+def _struct_fields(st, names):
+    """[(name, count, code)] of a struct.Struct, with its fields named."""
+    codes = [(int(n or 1), c) for n, c in re.findall(r"(\d*)([a-zA-Z?])", st.format)]
+    if len(codes) != len(names):
+        raise ValueError(f"struct {st.format!r} has {len(codes)} fields, not {len(names)} ({names})")
+    for name, (count, code) in zip(names, codes):
+        if count != 1 and code != "s":
+            raise ValueError(f"{name}: repeat counts ({count}{code}) are not supported")
+    return [(name, count, code) for name, (count, code) in zip(names, codes)]
+
+
+def _size(count, code):
+    return struct.calcsize(f">{count}{code}")
+
+
+def ctl_messages():
+    """{type: (name, [(field, count, struct code)], [length-prefixed string fields])} for every
+    control message, from protocol.py's structs, dataclasses and request builders."""
+    P = protocol
+    named = {v: k[len("MSG_"):] for k, v in vars(P).items() if k.startswith("MSG_")}
+    identity = [f.name for f in dataclasses.fields(P.Identity)]
+    n_fixed = len(P.IDENTIFY_FIXED.unpack(bytes(P.IDENTIFY_FIXED.size)))
+
+    def after_seq(builder):
+        return list(inspect.signature(builder).parameters)[1:]
+    R = P.RESPONSE
+    bodies = {
+        P.MSG_STREAM_START:     _struct_fields(P.STREAM_START, after_seq(P.stream_start_request)),
+        P.MSG_EMULATOR:         _struct_fields(P.EMULATOR, after_seq(P.emulator_request)),
+        P.MSG_IDENTIFY_RSP:     _struct_fields(P.IDENTIFY_FIXED, identity[:n_fixed]),
+        P.MSG_STREAM_START | R: _struct_fields(P.STREAM_START_RSP, _STREAM_START_RSP_NAMES),
+        P.MSG_STREAM_STOP | R:  _struct_fields(P.STREAM_STOP_RSP, _STREAM_STOP_RSP_NAMES),
+        P.MSG_STATUS | R:       _struct_fields(P.STATUS_RSP, [f.name for f in dataclasses.fields(P.Status)]),
+        P.MSG_ERROR_RSP:        _CTL_ERROR_BODY,
+    }
+    strings = {P.MSG_IDENTIFY_RSP: identity[n_fixed:]}
+    messages = {}
+    for req, length in P.REQUEST_LENGTH.items():
+        body = bodies.get(req, [])
+        if P.HEADER.size + sum(_size(n, c) for _, n, c in body) != length:
+            raise ValueError(f"{named[req]}: REQUEST_LENGTH {length} does not match its fields {body}")
+        messages[req] = (named[req], body, [])
+        rsp = req | R
+        messages[rsp] = (named.get(rsp, named[req] + "_RSP"), bodies.get(rsp, []), strings.get(rsp, []))
+    messages[P.MSG_ERROR_RSP] = (named[P.MSG_ERROR_RSP], bodies[P.MSG_ERROR_RSP], [])
+    if set(bodies) - set(messages):
+        raise ValueError(f"bodies for unknown message types {set(bodies) - set(messages)}")
+    return messages
+
+
+def _lua_table(mapping, hex_keys=False):
+    key = "[0x{:02X}]" if hex_keys else "[{}]"
+    return "{ " + ", ".join(f"{key.format(k)} = {_lua_str(v)}" for k, v in sorted(mapping.items())) + " }"
+
+
+def _lua_ctl_field(abbr, name, count, code):
+    if code == "s":
+        kind = "ether" if count == 6 and name.endswith("mac") else "bytes"
+        return f"ProtoField.{kind}({_lua_str(abbr)}, {_lua_str(name)})"
+    if code == "I" and (name == "ip" or name.endswith("_ip")):
+        return f"ProtoField.ipv4({_lua_str(abbr)}, {_lua_str(name)})"
+    size = _size(count, code)
+    if code not in "BHIQ":
+        raise ValueError(f"{name}: struct code {code!r} is not an unsigned integer Wireshark can show")
+    base = "base.HEX" if name in _CTL_HEX else "base.DEC"
+    values = _lua_table(_CTL_VALUES[name]) if name in _CTL_VALUES else "nil"
+    return f"ProtoField.{_UINT[size]}({_lua_str(abbr)}, {_lua_str(name)}, {base}, {values})"
+
+
+def _lua_ctl_bits(prefix, name, size):
+    out = []
+    for const, bit in sorted(((k, v) for k, v in vars(protocol).items() if k.startswith(_CTL_BITS[name])),
+                             key=lambda kv: kv[1]):
+        flag = const[len(_CTL_BITS[name]):]
+        out.append(f"ProtoField.bool({_lua_str(prefix + '.' + flag.lower())}, {_lua_str(flag)}, {8 * size}, nil, "
+                   f"0x{bit:02X})")
+    return "bits = { " + ", ".join(out) + " }, "
+
+
+def _lua_ctl():
+    P = protocol
+    header = _struct_fields(P.HEADER, _CTL_HEADER_NAMES)
+    out = ["",
+           "-- Control protocol (ethdaq.host.protocol).",
+           f"local CTL_MAGIC = 0x{P.MAGIC:04X}",
+           f"local CTL_VERSION = {P.VERSION}",
+           f"local CTL_HEADER_LEN = {P.HEADER.size}",
+           f"local CTL_RESPONSE = 0x{P.RESPONSE:02X}",
+           f"local CTL_PORT = {CTL_PORT}",
+           f"local CTL_MSG_ERROR_RSP = 0x{P.MSG_ERROR_RSP:02X}",
+           f"local CTL_ERROR_NAMES = {_lua_table(P.ERROR_NAMES)}",
+           "",
+           "local CTL_HEADER = {"]
+    offset = 0
+    for name, count, code in header:
+        out.append(f"    {{ name = {_lua_str(name)}, offset = {offset}, size = {_size(count, code)} }},")
+        offset += _size(count, code)
+    out += ["}", "local cf = {}"]
+    messages = ctl_messages()
+    type_names = {t: name for t, (name, _, _) in messages.items()}
+    for name, count, code in header:
+        values = _lua_table(type_names, hex_keys=True) if name == "type" else "nil"
+        base = "base.HEX" if name in _CTL_HEX else "base.DEC"
+        out.append(f"cf.{name} = ProtoField.{_UINT[_size(count, code)]}({_lua_str('ethdaqctl.' + name)}, "
+                   f"{_lua_str(name)}, {base}, {values})")
+    out += ["",
+            "-- Message type -> name, payload fields in order (ProtoField, size), length-prefixed strings.",
+            "local CTL_MESSAGES = {"]
+    for t, (msg, body, strings) in sorted(messages.items()):
+        fields = []
+        for name, count, code in body:
+            abbr = f"ethdaqctl.{msg.lower()}.{name}"
+            bits = _lua_ctl_bits(abbr, name, _size(count, code)) if name in _CTL_BITS else ""
+            fields.append(f"{{ f = {_lua_ctl_field(abbr, name, count, code)}, size = {_size(count, code)}, {bits}}}")
+        fields += [f"ProtoField.string({_lua_str(f'ethdaqctl.{msg.lower()}.{name}')}, {_lua_str(name)})"
+                   for name in strings]
+        out.append(f"    [0x{t:02X}] = {{ name = {_lua_str(msg)}, fields = {{" + ("" if body else "},")
+                   + (" strings = {} }," if not body and not strings else ""))
+        out += [f"        {line}," for line in fields[:len(body)]]
+        if body:
+            out.append("    }," + (" strings = {} }," if not strings else ""))
+        if strings:
+            out.append("    strings = {")
+            out += [f"        {line}," for line in fields[len(body):]]
+            out.append("    } },")
+    out.append("}")
+    return out
+
+
+_CTL_BODY = r"""
+local ethdaqctl = Proto("ethdaqctl", "ethdaq control protocol")
+cf.response = ProtoField.bool("ethdaqctl.response", "response", 8, nil, CTL_RESPONSE, "bit 7 of type: a response")
+local ctl_fields = {}
+for _, fd in ipairs(CTL_HEADER) do ctl_fields[#ctl_fields + 1] = cf[fd.name] end
+ctl_fields[#ctl_fields + 1] = cf.response
+for _, msg in pairs(CTL_MESSAGES) do
+    for _, fd in ipairs(msg.fields) do
+        ctl_fields[#ctl_fields + 1] = fd.f
+        for _, b in ipairs(fd.bits or {}) do ctl_fields[#ctl_fields + 1] = b end
+    end
+    for _, sf in ipairs(msg.strings) do ctl_fields[#ctl_fields + 1] = sf end
+end
+ethdaqctl.fields = ctl_fields
+
+local ce = {
+    short       = ProtoExpert.new("ethdaqctl.short", "Datagram shorter than the header", expert.group.MALFORMED, expert.severity.ERROR),
+    bad_magic   = ProtoExpert.new("ethdaqctl.bad_magic", "Wrong magic", expert.group.MALFORMED, expert.severity.ERROR),
+    bad_version = ProtoExpert.new("ethdaqctl.bad_version", "Wrong version", expert.group.MALFORMED, expert.severity.ERROR),
+    bad_type    = ProtoExpert.new("ethdaqctl.bad_type", "Unknown message type", expert.group.MALFORMED, expert.severity.ERROR),
+    bad_length  = ProtoExpert.new("ethdaqctl.bad_length", "Wrong length for the message type", expert.group.MALFORMED, expert.severity.ERROR),
+}
+ethdaqctl.experts = { ce.short, ce.bad_magic, ce.bad_version, ce.bad_type, ce.bad_length }
+
+ethdaqctl.prefs.port = Pref.uint("UDP port", CTL_PORT,
+    "UDP port of the board's control protocol (0: none). On other ports the heuristic dissector recognises the header (magic, version, known type).")
+
+local function ctl_dissect(tvb, pinfo, tree)
+    local caplen = tvb:len()
+    local length = tvb:reported_len()
+    pinfo.cols.protocol = "ETHDAQ-CTL"
+    local t = tree:add(ethdaqctl, tvb())
+    local item, v = {}, {}
+    for _, fd in ipairs(CTL_HEADER) do
+        if fd.offset + fd.size <= caplen then
+            local r = tvb(fd.offset, fd.size)
+            item[fd.name] = t:add(cf[fd.name], r)
+            v[fd.name] = r:uint()
+            if fd.name == "type" then item.type:add(cf.response, r) end
+        end
+    end
+
+    local problems = {}
+    local function fail(key, at, fmt, ...)
+        local text = string.format(fmt, ...)
+        at:add_proto_expert_info(ce[key], text)
+        problems[#problems + 1] = text
+    end
+    if length < CTL_HEADER_LEN then
+        fail("short", t, "datagram must be at least %d bytes, not %d", CTL_HEADER_LEN, length)
+    end
+    if v.magic and v.magic ~= CTL_MAGIC then
+        fail("bad_magic", item.magic, "magic must be 0x%04X, not 0x%04X", CTL_MAGIC, v.magic)
+    end
+    if v.version and v.version ~= CTL_VERSION then
+        fail("bad_version", item.version, "version must be %d, not %d", CTL_VERSION, v.version)
+    end
+    local msg = v.type and CTL_MESSAGES[v.type]
+    if v.type and not msg then
+        fail("bad_type", item.type, "unknown message type 0x%02X", v.type)
+    end
+    local name = msg and msg.name or (v.type and string.format("type 0x%02X", v.type)) or "?"
+    local info = string.format("%s, Seq %s", name, show(v.seq))
+
+    if msg and length >= CTL_HEADER_LEN then
+        local off = CTL_HEADER_LEN
+        for _, fd in ipairs(msg.fields) do
+            if off + fd.size <= caplen then
+                local r = tvb(off, fd.size)
+                local it = t:add(fd.f, r)
+                for _, b in ipairs(fd.bits or {}) do it:add(b, r) end
+            end
+            off = off + fd.size
+        end
+        if v.type == CTL_MSG_ERROR_RSP and length > CTL_HEADER_LEN then
+            local code = tvb(CTL_HEADER_LEN, 1):uint()
+            info = info .. ", " .. (CTL_ERROR_NAMES[code] or string.format("error %d", code))
+        end
+        if #msg.strings == 0 then
+            if length ~= off then
+                fail("bad_length", t, "%s must be %d bytes, not %d", name, off, length)
+            end
+        elseif length < off then
+            fail("bad_length", t, "%s must be at least %d bytes, not %d", name, off, length)
+        else
+            local ok = true
+            for _, sf in ipairs(msg.strings) do
+                if off >= length then
+                    fail("bad_length", t, "%s truncated before a string length", name)
+                    ok = false
+                    break
+                end
+                local n = tvb(off, 1):uint()
+                if off + 1 + n > length then
+                    fail("bad_length", t, "%s string of %d bytes runs past the datagram end", name, n)
+                    ok = false
+                    break
+                end
+                t:add(sf, tvb(off, 1 + n), n > 0 and tvb(off + 1, n):string() or "")
+                off = off + 1 + n
+            end
+            if ok and off ~= length then
+                fail("bad_length", t, "%s has %d trailing bytes", name, length - off)
+            end
+        end
+    end
+
+    if #problems > 0 then info = info .. " [" .. table.concat(problems, "; ") .. "]" end
+    pinfo.cols.info = info
+    t:append_text(", " .. info)
+    return caplen
+end
+
+function ethdaqctl.dissector(tvb, pinfo, tree)
+    return ctl_dissect(tvb, pinfo, tree)
+end
+
+-- Any UDP port: magic, version and a known message type.
+local function ctl_heuristic(tvb, pinfo, tree)
+    if tvb:len() < CTL_HEADER_LEN or not (field_is(tvb, CTL_HEADER, "magic", CTL_MAGIC)
+                                          and field_is(tvb, CTL_HEADER, "version", CTL_VERSION)) then
+        return false
+    end
+    local known = false
+    for t in pairs(CTL_MESSAGES) do known = known or field_is(tvb, CTL_HEADER, "type", t) end
+    if not known then return false end
+    ctl_dissect(tvb, pinfo, tree)
+    return true
+end
+ethdaqctl:register_heuristic("udp", ctl_heuristic)
+
+local ctl_port = ethdaqctl.prefs.port
+if ctl_port ~= 0 then udp_port:add(ctl_port, ethdaqctl) end
+function ethdaqctl.prefs_changed()
+    if ethdaqctl.prefs.port ~= ctl_port then
+        if ctl_port ~= 0 then udp_port:remove(ctl_port, ethdaqctl) end
+        ctl_port = ethdaqctl.prefs.port
+        if ctl_port ~= 0 then udp_port:add(ctl_port, ethdaqctl) end
+    end
+end
+"""
+
+
+def lua_dissector():
+    """The Wireshark Lua dissectors (software/host/ethdaq.lua): `ethdaq` for the DAQ datagrams,
+    `ethdaqctl` for the control protocol."""
+    out = [
+        "-- Generated by ethdaq.host.dissector from ethdaq.host.daqformat and ethdaq.host.protocol: do not edit.",
+        "-- Regenerate: .venv/bin/python -m ethdaq.host.dissector --write",
+        "--",
+        "-- Wireshark dissectors for ethdaq (docs/protocol.md): ethdaq, the DAQ datagrams, and ethdaqctl,",
+        "-- the control protocol. Load them with",
+        "--     wireshark -X lua_script:software/host/ethdaq.lua",
+        "-- or copy this file to ~/.local/lib/wireshark/plugins/. Their UDP ports are preferences",
+        f"-- (defaults {DEFAULT_PORT} and {CTL_PORT}; tshark -o ethdaq.port:N -o ethdaqctl.port:N), and heuristics",
+        "-- find both on any port.",
+        "",
+        f"local MAGIC = 0x{daqformat.MAGIC:04X}",
+        f"local VERSION = {daqformat.VERSION}",
+        f"local HEADER_LEN = {daqformat.HEADER_LEN}",
+        f"local DEFAULT_PORT = {DEFAULT_PORT}",
+        f"local MAX_DECODED_SAMPLES = {MAX_DECODED_SAMPLES}",
+        f"local MAX_SAMPLE_BITS_DECODED = {MAX_SAMPLE_BITS_DECODED}",
+        "",
+    ]
+    out += _lua_daq_fields()
+    return "\n".join(out) + "\n" + _DAQ_BODY + "\n".join(_lua_ctl()) + "\n" + _CTL_BODY
+
+
+def main(argv=None):
+    import argparse
+    parser = argparse.ArgumentParser(prog="python -m ethdaq.host.dissector", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--write", action="store_true", help=f"write {LUA_PATH} (default: print to stdout)")
+    args = parser.parse_args(argv)
+    if args.write:
+        LUA_PATH.write_text(lua_dissector())
+    else:
+        sys.stdout.write(lua_dissector())
+
+
+if __name__ == "__main__":
+    main()
