@@ -1,0 +1,924 @@
+#
+# This file is part of ethdaq.
+# SPDX-License-Identifier: BSD-2-Clause
+
+"""PTP hardware timestamp unit: the time-of-day clock, its outputs, and frame timestamping.
+
+    PTPClock        seconds (48) + nanoseconds (30) + fraction, rate-adjustable, step and slew;
+                    `time_ns` (64) for the streamer; PPS and a periodic output aligned to the second.
+    PTPClockCSR     the firmware's registers for a PTPClock (sys), crossing to the clock's domain.
+    PTPTimestamper  passive tap on a PHY-side stream: time at the SFD, PTP message recognised in
+                    hardware (Ethernet 0x88F7 or IPv4/UDP 319/320, one optional VLAN tag), one
+                    record (time, messageType, sequenceId, ...) per PTP frame into a FIFO the
+                    firmware reads.
+
+Time arithmetic is in units of 2^-F ns (F = `frac_bits`). Each cycle the clock advances by its
+increment `base_inc + adj`; `base_inc` is the period the gateware is built with (the nominal
+period, or an off-nominal one when `ppm_error` models a wrong oscillator in simulation) and `adj`
+is the firmware's signed rate adjustment. See docs/ptp.md for the register map, the firmware's
+formulas, the clock-domain crossing and the PHY latencies.
+"""
+
+from fractions import Fraction
+
+from migen import *
+from migen.genlib.cdc import BusSynchronizer, MultiReg, PulseSynchronizer
+
+from litex.gen import *
+
+from litex.soc.interconnect import stream
+from litex.soc.interconnect.csr import CSR, CSRField, CSRStatus, CSRStorage
+
+from liteeth.common import eth_phy_description
+
+# Constants ----------------------------------------------------------------------------------------
+
+NS_PER_S = 10**9
+
+PTP_ETHERTYPE      = 0x88F7
+ETHERTYPE_IPV4     = 0x0800
+ETHERTYPE_VLAN     = 0x8100
+IP_PROTO_UDP       = 17
+PTP_EVENT_PORT     = 319
+PTP_GENERAL_PORT   = 320
+PTP_VERSION        = 2
+PTP_HEADER_LEN     = 34
+
+# Destination classes recorded with each timestamp (`dst` field).
+DST_OTHER   = 0  # Anything else (e.g. unicast to us): the timestamper does not filter on address.
+DST_PRIMARY = 1  # 224.0.1.129 / 01-1B-19-00-00-00: PTP primary multicast.
+DST_PDELAY  = 2  # 224.0.0.107 / 01-80-C2-00-00-0E: PTP peer-delay multicast.
+PTP_IPV4_PRIMARY = 0xE0000181  # 224.0.1.129
+PTP_IPV4_PDELAY  = 0xE000006B  # 224.0.0.107
+PTP_MAC_PRIMARY  = 0x011B19000000
+PTP_MAC_PDELAY   = 0x0180C200000E
+
+ETH_SFD      = 0xD5
+ETH_PREAMBLE = 0x55
+
+ADJ_BITS = 32  # Signed rate adjustment, 2^-F ns per cycle.
+
+# Fixed latency of a PTPClock command or input change, in cycles of the clock's domain: a change
+# in cycle `a` first shows in the published time (sec/ns/time_ns) of cycle `a + latency`.
+ADJ_LATENCY = 6    # adj: published(a+6) - published(a+5) is the first increment at the new rate.
+ADD_LATENCY = 6    # add: published(a+6) - published(a+5) = increment + offset.
+SET_LATENCY = 54   # set: published(a+54) is the set time (48-cycle multiply for time_ns first).
+
+# Cycles between the SFD cycle and the clock-domain cycle that captures it (request toggle register
+# + two-flop synchroniser); the capture reads the clock's published time this many cycles old.
+CAPTURE_DELAY = 3
+
+# Fixed latencies of LiteEth's PHYs between the PHY-side stream (where the timestamp is taken) and
+# the PHY chip's MII (GMII/RGMII) pins, in PHY clock cycles; counted in docs/ptp.md. The external
+# PHY chip's own latency is not included (not measured: hardware-not-measured).
+PHY_FPGA_LATENCY_CYCLES = {
+    # name: (tx cycles: stream → pins, rx cycles: pins → stream), counted from LiteEth 2024.12's
+    # code and the I/O primitives' documented behaviour; not measured on hardware.
+    "gmii":       (1, 1),  # LiteEthPHYGMIITX/RX (also the sim board's GMII model): one register each way.
+    "ecp5rgmii":  (1, 3),  # ODDRX1F; IDDRX1F, rx_data_reg, source register.
+    "s7rgmii":    (1, 2),  # ODDR SAME_EDGE; IDDR SAME_EDGE_PIPELINED, source register.
+}
+GIGABIT_BYTE_NS = 8  # One byte time at 1 Gb/s: the 1588 timestamp point is the bit after the SFD.
+
+
+def phy_corrections_ns(phy_name, period_ns=8, byte_ns=GIGABIT_BYTE_NS):
+    """(tx, rx) corrections in ns the firmware adds to raw TX and RX timestamps to get the IEEE 1588
+    message timestamp point (first bit after the SFD) at the FPGA's MII pins. The external PHY
+    chip's latency is not included: add its datasheet value (TX: add, RX: subtract)."""
+    if phy_name not in PHY_FPGA_LATENCY_CYCLES:
+        raise ValueError(f"phy_name must be one of {sorted(PHY_FPGA_LATENCY_CYCLES)}, not {phy_name!r}")
+    tx, rx = PHY_FPGA_LATENCY_CYCLES[phy_name]
+    # TX: the SFD reaches the pins tx cycles after the tap; the timestamp point is one byte later.
+    # RX: the SFD was at the pins rx cycles before the tap; the timestamp point is one byte later.
+    return tx*period_ns + byte_ns, byte_ns - rx*period_ns
+
+# Helpers ------------------------------------------------------------------------------------------
+
+def period_ns(clk_freq):
+    """Exact clock period in ns (a Fraction: 60 MHz is 50/3 ns)."""
+    return Fraction(NS_PER_S) / Fraction(clk_freq)
+
+
+def frac_bits_for(clk_freq, ppb=Fraction(1, 100)):
+    """Fewest fraction bits F for which one adjustment LSB (2^-F ns per cycle) is at most `ppb`
+    parts per billion of the rate (8 ns: 34 bits, 0.0073 ppb; 16.67 ns: 33 bits, 0.0070 ppb)."""
+    p = period_ns(clk_freq)
+    f = 0
+    while Fraction(1, 2**f) > p*Fraction(ppb)/NS_PER_S:
+        f += 1
+    return f
+
+
+def nominal_increment(clk_freq, frac_bits):
+    """The period the firmware believes in, in 2^-F ns (rounded when not exact, e.g. 60 MHz: the
+    rounding error, below 0.01 ppb, is an oscillator error like any other for the servo)."""
+    return round(period_ns(clk_freq) * 2**frac_bits)
+
+
+def modelled_increment(clk_freq, frac_bits, ppm_error=0.0):
+    """Increment of a clock whose oscillator runs `ppm_error` ppm fast (negative: slow).
+
+    Simulation gives every board the same clock, each cycle being one nominal period of true
+    time. A fast oscillator ticks 1 + ppm_error*1e-6 times per nominal period, each tick advancing
+    the clock by the nominal period; at the time-of-day level that is the same as advancing by
+    nominal_period * (1 + ppm_error*1e-6) every (true) cycle, which is what the gateware does. So
+    with adj = 0, after N cycles (true time N*period) the clock has advanced by
+    N*modelled_increment*2^-F ns. The timestamp grid stays the true cycle.
+    """
+    ppm = Fraction(str(ppm_error))  # The decimal the user wrote, not its binary approximation.
+    return round(period_ns(clk_freq) * (1 + ppm/10**6) * 2**frac_bits)
+
+
+def ppb_to_adj(ppb, clk_freq, frac_bits):
+    """Rate adjustment (ppb of the nominal rate; positive: run faster) → adj register value
+    (2^-F ns per cycle): round(ppb * 1e-9 * nominal_increment)."""
+    return round(Fraction(str(ppb)) / NS_PER_S * nominal_increment(clk_freq, frac_bits))
+
+
+def adj_per_ppb_q16(clk_freq, frac_bits):
+    """adj LSBs per ppb, Q16 fixed point, for the firmware: adj = (ppb * this) >> 16."""
+    return round(Fraction(nominal_increment(clk_freq, frac_bits), NS_PER_S) * 2**16)
+
+
+# PTP Clock ----------------------------------------------------------------------------------------
+
+class PTPClock(LiteXModule):
+    """Time of day (seconds, nanoseconds, fraction) in one clock domain ("sys"; rename with
+    ClockDomainsRenamer). No CSRs: PTPClockCSR is the firmware's interface.
+
+    Parameters
+    ----------
+    clk_freq : nominal frequency of the clock domain, Hz.
+    frac_bits : fraction bits F (default: fewest for 0.01 ppb per adjustment LSB, frac_bits_for).
+    ppm_error : models an oscillator off by this many ppm (simulation; see modelled_increment).
+
+    Inputs (clock domain)
+    ---------------------
+    adj : signed 32-bit rate adjustment in 2^-F ns per cycle, added to every increment (level;
+          takes effect ADJ_LATENCY cycles after it changes).
+    set_stb, set_sec, set_ns : set the time (set_ns < 10^9, else rejected); published SET_LATENCY
+          cycles later. Ignored (rejected) while a set is in progress (`busy`).
+    add_stb, add_ns : add a signed offset, |add_ns| < 10^9 (else rejected), in a single cycle
+          (ADD_LATENCY): no published value is ever half-stepped.
+    pps_width : ns of PPS high time after each second boundary (0: one cycle).
+    period, width : periodic output, ns (period 0: off; width 0: one-cycle pulses).
+    synced : passed through to `synced_o` for consumers in this domain (the firmware sets it).
+
+    Outputs (clock domain, registered, mutually consistent in every cycle)
+    ---------------------------------------------------------------------
+    sec (48), ns (30, < 10^9), frac (F), time_ns (64) == (sec*10^9 + ns) mod 2^64 (exact for the
+          next 584 years of TAI; 48-bit seconds go further),
+    pps : high in the cycle in which ns wraps (a new second starts) and while ns < pps_width.
+    periodic : high while (ns mod period) < width, period counted from each second boundary, and
+          for the cycle in which a period starts; after a step (set or add) or a change of
+          `period`, low until the next second boundary (the phase is realigned there).
+    busy : a set is in progress.  rejected : one-cycle pulse for a rejected set/add (registered:
+          1 cycle after add_stb, 2 after set_stb).
+    stepped : high in the first published cycle that shows an accepted set or add.
+    """
+    def __init__(self, clk_freq, frac_bits=None, ppm_error=0.0):
+        if clk_freq <= 0:
+            raise ValueError(f"clk_freq must be positive (Hz), not {clk_freq!r}")
+        minimum = frac_bits_for(clk_freq)
+        if frac_bits is None:
+            frac_bits = minimum
+        if not isinstance(frac_bits, int) or not (minimum <= frac_bits <= 48):
+            raise ValueError(f"frac_bits must be an int in {minimum}..48 (one adjustment LSB <= 0.01 ppb "
+                             f"at {clk_freq/1e6:g} MHz), not {frac_bits!r}")
+        F = frac_bits
+        self.clk_freq    = clk_freq
+        self.frac_bits   = F
+        self.ppm_error   = ppm_error
+        self.nominal_inc = nominal_increment(clk_freq, F)
+        self.base_inc    = modelled_increment(clk_freq, F, ppm_error)
+        if self.base_inc < 2**ADJ_BITS or self.base_inc >= NS_PER_S << F:
+            raise ValueError(f"ppm_error must leave a positive period below 1 s, not {ppm_error!r}")
+
+        self.adj       = Signal((ADJ_BITS, True))
+        self.set_stb   = Signal()
+        self.set_sec   = Signal(48)
+        self.set_ns    = Signal(30)
+        self.add_stb   = Signal()
+        self.add_ns    = Signal((32, True))
+        self.pps_width = Signal(30)
+        self.period    = Signal(30)
+        self.width     = Signal(30)
+        self.synced    = Signal()
+
+        self.sec      = Signal(48)
+        self.ns       = Signal(30)
+        self.frac     = Signal(F)
+        self.time_ns  = Signal(64)
+        self.pps      = Signal()
+        self.periodic = Signal()
+        self.synced_o = Signal()
+        self.busy     = Signal()
+        self.rejected = Signal()
+        self.stepped  = Signal()
+
+        # # #
+
+        self._history = []  # Delayed copies of (sec, ns), for timestamp captures (see delayed()).
+
+        # Stage A: base + adj (quasi-static: the firmware changes adj rarely). Always positive,
+        # since base_inc >= 2^32 > |adj|.
+        # Reset values are those of adj = 0, so the clock runs right from the first cycle.
+        base_int = self.base_inc >> F
+        ba_bits = bits_for(self.base_inc + 2**ADJ_BITS)
+        ba = Signal(ba_bits, reset=self.base_inc)
+        self.sync += ba.eq(self.base_inc + self.adj)
+        ba_int  = ba[F:]
+        ba_frac = ba[:F]
+
+        # Stage B: this cycle's increment, integer part as candidates for the second's wrap:
+        # plain, -1 s, +1 s, -2 s (see stage U), each also with the fraction's carry added
+        # (suffix 1). An offset (add) joins the increment for one cycle; its variants are
+        # registered with the command, so every sum here and in stage U has two operands (a + b + 1
+        # would be two carry chains in series).
+        WRAPS = (("int", 0), ("m", -NS_PER_S), ("p", NS_PER_S), ("m2", -2*NS_PER_S))
+        pend   = Signal()
+        add_ok = Signal()
+        off = {}
+        for name, const in WRAPS:
+            for carry in (0, 1):
+                off[name, carry] = Signal((35, True), name=f"off_{name}{carry}")
+        self.comb += add_ok.eq((self.add_ns > -NS_PER_S) & (self.add_ns < NS_PER_S))
+        self.sync += [
+            pend.eq(self.add_stb & add_ok),
+            If(self.add_stb, *[off[name, carry].eq(self.add_ns + (const + carry))
+                for name, const in WRAPS for carry in (0, 1)]),
+        ]
+        inc = {}
+        for name, const in WRAPS:
+            for carry in (0, 1):
+                inc[name, carry] = Signal((35, True), name=f"inc_{name}{carry}", reset=base_int + const + carry)
+        step_b = Signal()
+        self.sync += [
+            step_b.eq(pend),
+            *[inc[name, carry].eq(ba_int + Mux(pend, off[name, carry], C(const + carry, (35, True))))
+                for name, const in WRAPS for carry in (0, 1)],
+        ]
+
+        # Set command: time_ns needs sec*10^9, made by a 48-cycle shift-and-add (a set is rare;
+        # a parallel 48x30 multiply would not meet timing at 125 MHz on ECP5).
+        s_sec   = Signal(48)
+        s_ns    = Signal(30)
+        s_shift = Signal(48)
+        s_acc   = Signal(64)
+        s_count = Signal(max=49)
+        apply   = Signal()
+        set_ok  = Signal()
+        # The command is registered first, so that its range check is not in series with the rest.
+        set_r     = Signal()
+        set_sec_r = Signal(48)
+        set_ns_r  = Signal(30)
+        set_ns_ok = Signal()
+        self.sync += [
+            set_r.eq(self.set_stb),
+            set_sec_r.eq(self.set_sec),
+            set_ns_r.eq(self.set_ns),
+            set_ns_ok.eq(self.set_ns < NS_PER_S),
+            self.rejected.eq((set_r & ~set_ok) | (self.add_stb & ~add_ok)),
+        ]
+        self.comb += set_ok.eq(~self.busy & set_ns_ok)
+        # `apply` (the cycle the set is loaded, s_count == 0) from a register: it fans out to
+        # every time register's reset/enable.
+        self.sync += apply.eq(self.busy & (s_count == 1))
+        self.sync += [
+            If(set_r & set_ok,
+                self.busy.eq(1),
+                s_sec.eq(set_sec_r),
+                s_shift.eq(set_sec_r),
+                s_ns.eq(set_ns_r),
+                s_acc.eq(0),
+                s_count.eq(48),
+            ).Elif(self.busy,
+                If(s_count != 0,
+                    s_acc.eq((s_acc << 1) + Mux(s_shift[47], NS_PER_S, 0)),
+                    s_shift.eq(s_shift << 1),
+                    s_count.eq(s_count - 1),
+                ).Else(
+                    self.busy.eq(0),
+                )
+            )
+        ]
+
+        # Stage U (unnormalised time): usec*10^9 + acc, where acc may leave [0, 10^9) for one cycle
+        # (`over`: acc >= 10^9, `under`: acc < 0) and is brought back in the next, together with
+        # usec. Both flags are registers, so the sums below select on registers and on the
+        # fraction's carry only: no carry chain feeds another, and the wrap decision (a sign bit)
+        # drives two flip-flops instead of 80 multiplexers. Stage R below normalises.
+        acc   = Signal((35, True))
+        usec  = Signal(48)
+        over  = Signal()
+        under = Signal()
+        ufrac = Signal(F)
+        utns  = Signal(64)
+        ustep = Signal()
+        udelta = Signal((34, True), reset=base_int)  # ns advanced in this transition, for the phase.
+        # The fraction runs one cycle ahead (fa = next ufrac), so that its carry into the ns, c,
+        # is a register: it selects about 300 bits below, too many to follow a 34-bit carry chain
+        # in the same cycle. ba_frac is the fraction of the increment the integer candidates
+        # (inc, registered from ba) will hold next cycle.
+        fa   = Signal(F, reset=self.base_inc & (2**F - 1))
+        c    = Signal()
+        fsum = Signal(F + 1)
+        self.comb += fsum.eq(fa + ba_frac)
+        def csel(name, a, b, bits):
+            s0, s1, s = Signal((bits, True), name=name + "0"), Signal((bits, True), name=name + "1"), Signal((bits, True), name=name)
+            self.comb += [s0.eq(a + inc[b, 0]), s1.eq(a + inc[b, 1]), s.eq(Mux(c, s1, s0))]
+            return s
+        x0  = csel("x0",  acc, "int", 36)   # acc + inc
+        xm  = csel("xm",  acc, "m",   36)   # acc + inc - 10^9
+        xp  = csel("xp",  acc, "p",   36)   # acc + inc + 10^9
+        xm2 = csel("xm2", acc, "m2",  36)   # acc + inc - 2*10^9
+        t   = csel("t",   utns, "int", 66)
+        self.sync += [
+            fa.eq(fsum[:F]),
+            c.eq(fsum[F]),
+            ufrac.eq(fa),
+            utns.eq(t),
+            udelta.eq(Mux(c, inc["int", 1], inc["int", 0])),
+            ustep.eq(step_b),
+            If(over,
+                acc.eq(xm), usec.eq(usec + 1), over.eq(~xm2[-1]), under.eq(xm[-1]),
+            ).Elif(under,
+                acc.eq(xp), usec.eq(usec - 1), over.eq(~x0[-1]), under.eq(xp[-1]),
+            ).Else(
+                acc.eq(x0), over.eq(~xm[-1]), under.eq(x0[-1]),
+            ),
+            If(apply,
+                usec.eq(s_sec),
+                acc.eq(s_ns),
+                over.eq(0),
+                under.eq(0),
+                ufrac.eq(0),
+                fa.eq(ba_frac),     # = 0 + the next cycle's fraction increment,
+                c.eq(0),            # which has no carry out of a zero fraction.
+                utns.eq(s_acc + s_ns),
+                ustep.eq(1),
+            ),
+        ]
+
+        # Stage R (raw time, normalised): ns in [0, 10^9).
+        sec   = Signal(48)
+        ns    = Signal(30)
+        frac  = Signal(F)
+        tns   = Signal(64)
+        fwd   = Signal()  # This value came from a forward second wrap.
+        step  = Signal()  # This value came from a step (add or set).
+        delta = Signal((34, True), reset=base_int)
+        P       = Signal(30)             # Active period of the periodic output.
+        delta_p = Signal((35, True))     # delta - P, so the phase update below is one adder deep.
+        self.sync += [
+            If(over,
+                ns.eq(acc + (-NS_PER_S)), sec.eq(usec + 1),
+            ).Elif(under,
+                ns.eq(acc + NS_PER_S), sec.eq(usec - 1),
+            ).Else(
+                ns.eq(acc), sec.eq(usec),
+            ),
+            fwd.eq(over),
+            frac.eq(ufrac),
+            tns.eq(utns),
+            step.eq(ustep),
+            delta.eq(udelta),
+            delta_p.eq(udelta - P),
+        ]
+
+        # Stage D: one cycle behind R. The periodic output's phase (ns mod period) is tracked here
+        # from R's registered delta, so every output below is a register of registers.
+        sec_d  = Signal(48)
+        ns_d   = Signal(30)
+        frac_d = Signal(F)
+        tns_d  = Signal(64)
+        fwd_d  = Signal()
+        step_d = Signal()
+        self.sync += [sec_d.eq(sec), ns_d.eq(ns), frac_d.eq(frac), tns_d.eq(tns), fwd_d.eq(fwd), step_d.eq(step)]
+
+        ph      = Signal(30)   # ns_d mod P, valid while `aligned`.
+        start   = Signal()     # ns_d is the first cycle of a period.
+        aligned = Signal()
+        pa = Signal((36, True))
+        pb = Signal((36, True))
+        self.comb += [
+            pa.eq(ph + delta),
+            pb.eq(ph + delta_p),   # (P changes clear `aligned` until the next second, so a
+                                   # delta_p computed with the old P is never used.)
+        ]
+        self.sync += [
+            P.eq(self.period),
+            start.eq(0),
+            If(fwd & ~step,
+                # ns is small right after a wrap: it is the phase if below one period.
+                ph.eq(ns),
+                start.eq(1),
+                aligned.eq((P != 0) & (ns < P)),
+            ).Elif(step,
+                aligned.eq(0),
+            ).Elif(~pb[-1],
+                ph.eq(pb),
+                start.eq(1),
+            ).Else(
+                ph.eq(pa),
+            ),
+            # A new period length realigns at the next second.
+            If(self.period != P, aligned.eq(0)),
+        ]
+
+        # Stage O (published).
+        self.sync += [
+            self.sec.eq(sec_d),
+            self.ns.eq(ns_d),
+            self.frac.eq(frac_d),
+            self.time_ns.eq(tns_d),
+            self.pps.eq(fwd_d | (ns_d < self.pps_width)),
+            self.periodic.eq(aligned & (start | (ph < self.width))),
+            self.synced_o.eq(self.synced),
+            self.stepped.eq(step_d),
+        ]
+
+    def delayed(self, n):
+        """(sec, ns) as published n cycles ago (n >= 0), shared by all captures that ask."""
+        while len(self._history) < n:
+            prev = self._history[-1] if self._history else (self.sec, self.ns)
+            d = (Signal(48, name=f"sec_h{len(self._history) + 1}"), Signal(30, name=f"ns_h{len(self._history) + 1}"))
+            self.sync += [d[0].eq(prev[0]), d[1].eq(prev[1])]
+            self._history.append(d)
+        return (self.sec, self.ns) if n == 0 else self._history[n - 1]
+
+    def constants(self, prefix="PTP_"):
+        """Facts the firmware needs, for SoC constants (generated header). Rate adjustment from
+        ppb: adj = (ppb * ADJ_PER_PPB_Q16) >> 16; from ppb in Q16 (like Linux's scaled_ppm):
+        adj = (scaled_ppb * ADJ_PER_PPB_Q16) >> 32 (64-bit intermediate)."""
+        return {
+            prefix + "FRAC_BITS":       self.frac_bits,
+            prefix + "NOMINAL_INC_HI":  self.nominal_inc >> 32,
+            prefix + "NOMINAL_INC_LO":  self.nominal_inc & 0xffffffff,
+            prefix + "ADJ_PER_PPB_Q16": adj_per_ppb_q16(self.clk_freq, self.frac_bits),
+            prefix + "SET_LATENCY":     SET_LATENCY,
+        }
+
+# Time capture across domains ----------------------------------------------------------------------
+
+class _TimeCapture(LiteXModule):
+    """Capture the clock's time for a request made in `cd`, delivered back in `cd`.
+
+    A request toggles a register in `cd`; the clock's domain sees it through a two-flop
+    synchroniser and, CAPTURE_DELAY cycles after the request cycle, holds the time published
+    CAPTURE_DELAY cycles earlier, i.e. in the request cycle itself when both domains share a clock
+    (simulation; PHYs whose eth_tx is eth_rx's clock, with the PTP clock in that domain). The held
+    value is stable before the acknowledge toggle goes back through two flops into `cd`, where it
+    is copied (`done` pulses with it). Round trip: about 4 cycles of each domain; a request while
+    `busy` is ignored (`missed` pulses)."""
+    def __init__(self, clock, cd="sys", cd_clock="sys"):
+        self.request = Signal()
+        self.done    = Signal()
+        self.busy    = Signal()
+        self.missed  = Signal()
+        self.sec     = Signal(48)
+        self.ns      = Signal(30)
+
+        # # #
+
+        sync_r = getattr(self.sync, cd)
+        sync_c = getattr(self.sync, cd_clock)
+        req   = Signal(reset_less=True)
+        req_c = Signal()
+        req_d = Signal(reset_less=True)
+        ack   = Signal(reset_less=True)
+        ack_r = Signal()
+        ack_d = Signal(reset_less=True)
+        held_sec = Signal(48, reset_less=True)
+        held_ns  = Signal(30, reset_less=True)
+        sec_h, ns_h = clock.delayed(CAPTURE_DELAY)
+
+        self.comb += self.missed.eq(self.request & self.busy)
+        sync_r += If(self.request & ~self.busy, req.eq(~req), self.busy.eq(1))
+        self.specials += MultiReg(req, req_c, cd_clock)
+        sync_c += [
+            req_d.eq(req_c),
+            If(req_c ^ req_d,
+                held_sec.eq(sec_h),
+                held_ns.eq(ns_h),
+                ack.eq(~ack),
+            )
+        ]
+        self.specials += MultiReg(ack, ack_r, cd)
+        sync_r += [
+            ack_d.eq(ack_r),
+            self.done.eq(0),
+            If(ack_r ^ ack_d,
+                self.sec.eq(held_sec),
+                self.ns.eq(held_ns),
+                self.done.eq(1),
+                self.busy.eq(0),
+            )
+        ]
+
+# PTP Clock CSRs -----------------------------------------------------------------------------------
+
+class PTPClockCSR(LiteXModule):
+    """The firmware's registers (sys) for `clock`, which runs in `cd_clock` (and is made a
+    submodule here). `synced` and `time_ns` (when cd_clock is sys) are for the streamer."""
+    def __init__(self, clock, cd_clock="sys"):
+        self.clock = clock
+        self.synced = Signal()  # sys
+
+        self._control = CSRStorage(fields=[
+            CSRField("latch", size=1, pulse=True, description="Write 1: snapshot the time into latched_seconds/latched_nanoseconds."),
+            CSRField("set",   size=1, pulse=True, description="Write 1: set the time to set_seconds/set_nanoseconds."),
+            CSRField("add",   size=1, pulse=True, description="Write 1: add offset (signed ns) to the time, in one cycle."),
+        ])
+        self._status = CSRStatus(fields=[
+            CSRField("busy",     size=1, description="A set or add is not yet in the time (issue one at a time, wait for 0)."),
+            CSRField("latching", size=1, description="The latch is not yet complete (only when the clock is not in sys)."),
+        ])
+        self._adj             = CSRStorage(ADJ_BITS, description="Signed rate adjustment, 2^-PTP_FRAC_BITS ns per cycle: adj = (ppb * PTP_ADJ_PER_PPB_Q16) >> 16.")
+        self._set_seconds     = CSRStorage(48, atomic_write=True, description="Seconds for control.set.")
+        self._set_nanoseconds = CSRStorage(30, description="Nanoseconds for control.set (< 10^9).")
+        self._offset          = CSRStorage(32, description="Signed ns for control.add, |offset| < 10^9.")
+        self._latched_seconds     = CSRStatus(48, description="Seconds at the last control.latch.")
+        self._latched_nanoseconds = CSRStatus(30, description="Nanoseconds at the last control.latch.")
+        self._pps_width = CSRStorage(30, description="PPS high time after each second, ns (0: one cycle).")
+        self._period    = CSRStorage(30, description="Periodic output period, ns, counted from each second (0: off). Takes effect at the next second.")
+        self._width     = CSRStorage(30, description="Periodic output high time, ns (0: one cycle per period).")
+        self._synced    = CSRStorage(1, description="1: the servo is locked; DAQ timestamps are flagged PTP.")
+        self._rejected  = CSRStatus(16, description="Set/add commands rejected (value out of range, or set while busy).")
+
+        # # #
+
+        self.comb += self.synced.eq(self._synced.storage)
+        rejected = Signal()  # sys
+        done     = Signal()  # sys: a set/add is published, or was rejected.
+
+        control = self._control.fields
+        if cd_clock == "sys":
+            self.comb += [
+                clock.adj.eq(self._adj.storage),
+                clock.set_stb.eq(control.set),
+                clock.set_sec.eq(self._set_seconds.storage),
+                clock.set_ns.eq(self._set_nanoseconds.storage),
+                clock.add_stb.eq(control.add),
+                clock.add_ns.eq(self._offset.storage),
+                clock.pps_width.eq(self._pps_width.storage),
+                clock.period.eq(self._period.storage),
+                clock.width.eq(self._width.storage),
+                clock.synced.eq(self._synced.storage),
+                rejected.eq(clock.rejected),
+                done.eq(clock.stepped | clock.rejected),
+            ]
+            self.sync += If(control.latch,
+                self._latched_seconds.status.eq(clock.sec),
+                self._latched_nanoseconds.status.eq(clock.ns),
+            )
+        else:
+            # Everything the firmware writes crosses as one coherent word; commands are toggle
+            # bits in it, so a command always arrives with the values written before it.
+            set_t = Signal()
+            add_t = Signal()
+            self.sync += [
+                If(control.set, set_t.eq(~set_t)),
+                If(control.add, add_t.eq(~add_t)),
+            ]
+            word = Cat(self._adj.storage, self._set_seconds.storage, self._set_nanoseconds.storage,
+                self._offset.storage, self._pps_width.storage, self._period.storage,
+                self._width.storage, self._synced.storage, set_t, add_t)
+            self.bus = bus = BusSynchronizer(len(word), "sys", cd_clock)
+            fields = Record([("adj", ADJ_BITS), ("set_sec", 48), ("set_ns", 30), ("add_ns", 32),
+                ("pps_width", 30), ("period", 30), ("width", 30), ("synced", 1), ("set_t", 1), ("add_t", 1)])
+            set_d = Signal()
+            add_d = Signal()
+            sync_c = getattr(self.sync, cd_clock)
+            sync_c += [set_d.eq(fields.set_t), add_d.eq(fields.add_t)]
+            self.comb += [
+                bus.i.eq(word),
+                fields.raw_bits().eq(bus.o),
+                clock.adj.eq(fields.adj),
+                clock.set_stb.eq(fields.set_t ^ set_d),
+                clock.set_sec.eq(fields.set_sec),
+                clock.set_ns.eq(fields.set_ns),
+                clock.add_stb.eq(fields.add_t ^ add_d),
+                clock.add_ns.eq(fields.add_ns),
+                clock.pps_width.eq(fields.pps_width),
+                clock.period.eq(fields.period),
+                clock.width.eq(fields.width),
+                clock.synced.eq(fields.synced),
+            ]
+            self.rejected_sync = PulseSynchronizer(cd_clock, "sys")
+            self.done_sync     = PulseSynchronizer(cd_clock, "sys")
+            self.comb += [
+                self.rejected_sync.i.eq(clock.rejected),
+                rejected.eq(self.rejected_sync.o),
+                self.done_sync.i.eq(clock.stepped | clock.rejected),
+                done.eq(self.done_sync.o),
+            ]
+            self.capture = capture = _TimeCapture(clock, "sys", cd_clock)
+            self.comb += [
+                capture.request.eq(control.latch),
+                self._status.fields.latching.eq(capture.busy),
+            ]
+            self.sync += If(capture.done,
+                self._latched_seconds.status.eq(capture.sec),
+                self._latched_nanoseconds.status.eq(capture.ns),
+            )
+        self.sync += If(rejected, self._rejected.status.eq(self._rejected.status + 1))
+        # busy from the command's write until it shows in the time (whatever the crossing).
+        busy = self._status.fields.busy
+        self.sync += If(control.set | control.add, busy.eq(1)).Elif(done, busy.eq(0))
+
+# PTP Timestamper ----------------------------------------------------------------------------------
+
+def record_layout():
+    return [
+        ("sec",      48),
+        ("ns",       30),
+        ("msg_type",  4),
+        ("seq",      16),
+        ("domain",    8),
+        ("source",   32),  # sourcePortIdentity bytes 6..9: clockIdentity's last two, portNumber.
+        ("udp",       1),  # 1: IPv4/UDP; 0: Ethernet (EtherType 0x88F7).
+        ("vlan",      1),
+        ("dst",       2),  # DST_*: which PTP address the frame was sent to.
+    ]
+
+
+def tap(endpoint, sink, ignore_ready=False):
+    """Statements that make `sink` (a PTPTimestamper's) observe `endpoint` without driving it.
+    With ignore_ready, every valid cycle is a byte: LiteEth's PHY RX sources do not honour ready
+    (the bytes are on the wire whether or not they are taken)."""
+    return [
+        sink.valid.eq(endpoint.valid),
+        sink.ready.eq(1 if ignore_ready else endpoint.ready),
+        sink.data.eq(endpoint.data),
+        sink.last.eq(endpoint.last),
+        sink.last_be.eq(endpoint.last_be),
+    ]
+
+
+class _PTPParser(LiteXModule):
+    """Byte-wise (dw=8) PHY-side frame parser, in one domain: `sfd` pulses in the SFD beat (the
+    first beat without preamble); at the frame's last beat `done` pulses with the record fields
+    if the frame was a PTP message (version 2, header complete)."""
+    def __init__(self, with_preamble=True):
+        self.sink   = sink = stream.Endpoint(eth_phy_description(8))
+        self.sfd    = Signal()
+        self.done   = Signal()
+        self.fields = fields = Record([(n, w) for n, w in record_layout() if n not in ("sec", "ns")])
+
+        # # #
+
+        beat = Signal()
+        b    = sink.data
+        self.comb += beat.eq(sink.valid & sink.ready)
+
+        cnt      = Signal(8)   # Byte within the current header.
+        hi       = Signal(8)   # Previous byte, for 16-bit fields.
+        ihl_m1   = Signal(4)
+        mac_pri  = Signal()    # Destination MAC matches so far.
+        mac_pd   = Signal()
+        ip_pri   = Signal()
+        ip_pd    = Signal()
+        is_udp   = Signal()
+        msg_type = Signal(4)
+        seq      = Signal(16)
+        domain   = Signal(8)
+        source   = Signal(32)
+        vlan     = Signal()
+        self.comb += [
+            fields.msg_type.eq(msg_type),
+            fields.seq.eq(seq),
+            fields.domain.eq(domain),
+            fields.source.eq(source),
+            fields.udp.eq(is_udp),
+            fields.vlan.eq(vlan),
+            fields.dst.eq(Mux(is_udp,
+                Mux(ip_pri, DST_PRIMARY, Mux(ip_pd, DST_PDELAY, DST_OTHER)),
+                Mux(mac_pri, DST_PRIMARY, Mux(mac_pd, DST_PDELAY, DST_OTHER)))),
+        ]
+        self.sync += If(beat, hi.eq(b))
+        word = Cat(b, hi)  # Big-endian 16-bit field ending at this byte.
+
+        def ether_type(allow_vlan):
+            """Dispatch on the EtherType ending at this byte."""
+            return [
+                If((word == ETHERTYPE_VLAN) & allow_vlan,
+                    NextValue(vlan, 1), NextValue(cnt, 0), NextState("VLAN"),
+                ).Elif(word == PTP_ETHERTYPE,
+                    NextValue(is_udp, 0), NextValue(cnt, 0), NextState("PTP"),
+                ).Elif(word == ETHERTYPE_IPV4,
+                    NextValue(cnt, 0), NextState("IPV4"),
+                ).Else(
+                    NextState("DROP"),
+                )
+            ]
+
+        def start_frame():
+            return [NextValue(mac_pri, 1), NextValue(mac_pd, 1), NextValue(ip_pri, 0), NextValue(ip_pd, 0),
+                    NextValue(vlan, 0), NextValue(is_udp, 0)]
+
+        self.fsm = fsm = FSM(reset_state="IDLE")
+        # Between frames (and in the preamble).
+        if with_preamble:
+            fsm.act("IDLE",
+                If(beat,
+                    If(b == ETH_SFD,
+                        self.sfd.eq(1),
+                        NextValue(cnt, 0),
+                        *start_frame(),
+                        NextState("ETH"),
+                    ).Elif(b != ETH_PREAMBLE,
+                        NextState("DROP"),
+                    )
+                )
+            )
+        else:
+            fsm.act("IDLE",
+                If(beat,
+                    self.sfd.eq(1),
+                    *start_frame(),
+                    NextValue(mac_pri, b == (PTP_MAC_PRIMARY >> 40)),
+                    NextValue(mac_pd,  b == (PTP_MAC_PDELAY >> 40)),
+                    NextValue(cnt, 1),
+                    NextState("ETH"),
+                )
+            )
+        mac_pri_b = Array(C((PTP_MAC_PRIMARY >> 8*(5 - i)) & 0xff, 8) for i in range(6))
+        mac_pd_b  = Array(C((PTP_MAC_PDELAY  >> 8*(5 - i)) & 0xff, 8) for i in range(6))
+        fsm.act("ETH",  # Destination MAC (0..5), source MAC, EtherType (12..13).
+            If(beat,
+                NextValue(cnt, cnt + 1),
+                If(cnt < 6,
+                    If(b != mac_pri_b[cnt[:3]], NextValue(mac_pri, 0)),
+                    If(b != mac_pd_b[cnt[:3]],  NextValue(mac_pd, 0)),
+                ),
+                If(cnt == 13, *ether_type(allow_vlan=1)),
+            )
+        )
+        fsm.act("VLAN",  # TCI (2 bytes), then the EtherType; one tag only.
+            If(beat,
+                NextValue(cnt, cnt + 1),
+                If(cnt == 3, *ether_type(allow_vlan=0)),
+            )
+        )
+        ip_pri_b = Array(C((PTP_IPV4_PRIMARY >> 8*(3 - i)) & 0xff, 8) for i in range(4))
+        ip_pd_b  = Array(C((PTP_IPV4_PDELAY  >> 8*(3 - i)) & 0xff, 8) for i in range(4))
+        fsm.act("IPV4",
+            If(beat,
+                NextValue(cnt, cnt + 1),
+                # Version 4, header 5..15 words; first and only fragment; protocol UDP.
+                If(cnt == 0,
+                    NextValue(ihl_m1, b[:4] - 1),
+                    If((b[4:] != 4) | (b[:4] < 5), NextState("DROP")),
+                ),
+                If((cnt == 6) & (b[:6] != 0), NextState("DROP")),   # MF flag, offset bits 12..8.
+                If((cnt == 7) & (b != 0), NextState("DROP")),       # Offset bits 7..0.
+                If((cnt == 9) & (b != IP_PROTO_UDP), NextState("DROP")),
+                If(cnt == 16,
+                    NextValue(ip_pri, b == ip_pri_b[0]),
+                    NextValue(ip_pd,  b == ip_pd_b[0]),
+                ),
+                If((cnt > 16) & (cnt < 20),
+                    If(b != ip_pri_b[cnt[:2]], NextValue(ip_pri, 0)),
+                    If(b != ip_pd_b[cnt[:2]],  NextValue(ip_pd, 0)),
+                ),
+                # Last header byte: (IHL - 1)*4 + 3. Options are skipped.
+                If((cnt[2:] == ihl_m1) & (cnt[:2] == 3) & (cnt >= 19),
+                    NextValue(cnt, 0), NextState("UDP"),
+                ),
+            )
+        )
+        fsm.act("UDP",
+            If(beat,
+                NextValue(cnt, cnt + 1),
+                If((cnt == 3) & (word != PTP_EVENT_PORT) & (word != PTP_GENERAL_PORT), NextState("DROP")),
+                If(cnt == 7, NextValue(is_udp, 1), NextValue(cnt, 0), NextState("PTP")),
+            )
+        )
+        fsm.act("PTP",
+            If(beat,
+                NextValue(cnt, cnt + 1),
+                If(cnt == 0, NextValue(msg_type, b[:4])),
+                If((cnt == 1) & (b[:4] != PTP_VERSION), NextState("DROP")),
+                If(cnt == 4, NextValue(domain, b)),
+                If((cnt >= 26) & (cnt < 30), NextValue(source, Cat(b, source[:24]))),
+                If(cnt == 31, NextValue(seq, word)),
+                If(cnt == PTP_HEADER_LEN - 1, NextState("DONE")),
+            )
+        )
+        fsm.act("DONE")
+        fsm.act("DROP")
+        # Whatever the state, the last beat ends the frame (after the state's own actions, so this
+        # NextState wins); only a complete PTP header makes a record.
+        for state in list(fsm.actions):
+            fsm.act(state, If(beat & sink.last,
+                self.done.eq(fsm.ongoing("DONE")),
+                NextState("IDLE"),
+            ))
+
+
+class PTPTimestamper(LiteXModule):
+    """Timestamp PTP frames on a PHY-side stream (tap it with `tap()`), for the firmware.
+
+    Parameters
+    ----------
+    clock : the PTPClock (running in `cd_clock`).
+    dw : PHY data width; 8 (GMII/RGMII) only for now.
+    with_preamble : the stream carries preamble + SFD (LiteEth PHYs with with_preamble_crc); the
+        time is taken in the SFD beat. Without, in the first beat (the first byte after the SFD,
+        one byte time later: compensate in the firmware).
+    cd : domain of the tapped stream (eth_tx or eth_rx); cd_clock : the clock's domain.
+    depth : records held for the firmware (power of two, >= 4).
+
+    The firmware (sys) sees the head record while `status.pending`, and writes `pop` to drop it.
+    Records lost because the FIFO was full are counted in `overflows`.
+    """
+    def __init__(self, clock, dw=8, with_preamble=True, cd="sys", cd_clock="sys", depth=8):
+        if dw != 8:
+            raise ValueError(f"PTPTimestamper: dw must be 8 (GMII/RGMII), not {dw!r} "
+                             "(the 64-bit XGMII stream is not parsed yet)")
+        if depth < 4 or depth & (depth - 1):
+            raise ValueError(f"PTPTimestamper: depth must be a power of two >= 4, not {depth!r}")
+        self.sink = sink = stream.Endpoint(eth_phy_description(dw))
+
+        self._status = CSRStatus(fields=[
+            CSRField("pending", size=1, description="A record is waiting: read it, then write pop."),
+        ])
+        self._seconds     = CSRStatus(48, description="Seconds of the head record's timestamp.")
+        self._nanoseconds = CSRStatus(30, description="Nanoseconds of the head record's timestamp.")
+        self._info = CSRStatus(fields=[
+            CSRField("message_type", size=4, offset=0,  description="PTP messageType (0 Sync, 1 Delay_Req, 8 Follow_Up, 9 Delay_Resp, 11 Announce, ...)."),
+            CSRField("udp",          size=1, offset=4,  description="1: PTP over IPv4/UDP (port 319 or 320); 0: over Ethernet (0x88F7)."),
+            CSRField("vlan",         size=1, offset=5,  description="The frame had an 802.1Q tag."),
+            CSRField("dst",          size=2, offset=6,  description="Destination: 0 other (unicast), 1 primary multicast, 2 peer-delay multicast."),
+            CSRField("domain",       size=8, offset=8,  description="PTP domainNumber."),
+            CSRField("sequence_id",  size=16, offset=16, description="PTP sequenceId."),
+        ])
+        self._source    = CSRStatus(32, description="sourcePortIdentity bytes 6..9 (clockIdentity's last two bytes, portNumber).")
+        self._pop       = CSR()
+        self._overflows = CSRStatus(32, description="Records lost: FIFO full when the frame ended (or, never at dw=8, no time captured for it).")
+
+        # # #
+
+        self.parser  = parser  = ClockDomainsRenamer(cd)(_PTPParser(with_preamble))
+        self.capture = capture = _TimeCapture(clock, cd, cd_clock)
+        self.comb += [
+            sink.connect(parser.sink, omit={"ready"}),  # Observed, never driven.
+            parser.sink.ready.eq(sink.ready),
+            capture.request.eq(parser.sfd),
+        ]
+
+        # Record FIFO, written in `cd` at the end of a PTP frame, read by the firmware in sys.
+        layout = record_layout()
+        if cd == "sys":
+            self.fifo = fifo = stream.SyncFIFO(layout, depth)
+        else:
+            self.fifo = fifo = ClockDomainsRenamer({"write": cd, "read": "sys"})(stream.AsyncFIFO(layout, depth))
+        # The time of this frame is back from the capture long before its end (>= 34 header
+        # bytes after the SFD vs. a round trip of a few cycles), and the next SFD is at least a
+        # preamble away: `have` is the "this frame's time arrived" flag. Should an SFD come while
+        # a capture is still under way (not at dw=8), its frame has no time: counted as lost.
+        have = Signal()
+        mine = Signal()  # This frame's SFD started a capture.
+        sync = getattr(self.sync, cd)
+        sync += [
+            If(parser.sfd,
+                have.eq(0),
+                mine.eq(~capture.busy),
+            ).Elif(capture.done & mine,
+                have.eq(1),
+            )
+        ]
+        lost = Signal()
+        self.comb += [
+            fifo.sink.valid.eq(parser.done & have),
+            fifo.sink.sec.eq(capture.sec),
+            fifo.sink.ns.eq(capture.ns),
+            *[getattr(fifo.sink, n).eq(getattr(parser.fields, n)) for n, _ in layout if n not in ("sec", "ns")],
+            lost.eq(parser.done & ~(have & fifo.sink.ready)),
+        ]
+
+        head = fifo.source
+        self.comb += [
+            self._status.fields.pending.eq(head.valid),
+            self._seconds.status.eq(head.sec),
+            self._nanoseconds.status.eq(head.ns),
+            self._info.fields.message_type.eq(head.msg_type),
+            self._info.fields.udp.eq(head.udp),
+            self._info.fields.vlan.eq(head.vlan),
+            self._info.fields.dst.eq(head.dst),
+            self._info.fields.domain.eq(head.domain),
+            self._info.fields.sequence_id.eq(head.seq),
+            self._source.status.eq(head.source),
+            head.ready.eq(self._pop.re),
+        ]
+
+        # Lost records, counted in sys (one event per frame at most: far slower than the
+        # synchroniser's toggle).
+        if cd == "sys":
+            lost_sys = lost
+        else:
+            self.lost_sync = PulseSynchronizer(cd, "sys")
+            self.comb += self.lost_sync.i.eq(lost)
+            lost_sys = self.lost_sync.o
+        self.sync += If(lost_sys, self._overflows.status.eq(self._overflows.status + 1))
