@@ -94,10 +94,13 @@ class Batch(NamedTuple):
 
     def keys(self):
         """Stream keys present in this batch, in first-seen order."""
-        seen = {}
-        for p in self.packets[["src_ip", "src_port", "stream_id"]]:
-            seen.setdefault(stream_key(*p), None)
-        return list(seen)
+        if len(self.packets) == 0:
+            return []
+        keys = np.empty(len(self.packets), dtype=[("src_ip", "<u4"), ("src_port", "<u2"), ("stream_id", "<u2")])
+        for name in keys.dtype.names:
+            keys[name] = self.packets[name]
+        unique, first = np.unique(keys, return_index=True)
+        return [stream_key(*unique[i]) for i in np.argsort(first)]
 
     def select(self, key):
         """Indices of the packets of one stream."""

@@ -1,0 +1,260 @@
+#
+# This file is part of ethdaq.
+# SPDX-License-Identifier: BSD-2-Clause
+
+"""`ethdaq plot run.h5 -o run.png`: a run file at a glance, one row per stream:
+
+- data rate over time: sample bytes received per time bin (host arrival time rx_time_ns), MiB/s;
+- timestamp spacing: the DAQ `timestamp` difference between consecutive datagrams, in ns, over
+  the datagrams received in order (late ones are left out: they would show as negative spacing;
+  the gap they filled shows as one long spacing). Long runs are drawn as a min..max band;
+- a waveform excerpt: the stream's first samples.
+
+Also `python -m ethdaq.host.plot`. The command line registers it with add_arguments() and run().
+numpy, h5py and matplotlib (Agg, no display) are imported only when a plot is made, so
+registering the subcommand costs nothing.
+"""
+
+import argparse
+import math
+import os
+import sys
+from pathlib import Path
+from typing import NamedTuple
+
+MIB             = 2**20
+DEFAULT_EXCERPT = 2000       # Samples in the waveform excerpt.
+BLOCK           = 2**20      # Datagram records read at a time: memory stays bounded on long runs.
+MAX_POINTS      = 100_000    # Spacing points drawn per stream; beyond, min..max per group of datagrams.
+MIN_BIN_NS      = 1_000_000  # Rate bins of at least 1 ms: finer ones are mostly receive batching.
+
+
+class PlotError(Exception):
+    pass
+
+
+class StreamPlot(NamedTuple):
+    """What was drawn for one stream (returned by plot_run, e.g. for tests or further use)."""
+    bin_s: float           # Width of a rate bin, s; bin i starts at t0 + i * bin_s.
+    rate_mib_s: object     # numpy array, one value per bin (all streams share t0 and the bins).
+    spacing_step: int      # Datagrams per spacing point (1: every spacing drawn).
+    spacing_min_ns: object  # numpy int64 arrays: per point the smallest and largest spacing.
+    spacing_max_ns: object
+    excerpt: object        # The first samples.
+    late: int              # Datagrams that arrived late (left out of the spacing).
+    dropped: int           # Samples the board dropped (summed over runs).
+    overflows: int         # Datagrams flagged OVERFLOW.
+
+
+def bin_width_ns(duration_ns):
+    """About 100 bins over the run, in 1-2-5 steps, at least MIN_BIN_NS."""
+    target = max(duration_ns / 100, MIN_BIN_NS)
+    decade = 10 ** math.floor(math.log10(target))
+    for m in (1, 2, 5, 10):
+        if m * decade >= target:
+            return int(m * decade)
+
+
+def _check_output(out):
+    # Fail before reading a possibly large run file, not after.
+    if out.is_dir():
+        raise PlotError(f"cannot write {out}: Is a directory")
+    parent = out.parent
+    if not parent.is_dir():
+        raise PlotError(f"cannot write {out}: No such file or directory")
+    if not os.access(parent, os.W_OK):
+        raise PlotError(f"cannot write {out}: Permission denied")
+
+
+def _stream_data(run, name, t0, bin_ns, nbins, excerpt):
+    import numpy as np
+    from ethdaq.host.daqformat import FLAG_OVERFLOW
+
+    info = run.streams[name]
+    nbytes = info.sample_bits // 8
+    rate = np.zeros(nbins)
+    step = max(1, math.ceil(info.n_packets / MAX_POINTS))
+    mins, maxs, pending = [], [], np.zeros(0, dtype=np.int64)
+    last = None  # (timestamp, run) of the last in-order datagram of the previous block.
+    late = overflows = 0
+    dropped = {}  # run -> largest cumulative count seen.
+    for start in range(0, info.n_packets, BLOCK):
+        recs = run.packets(name, start, start + BLOCK)
+        idx = ((recs["rx_time_ns"] - np.uint64(t0)) // np.uint64(bin_ns)).astype(np.int64)
+        rate += np.bincount(idx, weights=recs["sample_count"].astype(np.float64) * nbytes, minlength=nbins)
+        late += int(recs["late"].sum())
+        overflows += int((recs["flags"] & FLAG_OVERFLOW != 0).sum())
+        for r in np.unique(recs["run"]):
+            dropped[int(r)] = max(dropped.get(int(r), 0), int(recs["dropped"][recs["run"] == r].max()))
+        inorder = recs[recs["late"] == 0]
+        ts, runs = inorder["timestamp"].astype(np.int64), inorder["run"]
+        if last is not None and len(ts):
+            ts, runs = np.concatenate(([last[0]], ts)), np.concatenate(([last[1]], runs))
+        if len(ts):
+            last = (ts[-1], runs[-1])
+            same_run = runs[1:] == runs[:-1]  # Across a run start the timestamps mean nothing.
+            pending = np.concatenate((pending, np.diff(ts)[same_run]))
+        whole = len(pending) // step * step
+        if whole:
+            groups = pending[:whole].reshape(-1, step)
+            mins.append(groups.min(axis=1))
+            maxs.append(groups.max(axis=1))
+            pending = pending[whole:]
+    if len(pending):
+        mins.append(pending.min(keepdims=True))
+        maxs.append(pending.max(keepdims=True))
+    empty = np.zeros(0, dtype=np.int64)
+    return StreamPlot(bin_ns / 1e9, rate / (bin_ns / 1e9) / MIB, step,
+                      np.concatenate(mins) if mins else empty, np.concatenate(maxs) if maxs else empty,
+                      run.samples(name, 0, excerpt), late, sum(dropped.values()), overflows)
+
+
+def plot_run(path, out_png, excerpt=DEFAULT_EXCERPT, streams=None, bin_s=None):
+    """Plot the run file `path` into the PNG `out_png`. streams: names to plot (default all);
+    bin_s: rate bin width in seconds (default: about 100 bins). Returns {name: StreamPlot}.
+    Raises PlotError or h5file.RunFileError, with one-line messages."""
+    import numpy as np
+    from ethdaq.host.h5file import open_run
+
+    if not (isinstance(excerpt, int) and excerpt >= 0):
+        raise PlotError(f"excerpt must be an integer >= 0, not {excerpt!r}")
+    if bin_s is not None and not bin_s > 0:
+        raise PlotError(f"bin_s must be > 0, not {bin_s!r}")
+    out = Path(out_png)
+    _check_output(out)
+    try:
+        title, infos, data = _read(path, open_run(path), excerpt, streams, bin_s)
+    except OSError as e:  # A damaged file (e.g. killed in the middle of a flush).
+        raise PlotError(f"cannot read {path}: {str(e).splitlines()[0] if str(e) else e!r}") from None
+    _draw(out, title, infos, data, np)
+    return data
+
+
+def _read(path, run, excerpt, streams, bin_s):
+    """Everything to draw, read from the open run file `run` (closed on return)."""
+    with run:
+        names = list(run.streams) if streams is None else list(streams)
+        for name in names:
+            if name not in run.streams:
+                raise PlotError(f"{path} has no stream {name!r} (streams: {', '.join(run.streams) or 'none'})")
+        names = [n for n in names if run.streams[n].n_packets]
+        if not names:
+            raise PlotError(f"{path} holds no datagrams (empty run)")
+        t0, t1 = None, None
+        for name in names:
+            for start in range(0, run.streams[name].n_packets, BLOCK):
+                rx = run.packets(name, start, start + BLOCK)["rx_time_ns"]
+                t0 = int(rx.min()) if t0 is None else min(t0, int(rx.min()))
+                t1 = int(rx.max()) if t1 is None else max(t1, int(rx.max()))
+        bin_ns = max(1, round(bin_s * 1e9)) if bin_s else bin_width_ns(t1 - t0)
+        nbins = (t1 - t0) // bin_ns + 1
+        data = {name: _stream_data(run, name, t0, bin_ns, nbins, excerpt) for name in names}
+        title = f"{Path(path).name}: created {run.created}, {(t1 - t0) / 1e9:.3f} s of data"
+        if run.closed_at is None:
+            title += " (not closed cleanly: the writer was killed or is still running)"
+        infos = {name: run.streams[name] for name in names}
+    return title, infos, data
+
+
+def _draw(out, title, infos, data, np):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(15, 3 * len(data) + 0.6), layout="constrained")
+    FigureCanvasAgg(fig)  # Agg: no display, no pyplot state.
+    fig.suptitle(title)
+    axes = fig.subplots(len(data), 3, squeeze=False)
+    for (name, d), (ax_rate, ax_spacing, ax_wave) in zip(data.items(), axes):
+        info = infos[name]
+        # Bin edges, last value repeated: a run shorter than one bin still draws its bin.
+        t = np.arange(len(d.rate_mib_s) + 1) * d.bin_s
+        ax_rate.step(t, np.append(d.rate_mib_s, d.rate_mib_s[-1]), where="post")
+        ax_rate.set(xlabel="time since first datagram (s)", ylabel="MiB/s",
+                    title=f"{name}: {info.sample_bits}-bit, {info.n_packets} datagrams, "
+                          f"{info.n_samples} samples", ylim=(0, None))
+        ax_rate.title.set_fontsize("small")
+        x = np.arange(len(d.spacing_min_ns)) * d.spacing_step
+        if d.spacing_step == 1:
+            ax_spacing.plot(x, d.spacing_min_ns, ".", markersize=2)
+        else:
+            ax_spacing.fill_between(x, d.spacing_min_ns, d.spacing_max_ns, step="post")
+        ax_spacing.set(xlabel="datagram (received in order)", ylabel="timestamp spacing (ns)",
+                       title=f"{d.late} late (left out), {d.overflows} OVERFLOW, {d.dropped} samples dropped by the board")
+        ax_spacing.title.set_fontsize("small")
+        if len(d.excerpt):
+            ax_wave.plot(np.arange(len(d.excerpt)), d.excerpt, linewidth=0.8)
+        else:
+            ax_wave.text(0.5, 0.5, "no samples", ha="center", va="center", transform=ax_wave.transAxes)
+        ax_wave.set(xlabel="sample", ylabel="value", title=f"first {len(d.excerpt)} samples")
+        ax_wave.title.set_fontsize("small")
+    try:
+        fig.savefig(out, dpi=100, format="png")
+    except OSError as e:
+        raise PlotError(f"cannot write {out}: {e.strerror or e}") from None
+
+
+# Command line -------------------------------------------------------------------------------------
+
+class _Parser(argparse.ArgumentParser):
+    """Usage errors are one line, 'Error: ...', exit status 2 (like the ethdaq command)."""
+    def error(self, message):
+        sys.stderr.write(f"Error: {message} (see '{self.prog} --help')\n")
+        sys.exit(2)
+
+
+def _count(text):
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"excerpt must be an integer >= 0, not {text!r}")
+    return value
+
+
+def _seconds(text):
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1
+    if not value > 0 or math.isinf(value):
+        raise argparse.ArgumentTypeError(f"bin must be a number of seconds > 0, not {text!r}")
+    return value
+
+
+def add_arguments(parser):
+    """Add `ethdaq plot`'s arguments to an argparse parser (the ethdaq CLI's subparser)."""
+    parser.add_argument("run", help="run file written by ethdaq recv (HDF5)")
+    parser.add_argument("-o", "--output", help="PNG to write (default: the run file with .png)")
+    parser.add_argument("--excerpt", type=_count, default=DEFAULT_EXCERPT, metavar="N",
+                        help=f"samples in the waveform excerpt (default {DEFAULT_EXCERPT})")
+    parser.add_argument("--bin", type=_seconds, metavar="S",
+                        help="rate bin width in seconds (default: about 100 bins, at least 1 ms)")
+    parser.add_argument("--stream", action="append", metavar="NAME",
+                        help="plot only this stream, e.g. 192.168.1.50_5000_s0 (repeatable; default all)")
+
+
+def run(args):
+    """Run `ethdaq plot` with parsed arguments; returns the exit status (errors: one line, 2)."""
+    from ethdaq.host.h5file import RunFileError
+    out = Path(args.output) if args.output else Path(args.run).with_suffix(".png")
+    try:
+        data = plot_run(args.run, out, excerpt=args.excerpt, streams=args.stream, bin_s=args.bin)
+    except (PlotError, RunFileError) as e:
+        sys.stderr.write(f"Error: {e}\n")
+        return 2
+    print(f"wrote {out} ({len(data)} stream{'s' if len(data) != 1 else ''})")
+    return 0
+
+
+def main(argv=None):
+    parser = _Parser(prog="ethdaq plot", description="Plot a run file: per stream, data rate, "
+                     "timestamp spacing and a waveform excerpt.",
+                     epilog="example:\n  ethdaq plot run.h5 -o run.png",
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
