@@ -25,7 +25,8 @@ deps:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
 
-$(STAMPS)/venv: setup.py constraints.txt | deps
+# The receive core (C) is compiled by pip install: rebuild it when its sources change.
+$(STAMPS)/venv: setup.py constraints.txt $(wildcard software/host/rxcore/*.[ch]) | deps
 	@test -x $(PYTHON) || python3 -m venv $(VENV)
 	$(PYTHON) -m pip install -q --upgrade pip==24.3.1
 	$(PYTHON) -m pip install -q -c constraints.txt -e '.[test]'

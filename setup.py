@@ -2,7 +2,7 @@
 # This file is part of ethdaq.
 # SPDX-License-Identifier: BSD-2-Clause
 
-from setuptools import setup
+from setuptools import Extension, setup
 
 # Install editable (`pip install -e .`, as the Makefile does): the firmware sources and the
 # repository layout (soc/, gateware/, boards/, software/) are used in place.
@@ -44,5 +44,14 @@ setup(
     extras_require = {
         "test": ["pytest==9.2.0", "scapy==2.8.0"],
     },
+    # The host receiver's C core: a plain shared object (no Python.h), loaded with ctypes by
+    # ethdaq.host.rxcore. An editable install builds it in place, next to rxcore.py.
+    ext_modules = [Extension(
+        "ethdaq.host._rxcore",
+        sources            = ["software/host/rxcore/rxcore.c"],
+        depends            = ["software/host/rxcore/rxcore.h", "software/host/rxcore/daq_format.h"],
+        include_dirs       = ["software/host/rxcore"],
+        extra_compile_args = ["-std=gnu11", "-O2", "-Wall", "-Wextra"],
+    )],
     entry_points = {"console_scripts": ["ethdaq = ethdaq.soc.cli:main"]},
 )

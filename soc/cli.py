@@ -306,12 +306,16 @@ def cmd_ctl(args):
 
 
 def cmd_recv(args):
-    from ethdaq.host import receiver
-    argv = ["--bind", args.bind, "--port", str(args.port)]
-    for opt, value in (("--duration", args.duration), ("--count", args.count), ("--idle-timeout", args.idle_timeout)):
-        if value is not None:
-            argv += [opt, str(value)]
-    return receiver.main(argv)
+    from ethdaq.host import recv
+    try:
+        return recv.run(args)
+    except recv.RecvError as e:
+        raise CLIError(str(e))
+
+
+def cmd_plot(args):
+    from ethdaq.host import plot
+    return plot.run(args)
 
 # Parser -------------------------------------------------------------------------------------------
 
@@ -387,15 +391,17 @@ def make_parser():
     g.add_argument("--seed", type=int, default=1, help="pulse-train seed")
     p.set_defaults(func=cmd_ctl)
 
-    p = sub.add_parser("recv", help="receive DAQ datagrams and print per-stream rates, gaps and drops",
-                       epilog="example:\n  ethdaq recv --port 5000 --duration 10",
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--bind", default="0.0.0.0", help="local address (default 0.0.0.0)")
-    p.add_argument("--port", type=_port, default=5000, help="UDP port (default 5000)")
-    p.add_argument("--duration", type=float, help="stop after S seconds")
-    p.add_argument("--count", type=int, help="stop after N datagrams")
-    p.add_argument("--idle-timeout", type=float, help="stop after S seconds without data")
+    from ethdaq.host import plot, recv
+    p = sub.add_parser("recv", help="receive DAQ datagrams: live rates and losses, HDF5 run file, JSON summary",
+                       epilog=recv.EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    recv.add_arguments(p)
     p.set_defaults(func=cmd_recv)
+
+    p = sub.add_parser("plot", help="plot a run file: data rate, timestamp spacing, waveform excerpt",
+                       epilog="example:\n  ethdaq plot run.h5 -o run.png",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    plot.add_arguments(p)
+    p.set_defaults(func=cmd_plot)
     return parser
 
 

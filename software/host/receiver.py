@@ -84,7 +84,7 @@ class StreamStats:
 @dataclass
 class Stats:
     """Everything one Receiver saw, cumulative over its run() calls."""
-    streams: Dict[int, StreamStats] = field(default_factory=dict)
+    streams: Dict[int, StreamStats] = field(default_factory=dict)  # By stream_id (by_source: by key).
     datagrams: int = 0           # Every datagram read from the socket, malformed and duplicates too.
     bytes: int = 0               # Their UDP payload bytes.
     malformed: Dict[str, int] = field(default_factory=dict)        # reason -> count
@@ -147,6 +147,8 @@ class _Run:
             self.ends[i] = seq
             self.starts.insert(i + 1, seq + 1)
             self.ends.insert(i + 1, end)
+            if len(self.starts) > GAPS_TRACKED:  # Bounded here too, like add_gap.
+                del self.starts[0], self.ends[0]
         return True
 
 
@@ -182,9 +184,12 @@ class Receiver:
     rcvbuf is the receive buffer to ask for; the kernel caps it at net.core.rmem_max unless we
     have CAP_NET_ADMIN (SO_RCVBUFFORCE), and reports back twice what it grants (bookkeeping
     overhead): see rcvbuf_granted. Port 0 binds any free port (see self.port).
+
+    Streams are keyed by stream_id, or with by_source by (source IPv4 as int, source UDP port,
+    stream_id) like ethdaq.host.rxcore, whose reference model this is.
     """
 
-    def __init__(self, bind_ip="0.0.0.0", port=DEFAULT_PORT, rcvbuf=DEFAULT_RCVBUF):
+    def __init__(self, bind_ip="0.0.0.0", port=DEFAULT_PORT, rcvbuf=DEFAULT_RCVBUF, by_source=False):
         try:
             bind_ip = str(ipaddress.IPv4Address(bind_ip))
         except ValueError:
@@ -194,9 +199,10 @@ class Receiver:
         if isinstance(rcvbuf, bool) or not isinstance(rcvbuf, int) or rcvbuf <= 0:
             raise ValueError(f"rcvbuf must be a positive number of bytes, not {rcvbuf!r}")
         self.bind_ip          = bind_ip
+        self.by_source        = bool(by_source)
         self.rcvbuf_requested = rcvbuf
         self.stats            = Stats()
-        self._streams         = {}    # stream_id -> OrderedDict(run -> _Run)
+        self._streams         = {}    # stream key -> OrderedDict(run -> _Run)
         self._drops_raw       = 0     # Last kernel drop counter seen (u32, cumulative for the socket).
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         try:
@@ -259,7 +265,7 @@ class Receiver:
         try:
             while max_datagrams is None or count < max_datagrams:
                 try:
-                    data, anc, flags, _ = self.sock.recvmsg(MAX_DATAGRAM, ANC_BUFSIZE)
+                    data, anc, flags, addr = self.sock.recvmsg(MAX_DATAGRAM, ANC_BUFSIZE)
                 except BlockingIOError:
                     # Only wait when the queue is empty: one syscall per datagram under load.
                     now = time.monotonic()
@@ -275,7 +281,7 @@ class Receiver:
                     continue
                 count += 1
                 last_rx = time.monotonic()
-                self._account(data, anc, flags, on_datagram)
+                self._account(data, anc, flags, on_datagram, addr)
                 if deadline is not None and last_rx >= deadline:
                     break
         finally:
@@ -283,7 +289,7 @@ class Receiver:
             self._read_meminfo_drops()
         return self.stats
 
-    def _account(self, data, anc, flags, on_datagram):
+    def _account(self, data, anc, flags, on_datagram, addr=None):
         st = self.stats
         st.datagrams += 1
         st.bytes += len(data)
@@ -298,20 +304,23 @@ class Receiver:
         except daqformat.FormatError as e:
             self._malformed(_malformed_reason(data), str(e))
             return
-        if self._track(h, len(data) - daqformat.HEADER_LEN) and on_datagram is not None:
+        key = h.stream_id
+        if self.by_source:
+            key = (int(ipaddress.IPv4Address(addr[0])), addr[1], h.stream_id)
+        if self._track(h, len(data) - daqformat.HEADER_LEN, key) and on_datagram is not None:
             on_datagram(h, data[daqformat.HEADER_LEN:])
 
     def _malformed(self, reason, message):
         self.stats.malformed[reason] = self.stats.malformed.get(reason, 0) + 1
         self.stats.malformed_last[reason] = message
 
-    def _track(self, h, payload_len):
+    def _track(self, h, payload_len, key):
         """Sequence accounting for one valid datagram; True if it brings new data."""
-        s = self.stats.streams.get(h.stream_id)
+        s = self.stats.streams.get(key)
         if s is None:
-            s = self.stats.streams[h.stream_id] = StreamStats(h.stream_id)
-            self._streams[h.stream_id] = OrderedDict()
-        runs = self._streams[h.stream_id]
+            s = self.stats.streams[key] = StreamStats(h.stream_id)
+            self._streams[key] = OrderedDict()
+        runs = self._streams[key]
         r = runs.get(h.run)
         if r is None:
             # A new run: seq restarts at 0, so a run change is no gap. Datagrams before the first

@@ -1,0 +1,271 @@
+#!/usr/bin/env python3
+#
+# This file is part of ethdaq.
+# SPDX-License-Identifier: BSD-2-Clause
+
+"""Highest datagram rate the host receive core (ethdaq.host.rxcore.RxCore, as users run it: a
+Python loop calling recv()) holds with zero loss, over loopback.
+
+A C sender (bench/udpblast.c, built here with gcc into build/bench/) sends valid DAQ datagrams
+(one stream, consecutive seq) with sendmmsg, paced at a fixed rate. On loopback the kernel's
+whole transmit and receive path up to the receiving socket runs on the sender's CPU, which
+then limits the rate long before the receiver does; so by default the sender hands the kernel
+up to 64 datagrams per send as one UDP GSO buffer (--gso), which the kernel splits into
+separate datagrams before the receiving socket: the receiver sees exactly what it would see
+from separate sends (or a NIC). --gso 1 sends one datagram per send. A rate is held when every
+datagram sent arrived: none missing by seq, no kernel drops, nothing malformed, and the sender
+kept the rate. Per UDP payload size (40-byte DAQ header included): one unpaced run finds the
+sender's ceiling; a bisection with --trial-seconds runs brackets the highest held rate; then
+--seconds runs step down from it by 10 % until one holds and bisect above that (--full-steps
+runs at most): the figure is the highest rate held for --seconds. Then 1,000,000 packets/s and
+388,000 packets/s (1 Gb/s line rate at 256 bytes) are run at 256 bytes for --seconds.
+
+Receiver pinned to --rx-cpu, sender to --tx-cpu. CPU % = CPU time / wall time of the run:
+receiver from its thread's CPU clock, sender from getrusage. On loopback the kernel's receive
+path (IP, UDP, queueing to the socket) runs on the sender's CPU, in its system time.
+
+The machine may be shared: before each run the bench waits until other processes are quiet,
+measures the CPU they used during the run (from /proc), and repeats a run they disturbed
+(--max-others); the table shows that "other load" for each figure.
+
+    .venv/bin/python bench/recvrate.py [--seconds 10] [--trial-seconds 2] [--markdown]
+"""
+
+import argparse
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from ethdaq.host.rxcore import RxCore  # noqa: E402
+
+MIB = 2**20
+LINE_RATE_256 = 388_000   # 1 Gb/s / ((256 + 8 + 20 + 14 + 4 + 8 + 12) bytes * 8) = 388,198
+ONE_MILLION   = 1_000_000
+
+
+def build_sender(build_dir):
+    exe = Path(build_dir) / "udpblast"
+    src = REPO / "bench" / "udpblast.c"
+    hdr = REPO / "software" / "host" / "rxcore" / "daq_format.h"
+    if not exe.exists() or exe.stat().st_mtime < max(src.stat().st_mtime, hdr.stat().st_mtime):
+        exe.parent.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["gcc", "-std=gnu11", "-O2", "-Wall", "-Wextra", "-Werror", f"-I{hdr.parent}",
+                        str(src), "-o", str(exe)], check=True)
+    return exe
+
+
+def gso_segments(payload, gso):
+    """Datagrams per GSO send: `gso`, or with 0 as many as fit (at most 64, 65507 bytes)."""
+    return gso or max(1, min(64, 65507 // payload))
+
+
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def process_cpu(exclude):
+    """{pid: CPU seconds} of every process but `exclude` and the kernel's softirq threads (which
+    on loopback do this bench's own receive work)."""
+    out = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue  # Gone meanwhile.
+        pid = int(stat.parent.name)
+        comm, rest = text[text.index("(") + 1:text.rindex(")")], text[text.rindex(")") + 2:].split()
+        if pid in exclude or comm.startswith("ksoftirqd"):
+            continue
+        out[pid] = (int(rest[11]) + int(rest[12])) / TICK  # utime, stime
+    return out
+
+
+def other_load(before, after):
+    """CPU seconds other processes used between two process_cpu() readings (those that started
+    in between count whole; those that ended in between are missed)."""
+    return sum(t - before.get(pid, 0.0) for pid, t in after.items())
+
+
+def wait_until_quiet(limit, log_wait, window=2.0, most=0.03):
+    """Wait (at most `limit` s) until other processes use under `most` of a CPU over `window` s:
+    the machine may be shared, and a zero-loss figure measured beside other load means nothing."""
+    end = time.monotonic() + limit
+    while True:
+        before = process_cpu({os.getpid()})
+        time.sleep(window)
+        load = other_load(before, process_cpu({os.getpid()})) / window
+        if load < most or time.monotonic() > end:
+            return load
+        log_wait(load)
+
+
+def measure(exe, payload, rate, seconds, rx_cpu, tx_cpu, gso=0):
+    """One run: sender at `rate` packets/s (0: unpaced) for `seconds`, RxCore receiving.
+    `others` is the CPU other processes used meanwhile, in % of one CPU."""
+    os.sched_setaffinity(0, {rx_cpu})
+    with RxCore("127.0.0.1", 0) as rx:
+        cmd = [str(exe), "--port", str(rx.port), "--payload", str(payload), "--rate", str(rate),
+               "--seconds", str(seconds), "--cpu", str(tx_cpu), "--gso", str(gso_segments(payload, gso)),
+               "--batch", "8"]
+        others0 = process_cpu({os.getpid()})
+        cpu0, t0 = time.thread_time(), time.monotonic()
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+        received = 0
+        while True:
+            b = rx.recv(timeout=0.05)
+            received += len(b)
+            if not len(b) and proc.poll() is not None:
+                break
+        cpu, wall = time.thread_time() - cpu0, time.monotonic() - t0
+        others = other_load(others0, process_cpu({os.getpid(), proc.pid}))
+        out = dict(kv.split("=") for kv in proc.stdout.read().split())
+        stats = rx.stats()
+    sent, tx_seconds = int(out["sent"]), float(out["seconds"])
+    achieved = sent / tx_seconds if tx_seconds > 0 else 0.0
+    kept_rate = rate == 0 or achieved >= 0.99 * rate
+    return dict(payload=payload, rate=rate, sent=sent, received=received, achieved=achieved,
+                missing=stats.missing, kernel_dropped=stats.kernel_dropped, malformed=stats.malformed_total,
+                held=received == sent and stats.missing == 0 and stats.kernel_dropped == 0 and
+                stats.malformed_total == 0 and stats.duplicates == 0 and kept_rate,
+                kept_rate=kept_rate, rx_cpu=100 * cpu / tx_seconds if tx_seconds else 0.0,
+                rx_cpu_wall=100 * cpu / wall, tx_cpu=100 * (float(out["user"]) + float(out["sys"])) / tx_seconds,
+                seconds=tx_seconds, others=100 * others / wall)
+
+
+def describe(m):
+    loss = m["sent"] - m["received"]
+    return (f"{m['payload']:5d} B  rate {m['rate'] or 'unpaced':>8}  sent {m['achieved']:9.0f}/s  "
+            f"lost {loss} (kernel {m['kernel_dropped']}, missing {m['missing']})  "
+            f"rx cpu {m['rx_cpu']:.0f} %  tx cpu {m['tx_cpu']:.0f} %  others {m['others']:.0f} %  "
+            f"{'held' if m['held'] else 'NOT held'}")
+
+
+def quiet_measure(exe, payload, rate, seconds, args, log):
+    """measure(), repeated while other processes disturbed it (used over --max-others % of a CPU)."""
+    for attempt in range(args.retries + 1):
+        wait_until_quiet(args.max_wait, lambda load: print(f"  waiting: other processes use {100 * load:.0f} % "
+                                                            f"of a CPU", file=sys.stderr, flush=True))
+        m = log(measure(exe, payload, rate, seconds, args.rx_cpu, args.tx_cpu, args.gso))
+        if m["others"] <= args.max_others:
+            break
+        print(f"  disturbed (other processes used {m['others']:.0f} % of a CPU): again", file=sys.stderr, flush=True)
+    return m
+
+
+def search(exe, payload, args, log):
+    """Highest held rate for `payload`: (confirmed measurement, limited_by)."""
+    def run(rate, seconds):
+        return quiet_measure(exe, payload, rate, seconds, args, log)
+
+    ceiling = run(0, args.trial_seconds)
+    if ceiling["held"]:
+        # The receiver keeps up with everything the sender can send: confirm over the full time.
+        full = run(0, args.seconds)
+        if full["held"]:
+            return full, "sender"
+    # Coarse: bisect with short runs, starting just below what the receiver took unpaced.
+    lo, hi = 0.0, ceiling["achieved"]
+    rate = round(0.95 * min(hi, ceiling["received"] / ceiling["seconds"]), -2)
+    for _ in range(args.steps):
+        if run(rate, args.trial_seconds)["held"]:
+            lo = rate
+        else:
+            hi = rate
+        rate = round((lo + hi) / 2, -2)
+    # Fine: full-length runs. Short runs overestimate (a buffer absorbs a small deficit for a
+    # while), so step down 10 % until one holds, then bisect between it and the lowest failure.
+    best, rate, hi = None, lo or hi, hi
+    for _ in range(args.full_steps):
+        m = run(rate, args.seconds)
+        if m["held"]:
+            best = m
+        else:
+            hi = rate
+        rate = round((best["rate"] + hi) / 2, -2) if best else round(0.9 * rate, -2)
+        if best and hi - best["rate"] <= 0.01 * hi:
+            break
+    return best, "receiver"
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--seconds", type=float, default=10.0, help="length of the runs that count (default 10)")
+    p.add_argument("--trial-seconds", type=float, default=2.0, help="length of the search runs (default 2)")
+    p.add_argument("--steps", type=int, default=5, help="short-run bisection steps (default 5)")
+    p.add_argument("--full-steps", type=int, default=6, help="full-length runs per payload at most (default 6)")
+    p.add_argument("--payloads", default="256,1472,8972", help="UDP payload sizes, bytes (default 256,1472,8972)")
+    p.add_argument("--gso", type=int, default=0, choices=range(0, 65), metavar="N",
+                   help="datagrams per send, as UDP GSO (default 0: as many as fit, up to 64; 1: no GSO)")
+    p.add_argument("--rx-cpu", type=int, default=0)
+    p.add_argument("--tx-cpu", type=int, default=1)
+    p.add_argument("--build-dir", default=str(REPO / "build" / "bench"))
+    p.add_argument("--markdown", action="store_true", help="print the table as Markdown")
+    p.add_argument("--max-others", type=float, default=5.0,
+                   help="a run during which other processes used more than this %% of a CPU is repeated (default 5)")
+    p.add_argument("--retries", type=int, default=5, help="repeats of a disturbed run (default 5)")
+    p.add_argument("--max-wait", type=float, default=600.0,
+                   help="seconds to wait for other processes to quiet down before a run (default 600)")
+    args = p.parse_args(argv)
+    exe = build_sender(args.build_dir)
+    cpus = sorted(os.sched_getaffinity(0))
+    if {args.rx_cpu, args.tx_cpu} - set(cpus):
+        p.error(f"--rx-cpu and --tx-cpu must be among the CPUs available, {cpus}")
+
+    def log(m):
+        print("  " + describe(m), file=sys.stderr, flush=True)
+        return m
+
+    rows = []
+    for payload in [int(x) for x in args.payloads.split(",")]:
+        print(f"payload {payload} bytes:", file=sys.stderr, flush=True)
+        m, limit = search(exe, payload, args, log)
+        rows.append((payload, m, limit))
+    checks = []
+    for rate in (ONE_MILLION, LINE_RATE_256):
+        print(f"check {rate} packets/s at 256 bytes:", file=sys.stderr, flush=True)
+        checks.append(quiet_measure(exe, 256, rate, args.seconds, args, log))
+
+    cpu_model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                      if line.startswith("model name")), "unknown")
+    gso = "GSO " + ("as many as fit, up to 64" if args.gso == 0 else str(args.gso)) + " datagrams per send"
+    print(f"machine: {os.cpu_count()} CPUs ({cpu_model}), Linux {platform.release()}; loopback, not a NIC; "
+          f"receiver on CPU {args.rx_cpu}, sender on CPU {args.tx_cpu} ({gso}); "
+          f"held = zero loss for {args.seconds:g} s")
+    head = ["UDP payload (B)", "packets/s held", "MiB/s", "receiver CPU %", "sender CPU %", "limited by",
+            "other load %"]
+    lines = []
+    for payload, m, limit in rows:
+        if m is None:
+            lines.append([str(payload), "none held", "", "", "", limit, ""])
+        else:
+            pps = m["sent"] / m["seconds"]
+            lines.append([str(payload), f"{pps:,.0f}", f"{pps * payload / MIB:.1f}", f"{m['rx_cpu']:.0f}",
+                          f"{m['tx_cpu']:.0f}", limit, f"{m['others']:.0f}"])
+    if args.markdown:
+        print("| " + " | ".join(head) + " |")
+        print("|" + "|".join("-" * (len(h) + 2) for h in head) + "|")
+        for line in lines:
+            print("| " + " | ".join(line) + " |")
+    else:
+        widths = [max(len(r[i]) for r in [head] + lines) for i in range(len(head))]
+        for r in [head] + lines:
+            print("  ".join(c.rjust(w) for c, w in zip(r, widths)))
+    for m in checks:
+        lost = m["sent"] - m["received"]
+        verdict = "held" if m["held"] else "NOT held"
+        if not m["kept_rate"]:
+            verdict += (f" (the sender only reached {m['achieved']:,.0f}/s" +
+                        (f", and even so {lost:,} were lost)" if lost else ")"))
+        print(f"{m['rate']:,} packets/s at 256 bytes for {m['seconds']:.0f} s: {verdict} (sent {m['sent']:,}, "
+              f"received {m['received']:,}, kernel drops {m['kernel_dropped']}, missing {m['missing']}, "
+              f"receiver CPU {m['rx_cpu']:.0f} %, sender CPU {m['tx_cpu']:.0f} %, other load {m['others']:.0f} %)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

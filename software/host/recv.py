@@ -1,0 +1,373 @@
+#
+# This file is part of ethdaq.
+# SPDX-License-Identifier: BSD-2-Clause
+
+"""`ethdaq recv`: receive DAQ datagrams with the C core (ethdaq.host.rxcore), show live rates and
+losses, write them to an HDF5 run file (ethdaq.host.h5file) with a JSON summary beside it.
+
+    ethdaq recv --port 5000 -o run.h5 --duration 60
+
+and the same from Python, live:
+
+    from ethdaq.host.recv import batches
+    for batch in batches(port=5000, duration=10):      # ethdaq.host.batch.Batch
+        for key in batch.keys():
+            print(key, batch.stream_samples(key)[:8])
+
+A run ends at --duration, --count, --idle-timeout, Ctrl-C or SIGTERM; in every case everything
+received is written and the file closed cleanly, then the summary is printed and written.
+"""
+
+import argparse
+import datetime
+import ipaddress
+import signal
+import sys
+import time
+import warnings
+from pathlib import Path
+
+from ethdaq.host import rxcore
+from ethdaq.host.batch import Batch, stream_name
+from ethdaq.host.receiver import MIB, ReceiverError
+
+REFRESH_S = 0.25   # Live display refresh; also the longest recv() wait, so stops are prompt.
+
+
+class RecvError(Exception):
+    """A bad argument or environment, reported as one line."""
+
+
+def _positive(kind, what):
+    def parse(text):
+        try:
+            value = kind(text)
+        except ValueError:
+            value = 0
+        if not value > 0:
+            raise argparse.ArgumentTypeError(f"{what} must be a positive {'integer' if kind is int else 'number'}, not {text!r}")
+        return value
+    return parse
+
+
+def _port(text):
+    try:
+        value = int(text, 0)
+    except ValueError:
+        value = -1
+    if not 0 <= value < 65536:
+        raise argparse.ArgumentTypeError(f"port must be an integer in 0..65535, not {text!r}")
+    return value
+
+
+def add_arguments(p):
+    p.add_argument("--port", type=_port, default=rxcore.DEFAULT_PORT, help="UDP port (default 5000)")
+    p.add_argument("--bind", default="0.0.0.0", help="local IPv4 address to listen on (default 0.0.0.0)")
+    p.add_argument("-o", "--output", metavar="FILE.h5",
+                   help="write the run to this HDF5 file and its summary to FILE.json beside it")
+    p.add_argument("--overwrite", action="store_true", help="replace FILE.h5 if it exists")
+    p.add_argument("--compression", choices=["lzf", "gzip"], help="compress samples and packets in the file")
+    p.add_argument("--duration", type=_positive(float, "duration"), metavar="S", help="stop after S seconds")
+    p.add_argument("--count", type=_positive(int, "count"), metavar="N", help="stop after N datagrams with new data")
+    p.add_argument("--idle-timeout", type=_positive(float, "idle timeout"), metavar="S",
+                   help="stop when nothing arrived for S seconds")
+    p.add_argument("--rcvbuf", type=_positive(int, "rcvbuf"), default=rxcore.DEFAULT_RCVBUF, metavar="BYTES",
+                   help=f"socket receive buffer to ask for (default {rxcore.DEFAULT_RCVBUF // MIB} MiB)")
+    p.add_argument("--busy-poll", type=_positive(int, "busy poll"), metavar="US",
+                   help="SO_BUSY_POLL microseconds (NIC drivers with NAPI busy polling)")
+    p.add_argument("--reuseport", action="store_true",
+                   help="share the port with other receivers (SO_REUSEPORT; the kernel spreads sources over them)")
+    p.add_argument("--progress", choices=["auto", "on", "off"], default="auto",
+                   help="live display (default: when stderr is a terminal)")
+
+
+EPILOG = """\
+examples:
+  ethdaq recv --port 5000 --duration 10                 # table of streams, rates, losses
+  ethdaq recv --port 5000 -o run.h5 --count 100000      # ... and an HDF5 file + run.json
+  ethdaq recv -o run.h5 --compression lzf               # until Ctrl-C or SIGTERM
+  ethdaq plot run.h5 -o run.png
+"""
+
+
+# The run ---------------------------------------------------------------------------------------
+
+class _Stop:
+    """Ctrl-C and SIGTERM end the run between two recv() calls, never inside a file write."""
+    def __init__(self):
+        self.reason = None
+        self._old = {}
+
+    def __enter__(self):
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            self._old[sig] = signal.signal(sig, self._handler)
+        return self
+
+    def _handler(self, signum, frame):
+        self.reason = signal.Signals(signum).name
+
+    def __exit__(self, *exc):
+        for sig, old in self._old.items():
+            signal.signal(sig, old)
+
+
+def batches(port=rxcore.DEFAULT_PORT, bind="0.0.0.0", duration=None, count=None, idle_timeout=None,
+            core=None, **core_kwargs):
+    """Live Batches from an RxCore (opened here with core_kwargs unless `core` is given), until
+    duration, count (datagrams with new data) or idle_timeout; empty Batches are skipped."""
+    own = core is None
+    if own:
+        core = rxcore.RxCore(bind=bind, port=port, **core_kwargs)
+    try:
+        yield from _loop(core, duration, count, idle_timeout, stop=None)
+    finally:
+        if own:
+            core.close()
+
+
+def _loop(core, duration, count, idle_timeout, stop, on_tick=None):
+    start = time.monotonic()
+    last_rx = start
+    got = 0
+    next_tick = start + REFRESH_S
+    while True:
+        now = time.monotonic()
+        if stop is not None and stop.reason:
+            return
+        if duration is not None and now - start >= duration:
+            if stop is not None:
+                stop.reason = "duration"
+            return
+        if idle_timeout is not None and now - last_rx >= idle_timeout:
+            if stop is not None:
+                stop.reason = "idle timeout"
+            return
+        wait = REFRESH_S
+        if duration is not None:
+            wait = max(0.0, min(wait, start + duration - now))
+        limit = None if count is None else count - got
+        batch = core.recv(timeout=wait, max_packets=limit)
+        if len(batch):
+            last_rx = time.monotonic()
+            got += len(batch)
+            yield batch
+        if on_tick is not None and time.monotonic() >= next_tick:
+            on_tick()
+            next_tick = time.monotonic() + REFRESH_S
+        if count is not None and got >= count:
+            if stop is not None:
+                stop.reason = "count"
+            return
+
+
+def _drain(core, budget=1.0):
+    """Batches of what is already queued in the socket, for at most `budget` seconds."""
+    end = time.monotonic() + budget
+    while time.monotonic() < end:
+        before = core.stats().datagrams
+        batch = core.recv(timeout=0)
+        if len(batch):
+            yield batch
+        elif core.stats().datagrams == before:
+            return
+
+
+# Display ---------------------------------------------------------------------------------------
+
+def _rows(stats, elapsed):
+    rows = []
+    for key in sorted(stats.streams):
+        s = stats.streams[key]
+        rate = s["payload_bytes"]/MIB/elapsed if elapsed > 0 else 0.0
+        rows.append([stream_name(key), s["datagrams"], f"{rate:.2f}", s["missing"], s["out_of_order"],
+                     s["duplicates"], s["board_dropped"], s["overflow_flags"]])
+    return rows
+
+
+HEAD = ["stream", "datagrams", "MiB/s", "missing", "out-of-order", "duplicates", "board-dropped", "overflow"]
+
+
+def _totals_line(stats, elapsed):
+    kernel = "unknown" if stats.kernel_dropped is None else str(stats.kernel_dropped)
+    malformed = str(stats.malformed_total)
+    if stats.malformed:
+        malformed += " (" + ", ".join(f"{k} {v}" for k, v in sorted(stats.malformed.items())) + ")"
+    pps = stats.datagrams/elapsed if elapsed > 0 else 0.0
+    mib = stats.payload_bytes/MIB/elapsed if elapsed > 0 else 0.0
+    line = (f"{stats.datagrams} datagrams, {stats.bytes/MIB:.2f} MiB in {elapsed:.2f} s: {pps:.0f} datagrams/s, "
+            f"{mib:.2f} MiB/s of samples; lost {stats.missing}; malformed {malformed}; kernel drops {kernel}")
+    if stats.table_full:
+        line += f"; refused (stream table full) {stats.table_full}"
+    return line
+
+
+def format_table(stats, elapsed):
+    """Plain-text per-stream table plus a totals line (what the run prints at its end)."""
+    rows = [[str(c) for c in r] for r in _rows(stats, elapsed)]
+    widths = [max(len(r[i]) for r in [HEAD] + rows) for i in range(len(HEAD))]
+    lines = ["  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in [HEAD] + rows]
+    lines.insert(1, "  ".join("-"*w for w in widths))
+    lines.append(_totals_line(stats, elapsed))
+    return "\n".join(lines)
+
+
+def _live_table(stats, elapsed, rate):
+    from rich.table import Table
+    t = Table(title=f"ethdaq recv  {elapsed:6.1f} s   {rate[0]:8.2f} MiB/s   {rate[1]:9.0f} packets/s   "
+                    f"lost {stats.missing}", title_justify="left")
+    for i, h in enumerate(HEAD):
+        t.add_column(h, justify="left" if i == 0 else "right")
+    for r in _rows(stats, elapsed):
+        t.add_row(*[str(c) for c in r])
+    t.caption = (f"malformed {stats.malformed_total}, duplicates {stats.duplicates}, kernel drops "
+                 f"{'unknown' if stats.kernel_dropped is None else stats.kernel_dropped}")
+    return t
+
+
+# Summary ---------------------------------------------------------------------------------------
+
+def summary(stats, elapsed, started, stopped_by, core, output=None):
+    """The run summary: a JSON-able dict (run.json, and the file's `summary` attribute)."""
+    streams = {}
+    for key in sorted(stats.streams):
+        s = dict(stats.streams[key])
+        s.update(src_ip=str(ipaddress.IPv4Address(key[0])), src_port=key[1])
+        s["mib_per_s"] = s["payload_bytes"]/MIB/elapsed if elapsed > 0 else 0.0
+        streams[stream_name(key)] = s
+    return {
+        "started": started,
+        "elapsed_s": elapsed,
+        "stopped_by": stopped_by,
+        "bind": core.bind,
+        "port": core.port,
+        "file": None if output is None else str(output),
+        "rcvbuf_requested": core.rcvbuf_requested,
+        "rcvbuf_granted": core.rcvbuf_granted,
+        "datagrams": stats.datagrams,
+        "bytes": stats.bytes,
+        "packets": stats.delivered,
+        "payload_bytes": stats.payload_bytes,
+        "mib_per_s": stats.payload_bytes/MIB/elapsed if elapsed > 0 else 0.0,
+        "packets_per_s": stats.datagrams/elapsed if elapsed > 0 else 0.0,
+        "missing": stats.missing,
+        "duplicates": stats.duplicates,
+        "out_of_order": sum(s["out_of_order"] for s in stats.streams.values()),
+        "board_dropped": sum(s["board_dropped"] for s in stats.streams.values()),
+        "malformed": stats.malformed_total,
+        "malformed_by_reason": dict(stats.malformed),
+        "kernel_dropped": stats.kernel_dropped,
+        "table_full": stats.table_full,
+        "streams": streams,
+    }
+
+
+def summary_path(output):
+    return Path(output).with_suffix(".json")
+
+
+# Command ---------------------------------------------------------------------------------------
+
+def run(args, out=sys.stdout, err=sys.stderr):
+    """`ethdaq recv`. Returns the exit status; raises RecvError for one-line errors."""
+    from ethdaq.host import h5file
+    output = Path(args.output) if args.output else None
+    if output is not None:
+        if output.exists() and not args.overwrite:
+            raise RecvError(f"{output} exists: choose another name or add --overwrite")
+        if not output.parent.is_dir():
+            raise RecvError(f"cannot write {output}: directory {output.parent} does not exist")
+    try:
+        with warnings.catch_warnings():  # Printed below as one line each, not as Python warnings.
+            warnings.simplefilter("ignore", rxcore.RcvbufWarning)
+            warnings.simplefilter("ignore", rxcore.BusyPollWarning)
+            core = rxcore.RxCore(bind=args.bind, port=args.port, rcvbuf=args.rcvbuf,
+                                 busy_poll_us=args.busy_poll or 0, reuseport=args.reuseport)
+    except (ReceiverError, ValueError) as e:
+        raise RecvError(str(e)) from None
+    writer = None
+    with core:
+        note = core.rcvbuf_warning()
+        if note:
+            err.write(f"warning: {note}\n")
+        if args.busy_poll and core.busy_poll_error:
+            err.write(f"warning: SO_BUSY_POLL refused ({core.busy_poll_error}): receiving without busy polling\n")
+        started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+        if output is not None:
+            try:
+                writer = h5file.Writer(output, compression=args.compression, overwrite=args.overwrite,
+                                       meta={"bind": core.bind, "port": core.port, "command": " ".join(sys.argv)})
+            except (h5file.RunFileError, ValueError) as e:
+                raise RecvError(str(e)) from None
+        err.write(f"receiving on UDP {core.bind}:{core.port}" + (f", writing {output}" if output else "") +
+                  "; Ctrl-C stops\n")
+        err.flush()
+        live = None
+        show = args.progress == "on" or (args.progress == "auto" and err.isatty())
+        t0 = time.monotonic()
+        last = [t0, 0, 0]
+        rate = [0.0, 0.0]
+
+        def tick():
+            if writer is not None:
+                writer.write(Batch.empty())  # Lets the writer's timed flush run while no data comes.
+            if live is None:
+                return
+            now = time.monotonic()
+            st = core.stats()
+            dt = now - last[0]
+            if dt > 0:
+                rate[0] = (st.payload_bytes - last[1])/MIB/dt
+                rate[1] = (st.datagrams - last[2])/dt
+            last[:] = [now, st.payload_bytes, st.datagrams]
+            live.update(_live_table(st, now - t0, rate))
+
+        try:
+            with _Stop() as stop:
+                if show:
+                    from rich.console import Console
+                    from rich.live import Live
+                    live = Live(_live_table(core.stats(), 0.0, rate), console=Console(file=err),
+                                auto_refresh=False, transient=True)
+                    live.start()
+                try:
+                    for batch in _loop(core, args.duration, args.count, args.idle_timeout, stop, on_tick=tick):
+                        if writer is not None:
+                            writer.write(batch)
+                        if live is not None:
+                            live.refresh()
+                    if stop.reason != "count":
+                        # What the kernel already queued was received by this host: keep it.
+                        for batch in _drain(core):
+                            if writer is not None:
+                                writer.write(batch)
+                finally:
+                    if live is not None:
+                        live.stop()
+                stopped_by = stop.reason or "end"
+        finally:
+            elapsed = time.monotonic() - t0
+            stats = core.stats()
+            result = summary(stats, elapsed, started, locals().get("stopped_by", "error"), core, output)
+            if writer is not None:
+                writer.close(summary=result)
+                h5file.write_summary_json(summary_path(output), result)
+    out.write(format_table(stats, elapsed) + "\n")
+    if output is not None:
+        out.write(f"wrote {output} ({result['packets']} datagrams) and {summary_path(output)}\n")
+    out.flush()
+    return 0
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="ethdaq recv", epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(p)
+    args = p.parse_args(argv)
+    try:
+        return run(args)
+    except RecvError as e:
+        sys.stderr.write(f"Error: {e}\n")
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

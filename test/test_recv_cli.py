@@ -1,0 +1,172 @@
+"""`ethdaq recv` end to end on loopback: a real process with the C core, crafted datagrams from
+several sources, stopped by SIGTERM, Ctrl-C (SIGINT), --count and --duration; the HDF5 file and
+the JSON summary must hold exactly what was counted. `ethdaq plot` on the file it wrote."""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from ethdaq.host import h5file
+from ethdaq.host.batch import stream_name
+from ethdaq.host.daqformat import FLAG_OVERFLOW, pack_header
+
+CLI = [sys.executable, "-m", "ethdaq.soc.cli"]
+
+
+def datagram(stream_id, seq, n=8, dropped=0, flags=0):
+    samples = b"".join(((seq*n + i) % 2**16).to_bytes(2, "big") for i in range(n))
+    return pack_header(stream_id, seq, 1000*seq, n, 16, flags, dropped) + samples
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start(tmp_path, *extra, port=None):
+    port = port or free_port()
+    p = subprocess.Popen(CLI + ["recv", "--bind", "127.0.0.1", "--port", str(port), "--progress", "off", *extra],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    line = p.stderr.readline()  # "receiving on UDP ...": the socket is bound.
+    assert "receiving on UDP" in line, line + p.stderr.read()
+    return p, port
+
+
+def source(ip):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind((ip, 0))
+    return s
+
+
+def finish(p, timeout=20):
+    out, err = p.communicate(timeout=timeout)
+    return p.returncode, out, err
+
+
+def send_mix(port):
+    """Two boards (127.0.0.2, .3), streams 0 and 1 each: board .2 stream 0 loses seq 3..4, sends
+    seq 1 twice and one malformed datagram; the rest is complete. Returns {(ip, port, stream): seqs}."""
+    a, b = source("127.0.0.2"), source("127.0.0.3")
+    sent = {}
+    for sock, ip in ((a, "127.0.0.2"), (b, "127.0.0.3")):
+        for sid in (0, 1):
+            seqs = [s for s in range(10) if not (ip == "127.0.0.2" and sid == 0 and s in (3, 4))]
+            for seq in seqs:
+                # Board .3 stream 1 reports 7 dropped samples from seq 5 on, flagged at seq 5.
+                overflow = ip == "127.0.0.3" and sid == 1 and seq >= 5
+                sock.sendto(datagram(sid, seq, dropped=7 if overflow else 0,
+                                     flags=FLAG_OVERFLOW if overflow and seq == 5 else 0), ("127.0.0.1", port))
+            sent[(ip, sock.getsockname()[1], sid)] = seqs
+    a.sendto(datagram(0, 1), ("127.0.0.1", port))          # duplicate
+    a.sendto(b"\xda\x7a\x01\x28 short", ("127.0.0.1", port))  # malformed
+    for s in (a, b):
+        s.close()
+    return sent
+
+
+def check_file(path, sent):
+    with h5file.open_run(path) as run:
+        names = {stream_name((int.from_bytes(socket.inet_aton(ip), "big"), port, sid)): seqs
+                 for (ip, port, sid), seqs in sent.items()}
+        assert sorted(run.streams) == sorted(names)
+        for name, seqs in names.items():
+            packets = run.packets(name)
+            assert list(packets["seq"]) == seqs
+            samples = run.samples(name)
+            expect = np.concatenate([np.arange(s*8, s*8 + 8) for s in seqs]).astype(np.uint16)
+            assert np.array_equal(samples, expect)
+        return run.summary
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_signal_leaves_a_file_with_every_counted_packet_and_a_summary(tmp_path, sig):
+    p, port = start(tmp_path, "-o", "run.h5")
+    sent = send_mix(port)
+    time.sleep(0.5)
+    p.send_signal(sig)
+    rc, out, err = finish(p)
+    assert rc == 0, err
+    summary = json.loads((tmp_path / "run.json").read_text())
+    assert summary["stopped_by"] == signal.Signals(sig).name
+    assert summary["packets"] == sum(len(s) for s in sent.values()) == 38
+    assert summary["datagrams"] == 40
+    assert (summary["missing"], summary["duplicates"], summary["malformed"]) == (2, 1, 1)
+    assert summary["board_dropped"] == 7
+    assert summary["malformed_by_reason"] == {"short": 1}
+    assert summary["streams"]["127.0.0.2_%d_s0" % list(sent)[0][1]]["missing"] == 2
+    in_file = check_file(tmp_path / "run.h5", sent)
+    assert in_file == summary
+    assert "lost 2" in out and "malformed 1" in out
+
+
+def test_count_stops_after_exactly_n_datagrams(tmp_path):
+    p, port = start(tmp_path, "-o", "run.h5", "--count", "5")
+    with source("127.0.0.2") as s:
+        for seq in range(12):
+            s.sendto(datagram(3, seq), ("127.0.0.1", port))
+    rc, out, err = finish(p)
+    assert rc == 0, err
+    with h5file.open_run(tmp_path / "run.h5") as run:
+        (name,) = run.streams
+        assert list(run.packets(name)["seq"]) == [0, 1, 2, 3, 4]
+        assert run.summary["stopped_by"] == "count"
+
+
+def test_duration_without_data_writes_an_empty_run(tmp_path):
+    p, port = start(tmp_path, "-o", "run.h5", "--duration", "0.5")
+    rc, out, err = finish(p)
+    assert rc == 0, err
+    summary = json.loads((tmp_path / "run.json").read_text())
+    assert summary["stopped_by"] == "duration" and summary["packets"] == 0
+    with h5file.open_run(tmp_path / "run.h5") as run:
+        assert run.streams == {}
+
+
+def test_port_in_use_is_one_line_error(tmp_path):
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        r = subprocess.run(CLI + ["recv", "--bind", "127.0.0.1", "--port", str(port), "--duration", "1"],
+                           capture_output=True, text=True, cwd=tmp_path)
+    assert r.returncode == 2
+    assert r.stderr.startswith(f"Error: UDP port {port} is already in use on 127.0.0.1")
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_existing_output_is_refused_before_anything_is_received(tmp_path):
+    (tmp_path / "run.h5").write_bytes(b"precious")
+    r = subprocess.run(CLI + ["recv", "--port", str(free_port()), "-o", "run.h5", "--duration", "1"],
+                       capture_output=True, text=True, cwd=tmp_path)
+    assert r.returncode == 2 and r.stderr == "Error: run.h5 exists: choose another name or add --overwrite\n"
+    assert (tmp_path / "run.h5").read_bytes() == b"precious"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--count", "0"], "count must be a positive integer, not '0'"),
+    (["--duration", "x"], "duration must be a positive number, not 'x'"),
+    (["--port", "70000"], "port must be an integer in 0..65535, not '70000'"),
+])
+def test_bad_arguments_are_one_line_errors(tmp_path, args, message):
+    r = subprocess.run(CLI + ["recv", *args], capture_output=True, text=True, cwd=tmp_path)
+    assert r.returncode == 2 and message in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_plot_of_a_recorded_run(tmp_path):
+    p, port = start(tmp_path, "-o", "run.h5")
+    send_mix(port)
+    time.sleep(0.5)
+    p.send_signal(signal.SIGTERM)
+    assert finish(p)[0] == 0
+    r = subprocess.run(CLI + ["plot", "run.h5", "-o", "run.png"], capture_output=True, text=True, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "run.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    r = subprocess.run(CLI + ["plot", "missing.h5", "-o", "x.png"], capture_output=True, text=True, cwd=tmp_path)
+    assert r.returncode == 2 and r.stderr.startswith("Error: ") and len(r.stderr.strip().splitlines()) == 1
