@@ -85,6 +85,7 @@ class Board:
     eth_dw       = 8
     max_payload  = 1472  # Streamer buffers fit the ECP5-25F's block RAM with 1500-byte MTU datagrams.
     is_sim       = False
+    ptp_phy      = "ecp5rgmii"  # gateware/tsu.py PHY_FPGA_LATENCY_CYCLES: timestamp corrections
     cable        = "dirtyJtag"  # openFPGALoader cable of the common Colorlight i5 extension board.
 
     @staticmethod

@@ -64,6 +64,7 @@ class Board:
     # 9000 bytes with FCS (ETH_LEN), i.e. UDP payloads above 8954. bench/ measures 8972 at the pins.
     max_payload  = 8954
     is_sim       = True
+    ptp_phy      = "gmii"  # gateware/tsu.py PHY_FPGA_LATENCY_CYCLES: timestamp corrections
     # The simulation runs ~250x slower than real time while Linux answers ARP at once, so the
     # data path's ARP timeouts are scaled down (hardware boards use 100 ms x 3, then every 1 s)
     # for an unanswered destination to be reported within seconds of wall-clock time.

@@ -12,6 +12,8 @@ import ipaddress
 import subprocess
 from pathlib import Path
 
+from migen import Mux
+
 from litex.soc.integration.soc_core import SoCCore
 
 from liteeth.core import LiteEthUDPIPCore
@@ -19,9 +21,9 @@ from liteeth.core import LiteEthUDPIPCore
 from ethdaq.gateware.cpuport import CPUUDPPort
 from ethdaq.gateware.emulator import add_emulators
 from ethdaq.gateware.streamer import DAQStreamer
-from ethdaq.gateware.timebase import Timebase
+from ethdaq.gateware.tsu import PTPClock, PTPClockCSR, PTPTimestamper, phy_corrections_ns, tap
 from ethdaq.gateware.txpath import TXPath, connect_streamer
-from ethdaq.host import protocol
+from ethdaq.host import daqformat, protocol
 
 # Helpers ------------------------------------------------------------------------------------------
 
@@ -137,14 +139,31 @@ class DAQSoC(SoCCore):
             self.ctlport.source.connect(udp_port.sink),
         ]
 
+        # PTP hardware clock (sys) and timestamps of PTP event messages where the PHY's streams
+        # meet the MAC: what the PHY accepts on transmit (after the gap inserter), what it
+        # delivers on receive (gateware/tsu.py, docs/ptp.md).
+        self.ptp    = PTPClockCSR(PTPClock(sys_clk_freq))
+        self.ptp_tx = PTPTimestamper(self.ptp.clock, cd="eth_tx", cd_clock="sys")
+        self.ptp_rx = PTPTimestamper(self.ptp.clock, cd="eth_rx", cd_clock="sys")
+        self.comb += [
+            tap(self.ethphy.sink,   self.ptp_tx.sink),
+            tap(self.ethphy.source, self.ptp_rx.sink, ignore_ready=True),  # PHY RX ignores ready.
+        ]
+        for name, value in self.ptp.clock.constants().items():
+            self.add_constant(name, value)
+        ptp_tx_ns, ptp_rx_ns = phy_corrections_ns(board.ptp_phy)
+        self.add_constant("PTP_TX_CORRECTION_NS", ptp_tx_ns)
+        self.add_constant("PTP_RX_CORRECTION_NS", ptp_rx_ns)
+
         # DAQ streamer fed by one detector emulator per channel; its datagrams leave from
-        # data_port through the transmit path, not through LiteEth's UDP/IP layers.
-        self.timebase = Timebase(sys_clk_freq)
+        # data_port through the transmit path, not through LiteEth's UDP/IP layers. Timestamps
+        # are the PTP clock's time, flagged TS_PTP while the firmware reports it synchronised.
         if with_streamer:
             if eth_dw != 8:
                 raise ValueError(f"the streamer supports eth_dw=8 for now, not {eth_dw!r}")
             self.streamer = DAQStreamer(nchannels=nchannels, sample_width=sample_width,
-                timestamp=self.timebase.ns, src_port=data_port, max_payload=max_payload,
+                timestamp=self.ptp.clock.time_ns, ts_flags=Mux(self.ptp.synced, daqformat.FLAG_TS_PTP, 0),
+                src_port=data_port, max_payload=max_payload,
                 cd_tx="eth_tx", clk_freq=sys_clk_freq,
                 arp_timeout=getattr(board, "arp_timeout", 0.1),
                 arp_retry_interval=getattr(board, "arp_retry_interval", 1.0))

@@ -216,7 +216,7 @@ def _live_table(stats, elapsed, rate):
     t = Table(title=f"ethdaq recv  {elapsed:6.1f} s   {rate[0]:8.2f} MiB/s   {rate[1]:9.0f} packets/s   "
                     f"lost {stats.missing}", title_justify="left")
     for i, h in enumerate(HEAD):
-        t.add_column(h, justify="left" if i == 0 else "right")
+        t.add_column(h, justify="left" if i == 0 else "right", no_wrap=i == 0)  # Names stay whole.
     for r in _rows(stats, elapsed):
         t.add_row(*[str(c) for c in r])
     t.caption = (f"malformed {stats.malformed_total}, duplicates {stats.duplicates}, kernel drops "
