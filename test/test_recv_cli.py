@@ -108,7 +108,8 @@ def test_signal_leaves_a_file_with_every_counted_packet_and_a_summary(tmp_path, 
 
 
 def test_count_stops_after_exactly_n_datagrams(tmp_path):
-    p, port = start(tmp_path, "-o", "run.h5", "--count", "5")
+    t0 = time.time_ns()
+    p, port = start(tmp_path, "-o", "run.h5", "--count", "5", "--kernel-timestamps")
     with source("127.0.0.2") as s:
         for seq in range(12):
             s.sendto(datagram(3, seq), ("127.0.0.1", port))
@@ -118,6 +119,8 @@ def test_count_stops_after_exactly_n_datagrams(tmp_path):
         (name,) = run.streams
         assert list(run.packets(name)["seq"]) == [0, 1, 2, 3, 4]
         assert run.summary["stopped_by"] == "count"
+        rx = run.packets(name)["rx_time_ns"]
+        assert np.all(rx >= t0) and np.all(rx <= time.time_ns()), "arrival times must be host clock ns"
 
 
 def test_duration_without_data_writes_an_empty_run(tmp_path):

@@ -131,7 +131,14 @@ def test_missing_or_stale_core_is_a_one_line_error(monkeypatch, tmp_path):
 
 # --- Accounting ----------------------------------------------------------------------------------
 
-def test_two_streams_payload_byte_exact_in_the_batch(rx, tx):
+@pytest.mark.parametrize("kernel_timestamps", [False, True])
+def test_two_streams_payload_byte_exact_in_the_batch(tx, kernel_timestamps):
+    with RxCore(LOCAL, 0, kernel_timestamps=kernel_timestamps) as rx:
+        two_streams_payload_byte_exact(rx, tx)
+        assert rx.kernel_timestamps == kernel_timestamps
+
+
+def two_streams_payload_byte_exact(rx, tx):
     sent = []
     for seq in range(10):
         sent.append(datagram(1, seq, sample_count=8, sample_bits=16))
@@ -154,6 +161,8 @@ def test_two_streams_payload_byte_exact_in_the_batch(rx, tx):
     assert list(p["flags"][:2]) == [0, daqformat.FLAG_TS_PTP]
     assert not p["late"].any() and not p["dropped"].any() and not p["run"].any()
     assert ((p["rx_time_ns"] >= before) & (p["rx_time_ns"] <= after)).all()
+    if not rx.kernel_timestamps:  # One clock reading per recvmmsg call, and one call took them all.
+        assert len(set(p["rx_time_ns"])) == 1 and rx.stats().recv_calls == 1
     assert list(p["offset"]) == list(np.cumsum([0] + [len(d) - 40 for d in sent])[:-1])
     assert b.payload.tobytes() == b"".join(d[40:] for d in sent)
     for i, d in enumerate(sent):
@@ -173,7 +182,6 @@ def test_two_streams_payload_byte_exact_in_the_batch(rx, tx):
     assert (stats.datagrams, stats.delivered, stats.bytes) == (n, n, sum(len(d) for d in sent))
     assert stats.delivered_bytes == stats.payload_bytes == b.payload.size
     assert stats.malformed == {} and stats.kernel_dropped == 0 and stats.table_full == 0
-    assert rx.kernel_timestamps
 
 
 def test_gap_of_three_datagrams_counts_three_missing(rx, tx):
@@ -481,6 +489,27 @@ def test_recv_limits_and_timeouts(tx):
         assert [len(rx.recv(timeout=1)) for _ in range(3)] == [3, 3, 2]
 
 
+def test_a_truncation_or_drop_count_in_one_call_does_not_carry_over_to_later_calls(tx):
+    # A truncated datagram (MSG_TRUNC) and kernel-drop cmsgs in one call must not carry over to
+    # the datagrams later calls read into the same message slots.
+    with RxCore(LOCAL, 0, max_datagram=200, batch=4) as rx:
+        send(tx, rx.port, datagram(1, 0, sample_count=100), datagram(1, 1), datagram(1, 2))  # 240 > 200 bytes
+        assert list(rx.recv(timeout=1).packets["seq"]) == [1, 2]
+        for seq in range(3, 11):
+            send(tx, rx.port, datagram(1, seq))
+            assert list(rx.recv(timeout=1).packets["seq"]) == [seq]
+        stats = rx.stats()
+        assert stats.malformed == {"truncated": 1} and stats.datagrams == 11 and stats.delivered == 10
+    rx, sent = overflow_a_tiny_buffer(tx)
+    with rx:
+        received = drain(rx)
+        for seq in range(sent, sent + 600):  # Past the ring several times, one datagram per call.
+            send(tx, rx.port, datagram(1, seq))
+            assert len(rx.recv(timeout=1)) == 1
+        assert rx._stats(meminfo=False).kernel_dropped == sent - received
+        assert rx.stats().delivered == received + 600 and rx.stats().malformed == {}
+
+
 def test_a_batch_stays_valid_after_the_next_recv(rx, tx):
     send(tx, rx.port, datagram(1, 0))
     first = rx.recv(timeout=1)
@@ -513,6 +542,7 @@ def test_stats_survive_close_and_recv_after_close_is_an_error(tx):
     (dict(max_datagram=1000, max_payload_bytes=959), "max_payload_bytes must be at least max_datagram - 40 = 960 bytes, not 959"),
     (dict(batch=1025), "batch must be an integer in 1..1024, not 1025"),
     (dict(max_streams=0), "max_streams must be an integer in 1..65536, not 0"),
+    (dict(kernel_timestamps=1), "kernel_timestamps must be True or False, not 1"),
 ])
 def test_bad_arguments(kwargs, message):
     with pytest.raises(ValueError, match=f"^{message}$"):
@@ -641,7 +671,7 @@ FUZZ_MAIN = r"""
 /* Random datagrams, mostly near-valid headers, through the whole receive path. */
 int main(void)
 {
-	struct rx_config cfg = {0x7F000001u, 0, 1 << 22, 1, 0, 0, 8, 64, 1200};
+	struct rx_config cfg = {0x7F000001u, 0, 1 << 22, 1, 0, 0, 8, 64, 1200, 1};
 	struct rx_info info;
 	struct rx_core *c = rx_open(&cfg, &info);
 	static struct rx_packet pk[256];

@@ -34,7 +34,9 @@ PACKET_DTYPE = np.dtype([
     ("seq",          "<u8"),
     ("timestamp",    "<u8"),   # ns, PTP time if flags & FLAG_TS_PTP.
     ("dropped",      "<u8"),   # Cumulative samples the board dropped for this stream in this run.
-    ("rx_time_ns",   "<u8"),   # Host arrival time, CLOCK_REALTIME ns (kernel timestamp when available).
+    ("rx_time_ns",   "<u8"),   # Host time, CLOCK_REALTIME ns: when the receive call read it (one
+                               # value per recvmmsg call), or the kernel's arrival timestamp with
+                               # RxCore(kernel_timestamps=True) / ethdaq recv --kernel-timestamps.
     ("offset",       "<u8"),   # Byte offset of this datagram's samples in Batch.payload.
 ])
 

@@ -50,17 +50,31 @@ _Static_assert(offsetof(struct rx_packet, run) == 12 && offsetof(struct rx_packe
 	       offsetof(struct rx_packet, offset) == 52, "rx_packet must match batch.PACKET_DTYPE");
 _Static_assert((RX_GAPS_TRACKED & (RX_GAPS_TRACKED - 1)) == 0, "gap ring size must be a power of 2");
 _Static_assert(DAQ_HEADER_LEN == 40, "header length changed: check the parser");
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "get_be and rx_packet assume a little-endian host");
 
 /* --- Wire format ---------------------------------------------------------------------------- */
 
-/* Big-endian unsigned field of n bytes at off; false (and *v = 0) if it does not fit in len. */
-static bool get_be(const uint8_t *buf, size_t len, size_t off, size_t n, uint64_t *v)
+/* Big-endian unsigned field of n bytes at off; false (and *v = 0) if it does not fit in len.
+ * Inlined with constant n, the usual widths become one load and a byte swap. */
+static inline __attribute__((always_inline)) bool get_be(const uint8_t *buf, size_t len, size_t off,
+							 size_t n, uint64_t *v)
 {
+	uint16_t v16;
+	uint32_t v32;
+	uint64_t v64;
+
 	*v = 0;
 	if (n > 8 || n > len || off > len - n)
 		return false;
-	for (size_t i = 0; i < n; i++)
-		*v = (*v << 8) | buf[off + i];
+	switch (n) {
+	case 1: *v = buf[off]; break;
+	case 2: memcpy(&v16, buf + off, 2); *v = __builtin_bswap16(v16); break;
+	case 4: memcpy(&v32, buf + off, 4); *v = __builtin_bswap32(v32); break;
+	case 8: memcpy(&v64, buf + off, 8); *v = __builtin_bswap64(v64); break;
+	default:
+		for (size_t i = 0; i < n; i++)
+			*v = (*v << 8) | buf[off + i];
+	}
 	return true;
 }
 
@@ -356,6 +370,7 @@ struct rx_core {
 	struct sockaddr_in *names;
 	uint8_t *ctrl;
 	size_t ctrl_len;
+	uint32_t filled;  /* Messages the last recvmmsg filled: their lengths and flags to reset. */
 
 	/* Streams in first-seen order, found through an open-addressing table of index + 1. */
 	struct rx_stream *streams;
@@ -425,7 +440,10 @@ static uint64_t realtime_ns(void)
 }
 
 /* Account for one received datagram; write its record and samples if it brings new data.
- * Returns 1 if a record was written. The caller guarantees room for max_payload more bytes. */
+ * Returns 1 if a record was written. The caller guarantees room for max_payload more bytes.
+ * now_ns: when the recvmmsg call returned, the datagram's rx_time_ns without a kernel timestamp.
+ * Control messages come only with kernel timestamps, or (SO_RXQ_OVFL) once the socket has
+ * dropped datagrams: otherwise msg_controllen is 0 and the loop below costs nothing. */
 static uint32_t handle(struct rx_core *c, uint32_t k, struct rx_packet *out, uint8_t *payload,
 		       uint64_t *used, uint64_t now_ns)
 {
@@ -543,11 +561,13 @@ int rx_recv(struct rx_core *c, struct rx_packet *packets, uint32_t max_packets,
 			flags = MSG_WAITFORONE;
 			wait = false;
 		}
-		for (uint32_t k = 0; k < vlen; k++) {  /* The kernel rewrites these lengths and flags. */
+		/* The kernel rewrote these lengths and flags in the messages it filled last time. */
+		for (uint32_t k = 0; k < c->filled; k++) {
 			c->msgs[k].msg_hdr.msg_namelen = sizeof c->names[k];
 			c->msgs[k].msg_hdr.msg_controllen = c->ctrl_len;
 			c->msgs[k].msg_hdr.msg_flags = 0;
 		}
+		c->filled = 0;
 		r = recvmmsg(c->fd, c->msgs, vlen, flags, NULL);
 		if (r < 0) {
 			int err = errno;
@@ -557,8 +577,11 @@ int rx_recv(struct rx_core *c, struct rx_packet *packets, uint32_t max_packets,
 		}
 		if (r == 0)
 			break;
+		c->filled = (uint32_t)r;
 		c->t.recv_calls++;
-		uint64_t now = realtime_ns();  /* For datagrams without a kernel timestamp. */
+		/* One clock reading per call: rx_time_ns of every datagram it read (without kernel
+		 * timestamps), so it is when the datagram left the socket queue, batched. */
+		uint64_t now = realtime_ns();
 		for (uint32_t k = 0; k < (uint32_t)r; k++)
 			n += handle(c, k, packets + n, payload, &used, now);
 		if ((uint32_t)r < vlen)
@@ -645,7 +668,9 @@ struct rx_core *rx_open(const struct rx_config *cfg, struct rx_info *info)
 	c->mask = tsize - 1;
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	c->seed = mix64((uint64_t)now.tv_nsec ^ ((uint64_t)now.tv_sec << 32) ^ (uint64_t)(uintptr_t)c);
-	/* Room for a timestamp and a drop count, generously (the kernel sets MSG_CTRUNC if short). */
+	/* Room for a timestamp and a drop count, generously (the kernel sets MSG_CTRUNC if short). The
+	 * lengths and flags the kernel rewrites are set by the first rx_recv (filled = batch) and
+	 * reset before each later call in the messages the previous one filled. */
 	c->ctrl_len = CMSG_SPACE(sizeof(struct timespec)) + CMSG_SPACE(sizeof(uint32_t)) + 64;
 	c->ring = malloc((size_t)cfg->batch * cfg->max_datagram);
 	c->msgs = calloc(cfg->batch, sizeof *c->msgs);
@@ -669,6 +694,7 @@ struct rx_core *rx_open(const struct rx_config *cfg, struct rx_info *info)
 		c->msgs[k].msg_hdr.msg_name = &c->names[k];
 		c->msgs[k].msg_hdr.msg_control = c->ctrl + (size_t)k * c->ctrl_len;
 	}
+	c->filled = cfg->batch;
 
 	c->fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (c->fd < 0) {
@@ -686,11 +712,13 @@ struct rx_core *rx_open(const struct rx_config *cfg, struct rx_info *info)
 		fail(info, errno, "getsockopt(SO_RCVBUF)");
 		goto out;
 	}
-	/* Not fatal: without them kernel drops are unknown and rx_time_ns is taken after the read. */
+	/* Not fatal: without them kernel drops are unknown and rx_time_ns is taken after the read.
+	 * SO_RXQ_OVFL costs nothing until the socket drops (the kernel only adds the cmsg when its
+	 * drop counter is non-zero); SO_TIMESTAMPNS costs on every datagram, so it is optional. */
 	c->rxq_ovfl = setopt(c->fd, SO_RXQ_OVFL, 1) == 0;
 	info->rxq_ovfl = c->rxq_ovfl;
 	c->t.kernel_drops_known = c->rxq_ovfl;
-	info->timestamps = setopt(c->fd, SO_TIMESTAMPNS, 1) == 0;
+	info->timestamps = cfg->kernel_timestamps && setopt(c->fd, SO_TIMESTAMPNS, 1) == 0;
 	if (cfg->busy_poll_us > 0 && setopt(c->fd, SO_BUSY_POLL, cfg->busy_poll_us) < 0)
 		info->busy_poll_errno = errno;
 	if (getopt_int(c->fd, SO_BUSY_POLL, &info->busy_poll_us) < 0)

@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define RX_ABI_VERSION 1u
+#define RX_ABI_VERSION 2u
 
 #define RX_RUNS_TRACKED 4u     /* Runs per stream whose gaps late datagrams may still fill. */
 #define RX_GAPS_TRACKED 4096u  /* Gap ranges per run; older ones stay missing for good. Power of 2. */
@@ -51,7 +51,8 @@ struct __attribute__((packed)) rx_packet {
 	uint64_t seq;
 	uint64_t timestamp;
 	uint64_t dropped;
-	uint64_t rx_time_ns;    /* CLOCK_REALTIME ns: kernel timestamp (SO_TIMESTAMPNS) if available. */
+	uint64_t rx_time_ns;    /* CLOCK_REALTIME ns: when the recvmmsg call that read it returned, or
+	                         * with kernel_timestamps the kernel's arrival time (SO_TIMESTAMPNS). */
 	uint64_t offset;        /* Byte offset of the samples in the caller's payload buffer. */
 };
 #define RX_PACKET_FIELDS 13u
@@ -66,6 +67,8 @@ struct rx_config {
 	uint32_t max_streams;   /* Bound of the stream table. */
 	uint32_t batch;         /* Datagrams per recvmmsg call: the ring's size. */
 	uint32_t max_datagram;  /* Ring buffer size: longer datagrams are counted as truncated. */
+	int32_t  kernel_timestamps;  /* SO_TIMESTAMPNS: a kernel arrival time per datagram (costs
+	                              * ~15 % of the kernel's receive time per datagram). */
 };
 
 /* What rx_open got from the kernel; on failure err/where say which call failed. */
@@ -76,7 +79,7 @@ struct rx_info {
 	int32_t  busy_poll_us;     /* getsockopt(SO_BUSY_POLL) after setting it. */
 	int32_t  busy_poll_errno;  /* Non-zero: the kernel refused SO_BUSY_POLL. */
 	int32_t  rxq_ovfl;         /* 1: SO_RXQ_OVFL on, kernel drops known. */
-	int32_t  timestamps;       /* 1: SO_TIMESTAMPNS on. */
+	int32_t  timestamps;       /* 1: SO_TIMESTAMPNS asked for and on. */
 	int32_t  err;              /* errno of the failing call, 0 on success. */
 	char     where[64];        /* Name of the failing call. */
 };
