@@ -53,8 +53,8 @@ class UDPFramer(LiteXModule):
     bytes) → Ethernet II / IPv4 / UDP frames to `dst_mac`.
 
     A frame starts only while `mac_valid` is high (the destination is known); once started it
-    runs to its end. The IPv4 checksum is computed from the template while the first 24 header
-    bytes go out, so it costs no cycle. UDP checksum 0 (none), as IPv4 allows.
+    runs to its end. The lengths and the IPv4 checksum are computed, in registered steps, while
+    the first 16 header bytes go out, so they cost no cycle. UDP checksum 0 (none), as IPv4 allows.
     """
     def __init__(self, mac_address, ip_address, dw=8, ttl=64):
         if dw not in (8, 64):
@@ -71,14 +71,18 @@ class UDPFramer(LiteXModule):
         ip_len    = Signal(16)
         udp_len   = Signal(16)
         checksum  = Signal(16)
-        self.comb += [
+        # The lengths are registered from sink.length (stable while sink.valid), so the FIFO
+        # read behind the sink does not feed the header mux and the checksum in one cycle: they
+        # are right from the frame's second cycle on, and first needed at byte 16 (word 2).
+        self.sync += [
             udp_len.eq(sink.length + UDP_HEADER_LEN),
             ip_len.eq(sink.length + UDP_HEADER_LEN + IP_HEADER_LEN),
         ]
 
         # IPv4 header checksum: the words that do not change between datagrams are summed in a
-        # register ahead of time; the length is added when the frame starts (sink.length is
-        # stable while sink.valid), and the result is needed only at header byte 24.
+        # register ahead of time, the length is added one cycle later, and the folded,
+        # complemented sum is registered once more: right from the frame's fourth cycle on, and
+        # first needed at header byte 24 (word 3).
         src_ip = ip_address
         static = 0x4500 + IP_FLAGS_DF + ((ttl << 8) | IP_PROTO_UDP)
         if isinstance(src_ip, int):
@@ -97,8 +101,8 @@ class UDPFramer(LiteXModule):
         self.comb += [
             fold1.eq(total[:16] + total[16:]),
             fold2.eq(fold1[:16] + fold1[16]),
-            checksum.eq(~fold2),
         ]
+        self.sync += checksum.eq(~fold2)
 
         header = field_bytes([
             (self.dst_mac, 6), (mac_address, 6), (ETHERTYPE_IPV4, 2),

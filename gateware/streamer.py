@@ -452,12 +452,24 @@ class _Serializer(LiteXModule):
 
         # # #
 
+        # Each channel's head descriptor and word are registered (full-throughput buffers with
+        # registered valid and ready, so only an empty-to-non-empty transition shows one cycle
+        # later): the buffers' RAM outputs and read pointers then meet registers, not the header
+        # and byte muxes and the FSM.
+        heads = []
+        for i, ch in enumerate(channels):
+            d = stream.Buffer(descriptor_layout(), pipe_valid=True, pipe_ready=True)
+            w = stream.Buffer([("data", ch.word_width)], pipe_valid=True, pipe_ready=True)
+            setattr(self, f"desc_reg{i}", d)
+            setattr(self, f"word_reg{i}", w)
+            self.comb += [ch.desc.connect(d.sink), ch.source.connect(w.sink)]
+            heads.append((d.source, w.source))
         sel      = Signal(max=max(nchannels, 2))
         desc     = stream.Endpoint(descriptor_layout())
         samples  = stream.Endpoint([("data", channels[0].word_width)])
         self.comb += [
-            Case(sel, {i: [ch.desc.connect(desc, omit={"ready"}), ch.source.connect(samples, omit={"ready"})]
-                       for i, ch in enumerate(channels)}),
+            Case(sel, {i: [d.connect(desc, omit={"ready"}), w.connect(samples, omit={"ready"})]
+                       for i, (d, w) in enumerate(heads)}),
         ]
         hb = header_bytes(dict(
             magic=daqformat.MAGIC, version=daqformat.VERSION, header_len=daqformat.HEADER_LEN,
@@ -473,8 +485,8 @@ class _Serializer(LiteXModule):
         pop_samp = Signal()
         nwords   = Signal(16)   # Buffer entries (words or samples) of this datagram.
         self.comb += [
-            Case(sel, {i: [ch.desc.ready.eq(pop_desc), ch.source.ready.eq(pop_samp)]
-                       for i, ch in enumerate(channels)}),
+            Case(sel, {i: [d.ready.eq(pop_desc), w.ready.eq(pop_samp)]
+                       for i, (d, w) in enumerate(heads)}),
             source.src_port.eq(src_port),
             source.dst_port.eq(self.dst_port),
             source.ip_address.eq(self.dst_ip),
@@ -486,7 +498,7 @@ class _Serializer(LiteXModule):
         gap_count = Signal(32)
         self.fsm = fsm = FSM(reset_state="SELECT")
         pending = Signal(nchannels)
-        self.comb += pending.eq(Cat(*[ch.desc.valid for ch in channels]))
+        self.comb += pending.eq(Cat(*[d.valid for d, w in heads]))
         # Round robin: the next channel after `sel` with a complete datagram.
         nxt = Signal(max=max(nchannels, 2))
         self.comb += nxt.eq(sel)
@@ -533,8 +545,13 @@ class _Serializer(LiteXModule):
         # A datagram of an earlier run can only still be here if its destination never answered
         # ARP; it must not go to the next run's destination. "Earlier" modulo 2**32, so a run
         # number that has not crossed from sys yet cannot make a new datagram look stale.
+        # Registered per channel from its head descriptor: a head changes at least one cycle
+        # before HEADER can look at it (a pop goes through SELECT, a switch is to another channel).
         stale = Signal()
-        self.comb += stale.eq(((self.run - desc.run)[:32] - 1)[:32] < 2**31 - 1)
+        stales = Signal(nchannels)
+        for i, (d, w) in enumerate(heads):
+            self.sync += stales[i].eq(((self.run - d.run)[:32] - 1)[:32] < 2**31 - 1)
+        self.comb += stale.eq(stales >> sel)
         fsm.act("HEADER",
             If(stale & (hcount == 0),
                 NextState("DISCARD")
@@ -560,8 +577,10 @@ class _Serializer(LiteXModule):
             last_word = Signal()
             last_be   = Signal(nb)
             tail      = Signal(max=max(spw, 2))  # Samples in the last word, minus one.
+            nwords_m1 = Signal(16)  # Registered: desc is stable for the whole HEADER phase.
+            self.sync += nwords_m1.eq(nwords - 1)
             self.comb += [
-                last_word.eq(scount == nwords - 1),
+                last_word.eq(scount == nwords_m1),
                 tail.eq((desc.count - 1)[:len(tail)] if spw > 1 else 0),
                 Case(tail, {k: last_be.eq(1 << ((k + 1)*sample_bytes - 1)) for k in range(spw)}),
             ]
@@ -582,7 +601,9 @@ class _Serializer(LiteXModule):
             # One byte per cycle, MSB first; a sample is popped after its last byte.
             sample_b  = Array([samples.data[8*(sample_bytes - 1 - i):8*(sample_bytes - i)] for i in range(sample_bytes)])
             last_byte = Signal()
-            self.comb += last_byte.eq((scount == desc.count - 1) & (bcount == sample_bytes - 1))
+            count_m1 = Signal(16)  # Registered: desc is stable for the whole HEADER phase.
+            self.sync += count_m1.eq(desc.count - 1)
+            self.comb += last_byte.eq((scount == count_m1) & (bcount == sample_bytes - 1))
             fsm.act("SAMPLES",
                 source.valid.eq(1),  # The whole datagram is in the buffer: valid never drops here.
                 source.data.eq(sample_b[bcount]),

@@ -4,11 +4,11 @@
 
 """PHY-side transmit path: the DAQ data path beside LiteEth's MAC, merged at frame boundaries.
 
-    streamer ─► UDPFramer ─┐
-    ARPRequester ──────────┴► CRC ─► preamble ─┐
-    LiteEth MAC (ARP, ICMP, control) ──────────┴► FrameScheduler ─► IFG ─► PHY
-                                               (LiteEth first: control never waits behind bulk
-                                                for more than one frame)
+    streamer ─► (ready reg) ─► UDPFramer ─► register ─┐
+    ARPRequester ─────────────────────────────────────┴► CRC ─► preamble ─┐
+    LiteEth MAC (ARP, ICMP, control) ─────────────────────────────────────┴► FrameScheduler ─► IFG ─► PHY
+                                                                          (LiteEth first: control never waits
+                                                                           behind bulk for more than one frame)
 
 LiteEth is given `mac_phy`, a stand-in PHY: its frames (with preamble and FCS, as the real PHY
 wants them) come out of `mac_phy.sink` into the scheduler, and received frames pass from the
@@ -65,8 +65,13 @@ class TXPath(LiteXModule):
         r = ClockDomainsRenamer(cd_tx)
         self.framer    = framer    = r(UDPFramer(mac_address, ip_address, dw=dw))
         self.requester = requester = r(ARPRequester(mac_address, ip_address, dw=dw))
+        # Registered ready towards the streamer (no added cycle: a datagram passes straight
+        # through unless the framer stalls it), so the schedulers', CRC's and framer's ready
+        # chain does not reach into the streamer's FSM and buffers.
+        self.data_buf = data_buf = r(stream.Buffer(eth_udp_user_description(dw), pipe_valid=False, pipe_ready=True))
         self.comb += [
-            self.data.connect(framer.sink),
+            self.data.connect(data_buf.sink),
+            data_buf.source.connect(framer.sink),
             framer.dst_mac.eq(self.dst_mac),
             framer.mac_valid.eq(self.dst_valid),
             requester.request.eq(self.arp_request),
@@ -74,10 +79,14 @@ class TXPath(LiteXModule):
         ]
 
         # Our frames: ARP request before data (it is rare and data may be waiting for it).
+        # The framer's output is registered (one cycle): its header mux and the streamer's FIFO
+        # reads behind it would otherwise share a cycle with the schedulers and the CRC.
         self.local = local = r(FrameScheduler(2, dw))
+        self.framer_reg = framer_reg = r(stream.PipeValid(eth_phy_description(dw)))
         self.comb += [
             requester.source.connect(local.sinks[0]),
-            framer.source.connect(local.sinks[1]),
+            framer.source.connect(framer_reg.sink),
+            framer_reg.source.connect(local.sinks[1]),
         ]
         if mac_phy.with_preamble_crc:
             self.crc      = crc      = r(LiteEthMACCRC32Inserter(eth_phy_description(dw)))
