@@ -394,6 +394,23 @@ def _meminfo_drops(sock):
     return struct.unpack_from(f"={SK_MEMINFO_DROPS + 1}I", info)[SK_MEMINFO_DROPS]
 
 
+def text_table(head, rows):
+    """Right-aligned columns of strings, a rule under the head: (lines, rule)."""
+    widths = [max(len(r[i]) for r in [head] + rows) for i in range(len(head))]
+    lines = ["  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in [head] + rows]
+    rule = "  ".join("-" * w for w in widths)
+    lines.insert(1, rule)
+    return lines, rule
+
+
+def malformed_text(malformed):
+    """'3 (bad magic 2, short 1)' from {reason: count}; '0' when empty."""
+    text = str(sum(malformed.values()))
+    if malformed:
+        text += " (" + ", ".join(f"{k} {v}" for k, v in sorted(malformed.items())) + ")"
+    return text
+
+
 def format_stats(stats):
     """Plain-text table: one row per stream, a total row, and a line for what has no stream."""
     def rate(nbytes):
@@ -411,17 +428,12 @@ def format_stats(stats):
                  rate(stats.payload_bytes), str(stats.missing), str(sum(s.out_of_order for s in ss)),
                  str(sum(s.duplicates for s in ss)), str(sum(s.board_dropped for s in ss)),
                  str(sum(s.overflow_flags for s in ss))])
-    widths = [max(len(r[i]) for r in [head] + rows) for i in range(len(head))]
-    lines = ["  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in [head] + rows]
-    rule = "  ".join("-" * w for w in widths)
-    lines.insert(1, rule)
+    lines, rule = text_table(head, rows)
     if stats.streams:
         lines.insert(len(lines) - 1, rule)
 
     kernel = "unknown" if stats.kernel_dropped is None else str(stats.kernel_dropped)
-    malformed = str(stats.malformed_total)
-    if stats.malformed:
-        malformed += " (" + ", ".join(f"{k} {v}" for k, v in sorted(stats.malformed.items())) + ")"
+    malformed = malformed_text(stats.malformed)
     lines.append(f"{stats.datagrams} datagrams, {stats.bytes / MIB:.2f} MiB in {stats.elapsed:.2f} s: "
                  f"{stats.datagrams_per_s:.0f} datagrams/s, {stats.mib_per_s:.2f} MiB/s of samples; "
                  f"malformed {malformed}; kernel drops {kernel}")
@@ -447,7 +459,7 @@ class _Parser(argparse.ArgumentParser):
         sys.exit(2)
 
 
-def _port(text):
+def port_type(text):
     try:
         value = int(text, 0)
     except ValueError:
@@ -474,7 +486,7 @@ def make_parser():
                 "and account for every loss.", epilog=EXAMPLES,
                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--bind", default="0.0.0.0", help="local IPv4 address to listen on (default 0.0.0.0)")
-    p.add_argument("--port", type=_port, default=DEFAULT_PORT,
+    p.add_argument("--port", type=port_type, default=DEFAULT_PORT,
                    help=f"UDP port (default {DEFAULT_PORT}; 0 = any free port)")
     p.add_argument("--duration", type=_number(float, "duration"), help="stop after this many seconds")
     p.add_argument("--count", type=_number(int, "count"), help="stop after this many datagrams")

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from ethdaq.host import rxcore
 from ethdaq.host.batch import Batch, stream_name
-from ethdaq.host.receiver import MIB, ReceiverError
+from ethdaq.host.receiver import MIB, ReceiverError, port_type, malformed_text, text_table
 
 REFRESH_S = 0.25   # Live display refresh; also the longest recv() wait, so stops are prompt.
 
@@ -50,18 +50,8 @@ def _positive(kind, what):
     return parse
 
 
-def _port(text):
-    try:
-        value = int(text, 0)
-    except ValueError:
-        value = -1
-    if not 0 <= value < 65536:
-        raise argparse.ArgumentTypeError(f"port must be an integer in 0..65535, not {text!r}")
-    return value
-
-
 def add_arguments(p):
-    p.add_argument("--port", type=_port, default=rxcore.DEFAULT_PORT, help="UDP port (default 5000)")
+    p.add_argument("--port", type=port_type, default=rxcore.DEFAULT_PORT, help="UDP port (default 5000)")
     p.add_argument("--bind", default="0.0.0.0", help="local IPv4 address to listen on (default 0.0.0.0)")
     p.add_argument("-o", "--output", metavar="FILE.h5",
                    help="write the run to this HDF5 file and its summary to FILE.json beside it")
@@ -192,9 +182,7 @@ HEAD = ["stream", "datagrams", "MiB/s", "missing", "out-of-order", "duplicates",
 
 def _totals_line(stats, elapsed):
     kernel = "unknown" if stats.kernel_dropped is None else str(stats.kernel_dropped)
-    malformed = str(stats.malformed_total)
-    if stats.malformed:
-        malformed += " (" + ", ".join(f"{k} {v}" for k, v in sorted(stats.malformed.items())) + ")"
+    malformed = malformed_text(stats.malformed)
     pps = stats.datagrams/elapsed if elapsed > 0 else 0.0
     mib = stats.payload_bytes/MIB/elapsed if elapsed > 0 else 0.0
     line = (f"{stats.datagrams} datagrams, {stats.bytes/MIB:.2f} MiB in {elapsed:.2f} s: {pps:.0f} datagrams/s, "
@@ -207,9 +195,7 @@ def _totals_line(stats, elapsed):
 def format_table(stats, elapsed):
     """Plain-text per-stream table plus a totals line (what the run prints at its end)."""
     rows = [[str(c) for c in r] for r in _rows(stats, elapsed)]
-    widths = [max(len(r[i]) for r in [HEAD] + rows) for i in range(len(HEAD))]
-    lines = ["  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in [HEAD] + rows]
-    lines.insert(1, "  ".join("-"*w for w in widths))
+    lines, _ = text_table(HEAD, rows)
     lines.append(_totals_line(stats, elapsed))
     return "\n".join(lines)
 
