@@ -38,6 +38,10 @@ _io = [
         Subsignal("tx_en",   Pins(1)),
         Subsignal("tx_er",   Pins(1)),
     ),
+    # Testbench pins of the PTP clock (DAQSoC with_ptp_testbench; bench/ptp2.py): its time (ground
+    # truth) and the oscillator error to model, signed, 2^-F ns per cycle.
+    ("ptp_time_ns",   0, Pins(64)),
+    ("ptp_osc_error", 0, Pins(32)),
 ]
 
 

@@ -2,8 +2,9 @@
 # This file is part of ethdaq.
 # SPDX-License-Identifier: BSD-2-Clause
 
-"""CPU UDP port: lets the firmware send and receive datagrams on one UDP port of the
-hardware LiteEth UDP/IP stack.
+"""CPU ports: let the firmware send and receive datagrams on one UDP port of the hardware
+LiteEth UDP/IP stack (``CPUUDPPort``), or raw Ethernet frames of one EtherType on LiteEth's MAC
+crossbar (``CPUMACPort``, for PTP over Ethernet).
 
 The hardware stack answers ARP and ICMP and carries bulk data without the CPU; the CPU only
 needs its control port. Instead of a second MAC and a software IP stack, the firmware gets a
@@ -13,6 +14,10 @@ datagram mailbox on the hardware UDP crossbar:
   stored completely or dropped and counted (``rx_dropped``); the UDP stack is never stalled.
 - TX: the firmware writes the payload into a buffer, then ``tx_send`` streams the complete
   datagram, so the MAC never sees a pause inside a frame.
+
+``CPUMACPort`` is the same mailbox for frames. A frame carries no length before it arrives, so it
+is admitted only when the buffer can hold ``rx_max`` bytes, and longer frames are stored truncated.
+Both ports share the CPU side of the receive buffer and the whole transmit path.
 """
 
 from migen import *
@@ -22,7 +27,129 @@ from litex.gen import *
 from litex.soc.interconnect import stream
 from litex.soc.interconnect.csr import *
 
-from liteeth.common import eth_udp_user_description
+from liteeth.common import eth_udp_user_description, eth_mac_description
+
+# Shared Paths -------------------------------------------------------------------------------------
+
+# Both ports give the firmware the same buffer protocol. These helpers build it into the calling
+# port under the port's own attribute names (rx_cpu_fsm, tx_data, tx_fsm), as if written inline.
+
+def _add_rx_reader(port, rx_data, rx_meta, skip=None):
+    """CPU side of a receive buffer: ``rx_next`` steps through the payload of the entry at the
+    head of ``rx_meta`` (which has a ``length`` field), ``rx_consume`` discards the rest of it.
+
+    ``skip`` (optional, a field of the head entry): entries that had to be stored before they
+    could be judged (a frame's error shows only on its last byte) are discarded here, unseen
+    by the CPU.
+    """
+    readable = rx_meta.source.valid
+    if skip is not None:
+        readable = readable & ~skip
+    rx_read = Signal(16)
+    port.rx_cpu_fsm = rx_cpu_fsm = FSM(reset_state="IDLE")
+    rx_cpu_idle = [
+        If(port._rx_next.re & readable & rx_data.source.valid & (rx_read < rx_meta.source.length),
+            rx_data.source.ready.eq(1),
+            NextValue(rx_read, rx_read + 1)
+        ),
+        If(port._rx_consume.re & readable,
+            NextState("DRAIN")
+        )
+    ]
+    if skip is not None:
+        rx_cpu_idle.append(If(rx_meta.source.valid & skip, NextState("DRAIN")))
+    rx_cpu_fsm.act("IDLE", *rx_cpu_idle)
+    rx_cpu_fsm.act("DRAIN",
+        If(rx_read < rx_meta.source.length,
+            rx_data.source.ready.eq(1),
+            If(rx_data.source.valid,
+                NextValue(rx_read, rx_read + 1)
+            )
+        ).Else(
+            rx_meta.source.ready.eq(1),
+            NextValue(rx_read, 0),
+            NextState("IDLE")
+        )
+    )
+
+
+def _add_tx_path(port, source, tx_depth, header, max_length=None):
+    """Transmit buffer: ``tx_data`` appends a byte; ``tx_send`` streams the buffered payload as
+    one packet on ``source`` (dw=8) without a pause inside it, or discards it and counts it in
+    ``tx_dropped`` if it overflowed ``tx_depth``. Drives ``tx_busy``, ``tx_count`` and
+    ``tx_dropped``.
+
+    ``header(length)`` gives the statements that set the source's header fields while sending;
+    ``length`` is the payload length in bytes. ``max_length`` (optional) makes longer payloads
+    overflow even though the buffered FIFO holds one byte more than ``tx_depth`` (its output
+    register); without it, payloads of up to tx_depth + 1 bytes are sent.
+    """
+    port.tx_data = tx_data = stream.SyncFIFO([("data", 8)], depth=tx_depth, buffered=True)
+    tx_length   = Signal(16)
+    tx_sent     = Signal(16)
+    tx_overflow = Signal()
+    tx_count    = Signal(32)
+    tx_dropped  = Signal(32)
+    tx_room     = tx_data.sink.ready
+    if max_length is not None:
+        tx_room = tx_room & (tx_length < max_length)
+
+    port.tx_fsm = tx_fsm = FSM(reset_state="IDLE")
+    tx_fsm.act("IDLE",
+        tx_data.sink.data.eq(port._tx_data.storage),
+        If(port._tx_data.re,
+            If(tx_room,
+                tx_data.sink.valid.eq(1),
+                NextValue(tx_length, tx_length + 1)
+            ).Else(
+                NextValue(tx_overflow, 1)
+            )
+        ),
+        If(port._tx_send.re,
+            NextValue(tx_sent, 0),
+            If(tx_overflow,
+                NextValue(tx_dropped, tx_dropped + 1),
+                NextState("FLUSH")
+            ).Elif(tx_length != 0,
+                NextState("SEND")
+            )
+        )
+    )
+    tx_fsm.act("SEND",
+        source.valid.eq(tx_data.source.valid),
+        source.data.eq(tx_data.source.data),
+        source.last.eq(tx_sent == (tx_length - 1)),
+        source.last_be.eq(source.last),
+        *header(tx_length),
+        tx_data.source.ready.eq(source.ready),
+        If(source.valid & source.ready,
+            NextValue(tx_sent, tx_sent + 1),
+            If(source.last,
+                NextValue(tx_length, 0),
+                NextValue(tx_count, tx_count + 1),
+                NextState("IDLE")
+            )
+        )
+    )
+    tx_fsm.act("FLUSH",
+        tx_data.source.ready.eq(1),
+        If(~tx_data.source.valid,
+            NextValue(tx_length,   0),
+            NextValue(tx_overflow, 0),
+            NextState("IDLE")
+        )
+    )
+    port.comb += [
+        port._tx_busy.status.eq(~tx_fsm.ongoing("IDLE")),
+        port._tx_count.status.eq(tx_count),
+        port._tx_dropped.status.eq(tx_dropped),
+    ]
+
+
+def _check_depths(**depths):
+    for name, depth in depths.items():
+        if depth < 64 or depth & (depth - 1):
+            raise ValueError(f"{name} must be a power of two >= 64, not {depth!r}")
 
 # CPU UDP Port -------------------------------------------------------------------------------------
 
@@ -43,9 +170,7 @@ class CPUUDPPort(LiteXModule):
     def __init__(self, udp_port, rx_depth=2048, rx_datagrams=4, tx_depth=2048):
         if not (0 < udp_port < 65536):
             raise ValueError(f"udp_port must be in 1..65535, not {udp_port!r}")
-        for name, depth in [("rx_depth", rx_depth), ("tx_depth", tx_depth)]:
-            if depth < 64 or depth & (depth - 1):
-                raise ValueError(f"{name} must be a power of two >= 64, not {depth!r}")
+        _check_depths(rx_depth=rx_depth, tx_depth=tx_depth)
         self.udp_port = udp_port
         self.sink     = sink   = stream.Endpoint(eth_udp_user_description(8)) # From UDP crossbar.
         self.source   = source = stream.Endpoint(eth_udp_user_description(8)) # To UDP crossbar.
@@ -142,31 +267,9 @@ class CPUUDPPort(LiteXModule):
 
         # RX Control-Path (CPU side).
         # ---------------------------
-        rx_read = Signal(16)
-        self.rx_cpu_fsm = rx_cpu_fsm = FSM(reset_state="IDLE")
-        rx_cpu_fsm.act("IDLE",
-            If(self._rx_next.re & rx_meta.source.valid & rx_data.source.valid & (rx_read < rx_meta.source.length),
-                rx_data.source.ready.eq(1),
-                NextValue(rx_read, rx_read + 1)
-            ),
-            If(self._rx_consume.re & rx_meta.source.valid,
-                NextState("DRAIN")
-            )
-        )
-        rx_cpu_fsm.act("DRAIN",
-            If(rx_read < rx_meta.source.length,
-                rx_data.source.ready.eq(1),
-                If(rx_data.source.valid,
-                    NextValue(rx_read, rx_read + 1)
-                )
-            ).Else(
-                rx_meta.source.ready.eq(1),
-                NextValue(rx_read, 0),
-                NextState("IDLE")
-            )
-        )
+        _add_rx_reader(self, rx_data, rx_meta)
         self.comb += [
-            self._rx_ready.status.eq(rx_meta.source.valid & rx_cpu_fsm.ongoing("IDLE")),
+            self._rx_ready.status.eq(rx_meta.source.valid & self.rx_cpu_fsm.ongoing("IDLE")),
             self._rx_ip.status.eq(rx_meta.source.ip),
             self._rx_port.status.eq(rx_meta.source.port),
             self._rx_length.status.eq(rx_meta.source.length),
@@ -176,65 +279,201 @@ class CPUUDPPort(LiteXModule):
             self._rx_dropped.status.eq(rx_dropped),
         ]
 
-        # TX Data-Path.
-        # -------------
-        self.tx_data = tx_data = stream.SyncFIFO([("data", 8)], depth=tx_depth, buffered=True)
-        tx_length   = Signal(16)
-        tx_sent     = Signal(16)
-        tx_overflow = Signal()
-        tx_count    = Signal(32)
-        tx_dropped  = Signal(32)
-
-        self.tx_fsm = tx_fsm = FSM(reset_state="IDLE")
-        tx_fsm.act("IDLE",
-            tx_data.sink.data.eq(self._tx_data.storage),
-            If(self._tx_data.re,
-                If(tx_data.sink.ready,
-                    tx_data.sink.valid.eq(1),
-                    NextValue(tx_length, tx_length + 1)
-                ).Else(
-                    NextValue(tx_overflow, 1)
-                )
-            ),
-            If(self._tx_send.re,
-                NextValue(tx_sent, 0),
-                If(tx_overflow,
-                    NextValue(tx_dropped, tx_dropped + 1),
-                    NextState("FLUSH")
-                ).Elif(tx_length != 0,
-                    NextState("SEND")
-                )
-            )
-        )
-        tx_fsm.act("SEND",
-            source.valid.eq(tx_data.source.valid),
-            source.data.eq(tx_data.source.data),
-            source.last.eq(tx_sent == (tx_length - 1)),
-            source.last_be.eq(source.last),
+        # TX Data-Path / Control-Path.
+        # ----------------------------
+        _add_tx_path(self, source, tx_depth, header=lambda length: [
             source.src_port.eq(udp_port),
             source.dst_port.eq(self._tx_port.storage),
             source.ip_address.eq(self._tx_ip.storage),
-            source.length.eq(tx_length),
-            tx_data.source.ready.eq(source.ready),
-            If(source.valid & source.ready,
-                NextValue(tx_sent, tx_sent + 1),
-                If(source.last,
-                    NextValue(tx_length, 0),
-                    NextValue(tx_count, tx_count + 1),
-                    NextState("IDLE")
+            source.length.eq(length),
+        ])
+
+
+# CPU MAC Port -------------------------------------------------------------------------------------
+
+class CPUMACPort(LiteXModule):
+    """Frame mailbox between one LiteEth MAC crossbar user port (dw=8) and the CPU's CSR bus, for
+    the raw Ethernet frames of one EtherType (PTP over Ethernet: 0x88F7).
+
+    Connect it to ``ethcore.mac.crossbar.get_port(ethernet_type, dw=8)``; that needs a MAC with
+    dw=8, as the MAC crossbar does not convert widths.
+
+    The payload is what follows the EtherType, including the MAC's padding of short frames (the
+    MAC strips the FCS but not the padding).
+
+    RX never stalls the crossbar. A frame is admitted at its first byte if ``rx_max`` bytes and a
+    frame slot are free, else dropped whole (``rx_dropped``, whatever its error flag). The MAC
+    flags a bad FCS on the last byte only, so such a frame is stored, then discarded unseen when it
+    reaches the head of the queue (``rx_errors``); until then it holds its buffer space.
+
+    Parameters
+    ----------
+    ethernet_type : int
+        EtherType received and transmitted (0x0600..0xFFFF).
+    mac_address : int
+        Own unicast MAC address (48 bits); source of transmitted frames.
+    rx_depth : int
+        Receive buffer in bytes (all stored frames together).
+    rx_frames : int
+        Maximum number of stored frames waiting for the CPU.
+    rx_max : int
+        Payload bytes stored per frame; longer frames are stored truncated.
+    tx_depth : int
+        Largest frame payload the CPU can send, in bytes.
+    """
+    def __init__(self, ethernet_type, mac_address, rx_depth=256, rx_frames=4, rx_max=128, tx_depth=128):
+        if not (0x0600 <= ethernet_type <= 0xFFFF):
+            # Values below 0x0600 are IEEE 802.3 length fields, not EtherTypes.
+            raise ValueError(f"ethernet_type must be in 0x0600..0xFFFF, not {ethernet_type!r}")
+        if not (0 <= mac_address < 2**48) or (mac_address >> 40) & 1:
+            raise ValueError(f"mac_address must be a 48-bit unicast address, not {mac_address!r}")
+        _check_depths(rx_depth=rx_depth, tx_depth=tx_depth)
+        if not (1 <= rx_max <= min(rx_depth, 65535)):
+            raise ValueError(f"rx_max must be in 1..{min(rx_depth, 65535)} (at most rx_depth), not {rx_max!r}")
+        if rx_frames < 1:
+            raise ValueError(f"rx_frames must be >= 1, not {rx_frames!r}")
+        self.ethernet_type = ethernet_type
+        self.mac_address   = mac_address
+        self.sink   = sink   = stream.Endpoint(eth_mac_description(8)) # From MAC crossbar.
+        self.source = source = stream.Endpoint(eth_mac_description(8)) # To MAC crossbar.
+
+        # RX CSRs.
+        self._rx_ready     = CSRStatus(description="1 when a received frame is waiting.")
+        self._rx_mac       = CSRStatus(48, description="Source MAC address of the waiting frame.")
+        self._rx_dst       = CSRStatus(fields=[
+            CSRField("multicast", size=1, description="1 if the waiting frame was sent to a group "
+                "(multicast or broadcast) address: bit 0 of the destination's first byte."),
+        ])
+        self._rx_length    = CSRStatus(16, description="Stored payload bytes of the waiting frame (at most rx_max).")
+        self._rx_truncated = CSRStatus(description="1 if the waiting frame lost the payload bytes beyond rx_max.")
+        self._rx_data      = CSRStatus(8,  description="Current payload byte of the waiting frame.")
+        self._rx_next      = CSR()  # Write: advance to the next payload byte.
+        self._rx_consume   = CSR()  # Write: discard the rest of the waiting frame.
+        self._rx_count     = CSRStatus(32, description="Frames accepted (truncated ones included).")
+        self._rx_dropped   = CSRStatus(32, description="Frames dropped because the buffer had no room for rx_max bytes or no free frame slot.")
+        self._rx_errors    = CSRStatus(32, description="Frames discarded because the MAC flagged them (error set, e.g. a bad FCS).")
+
+        # TX CSRs.
+        self._tx_data      = CSRStorage(8,  description="Write: append one payload byte.")
+        self._tx_mac       = CSRStorage(48, description="Destination MAC address.")
+        self._tx_send      = CSR()  # Write: send the appended payload as one frame.
+        self._tx_busy      = CSRStatus(description="1 while a frame is being sent.")
+        self._tx_count     = CSRStatus(32, description="Frames sent.")
+        self._tx_dropped   = CSRStatus(32, description="Frames discarded because the payload exceeded tx_depth.")
+
+        # # #
+
+        # RX Data-Path.
+        # -------------
+        self.rx_data = rx_data = stream.SyncFIFO([("data", 8)], depth=rx_depth, buffered=True)
+        self.rx_meta = rx_meta = stream.SyncFIFO(
+            [("mac", 48), ("multicast", 1), ("length", 16), ("truncated", 1), ("error", 1)],
+            depth=rx_frames)
+
+        rx_free    = Signal(max=rx_depth + 1)
+        rx_room    = Signal()              # Room to admit a frame starting now.
+        rx_admit   = Signal()              # Current beat belongs to an admitted frame.
+        rx_store   = Signal()              # Current beat's byte is stored.
+        rx_stored  = Signal(max=rx_max + 1)
+        rx_cut     = Signal()              # Earlier beats of the frame were beyond rx_max.
+        rx_bad     = Signal()              # Earlier beats of the frame had error set.
+        rx_error   = Signal()
+        rx_count   = Signal(32)
+        rx_dropped = Signal(32)
+        rx_errors  = Signal(32)
+        self.comb += [
+            rx_free.eq(rx_depth - rx_data.level),
+            # A frame's length is only known at its end: admit it only if rx_max bytes fit. The
+            # meta FIFO only fills from here, so a slot free at the first beat is still free at
+            # the last, and the data FIFO cannot overflow while at most rx_max bytes are stored.
+            rx_room.eq(rx_meta.sink.ready & (rx_free >= rx_max)),
+            # Never stall the crossbar: frames we cannot take are dropped instead.
+            sink.ready.eq(1),
+            rx_store.eq(sink.valid & rx_admit & (rx_stored < rx_max)),
+            rx_data.sink.valid.eq(rx_store),
+            rx_data.sink.data.eq(sink.data),
+            rx_error.eq(rx_bad | (sink.error != 0)),
+            # The entry is written with the last beat, so one-beat frames and back-to-back frames
+            # need no extra cycle. The MAC header fields are payload fields of
+            # eth_mac_description: they come with every beat, the last one included.
+            rx_meta.sink.valid.eq(sink.valid & sink.last & rx_admit),
+            rx_meta.sink.mac.eq(sink.sender_mac),
+            rx_meta.sink.multicast.eq(sink.target_mac[40]), # Bit 0 of the first byte on the wire.
+            rx_meta.sink.length.eq(rx_stored + rx_store),
+            rx_meta.sink.truncated.eq(rx_cut | ~rx_store),
+            # The MAC's FCS check flags error on the last beat only, after the bytes are stored:
+            # such entries are committed flagged and discarded by the CPU side unseen.
+            rx_meta.sink.error.eq(rx_error),
+        ]
+        self.sync += [
+            If(sink.valid & rx_admit,
+                If(sink.last,
+                    rx_stored.eq(0),
+                    rx_cut.eq(0),
+                    rx_bad.eq(0),
+                    If(rx_error,
+                        rx_errors.eq(rx_errors + 1)
+                    ).Else(
+                        rx_count.eq(rx_count + 1)
+                    )
+                ).Else(
+                    rx_stored.eq(rx_stored + rx_store),
+                    rx_cut.eq(rx_cut | ~rx_store),
+                    rx_bad.eq(rx_error),
+                )
+            )
+        ]
+
+        self.rx_fsm = rx_fsm = FSM(reset_state="IDLE")
+        rx_fsm.act("IDLE",
+            # The first beat is admitted (and stored) or dropped in the cycle it arrives.
+            rx_admit.eq(rx_room),
+            If(sink.valid,
+                If(~rx_room,
+                    NextValue(rx_dropped, rx_dropped + 1)
+                ),
+                If(~sink.last,
+                    If(rx_room,
+                        NextState("RECEIVE")
+                    ).Else(
+                        NextState("DROP")
+                    )
                 )
             )
         )
-        tx_fsm.act("FLUSH",
-            tx_data.source.ready.eq(1),
-            If(~tx_data.source.valid,
-                NextValue(tx_length,   0),
-                NextValue(tx_overflow, 0),
+        rx_fsm.act("RECEIVE",
+            rx_admit.eq(1),
+            If(sink.valid & sink.last,
                 NextState("IDLE")
             )
         )
+        rx_fsm.act("DROP",
+            If(sink.valid & sink.last,
+                NextState("IDLE")
+            )
+        )
+
+        # RX Control-Path (CPU side).
+        # ---------------------------
+        _add_rx_reader(self, rx_data, rx_meta, skip=rx_meta.source.error)
         self.comb += [
-            self._tx_busy.status.eq(~tx_fsm.ongoing("IDLE")),
-            self._tx_count.status.eq(tx_count),
-            self._tx_dropped.status.eq(tx_dropped),
+            self._rx_ready.status.eq(
+                rx_meta.source.valid & ~rx_meta.source.error & self.rx_cpu_fsm.ongoing("IDLE")),
+            self._rx_mac.status.eq(rx_meta.source.mac),
+            self._rx_dst.fields.multicast.eq(rx_meta.source.multicast),
+            self._rx_length.status.eq(rx_meta.source.length),
+            self._rx_truncated.status.eq(rx_meta.source.truncated),
+            self._rx_data.status.eq(rx_data.source.data),
+            self._rx_count.status.eq(rx_count),
+            self._rx_dropped.status.eq(rx_dropped),
+            self._rx_errors.status.eq(rx_errors),
         ]
+
+        # TX Data-Path / Control-Path.
+        # ----------------------------
+        # LiteEth's MAC pads short frames to the 60-byte minimum, so any payload length >= 1 works.
+        _add_tx_path(self, source, tx_depth, max_length=tx_depth, header=lambda length: [
+            source.target_mac.eq(self._tx_mac.storage),
+            source.sender_mac.eq(mac_address),
+            source.ethernet_type.eq(ethernet_type),
+        ])

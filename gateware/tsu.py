@@ -151,6 +151,9 @@ class PTPClock(LiteXModule):
     clk_freq : nominal frequency of the clock domain, Hz.
     frac_bits : fraction bits F (default: fewest for 0.01 ppb per adjustment LSB, frac_bits_for).
     ppm_error : models an oscillator off by this many ppm (simulation; see modelled_increment).
+    with_osc_error : adds the input `osc_error` (signed 32-bit, 2^-F ns per cycle) to every
+          increment: an oscillator error a testbench chooses at run time (simulation; the
+          two-board bench sets it to modelled_increment(ppm) - nominal_inc).
 
     Inputs (clock domain)
     ---------------------
@@ -176,7 +179,7 @@ class PTPClock(LiteXModule):
           1 cycle after add_stb, 2 after set_stb).
     stepped : high in the first published cycle that shows an accepted set or add.
     """
-    def __init__(self, clk_freq, frac_bits=None, ppm_error=0.0):
+    def __init__(self, clk_freq, frac_bits=None, ppm_error=0.0, with_osc_error=False):
         if clk_freq <= 0:
             raise ValueError(f"clk_freq must be positive (Hz), not {clk_freq!r}")
         minimum = frac_bits_for(clk_freq)
@@ -195,6 +198,7 @@ class PTPClock(LiteXModule):
             raise ValueError(f"ppm_error must leave a positive period below 1 s, not {ppm_error!r}")
 
         self.adj       = Signal((ADJ_BITS, True))
+        self.osc_error = Signal((ADJ_BITS, True))  # Only used with_osc_error.
         self.set_stb   = Signal()
         self.set_sec   = Signal(48)
         self.set_ns    = Signal(30)
@@ -226,7 +230,12 @@ class PTPClock(LiteXModule):
         base_int = self.base_inc >> F
         ba_bits = bits_for(self.base_inc + 2**ADJ_BITS)
         ba = Signal(ba_bits, reset=self.base_inc)
-        self.sync += ba.eq(self.base_inc + self.adj)
+        if with_osc_error:
+            ba_bits += 1
+            ba = Signal(ba_bits, reset=self.base_inc)
+            self.sync += ba.eq(self.base_inc + self.adj + self.osc_error)
+        else:
+            self.sync += ba.eq(self.base_inc + self.adj)
         ba_int  = ba[F:]
         ba_frac = ba[:F]
 

@@ -81,6 +81,38 @@ def _add_network_options(p):
     p.add_argument("--mac", type=_mac, default=DEFAULT_MAC, help=f"board MAC address (default {DEFAULT_MAC})")
     p.add_argument("--ctl-port", type=_port, default=DEFAULT_CTL_PORT,
                    help=f"firmware control UDP port (default {DEFAULT_CTL_PORT})")
+    g = p.add_argument_group("PTP (docs/ptp-firmware.md)")
+    g.add_argument("--ptp-role", choices=["auto", "master", "slave"], default="auto",
+                   help="auto: the best master clock algorithm decides (default); master: always master; slave: never master")
+    g.add_argument("--ptp-transport", choices=["udp", "l2"], default="udp",
+                   help="udp: UDP/IPv4 to 224.0.1.129 ports 319/320 (default); l2: Ethernet, EtherType 0x88F7")
+    g.add_argument("--ptp-domain", type=_ptp_domain, default=0, help="PTP domainNumber (default 0)")
+    g.add_argument("--ptp-log-sync", type=_log_interval, default=0, metavar="N",
+                   help="Sync interval 2^N s as master, -10..6 (default 0: 1 s, as ptp4l)")
+    g.add_argument("--ptp-log-announce", type=_log_interval, default=1, metavar="N",
+                   help="Announce interval 2^N s as master, -10..6 (default 1: 2 s, as ptp4l)")
+    g.add_argument("--ptp-log-delay-req", type=_log_interval, default=0, metavar="N",
+                   help="minimum Delay_Req interval 2^N s, -10..6 (default 0: 1 s, as ptp4l)")
+
+
+def _log_interval(text):
+    try:
+        value = int(text)
+    except ValueError:
+        value = None
+    if value is None or not -10 <= value <= 6:
+        raise argparse.ArgumentTypeError(f"log2 interval must be an integer from -10 to 6, not {text!r}")
+    return value
+
+
+def _ptp_domain(text):
+    try:
+        value = int(text)
+    except ValueError:
+        value = None
+    if value is None or not 0 <= value <= 255:
+        raise argparse.ArgumentTypeError(f"PTP domain must be an integer from 0 to 255, not {text!r}")
+    return value
 
 
 def _board(name):
@@ -102,7 +134,10 @@ def cmd_boards(args):
 def _soc_kwargs(args):
     from ethdaq.soc.daqsoc import check_ports
     check_ports(args.ctl_port)
-    kwargs = dict(ip_address=args.ip, mac_address=args.mac, ctl_port=args.ctl_port)
+    kwargs = dict(ip_address=args.ip, mac_address=args.mac, ctl_port=args.ctl_port,
+                  ptp_role=args.ptp_role, ptp_transport=args.ptp_transport, ptp_domain=args.ptp_domain,
+                  ptp_log_sync=args.ptp_log_sync, ptp_log_announce=args.ptp_log_announce,
+                  ptp_log_delay_req=args.ptp_log_delay_req)
     if getattr(args, "sys_clk_freq", None):
         kwargs["sys_clk_freq"] = args.sys_clk_freq
     return kwargs

@@ -18,7 +18,7 @@ from litex.soc.integration.soc_core import SoCCore
 
 from liteeth.core import LiteEthUDPIPCore
 
-from ethdaq.gateware.cpuport import CPUUDPPort
+from ethdaq.gateware.cpuport import CPUMACPort, CPUUDPPort
 from ethdaq.gateware.emulator import add_emulators
 from ethdaq.gateware.streamer import DAQStreamer
 from ethdaq.gateware.tsu import PTPClock, PTPClockCSR, PTPTimestamper, phy_corrections_ns, tap
@@ -67,6 +67,24 @@ def check_ports(ctl_port, data_port=DEFAULT_DATA_PORT):
         raise ValueError(f"control port must be in 1..65535, not {ctl_port!r}")
     if ctl_port == data_port:
         raise ValueError(f"control port {ctl_port} is already in use by the DAQ data stream; choose another --ctl-port")
+    if ctl_port in PTP_UDP_PORTS:
+        raise ValueError(f"control port {ctl_port} is reserved for PTP (319 event, 320 general); choose another --ctl-port")
+
+# PTP configuration: build-time defaults of the firmware's PTP port (docs/ptp-firmware.md).
+PTP_ROLES      = {"auto": 0, "master": 1, "slave": 2}   # enum ptp_role
+PTP_TRANSPORTS = {"udp": 0, "l2": 1}                    # enum ptp_transport
+PTP_UDP_PORTS  = (319, 320)
+PTP_TX_MAX     = 64    # Largest message the firmware sends: Announce (64 bytes).
+
+
+def check_ptp(role, transport, log_intervals):
+    if role not in PTP_ROLES:
+        raise ValueError(f"PTP role must be one of {', '.join(PTP_ROLES)}, not {role!r}")
+    if transport not in PTP_TRANSPORTS:
+        raise ValueError(f"PTP transport must be one of {', '.join(PTP_TRANSPORTS)}, not {transport!r}")
+    for name, value in log_intervals.items():
+        if not (isinstance(value, int) and -10 <= value <= 6):
+            raise ValueError(f"PTP {name} must be a log2 interval in seconds from -10 to 6, not {value!r}")
 
 # DAQSoC -------------------------------------------------------------------------------------------
 
@@ -83,6 +101,14 @@ class DAQSoC(SoCCore):
         nchannels    = 4,
         sample_width = 16,
         max_payload  = None,
+        ptp_role      = "auto",
+        ptp_transport = "udp",
+        ptp_domain    = 0,
+        ptp_log_sync      = 0,
+        ptp_log_announce  = 1,
+        ptp_log_delay_req = 0,
+        ptp_status_log    = 0,
+        with_ptp_testbench = False,
         **kwargs):
         self.board        = board
         sys_clk_freq      = int(sys_clk_freq or board.sys_clk_freq)
@@ -93,6 +119,13 @@ class DAQSoC(SoCCore):
         self.build_id     = build_id or git_hash()
         check_ports(ctl_port, data_port if with_streamer else None)
         max_payload = max_payload or board.max_payload
+        check_ptp(ptp_role, ptp_transport, {"sync interval": ptp_log_sync,
+            "announce interval": ptp_log_announce, "delay request interval": ptp_log_delay_req,
+            "status interval": ptp_status_log})
+        if not (0 <= ptp_domain <= 255):
+            raise ValueError(f"PTP domain must be 0..255, not {ptp_domain!r}")
+        if with_ptp_testbench and not board.is_sim:
+            raise ValueError(f"with_ptp_testbench models a board in simulation; {board.name} is real hardware")
 
         platform = board.platform(toolchain) if toolchain else board.platform()
         self.crg = board.crg(platform, sys_clk_freq)
@@ -103,6 +136,7 @@ class DAQSoC(SoCCore):
         kwargs.setdefault("integrated_rom_size",  0x10000)
         kwargs.setdefault("integrated_sram_size", 0x4000)
         kwargs.setdefault("uart_name",            board.uart_name)
+        kwargs.setdefault("timer_uptime",         True)  # The PTP stack's monotonic time.
         SoCCore.__init__(self, platform, sys_clk_freq,
             # No build date: the same sources give the same bitstream, and the git hash says which.
             ident         = f"ethdaq {board.name} {self.build_id} {options}",
@@ -142,7 +176,7 @@ class DAQSoC(SoCCore):
         # PTP hardware clock (sys) and timestamps of PTP event messages where the PHY's streams
         # meet the MAC: what the PHY accepts on transmit (after the gap inserter), what it
         # delivers on receive (gateware/tsu.py, docs/ptp.md).
-        self.ptp    = PTPClockCSR(PTPClock(sys_clk_freq))
+        self.ptp    = PTPClockCSR(PTPClock(sys_clk_freq, with_osc_error=with_ptp_testbench))
         self.ptp_tx = PTPTimestamper(self.ptp.clock, cd="eth_tx", cd_clock="sys")
         self.ptp_rx = PTPTimestamper(self.ptp.clock, cd="eth_rx", cd_clock="sys")
         self.comb += [
@@ -154,6 +188,49 @@ class DAQSoC(SoCCore):
         ptp_tx_ns, ptp_rx_ns = phy_corrections_ns(board.ptp_phy)
         self.add_constant("PTP_TX_CORRECTION_NS", ptp_tx_ns)
         self.add_constant("PTP_RX_CORRECTION_NS", ptp_rx_ns)
+
+        # PTP messages to and from the firmware: two CPU UDP ports (event 319, general 320; the
+        # IP layer accepts the multicast 224.0.1.129, and sends to it without ARP), or one
+        # CPU port for EtherType 0x88F7. Chosen at build time: each costs LUTs.
+        if ptp_transport == "udp":
+            for name, udp_port_number in zip(["ptp_event", "ptp_general"], PTP_UDP_PORTS):
+                port = CPUUDPPort(udp_port=udp_port_number, rx_depth=256, rx_datagrams=4, tx_depth=PTP_TX_MAX)
+                setattr(self, name, port)
+                udp_port = self.ethcore.udp.crossbar.get_port(udp_port_number, dw=8)
+                self.comb += [
+                    udp_port.source.connect(port.sink),
+                    port.source.connect(udp_port.sink),
+                ]
+            self.add_constant("ETHDAQ_PTP_UDP")
+        else:
+            # LiteEth's MAC crossbar does not convert widths (get_port(dw=8) on a wider MAC
+            # connects mismatched streams without an error).
+            if eth_dw != 8:
+                raise ValueError(f"PTP over Ethernet (l2) needs eth_dw=8 for now, not {eth_dw!r}; use ptp_transport='udp'")
+            self.ptp_l2 = CPUMACPort(ethernet_type=0x88F7, mac_address=self.mac_address,
+                rx_depth=256, rx_frames=4, rx_max=128, tx_depth=PTP_TX_MAX)
+            l2_port = self.ethcore.mac.crossbar.get_port(0x88F7, dw=8)
+            self.comb += [
+                l2_port.source.connect(self.ptp_l2.sink),
+                self.ptp_l2.source.connect(l2_port.sink),
+            ]
+            self.add_constant("ETHDAQ_PTP_L2")
+        self.add_constant("ETHDAQ_PTP_TX_MAX",        PTP_TX_MAX)
+        self.add_constant("ETHDAQ_PTP_ROLE",          PTP_ROLES[ptp_role])
+        self.add_constant("ETHDAQ_PTP_TRANSPORT",     PTP_TRANSPORTS[ptp_transport])
+        self.add_constant("ETHDAQ_PTP_DOMAIN",        ptp_domain)
+        self.add_constant("ETHDAQ_PTP_LOG_SYNC",      ptp_log_sync)
+        self.add_constant("ETHDAQ_PTP_LOG_ANNOUNCE",  ptp_log_announce)
+        self.add_constant("ETHDAQ_PTP_LOG_DELAY_REQ", ptp_log_delay_req)
+        self.add_constant("ETHDAQ_PTP_STATUS_LOG",    ptp_status_log)
+        if with_ptp_testbench:
+            # For the two-board simulation (bench/ptp2.py): the clock's time at pins the
+            # testbench reads in the same cycle on both boards (ground truth), and the oscillator
+            # error it models (tsu.PTPClock with_osc_error).
+            self.comb += [
+                platform.request("ptp_time_ns").eq(self.ptp.clock.time_ns),
+                self.ptp.clock.osc_error.eq(platform.request("ptp_osc_error")),
+            ]
 
         # DAQ streamer fed by one detector emulator per channel; its datagrams leave from
         # data_port through the transmit path, not through LiteEth's UDP/IP layers. Timestamps

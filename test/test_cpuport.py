@@ -1,12 +1,20 @@
-"""CPU UDP port (gateware/cpuport.py) in Migen simulation: datagrams in and out, padding,
-overload drops counted, the UDP stack never stalled, a frame never paused mid-datagram."""
+"""CPU ports (gateware/cpuport.py) in Migen simulation.
+
+CPUUDPPort: datagrams in and out, padding, overload drops counted, the UDP stack never stalled, a
+frame never paused mid-datagram. CPUMACPort: raw frames of one EtherType in and out, truncation,
+drops and errors counted, the MAC crossbar never stalled; and once through LiteEth's real MAC."""
 
 import random
+import zlib
 
 import pytest
 from migen import passive, run_simulation
+from litex.gen import LiteXModule
+from litex.soc.interconnect import stream
+from liteeth.common import eth_phy_description
+from liteeth.mac import LiteEthMAC
 
-from ethdaq.gateware.cpuport import CPUUDPPort
+from ethdaq.gateware.cpuport import CPUUDPPort, CPUMACPort
 
 
 def send_datagram(sink, payload, ip=0xC0A80164, port=5555, declared=None, padding=0):
@@ -222,3 +230,396 @@ def test_bad_parameters_are_refused_with_clear_message(kwargs, message):
     with pytest.raises(ValueError) as e:
         CPUUDPPort(**kwargs)
     assert str(e.value) == message
+
+
+# CPU MAC port -------------------------------------------------------------------------------------
+
+PTP_ETHERTYPE = 0x88F7
+OWN_MAC       = 0x10E2D5000001
+PEER_MAC      = 0x02AABBCCDDEE
+PTP_MULTICAST = 0x011B19000000  # 01:1B:19:00:00:00, PTP over Ethernet (all except peer delay).
+
+
+def send_frame(sink, payload, src=PEER_MAC, dst=OWN_MAC, ethernet_type=PTP_ETHERTYPE, error_at=None):
+    """Drive one frame into the port's sink as the LiteEth MAC crossbar would (dw=8): the header
+    fields come with every beat; ``error_at`` is the beat with error set (-1: the last, as the
+    MAC's FCS checker does)."""
+    data = list(payload)
+    error_at = None if error_at is None else error_at % len(data)
+    for i, b in enumerate(data):
+        yield sink.valid.eq(1)
+        yield sink.data.eq(b)
+        yield sink.last.eq(i == len(data) - 1)
+        yield sink.last_be.eq(i == len(data) - 1)
+        yield sink.error.eq(i == error_at)
+        yield sink.sender_mac.eq(src)
+        yield sink.target_mac.eq(dst)
+        yield sink.ethernet_type.eq(ethernet_type)
+        yield
+        while not (yield sink.ready):
+            yield
+    yield sink.valid.eq(0)
+    yield sink.last.eq(0)
+    yield sink.error.eq(0)
+    yield
+
+
+def cpu_read_frame(dut):
+    """What the firmware driver does: wait for rx_ready, read metadata and bytes, consume."""
+    for _ in range(10000):
+        if (yield dut._rx_ready.status):
+            break
+        yield
+    else:
+        raise AssertionError("no frame became ready within 10000 cycles")
+    length = yield dut._rx_length.status
+    meta = dict(mac=(yield dut._rx_mac.status), multicast=(yield dut._rx_dst.fields.multicast),
+                truncated=(yield dut._rx_truncated.status))
+    data = []
+    for _ in range(length):
+        data.append((yield dut._rx_data.status))
+        yield from csr_write(dut._rx_next)
+    yield from csr_write(dut._rx_consume)
+    for _ in range(4):
+        yield
+    return bytes(data), meta
+
+
+@passive
+def watch_stalls(endpoint, stalls):
+    while True:
+        if (yield endpoint.valid) and not (yield endpoint.ready):
+            stalls.append(1)
+        yield
+
+
+def test_mac_rx_frames_stored_with_padding_and_long_frame_truncated():
+    dut = CPUMACPort(PTP_ETHERTYPE, OWN_MAC, rx_depth=512, rx_frames=8, rx_max=128)
+    rng = random.Random(5)
+    # What the MAC delivers: a 44-byte PTP Sync padded with 2 zero bytes to the 46-byte minimum,
+    # minimum-size payloads, larger ones, and one longer than rx_max.
+    payloads = [bytes(rng.randrange(256) for _ in range(44)) + bytes(2)]
+    payloads += [bytes(rng.randrange(256) for _ in range(n)) for n in (1, 46, 127, 128, 129, 300)]
+    got, stalls = [], []
+
+    def producer():
+        for i, p in enumerate(payloads):
+            yield from send_frame(dut.sink, p, src=PEER_MAC + i)
+
+    def consumer():
+        for _ in payloads:
+            got.append((yield from cpu_read_frame(dut)))
+        assert (yield dut._rx_count.status) == len(payloads)
+        assert (yield dut._rx_dropped.status) == 0
+        assert (yield dut._rx_errors.status) == 0
+
+    run_simulation(dut, [producer(), consumer(), watch_stalls(dut.sink, stalls)])
+    assert [g[0] for g in got] == [p[:128] for p in payloads]
+    assert [len(g[0]) for g in got] == [46, 1, 46, 127, 128, 128, 128]
+    assert [g[1]["truncated"] for g in got] == [0, 0, 0, 0, 0, 1, 1]
+    assert [g[1]["mac"] for g in got] == [PEER_MAC + i for i in range(len(payloads))]
+    assert stalls == []
+
+
+def test_mac_rx_reports_source_mac_and_multicast_destination():
+    dut = CPUMACPort(PTP_ETHERTYPE, OWN_MAC)
+    dsts = [OWN_MAC, PTP_MULTICAST, 0x0180C200000E, 0xFFFFFFFFFFFF, 0xFEFFFFFFFFFF]
+    srcs = [0x02AABBCCDD00 + i for i in range(len(dsts))]
+    got = []
+
+    def run():
+        for i, (src, dst) in enumerate(zip(srcs, dsts)):
+            yield from send_frame(dut.sink, bytes([i]) * 46, src=src, dst=dst)
+            got.append((yield from cpu_read_frame(dut)))
+
+    run_simulation(dut, run())
+    assert [g[0] for g in got] == [bytes([i]) * 46 for i in range(len(dsts))]
+    assert [g[1]["mac"] for g in got] == srcs
+    # Only bit 0 of the first destination byte counts: FE:FF:... is unicast.
+    assert [g[1]["multicast"] for g in got] == [0, 1, 1, 1, 0]
+
+
+@pytest.mark.parametrize("rx_max, size, offered, accepted", [
+    (64,  46,  5, 4),  # rx_frames + 1 small frames: the fifth finds no frame slot.
+    (128, 46,  4, 3),  # A third would leave fewer than rx_max bytes free for a fourth.
+    (128, 300, 3, 2),  # Truncated frames take rx_max bytes: two fill the 256-byte buffer.
+])
+def test_mac_rx_full_drops_whole_frames_counts_them_and_never_stalls(rx_max, size, offered, accepted):
+    dut = CPUMACPort(PTP_ETHERTYPE, OWN_MAC, rx_depth=256, rx_frames=4, rx_max=rx_max)
+    stalls = []
+
+    def producer():
+        # Nobody reads while the frames arrive.
+        for i in range(offered):
+            yield from send_frame(dut.sink, bytes([i]) * size)
+        for _ in range(10):
+            yield
+        assert (yield dut._rx_count.status) == accepted
+        assert (yield dut._rx_dropped.status) == offered - accepted
+        for i in range(accepted):
+            data, meta = yield from cpu_read_frame(dut)
+            assert data == bytes([i]) * min(size, rx_max)
+            assert meta["truncated"] == (size > rx_max)
+        assert not (yield dut._rx_ready.status)
+        # Once the CPU has emptied the buffer, frames are accepted again.
+        yield from send_frame(dut.sink, b"again")
+        data, meta = yield from cpu_read_frame(dut)
+        assert data == b"again"
+        assert (yield dut._rx_count.status) == accepted + 1
+
+    run_simulation(dut, [producer(), watch_stalls(dut.sink, stalls)])
+    assert stalls == []
+
+
+def test_mac_rx_error_frames_are_discarded_unseen_and_counted():
+    dut = CPUMACPort(PTP_ETHERTYPE, OWN_MAC, rx_frames=4)
+    got = []
+
+    def producer():
+        yield from send_frame(dut.sink, b"A" * 46)
+        yield from send_frame(dut.sink, b"B" * 46, error_at=-1)  # Bad FCS: flagged on the last beat.
+        yield from send_frame(dut.sink, b"C" * 46, error_at=10)  # Flagged mid-frame.
+        yield from send_frame(dut.sink, b"D" * 1, error_at=-1)   # One beat, first and last.
+        yield from send_frame(dut.sink, b"E" * 46)
+
+    def consumer():
+        # Errors are counted as they end; the CPU only ever sees the good frames.
+        for _ in range(2):
+            got.append((yield from cpu_read_frame(dut)))
+        for _ in range(200):
+            yield
+        assert not (yield dut._rx_ready.status)
+        assert (yield dut._rx_errors.status) == 3
+        assert (yield dut._rx_count.status) == 2
+        assert (yield dut._rx_dropped.status) == 0
+
+    run_simulation(dut, [producer(), consumer()])
+    assert [g[0] for g in got] == [b"A" * 46, b"E" * 46]
+
+
+def test_mac_rx_consume_discards_unread_bytes():
+    dut = CPUMACPort(PTP_ETHERTYPE, OWN_MAC)
+
+    def run():
+        yield from send_frame(dut.sink, b"first-frame".ljust(46, b"."))
+        yield from send_frame(dut.sink, b"second".ljust(46, b"."))
+        while not (yield dut._rx_ready.status):
+            yield
+        yield from csr_write(dut._rx_next)  # Read a little of the first, then skip the rest.
+        yield from csr_write(dut._rx_consume)
+        data, _ = yield from cpu_read_frame(dut)
+        assert data == b"second".ljust(46, b".")
+
+    run_simulation(dut, run())
+
+
+def test_mac_tx_frames_carry_header_and_stream_without_gaps_under_back_pressure():
+    dut = CPUMACPort(PTP_ETHERTYPE, OWN_MAC, tx_depth=128)
+    rng = random.Random(7)
+    payloads = [bytes(rng.randrange(256) for _ in range(n)) for n in (44, 64)]
+    dsts = [PTP_MULTICAST, PEER_MAC]
+    beats, trace = [], []
+
+    @passive
+    def sink():
+        rng = random.Random(3)
+        while True:
+            ready = rng.random() < 0.5  # Back-pressure from the MAC.
+            yield dut.source.ready.eq(ready)
+            yield
+            valid = yield dut.source.valid
+            trace.append((valid, ready, (yield dut.source.last)))
+            if valid and ready:
+                beats.append(dict(data=(yield dut.source.data), last=(yield dut.source.last),
+                    last_be=(yield dut.source.last_be), error=(yield dut.source.error),
+                    dst=(yield dut.source.target_mac), src=(yield dut.source.sender_mac),
+                    type=(yield dut.source.ethernet_type)))
+
+    def cpu():
+        for n, (payload, dst) in enumerate(zip(payloads, dsts)):
+            for b in payload:
+                yield from csr_write(dut._tx_data, b)
+            yield from csr_write(dut._tx_mac, dst)
+            yield from csr_write(dut._tx_send)
+            assert (yield dut._tx_busy.status)
+            while (yield dut._tx_busy.status):
+                yield
+            assert (yield dut._tx_count.status) == n + 1
+        assert (yield dut._tx_dropped.status) == 0
+
+    run_simulation(dut, [cpu(), sink()])
+    frames = [beats[:44], beats[44:]]
+    assert len(beats) == 44 + 64
+    for frame, payload, dst in zip(frames, payloads, dsts):
+        assert bytes(b["data"] for b in frame) == payload
+        assert [b["last"] for b in frame] == [0] * (len(payload) - 1) + [1]
+        assert [b["last_be"] for b in frame] == [b["last"] for b in frame]
+        assert all(b["dst"] == dst and b["src"] == OWN_MAC and b["type"] == PTP_ETHERTYPE
+                   and b["error"] == 0 for b in frame)
+    # valid never drops inside a frame.
+    starts = [i for i, t in enumerate(trace) if t[0] and (i == 0 or not trace[i - 1][0])]
+    ends = [i for i, t in enumerate(trace) if t[0] and t[1] and t[2]]
+    assert len(starts) == len(ends) == 2
+    for first, last in zip(starts, ends):
+        assert all(t[0] for t in trace[first:last + 1]), "valid dropped inside the frame"
+
+
+def test_mac_tx_payload_above_tx_depth_is_dropped_and_counted_then_port_recovers():
+    dut = CPUMACPort(PTP_ETHERTYPE, OWN_MAC, tx_depth=64)
+    beats = []
+
+    @passive
+    def sink():
+        yield dut.source.ready.eq(1)
+        while True:
+            if (yield dut.source.valid):
+                beats.append((yield dut.source.data))
+            yield
+
+    def cpu():
+        for b in range(65):  # One byte more than tx_depth.
+            yield from csr_write(dut._tx_data, b)
+        yield from csr_write(dut._tx_send)
+        while (yield dut._tx_busy.status):
+            yield
+        assert (yield dut._tx_dropped.status) == 1
+        assert (yield dut._tx_count.status) == 0
+        for b in range(64):  # Exactly tx_depth fits.
+            yield from csr_write(dut._tx_data, b ^ 0x5A)
+        yield from csr_write(dut._tx_send)
+        while (yield dut._tx_busy.status):
+            yield
+        assert (yield dut._tx_count.status) == 1
+        assert (yield dut._tx_dropped.status) == 1
+
+    run_simulation(dut, [cpu(), sink()])
+    assert beats == [b ^ 0x5A for b in range(64)]
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(ethernet_type=0x05FF), "ethernet_type must be in 0x0600..0xFFFF, not 1535"),
+    (dict(ethernet_type=0x10000), "ethernet_type must be in 0x0600..0xFFFF, not 65536"),
+    (dict(mac_address=PTP_MULTICAST), f"mac_address must be a 48-bit unicast address, not {PTP_MULTICAST}"),
+    (dict(mac_address=2**48), f"mac_address must be a 48-bit unicast address, not {2**48}"),
+    (dict(rx_depth=100), "rx_depth must be a power of two >= 64, not 100"),
+    (dict(rx_depth=32), "rx_depth must be a power of two >= 64, not 32"),
+    (dict(tx_depth=96), "tx_depth must be a power of two >= 64, not 96"),
+    (dict(rx_max=257), "rx_max must be in 1..256 (at most rx_depth), not 257"),
+    (dict(rx_max=0), "rx_max must be in 1..256 (at most rx_depth), not 0"),
+    (dict(rx_frames=0), "rx_frames must be >= 1, not 0"),
+])
+def test_mac_bad_parameters_are_refused_with_clear_message(kwargs, message):
+    kwargs = dict(dict(ethernet_type=PTP_ETHERTYPE, mac_address=OWN_MAC), **kwargs)
+    with pytest.raises(ValueError) as e:
+        CPUMACPort(**kwargs)
+    assert str(e.value) == message
+
+
+# CPU MAC port on LiteEth's MAC --------------------------------------------------------------------
+
+class WirePHY(LiteXModule):
+    """PHY model for LiteEthMAC (dw=8) whose streams are the bytes on the wire, preamble and FCS
+    included. (liteeth.phy.model.LiteEthPHYModel disables the MAC's preamble and FCS handling.)"""
+    dw = 8
+
+    def __init__(self):
+        self.sink   = stream.Endpoint(eth_phy_description(8))  # MAC -> wire.
+        self.source = stream.Endpoint(eth_phy_description(8))  # Wire -> MAC.
+
+
+class MACTop(LiteXModule):
+    """LiteEth MAC in crossbar mode with the CPU MAC port on EtherType 0x88F7 and, as in the SoC,
+    an IPv4 user beside it."""
+    def __init__(self):
+        self.phy = WirePHY()
+        self.mac = LiteEthMAC(self.phy, dw=8, interface="crossbar", with_preamble_crc=True)
+        self.ptp = CPUMACPort(PTP_ETHERTYPE, OWN_MAC)
+        ptp_port = self.mac.crossbar.get_port(PTP_ETHERTYPE, dw=8)
+        self.ipv4 = self.mac.crossbar.get_port(0x0800, dw=8)
+        self.comb += [
+            ptp_port.source.connect(self.ptp.sink),
+            self.ptp.source.connect(ptp_port.sink),
+            self.ipv4.source.ready.eq(1),
+        ]
+
+
+def wire_frame(dst, src, ethernet_type, payload, bad_fcs=False):
+    """Preamble, SFD, header, payload, zero padding to 60 bytes, FCS: what a GMII PHY carries."""
+    frame = dst.to_bytes(6, "big") + src.to_bytes(6, "big") + ethernet_type.to_bytes(2, "big") + payload
+    frame += bytes(max(0, 60 - len(frame)))
+    fcs = zlib.crc32(frame) ^ (0xFFFFFFFF if bad_fcs else 0)
+    return bytes([0x55] * 7 + [0xD5]) + frame + fcs.to_bytes(4, "little")
+
+
+def test_mac_port_through_liteeth_mac_with_preamble_and_fcs():
+    dut = MACTop()
+    rng = random.Random(11)
+    sync = bytes(rng.randrange(256) for _ in range(44))        # A PTP Sync is 44 bytes.
+    delay_resp = bytes(rng.randrange(256) for _ in range(54))  # A PTP Delay_Resp is 54 bytes.
+    to_send = bytes(rng.randrange(256) for _ in range(44))
+    wire_in = [
+        wire_frame(PTP_MULTICAST, PEER_MAC, PTP_ETHERTYPE, sync),
+        wire_frame(PTP_MULTICAST, PEER_MAC, PTP_ETHERTYPE, sync, bad_fcs=True),
+        wire_frame(OWN_MAC, PEER_MAC, 0x0800, bytes(46)),         # IPv4: not for this port.
+        wire_frame(OWN_MAC, PEER_MAC + 1, PTP_ETHERTYPE, delay_resp),
+    ]
+    got, wire_out, ipv4 = [], [], []
+
+    def phy_rx():
+        for frame in wire_in:
+            for i, b in enumerate(frame):
+                yield dut.phy.source.valid.eq(1)
+                yield dut.phy.source.data.eq(b)
+                yield dut.phy.source.last.eq(i == len(frame) - 1)
+                yield dut.phy.source.last_be.eq(i == len(frame) - 1)
+                yield
+            yield dut.phy.source.valid.eq(0)
+            for _ in range(12):  # Inter-frame gap.
+                yield
+
+    @passive
+    def phy_tx():
+        yield dut.phy.sink.ready.eq(1)
+        while True:
+            if (yield dut.phy.sink.valid):
+                wire_out.append(((yield dut.phy.sink.data), (yield dut.phy.sink.last)))
+            yield
+
+    @passive
+    def ipv4_user():
+        while True:
+            if (yield dut.ipv4.source.valid) and (yield dut.ipv4.source.last):
+                ipv4.append((yield dut.ipv4.source.ethernet_type))
+            yield
+
+    def cpu():
+        port = dut.ptp
+        for _ in range(2):
+            got.append((yield from cpu_read_frame(port)))
+        for _ in range(200):
+            yield
+        assert (yield port._rx_count.status) == 2
+        assert (yield port._rx_errors.status) == 1
+        assert (yield port._rx_dropped.status) == 0
+        assert not (yield port._rx_ready.status)
+        assert (yield dut.mac.core.rx_datapath.crc_errors.status) == 1
+        for b in to_send:
+            yield from csr_write(port._tx_data, b)
+        yield from csr_write(port._tx_mac, PTP_MULTICAST)
+        yield from csr_write(port._tx_send)
+        while (yield port._tx_busy.status):
+            yield
+        for _ in range(200):
+            yield
+        assert (yield port._tx_count.status) == 1
+
+    run_simulation(dut, {"sys": [cpu(), ipv4_user()], "eth_rx": phy_rx(), "eth_tx": phy_tx()},
+                   clocks={"sys": 10, "eth_rx": 10, "eth_tx": 10})
+
+    # RX: the payload follows the EtherType and keeps the sender's padding; the FCS is gone.
+    assert got[0] == (sync + bytes(2), dict(mac=PEER_MAC, multicast=1, truncated=0))
+    assert got[1] == (delay_resp, dict(mac=PEER_MAC + 1, multicast=0, truncated=0))
+    assert ipv4 == [0x0800]
+    # TX: the MAC adds preamble, header, padding to 60 bytes and FCS around the payload.
+    assert bytes(b for b, _ in wire_out) == wire_frame(PTP_MULTICAST, OWN_MAC, PTP_ETHERTYPE, to_send)
+    assert [last for _, last in wire_out] == [0] * (len(wire_out) - 1) + [1]

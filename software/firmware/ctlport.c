@@ -3,56 +3,78 @@
  * SPDX-License-Identifier: BSD-2-Clause
  */
 #include <generated/csr.h>
+#include <generated/soc.h>
 
 #include "ctlport.h"
 
-int ctlport_receive(struct ctlport_datagram *d, uint8_t *buf, size_t cap, struct ctlport_stats *st)
+#define CPUPORT(prefix, max) {                                                                   \
+	.name = #prefix,                                                                         \
+	.rx_ready = prefix##_rx_ready_read,  .rx_ip = prefix##_rx_ip_read,                       \
+	.rx_port = prefix##_rx_port_read,    .rx_length = prefix##_rx_length_read,               \
+	.rx_truncated = prefix##_rx_truncated_read, .rx_data = prefix##_rx_data_read,            \
+	.rx_next = prefix##_rx_next_write,   .rx_consume = prefix##_rx_consume_write,            \
+	.rx_dropped = prefix##_rx_dropped_read,                                                  \
+	.tx_data = prefix##_tx_data_write,   .tx_ip = prefix##_tx_ip_write,                      \
+	.tx_port = prefix##_tx_port_write,   .tx_send = prefix##_tx_send_write,                  \
+	.tx_busy = prefix##_tx_busy_read,    .tx_dropped = prefix##_tx_dropped_read,             \
+	.tx_max = (max),                                                                         \
+}
+
+const struct cpuport cpuport_ctl = CPUPORT(ctlport, CTLPORT_MAX_DATAGRAM);
+#ifdef ETHDAQ_PTP_UDP
+const struct cpuport cpuport_ptp_event   = CPUPORT(ptp_event,   ETHDAQ_PTP_TX_MAX);
+const struct cpuport cpuport_ptp_general = CPUPORT(ptp_general, ETHDAQ_PTP_TX_MAX);
+#endif
+
+int cpuport_receive(const struct cpuport *p, struct ctlport_datagram *d, uint8_t *buf, size_t cap,
+                    struct ctlport_stats *st)
 {
 	size_t i, len;
 
-	if (!ctlport_rx_ready_read())
+	if (!p->rx_ready())
 		return 0;
-	len = ctlport_rx_length_read();
-	if (ctlport_rx_truncated_read()) {
+	len = p->rx_length();
+	if (p->rx_truncated()) {
 		st->rx_truncated++;
-		ctlport_rx_consume_write(1);
+		p->rx_consume(1);
 		return 0;
 	}
 	if (len > cap) {
 		st->rx_too_long++;
-		ctlport_rx_consume_write(1);
+		p->rx_consume(1);
 		return 0;
 	}
-	d->ip     = ctlport_rx_ip_read();
-	d->port   = (uint16_t)ctlport_rx_port_read();
+	d->ip     = p->rx_ip();
+	d->port   = (uint16_t)p->rx_port();
 	d->length = len;
 	for (i = 0; i < len; i++) {
-		buf[i] = (uint8_t)ctlport_rx_data_read();
-		ctlport_rx_next_write(1);
+		buf[i] = (uint8_t)p->rx_data();
+		p->rx_next(1);
 	}
-	ctlport_rx_consume_write(1);
+	p->rx_consume(1);
 	return 1;
 }
 
-int ctlport_send(uint32_t ip, uint16_t port, const uint8_t *buf, size_t len, struct ctlport_stats *st)
+int cpuport_send(const struct cpuport *p, uint32_t ip, uint16_t port, const uint8_t *buf, size_t len,
+                 struct ctlport_stats *st)
 {
 	size_t i;
 	unsigned int spins = 0;
 
-	if (len == 0 || len > CTLPORT_MAX_DATAGRAM) {
+	if (len == 0 || len > p->tx_max) {
 		st->tx_too_long++;
 		return -1;
 	}
-	while (ctlport_tx_busy_read()) {
+	while (p->tx_busy()) {
 		if (++spins > 1000000) {
 			st->tx_timeout++;
 			return -1;
 		}
 	}
 	for (i = 0; i < len; i++)
-		ctlport_tx_data_write(buf[i]);
-	ctlport_tx_ip_write(ip);
-	ctlport_tx_port_write(port);
-	ctlport_tx_send_write(1);
+		p->tx_data(buf[i]);
+	p->tx_ip(ip);
+	p->tx_port(port);
+	p->tx_send(1);
 	return 0;
 }

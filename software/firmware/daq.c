@@ -7,9 +7,9 @@
 
 #include "daq.h"
 
-static const struct ctlport_stats *port_stats;
-
 #ifdef CSR_STREAMER_BASE
+
+static const struct ctlport_stats *port_stats;
 
 static uint64_t mac_to_u64(const uint8_t mac[6])
 {

@@ -17,6 +17,7 @@
 #include "ctl.h"
 #include "ctlport.h"
 #include "daq.h"
+#include "ptpsvc.h"
 
 #define IDENT_SIZE 256
 
@@ -91,12 +92,14 @@ int main(void)
 	printf("  streamer : %u channels x %u-bit samples, datagrams up to %u bytes, udp/%u\n",
 	       (unsigned)id.nchannels, (unsigned)id.sample_bits, (unsigned)id.max_payload,
 	       (unsigned)ETHDAQ_DATA_PORT);
+	ptpsvc_init(id.mac);
 	printf("ethdaq ready\n");
 
 	for (;;) {
 		struct ctlport_datagram d;
 		int n;
 
+		ptpsvc_poll();
 		if (!ctlport_receive(&d, rx_buf, sizeof(rx_buf), &port_stats))
 			continue;
 		n = ctl_handle(rx_buf, d.length, d.ip, tx_buf, sizeof(tx_buf), &id, &ops, &counters);

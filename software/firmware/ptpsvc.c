@@ -1,0 +1,436 @@
+/*
+ * This file is part of ethdaq.
+ * SPDX-License-Identifier: BSD-2-Clause
+ */
+#include <stdio.h>
+
+#include <generated/csr.h>
+#include <generated/soc.h>
+
+#include "ctlport.h"
+#include "ptpsvc.h"
+
+#ifdef CSR_PTP_BASE
+
+#define PTP_MCAST_IP     0xE0000181u   /* 224.0.1.129 */
+#define PTP_EVENT_PORT   319
+#define PTP_GENERAL_PORT 320
+#define NSEC_PER_SEC     1000000000u
+#define PTP_MSG_MAX      128           /* Announce is 64 bytes; room for TLVs we ignore */
+
+static struct ptp_port port;
+static struct ptpsvc_counters cnt;
+static uint8_t msg_buf[PTP_MSG_MAX];
+static uint8_t last_state, last_servo;
+static uint64_t next_status_ns;
+
+/* Monotonic time ------------------------------------------------------------------------------ */
+
+/* ns per CPU cycle as integer and 32-bit fraction (compile-time constants, no float at run time). */
+#define NS_PER_CYCLE_INT  ((uint64_t)(1000000000.0 / CONFIG_CLOCK_FREQUENCY))
+#define NS_PER_CYCLE_FRAC ((uint32_t)((1000000000.0 / CONFIG_CLOCK_FREQUENCY - NS_PER_CYCLE_INT) * 4294967296.0))
+
+static uint64_t uptime_ns(void)
+{
+	uint64_t c;
+	timer0_uptime_latch_write(1);
+	c = timer0_uptime_cycles_read();
+	/* c * (int + frac / 2^32), without a 128-bit product. */
+	return c * NS_PER_CYCLE_INT + (c >> 32) * NS_PER_CYCLE_FRAC +
+	       (((c & 0xffffffffu) * NS_PER_CYCLE_FRAC) >> 32);
+}
+
+/* Clock ---------------------------------------------------------------------------------------- */
+
+#define CONTROL(field) (1u << CSR_PTP_CONTROL_##field##_OFFSET)
+
+static int clock_wait_idle(void)
+{
+	unsigned spins = 0;
+	while ((ptp_status_read() >> CSR_PTP_STATUS_BUSY_OFFSET) & 1u)
+		if (++spins > 100000)
+			return -1;
+	return 0;
+}
+
+static void clock_read(void *ctx, struct ptp_time *now)
+{
+	(void)ctx;
+	ptp_control_write(CONTROL(LATCH));
+	while ((ptp_status_read() >> CSR_PTP_STATUS_LATCHING_OFFSET) & 1u)
+		;
+	now->sec  = ptp_latched_seconds_read();
+	now->nsec = ptp_latched_nanoseconds_read();
+}
+
+static int clock_step(void *ctx, int64_t offset_ns)
+{
+	uint32_t rejected = ptp_rejected_read();
+
+	if (clock_wait_idle())
+		return -1;
+	if (offset_ns > -(int64_t)NSEC_PER_SEC && offset_ns < (int64_t)NSEC_PER_SEC) {
+		/* Exact: the offset is added inside one increment, whatever the CPU's latency. */
+		ptp_offset_write((uint32_t)(int32_t)offset_ns);
+		ptp_control_write(CONTROL(ADD));
+	} else {
+		/* Coarse: set now + offset + the set's own latency; the CPU's few microseconds
+		 * between latch and set remain, and the servo's next sample takes them out. */
+		struct ptp_time now;
+		int64_t rem, sec;
+		clock_read(ctx, &now);
+		offset_ns += (int64_t)now.nsec + (int64_t)PTP_SET_LATENCY * (int64_t)(NS_PER_CYCLE_INT);
+		sec = (int64_t)now.sec + ptp_div64(offset_ns, NSEC_PER_SEC, &rem);
+		if (rem < 0) {
+			rem += NSEC_PER_SEC;
+			sec -= 1;
+		}
+		if (sec < 0)
+			return -1;
+		ptp_set_seconds_write((uint64_t)sec);
+		ptp_set_nanoseconds_write((uint32_t)rem);
+		ptp_control_write(CONTROL(SET));
+	}
+	if (clock_wait_idle() || ptp_rejected_read() != rejected) {
+		cnt.clock_rejected++;
+		return -1;
+	}
+	return 0;
+}
+
+static int clock_adjfreq(void *ctx, int64_t scaled_ppb)
+{
+	/* adj (2^-F ns per cycle) = scaled_ppb * ADJ_PER_PPB_Q16 / 2^32; |scaled_ppb| < 2^37 and the
+	 * constant < 2^24, so the product fits in 63 bits. */
+	int64_t adj = (scaled_ppb * (int64_t)PTP_ADJ_PER_PPB_Q16) >> 32;
+	(void)ctx;
+	if (adj > INT32_MAX || adj < INT32_MIN)
+		return -1;
+	ptp_adj_write((uint32_t)(int32_t)adj);
+	return 0;
+}
+
+/* Transports ----------------------------------------------------------------------------------- */
+
+static struct ctlport_stats port_stats;  /* UDP ports; the L2 port counts into cnt directly */
+
+#if defined(ETHDAQ_PTP_L2)
+static const uint8_t ptp_l2_mcast[6] = { 0x01, 0x1B, 0x19, 0x00, 0x00, 0x00 };
+
+static int send(void *ctx, enum ptp_channel channel, const uint8_t *msg, size_t len)
+{
+	size_t i;
+	unsigned spins = 0;
+	uint64_t dst = 0;
+	(void)ctx;
+	(void)channel;
+	if (len == 0 || len > ETHDAQ_PTP_TX_MAX) {
+		cnt.tx_too_long++;
+		return -1;
+	}
+	while (ptp_l2_tx_busy_read())
+		if (++spins > 1000000) {
+			cnt.tx_timeout++;
+			return -1;
+		}
+	for (i = 0; i < 6; i++)
+		dst = dst << 8 | ptp_l2_mcast[i];
+	for (i = 0; i < len; i++)
+		ptp_l2_tx_data_write(msg[i]);
+	ptp_l2_tx_mac_write(dst);
+	ptp_l2_tx_send_write(1);
+	return 0;
+}
+
+/* Next received PTP message from the L2 port (into msg_buf); returns its length, 0 if none. */
+static size_t receive(enum ptp_channel *channel)
+{
+	size_t i, len;
+	if (!ptp_l2_rx_ready_read())
+		return 0;
+	len = ptp_l2_rx_length_read();
+	if (ptp_l2_rx_truncated_read() || len > sizeof(msg_buf)) {
+		cnt.rx_truncated++;
+		ptp_l2_rx_consume_write(1);
+		return 0;
+	}
+	for (i = 0; i < len; i++) {
+		msg_buf[i] = (uint8_t)ptp_l2_rx_data_read();
+		ptp_l2_rx_next_write(1);
+	}
+	ptp_l2_rx_consume_write(1);
+	/* One channel on Ethernet: event messages are those with messageType < 8. */
+	*channel = len > 0 && (msg_buf[0] & 0x0f) < 8 ? PTP_CHANNEL_EVENT : PTP_CHANNEL_GENERAL;
+	return len;
+}
+
+#elif defined(ETHDAQ_PTP_UDP)
+
+static int send(void *ctx, enum ptp_channel channel, const uint8_t *msg, size_t len)
+{
+	(void)ctx;
+	if (channel == PTP_CHANNEL_EVENT)
+		return cpuport_send(&cpuport_ptp_event, PTP_MCAST_IP, PTP_EVENT_PORT, msg, len, &port_stats);
+	return cpuport_send(&cpuport_ptp_general, PTP_MCAST_IP, PTP_GENERAL_PORT, msg, len, &port_stats);
+}
+
+static size_t receive(enum ptp_channel *channel)
+{
+	struct ctlport_datagram d;
+	if (cpuport_receive(&cpuport_ptp_event, &d, msg_buf, sizeof(msg_buf), &port_stats)) {
+		*channel = PTP_CHANNEL_EVENT;
+		return d.length;
+	}
+	if (cpuport_receive(&cpuport_ptp_general, &d, msg_buf, sizeof(msg_buf), &port_stats)) {
+		*channel = PTP_CHANNEL_GENERAL;
+		return d.length;
+	}
+	return 0;
+}
+
+#else
+#error "the SoC has a PTP clock but no PTP transport (ETHDAQ_PTP_UDP or ETHDAQ_PTP_L2)"
+#endif
+
+/* Timestamps ----------------------------------------------------------------------------------- */
+
+#define INFO_TYPE(info) ((info) & 0x0fu)
+#define INFO_SEQ(info)  ((info) >> 16)
+
+static void corrected(struct ptp_time *t, uint64_t sec, uint32_t nsec, int32_t corr)
+{
+	int64_t ns = (int64_t)nsec + corr;
+	if (ns < 0) {
+		ns += NSEC_PER_SEC;
+		sec -= 1;
+	} else if (ns >= (int64_t)NSEC_PER_SEC) {
+		ns -= NSEC_PER_SEC;
+		sec += 1;
+	}
+	t->sec  = sec;
+	t->nsec = (uint32_t)ns;
+}
+
+static int is_event(unsigned type)
+{
+	return type < 8;
+}
+
+/* The RX record of the event message in msg_buf: records come in wire order and a frame's record
+ * is complete before the frame has passed the MAC and IP layers, so the record is normally at the
+ * head already. Records of general messages and of frames that never reached us (bad FCS,
+ * another transport) are popped on the way. */
+static int rx_timestamp(const uint8_t *msg, size_t len, struct ptp_time *ts)
+{
+	unsigned type, spins;
+	uint16_t seq;
+	uint32_t source;
+
+	if (len < 34)
+		return 0;
+	type   = msg[0] & 0x0f;
+	seq    = (uint16_t)(msg[30] << 8 | msg[31]);
+	source = (uint32_t)msg[26] << 24 | (uint32_t)msg[27] << 16 | (uint32_t)msg[28] << 8 | msg[29];
+	for (spins = 0; spins < 64; spins++) {
+		uint32_t info;
+		if (!((ptp_rx_status_read() >> CSR_PTP_RX_STATUS_PENDING_OFFSET) & 1u))
+			continue;  /* Still crossing into sys: give it a few more reads. */
+		info = ptp_rx_info_read();
+		if (INFO_TYPE(info) == type && INFO_SEQ(info) == seq && ptp_rx_source_read() == source) {
+			corrected(ts, ptp_rx_seconds_read(), ptp_rx_nanoseconds_read(), PTP_RX_CORRECTION_NS);
+			ptp_rx_pop_write(1);
+			return 1;
+		}
+		if (is_event(INFO_TYPE(info)))
+			cnt.rx_ts_discarded++;
+		ptp_rx_pop_write(1);
+		spins = 0;
+	}
+	cnt.rx_ts_missing++;
+	return 0;
+}
+
+static void tx_timestamps(void)
+{
+	while ((ptp_tx_status_read() >> CSR_PTP_TX_STATUS_PENDING_OFFSET) & 1u) {
+		uint32_t info = ptp_tx_info_read();
+		if (is_event(INFO_TYPE(info))) {
+			struct ptp_time ts;
+			corrected(&ts, ptp_tx_seconds_read(), ptp_tx_nanoseconds_read(), PTP_TX_CORRECTION_NS);
+			ptp_tx_pop_write(1);
+			ptp_port_tx_timestamp(&port, INFO_TYPE(info), (uint16_t)INFO_SEQ(info), &ts);
+		} else {
+			ptp_tx_pop_write(1);
+		}
+	}
+}
+
+/* Service -------------------------------------------------------------------------------------- */
+
+static const struct ptp_ops ops = {
+	.send          = send,
+	.clock_read    = clock_read,
+	.clock_step    = clock_step,
+	.clock_adjfreq = clock_adjfreq,
+};
+
+static const char *state_name(unsigned s)
+{
+	static const char *const names[] = { "?", "INITIALIZING", "FAULTY", "DISABLED", "LISTENING",
+		"PRE_MASTER", "MASTER", "PASSIVE", "UNCALIBRATED", "SLAVE" };
+	return s < sizeof(names) / sizeof(names[0]) ? names[s] : "?";
+}
+
+static const char *servo_name(unsigned s)
+{
+	return s == PTP_SERVO_LOCKED ? "LOCKED" : s == PTP_SERVO_JUMP ? "JUMP" : "UNLOCKED";
+}
+
+void ptpsvc_print_status(void)
+{
+	static char line[1024];
+	ptp_status_format(line, sizeof(line), ptp_port_status(&port));
+	printf("ptp: %s rx_ts_missing=%lu rx_ts_discarded=%lu hw_rx_overflows=%lu hw_tx_overflows=%lu clock_rejected=%lu\n",
+	       line, (unsigned long)cnt.rx_ts_missing, (unsigned long)cnt.rx_ts_discarded,
+	       (unsigned long)cnt.hw_rx_overflows, (unsigned long)cnt.hw_tx_overflows,
+	       (unsigned long)cnt.clock_rejected);
+}
+
+/* Signed decimal of a 64-bit value (the console's printf has no %lld). */
+static const char *i64(char buf[21], int64_t v)
+{
+	char *p = buf + 20;
+	int64_t a = v < 0 ? (v == INT64_MIN ? INT64_MAX : -v) : v;
+	*p = 0;
+	do {
+		int64_t rem;
+		a = ptp_div64(a, 10, &rem);
+		*--p = (char)('0' + rem);
+	} while (a);
+	if (v < 0)
+		*--p = '-';
+	return p;
+}
+
+/* The periodic line: what a user watches (and bench/ptp2.py parses). */
+static void print_short(const struct ptp_status *st)
+{
+	char o[21], d[21], f[21];
+	int64_t scaled = st->freq_scaled_ppb;
+	uint32_t milli = (uint32_t)((((uint64_t)(scaled < 0 ? -scaled : scaled) & 0xffff) * 1000) >> 16);
+	printf("ptp: %s %s offset=%s delay=%s freq=%s%s.%03u ppb\n", state_name(st->state),
+	       servo_name(st->servo_state), i64(o, st->offset_ns), i64(d, st->mean_path_delay_ns),
+	       scaled < 0 && scaled > -65536 ? "-" : "", i64(f, scaled / 65536), (unsigned)milli);
+}
+
+static void update_synced(const struct ptp_status *st)
+{
+	/* Our time is the shared PTP time when we follow a master and the servo is locked, or
+	 * when we are the master the others follow. */
+	int synced = (st->state == PTP_PS_SLAVE && st->servo_state == PTP_SERVO_LOCKED) ||
+	             st->state == PTP_PS_MASTER;
+	ptp_synced_write(synced);
+}
+
+void ptpsvc_init(const uint8_t mac[6])
+{
+	struct ptp_config cfg;
+	uint64_t now = uptime_ns();
+
+	ptp_config_default(&cfg, mac);
+	cfg.role                       = ETHDAQ_PTP_ROLE;
+	cfg.transport                  = ETHDAQ_PTP_TRANSPORT;
+	cfg.domain                     = ETHDAQ_PTP_DOMAIN;
+	cfg.log_sync_interval          = ETHDAQ_PTP_LOG_SYNC;
+	cfg.log_announce_interval      = ETHDAQ_PTP_LOG_ANNOUNCE;
+	cfg.log_min_delay_req_interval = ETHDAQ_PTP_LOG_DELAY_REQ;
+	cfg.seed                       = (uint32_t)mac[4] << 8 | mac[5];
+	/* ptp4l steps first only beyond 20 us, because stepping a software clock costs accuracy.
+	 * Our add is exact (one cycle, hardware), while pulling in microseconds with the PI loop
+	 * winds up its integral and takes hundreds of sync intervals to settle: step first from
+	 * 100 ns on. */
+	cfg.servo.first_step_threshold_ns = 100;
+	ptp_synced_write(0);
+	/* A free-running clock starts at 0 s (1970); a master that is not told the time by anyone
+	 * keeps it so, and says so in its Announce (timeSource internal oscillator). */
+	if (ptp_port_init(&port, &cfg, &ops, NULL, now) != 0) {
+		printf("ptp: configuration rejected (role %d, transport %d, log intervals %d/%d/%d)\n",
+		       ETHDAQ_PTP_ROLE, ETHDAQ_PTP_TRANSPORT, ETHDAQ_PTP_LOG_SYNC, ETHDAQ_PTP_LOG_ANNOUNCE,
+		       ETHDAQ_PTP_LOG_DELAY_REQ);
+		return;
+	}
+	last_state = port.st.state;
+	last_servo = port.st.servo_state;
+	next_status_ns = now;
+	printf("ptp: %s over %s, domain %u, sync 2^%d s, announce 2^%d s, delay_req 2^%d s\n",
+	       cfg.role == PTP_ROLE_MASTER_ONLY ? "master" : cfg.role == PTP_ROLE_SLAVE_ONLY ? "slave" : "auto",
+	       cfg.transport == PTP_TRANSPORT_L2 ? "Ethernet (0x88F7)" : "UDP/IPv4 (224.0.1.129)",
+	       (unsigned)cfg.domain, cfg.log_sync_interval, cfg.log_announce_interval,
+	       cfg.log_min_delay_req_interval);
+}
+
+void ptpsvc_poll(void)
+{
+	const struct ptp_status *st;
+	enum ptp_channel channel;
+	uint64_t now;
+	size_t len;
+
+	tx_timestamps();
+	while ((len = receive(&channel)) != 0) {
+		struct ptp_time ts;
+		if (channel == PTP_CHANNEL_EVENT && rx_timestamp(msg_buf, len, &ts))
+			ptp_port_receive(&port, msg_buf, len, &ts);
+		else
+			ptp_port_receive(&port, msg_buf, len, NULL);
+		tx_timestamps();
+	}
+	now = uptime_ns();
+	ptp_port_tick(&port, now);
+	tx_timestamps();
+
+	st = ptp_port_status(&port);
+	update_synced(st);
+	if (st->state != last_state || st->servo_state != last_servo) {
+		printf("ptp: state %s -> %s\n", state_name(last_state), state_name(st->state));
+		last_state = st->state;
+		last_servo = st->servo_state;
+		ptpsvc_print_status();
+	} else if ((int64_t)(now - next_status_ns) >= 0) {
+		print_short(st);
+	}
+	if ((int64_t)(now - next_status_ns) >= 0) {
+		/* 2^ETHDAQ_PTP_STATUS_LOG s, -10..6 */
+		next_status_ns = now + (ETHDAQ_PTP_STATUS_LOG >= 0 ?
+			(uint64_t)NSEC_PER_SEC << ETHDAQ_PTP_STATUS_LOG :
+			(uint64_t)NSEC_PER_SEC >> -(ETHDAQ_PTP_STATUS_LOG));
+	}
+#ifndef ETHDAQ_PTP_L2
+	cnt.rx_truncated = port_stats.rx_truncated;
+	cnt.rx_too_long  = port_stats.rx_too_long;
+	cnt.tx_too_long  = port_stats.tx_too_long;
+	cnt.tx_timeout   = port_stats.tx_timeout;
+#endif
+	cnt.hw_rx_overflows = ptp_rx_overflows_read();
+	cnt.hw_tx_overflows = ptp_tx_overflows_read();
+}
+
+const struct ptp_status *ptpsvc_status(void)
+{
+	return ptp_port_status(&port);
+}
+
+const struct ptpsvc_counters *ptpsvc_counters(void)
+{
+	return &cnt;
+}
+
+#else
+
+void ptpsvc_init(const uint8_t mac[6]) { (void)mac; }
+void ptpsvc_poll(void) {}
+void ptpsvc_print_status(void) {}
+const struct ptp_status *ptpsvc_status(void) { return 0; }
+const struct ptpsvc_counters *ptpsvc_counters(void) { static struct ptpsvc_counters c; return &c; }
+
+#endif

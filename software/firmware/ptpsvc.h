@@ -1,0 +1,38 @@
+/*
+ * This file is part of ethdaq.
+ * SPDX-License-Identifier: BSD-2-Clause
+ *
+ * PTP service: the board side of the PTP stack (ptp/): the timestamp unit's clock and records
+ * (gateware/tsu.py) and the PTP transports (CPU UDP ports 319/320 or the EtherType 0x88F7 port)
+ * as struct ptp_ops, and the main-loop work (ticks, received messages, TX timestamps, console).
+ */
+#ifndef ETHDAQ_PTPSVC_H
+#define ETHDAQ_PTPSVC_H
+
+#include <stdint.h>
+
+#include "ptp_port.h"
+
+struct ptpsvc_counters {
+	uint32_t rx_ts_missing;     /* event message with no matching RX timestamp record */
+	uint32_t rx_ts_discarded;   /* RX records of event messages that matched no message */
+	uint32_t rx_truncated;      /* message cut by the gateware port */
+	uint32_t rx_too_long;
+	uint32_t tx_too_long;
+	uint32_t tx_timeout;
+	uint32_t hw_rx_overflows;   /* timestamp records lost in the gateware (FIFO full) */
+	uint32_t hw_tx_overflows;
+	uint32_t clock_rejected;    /* set/add commands the clock refused */
+};
+
+/* Sets up the stack with the build's configuration (role, transport, intervals). */
+void ptpsvc_init(const uint8_t mac[6]);
+/* Main-loop work; cheap when nothing happened. */
+void ptpsvc_poll(void);
+/* One status line on the console, "ptp: state=... offset=..." (also printed on state changes
+ * and every 2^ETHDAQ_PTP_STATUS_LOG seconds). */
+void ptpsvc_print_status(void);
+const struct ptp_status *ptpsvc_status(void);
+const struct ptpsvc_counters *ptpsvc_counters(void);
+
+#endif
