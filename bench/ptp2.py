@@ -172,7 +172,8 @@ class Result:
         if status:
             errs = [s[4] - self.true_delay_ns for s in status]
             d.update(delay_err_mean=statistics.fmean(errs), delay_err_max=max(map(abs, errs)),
-                     reported_offset_max=max(abs(s[3]) for s in status), freq_ppb=status[-1][5])
+                     reported_offset_max=max(abs(s[3]) for s in status),
+                     freq_ppb=statistics.fmean(s[5] for s in status))
         return d
 
 
@@ -232,7 +233,7 @@ def main(argv=None):
           f"{args.cable * PERIOD_NS} ns each way, {args.seconds:g} s simulated each "
           f"(.venv/bin/python bench/ptp2.py{' ' + ' '.join(argv or sys.argv[1:]) if (argv or sys.argv[1:]) else ''})\n")
     print("| slave ppm | converged at (s) | true offset mean (ns) | true offset max (ns) | samples "
-          "| path delay error mean / max (ns) | freq adj (ppb) | expected (ppb) |")
+          "| path delay error mean / max (ns) | freq adj mean (ppb) | expected (ppb) |")
     print("|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in results:
         s = r.summary()

@@ -68,6 +68,12 @@ class Board:
     # 9000 bytes with FCS (ETH_LEN), i.e. UDP payloads above 8954. bench/ measures 8972 at the pins.
     max_payload  = 8954
     is_sim       = True
+    # PTP intervals (log2 s of simulated time): the simulation runs about 1000x slower than real
+    # time, so ptp4l's defaults (1 s Sync, 2 s Announce) would take many minutes per message.
+    ptp_log_sync      = -7
+    ptp_log_announce  = -7
+    ptp_log_delay_req = -7
+    ptp_status_log    = -6
     ptp_phy      = "gmii"  # gateware/tsu.py PHY_FPGA_LATENCY_CYCLES: timestamp corrections
     # The simulation runs ~250x slower than real time while Linux answers ARP at once, so the
     # data path's ARP timeouts are scaled down (hardware boards use 100 ms x 3, then every 1 s)

@@ -87,12 +87,12 @@ def _add_network_options(p):
     g.add_argument("--ptp-transport", choices=["udp", "l2"], default="udp",
                    help="udp: UDP/IPv4 to 224.0.1.129 ports 319/320 (default); l2: Ethernet, EtherType 0x88F7")
     g.add_argument("--ptp-domain", type=_ptp_domain, default=0, help="PTP domainNumber (default 0)")
-    g.add_argument("--ptp-log-sync", type=_log_interval, default=0, metavar="N",
-                   help="Sync interval 2^N s as master, -10..6 (default 0: 1 s, as ptp4l)")
-    g.add_argument("--ptp-log-announce", type=_log_interval, default=1, metavar="N",
-                   help="Announce interval 2^N s as master, -10..6 (default 1: 2 s, as ptp4l)")
-    g.add_argument("--ptp-log-delay-req", type=_log_interval, default=0, metavar="N",
-                   help="minimum Delay_Req interval 2^N s, -10..6 (default 0: 1 s, as ptp4l)")
+    g.add_argument("--ptp-log-sync", type=_log_interval, metavar="N",
+                   help="Sync interval 2^N s as master, -10..6 (default 0: 1 s, as ptp4l; simulated board -7)")
+    g.add_argument("--ptp-log-announce", type=_log_interval, metavar="N",
+                   help="Announce interval 2^N s as master, -10..6 (default 1: 2 s, as ptp4l; simulated board -7)")
+    g.add_argument("--ptp-log-delay-req", type=_log_interval, metavar="N",
+                   help="minimum Delay_Req interval 2^N s, -10..6 (default 0: 1 s, as ptp4l; simulated board -7)")
 
 
 def _log_interval(text):

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from migen import Mux
 
+from litex.build.generic_platform import ConstraintError
 from litex.soc.integration.soc_core import SoCCore
 
 from liteeth.core import LiteEthUDPIPCore
@@ -104,10 +105,10 @@ class DAQSoC(SoCCore):
         ptp_role      = "auto",
         ptp_transport = "udp",
         ptp_domain    = 0,
-        ptp_log_sync      = 0,
-        ptp_log_announce  = 1,
-        ptp_log_delay_req = 0,
-        ptp_status_log    = 0,
+        ptp_log_sync      = None,
+        ptp_log_announce  = None,
+        ptp_log_delay_req = None,
+        ptp_status_log    = None,
         with_ptp_testbench = False,
         **kwargs):
         self.board        = board
@@ -119,6 +120,12 @@ class DAQSoC(SoCCore):
         self.build_id     = build_id or git_hash()
         check_ports(ctl_port, data_port if with_streamer else None)
         max_payload = max_payload or board.max_payload
+        # PTP intervals: the board's (the simulated board runs about 1000x slower than real
+        # time), else ptp4l's defaults.
+        ptp_log_sync      = getattr(board, "ptp_log_sync",      0) if ptp_log_sync      is None else ptp_log_sync
+        ptp_log_announce  = getattr(board, "ptp_log_announce",  1) if ptp_log_announce  is None else ptp_log_announce
+        ptp_log_delay_req = getattr(board, "ptp_log_delay_req", 0) if ptp_log_delay_req is None else ptp_log_delay_req
+        ptp_status_log    = getattr(board, "ptp_status_log",    0) if ptp_status_log    is None else ptp_status_log
         check_ptp(ptp_role, ptp_transport, {"sync interval": ptp_log_sync,
             "announce interval": ptp_log_announce, "delay request interval": ptp_log_delay_req,
             "status interval": ptp_status_log})
@@ -223,6 +230,13 @@ class DAQSoC(SoCCore):
         self.add_constant("ETHDAQ_PTP_LOG_ANNOUNCE",  ptp_log_announce)
         self.add_constant("ETHDAQ_PTP_LOG_DELAY_REQ", ptp_log_delay_req)
         self.add_constant("ETHDAQ_PTP_STATUS_LOG",    ptp_status_log)
+        # Pulse-per-second and the periodic output, where the board has pins for them.
+        for name in ("pps", "periodic"):
+            try:
+                pin = platform.request(f"ptp_{name}")
+            except ConstraintError:
+                continue
+            self.comb += pin.eq(getattr(self.ptp.clock, name))
         if with_ptp_testbench:
             # For the two-board simulation (bench/ptp2.py): the clock's time at pins the
             # testbench reads in the same cycle on both boards (ground truth), and the oscillator

@@ -351,6 +351,8 @@ void ptpsvc_init(const uint8_t mac[6])
 	 * 100 ns on. */
 	cfg.servo.first_step_threshold_ns = 100;
 	ptp_synced_write(0);
+	/* PPS high for the first 100 ms of each second: long enough for any instrument input. */
+	ptp_pps_width_write(100000000);
 	/* A free-running clock starts at 0 s (1970); a master that is not told the time by anyone
 	 * keeps it so, and says so in its Announce (timeSource internal oscillator). */
 	if (ptp_port_init(&port, &cfg, &ops, NULL, now) != 0) {
