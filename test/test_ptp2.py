@@ -66,11 +66,12 @@ def test_measured_path_delay_is_the_cable_delay(results, ppm):
 def test_frequency_adjustment_cancels_the_oscillator_error(results, ppm):
     r = results[ppm]
     _, status = r.steady()
-    # The mean over the steady state: each sample's proportional term reacts to the 8 ns
-    # timestamp quantisation by about 400 ppb (kp 0.4 x 8 ns / 7.8 ms). 100 ppb: a thousandth
-    # of the 100 ppm being corrected.
+    # The mean over the steady state (a few status lines): each sample's proportional term
+    # reacts to the 8 ns timestamp quantisation by about 400 ppb (kp 0.4 x 8 ns / 7.8 ms), so a
+    # single adjustment is only good to about a ppm. 1000 ppb: 1 % of the 100 ppm corrected; the
+    # rate itself is pinned much tighter by the true offset staying within 8 ns.
     mean = sum(s[5] for s in status) / len(status)
-    assert abs(mean - r.expected_freq_ppb) <= 100, (mean, r.expected_freq_ppb)
+    assert abs(mean - r.expected_freq_ppb) <= 1000, (mean, r.expected_freq_ppb)
 
 
 @pytest.mark.parametrize("ppm", PPMS)
