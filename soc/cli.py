@@ -95,24 +95,21 @@ def _add_network_options(p):
                    help="minimum Delay_Req interval 2^N s, -10..6 (default 0: 1 s, as ptp4l; simulated board -7)")
 
 
-def _log_interval(text):
-    try:
-        value = int(text)
-    except ValueError:
-        value = None
-    if value is None or not -10 <= value <= 6:
-        raise argparse.ArgumentTypeError(f"log2 interval must be an integer from -10 to 6, not {text!r}")
-    return value
+def _int_in(lo, hi, what):
+    """argparse type: an integer in lo..hi, else a one-line error naming `what`."""
+    def parse(text):
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(f"{what} must be an integer from {lo} to {hi}, not {text!r}")
+        return value
+    return parse
 
 
-def _ptp_domain(text):
-    try:
-        value = int(text)
-    except ValueError:
-        value = None
-    if value is None or not 0 <= value <= 255:
-        raise argparse.ArgumentTypeError(f"PTP domain must be an integer from 0 to 255, not {text!r}")
-    return value
+_log_interval = _int_in(-10, 6, "log2 interval")
+_ptp_domain   = _int_in(0, 255, "PTP domain")
 
 
 def _board(name):

@@ -56,6 +56,11 @@ def test_unsupported_toolchain(tmp_path):
     (["--mac", "11:e2:d5:00:00:00"], "MAC address must be unicast"),
     (["--ctl-port", "70000"], "port must be an integer in 1..65535, not '70000'"),
     (["--sys-clk-freq", "5"], "frequency must be in Hz between 1e6 and 500e6, like 60e6, not '5'"),
+    (["--ptp-log-sync", "9"], "log2 interval must be an integer from -10 to 6, not '9'"),
+    (["--ptp-log-announce", "x"], "log2 interval must be an integer from -10 to 6, not 'x'"),
+    (["--ptp-domain", "256"], "PTP domain must be an integer from 0 to 255, not '256'"),
+    (["--ptp-role", "boss"], "invalid choice: 'boss'"),
+    (["--ptp-transport", "tcp"], "invalid choice: 'tcp'"),
 ])
 def test_bad_addresses(args, text):
     assert_one_line_error(run("build", "--board", "sim", *args), text)
@@ -116,6 +121,13 @@ def test_ctl_timeout_is_one_line(tmp_path):
     r = run("ctl", "identify", "--ip", "127.0.0.1", "--port", "9", "--timeout", "0.2")
     assert r.returncode == 2
     assert len(r.stderr.strip().splitlines()) == 1 and r.stderr.startswith("Error: ")
+
+
+@pytest.mark.parametrize("port", ["319", "320"])
+def test_control_port_clashing_with_ptp_is_refused(tmp_path, port):
+    r = run("build", "--board", "sim", "--ctl-port", port, "--output-dir", str(tmp_path / "out"))
+    assert_one_line_error(r, f"control port {port} is reserved for PTP (319 event, 320 general)")
+    assert not (tmp_path / "out").exists()
 
 
 def test_control_port_clashing_with_data_port_is_refused(tmp_path):
