@@ -159,7 +159,12 @@ class CPUUDPPort(LiteXModule):
     Parameters
     ----------
     udp_port : int
-        Local UDP port; used as source port of transmitted datagrams.
+        Local UDP port; the source port of transmitted datagrams unless tx_local_port says otherwise.
+    extra_ports : tuple of int
+        More local ports served by the same mailbox (connect_udp_ports() merges them): one buffer
+        and one set of registers for several services (e.g. the control port and PTP's 319 and
+        320), which on a small FPGA costs far fewer LUTs than a mailbox each. rx_local_port says
+        which port a datagram came to; tx_local_port picks the port to send from.
     rx_depth : int
         Receive buffer in bytes (all stored datagrams together).
     rx_datagrams : int
@@ -167,11 +172,16 @@ class CPUUDPPort(LiteXModule):
     tx_depth : int
         Largest datagram payload the CPU can send, in bytes.
     """
-    def __init__(self, udp_port, rx_depth=2048, rx_datagrams=4, tx_depth=2048):
-        if not (0 < udp_port < 65536):
-            raise ValueError(f"udp_port must be in 1..65535, not {udp_port!r}")
+    def __init__(self, udp_port, rx_depth=2048, rx_datagrams=4, tx_depth=2048, extra_ports=()):
+        ports = (udp_port, *extra_ports)
+        for p in ports:
+            if not (isinstance(p, int) and 0 < p < 65536):
+                raise ValueError(f"udp_port must be in 1..65535, not {p!r}")
+        if len(set(ports)) != len(ports):
+            raise ValueError(f"UDP ports must be distinct, not {ports!r}")
         _check_depths(rx_depth=rx_depth, tx_depth=tx_depth)
-        self.udp_port = udp_port
+        self.udp_port  = udp_port
+        self.udp_ports = ports
         self.sink     = sink   = stream.Endpoint(eth_udp_user_description(8)) # From UDP crossbar.
         self.source   = source = stream.Endpoint(eth_udp_user_description(8)) # To UDP crossbar.
 
@@ -186,11 +196,13 @@ class CPUUDPPort(LiteXModule):
         self._rx_consume   = CSR()  # Write: discard the rest of the waiting datagram.
         self._rx_count     = CSRStatus(32, description="Datagrams accepted.")
         self._rx_dropped   = CSRStatus(32, description="Datagrams dropped because the buffer was full or they were too large.")
+        self._rx_local_port = CSRStatus(16, description="Local UDP port the waiting datagram was sent to.")
 
         # TX CSRs.
         self._tx_data      = CSRStorage(8,  description="Write: append one payload byte.")
         self._tx_ip        = CSRStorage(32, description="Destination IPv4 address.")
         self._tx_port      = CSRStorage(16, description="Destination UDP port.")
+        self._tx_local_port = CSRStorage(16, reset=udp_port, description="Local (source) UDP port to send from: one of the mailbox's ports.")
         self._tx_send      = CSR()  # Write: send the appended payload as one datagram.
         self._tx_busy      = CSRStatus(description="1 while a datagram is being sent.")
         self._tx_count     = CSRStatus(32, description="Datagrams sent.")
@@ -202,7 +214,7 @@ class CPUUDPPort(LiteXModule):
         # -------------
         self.rx_data = rx_data = stream.SyncFIFO([("data", 8)], depth=rx_depth, buffered=True)
         self.rx_meta = rx_meta = stream.SyncFIFO(
-            [("ip", 32), ("port", 16), ("length", 16), ("truncated", 1)], depth=rx_datagrams)
+            [("ip", 32), ("port", 16), ("local_port", 16), ("length", 16), ("truncated", 1)], depth=rx_datagrams)
 
         rx_free    = Signal(max=rx_depth + 2)
         rx_stored  = Signal(16)
@@ -210,6 +222,7 @@ class CPUUDPPort(LiteXModule):
         rx_length  = Signal(16)
         rx_ip      = Signal(32)
         rx_port    = Signal(16)
+        rx_local   = Signal(16)
         rx_dropped = Signal(32)
         rx_count   = Signal(32)
         self.comb += rx_free.eq(rx_depth - rx_data.level)
@@ -225,6 +238,7 @@ class CPUUDPPort(LiteXModule):
                     NextValue(rx_length, sink.length),
                     NextValue(rx_ip,     sink.ip_address),
                     NextValue(rx_port,   sink.src_port),
+                    NextValue(rx_local,  sink.dst_port),
                     NextState("RECEIVE")
                 ).Else(
                     NextValue(rx_dropped, rx_dropped + 1),
@@ -253,6 +267,7 @@ class CPUUDPPort(LiteXModule):
             rx_meta.sink.valid.eq(1),
             rx_meta.sink.ip.eq(rx_ip),
             rx_meta.sink.port.eq(rx_port),
+            rx_meta.sink.local_port.eq(rx_local),
             rx_meta.sink.length.eq(rx_stored),
             rx_meta.sink.truncated.eq(rx_stored != rx_length),
             NextValue(rx_count, rx_count + 1),
@@ -272,6 +287,7 @@ class CPUUDPPort(LiteXModule):
             self._rx_ready.status.eq(rx_meta.source.valid & self.rx_cpu_fsm.ongoing("IDLE")),
             self._rx_ip.status.eq(rx_meta.source.ip),
             self._rx_port.status.eq(rx_meta.source.port),
+            self._rx_local_port.status.eq(rx_meta.source.local_port),
             self._rx_length.status.eq(rx_meta.source.length),
             self._rx_truncated.status.eq(rx_meta.source.truncated),
             self._rx_data.status.eq(rx_data.source.data),
@@ -282,11 +298,29 @@ class CPUUDPPort(LiteXModule):
         # TX Data-Path / Control-Path.
         # ----------------------------
         _add_tx_path(self, source, tx_depth, header=lambda length: [
-            source.src_port.eq(udp_port),
+            source.src_port.eq(self._tx_local_port.storage if extra_ports else udp_port),
             source.dst_port.eq(self._tx_port.storage),
             source.ip_address.eq(self._tx_ip.storage),
             source.length.eq(length),
         ])
+
+
+def connect_udp_ports(crossbar, port):
+    """Connect a CPUUDPPort to a LiteEth UDP crossbar on each of its ports (port.udp_ports).
+    Returns the modules to add as submodules (the merging arbiter and dispatcher, if any).
+
+    RX: the crossbar's user ports are arbitrated packet by packet into the mailbox, which records
+    each datagram's local port. TX: the mailbox's datagram goes out of the user port whose number
+    is its src_port (tx_local_port); a src_port that is none of them is dropped (the packet
+    Dispatcher's default), which the firmware never asks for."""
+    from litex.soc.interconnect.packet import Arbiter, Dispatcher
+    users = [crossbar.get_port(n, dw=8) for n in port.udp_ports]
+    if len(users) == 1:
+        return [], [users[0].source.connect(port.sink), port.source.connect(users[0].sink)]
+    arbiter    = Arbiter([u.source for u in users], port.sink)
+    dispatcher = Dispatcher(port.source, [u.sink for u in users])
+    comb = [If(port.source.src_port == n, dispatcher.sel.eq(i)) for i, n in enumerate(port.udp_ports)]
+    return [arbiter, dispatcher], comb
 
 
 # CPU MAC Port -------------------------------------------------------------------------------------

@@ -14,10 +14,10 @@ from litex.soc.interconnect import stream
 from liteeth.common import eth_phy_description
 from liteeth.mac import LiteEthMAC
 
-from ethdaq.gateware.cpuport import CPUUDPPort, CPUMACPort
+from ethdaq.gateware.cpuport import CPUUDPPort, CPUMACPort, connect_udp_ports
 
 
-def send_datagram(sink, payload, ip=0xC0A80164, port=5555, declared=None, padding=0):
+def send_datagram(sink, payload, ip=0xC0A80164, port=5555, declared=None, padding=0, dst_port=None):
     """Drive one datagram into the port's sink as the LiteEth UDP crossbar would (dw=8)."""
     data = list(payload) + [0xEE] * padding
     declared = len(payload) if declared is None else declared
@@ -28,6 +28,8 @@ def send_datagram(sink, payload, ip=0xC0A80164, port=5555, declared=None, paddin
         yield sink.length.eq(declared)
         yield sink.ip_address.eq(ip)
         yield sink.src_port.eq(port)
+        if dst_port is not None:
+            yield sink.dst_port.eq(dst_port)
         yield
         while not (yield sink.ready):
             yield
@@ -55,7 +57,7 @@ def cpu_read_datagram(dut):
         raise AssertionError("no datagram became ready within 10000 cycles")
     length = yield dut._rx_length.status
     meta = dict(ip=(yield dut._rx_ip.status), port=(yield dut._rx_port.status),
-                truncated=(yield dut._rx_truncated.status))
+                truncated=(yield dut._rx_truncated.status), local_port=(yield dut._rx_local_port.status))
     data = []
     for _ in range(length):
         data.append((yield dut._rx_data.status))
@@ -623,3 +625,66 @@ def test_mac_port_through_liteeth_mac_with_preamble_and_fcs():
     # TX: the MAC adds preamble, header, padding to 60 bytes and FCS around the payload.
     assert bytes(b for b, _ in wire_out) == wire_frame(PTP_MULTICAST, OWN_MAC, PTP_ETHERTYPE, to_send)
     assert [last for _, last in wire_out] == [0] * (len(wire_out) - 1) + [1]
+
+
+class _SharedMailbox(LiteXModule):
+    """The control port's mailbox also serving PTP's 319 and 320 through LiteEth's UDP crossbar,
+    as DAQSoC builds it."""
+    def __init__(self):
+        from liteeth.core.udp import LiteEthUDPCrossbar
+        self.crossbar = LiteEthUDPCrossbar(dw=8)
+        self.mailbox  = CPUUDPPort(udp_port=7000, extra_ports=(319, 320), rx_depth=512, tx_depth=128)
+        modules, comb = connect_udp_ports(self.crossbar, self.mailbox)
+        self.submodules += modules
+        self.comb += comb
+
+
+def test_shared_mailbox_tells_local_ports_apart_and_sends_from_the_chosen_one():
+    dut = _SharedMailbox()
+    got, sent = [], []
+    offered = [(7000, b"control"), (319, b"sync" * 11), (320, b"follow" * 7), (999, b"nobody"), (7000, b"again")]
+
+    def network():
+        for dst, payload in offered:
+            yield from send_datagram(dut.crossbar.master.sink, payload, port=4000 + dst % 100, dst_port=dst)
+
+    def cpu():
+        for _ in range(4):  # The datagram to 999 has no user: the crossbar discards it.
+            got.append((yield from cpu_read_datagram(dut.mailbox)))
+        for src, payload in [(320, b"announce"), (7000, b"reply"), (319, b"delay_req")]:
+            for b in payload:
+                yield from csr_write(dut.mailbox._tx_data, b)
+            yield from csr_write(dut.mailbox._tx_ip, 0xE0000181)
+            yield from csr_write(dut.mailbox._tx_port, src)
+            yield from csr_write(dut.mailbox._tx_local_port, src)
+            yield from csr_write(dut.mailbox._tx_send)
+            while (yield dut.mailbox._tx_busy.status):
+                yield
+        for _ in range(50):
+            yield
+
+    @passive
+    def wire():
+        src = dut.crossbar.master.source
+        yield src.ready.eq(1)
+        frame = []
+        while True:
+            if (yield src.valid):
+                frame.append((yield src.data))
+                if (yield src.last):
+                    sent.append(((yield src.src_port), (yield src.dst_port), bytes(frame)))
+                    frame = []
+            yield
+
+    run_simulation(dut, [network(), cpu(), wire()])
+    assert [(m["local_port"], data) for data, m in got] == [
+        (7000, b"control"), (319, b"sync" * 11), (320, b"follow" * 7), (7000, b"again")]
+    assert [m["port"] for _, m in got] == [4000, 4019, 4020, 4000]
+    assert sent == [(320, 320, b"announce"), (7000, 7000, b"reply"), (319, 319, b"delay_req")]
+
+
+def test_mailbox_ports_must_be_distinct_and_valid():
+    with pytest.raises(ValueError, match="UDP ports must be distinct"):
+        CPUUDPPort(udp_port=319, extra_ports=(319, 320))
+    with pytest.raises(ValueError, match="udp_port must be in 1..65535"):
+        CPUUDPPort(udp_port=7000, extra_ports=(70000,))

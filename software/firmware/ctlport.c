@@ -13,18 +13,15 @@
 	.rx_port = prefix##_rx_port_read,    .rx_length = prefix##_rx_length_read,               \
 	.rx_truncated = prefix##_rx_truncated_read, .rx_data = prefix##_rx_data_read,            \
 	.rx_next = prefix##_rx_next_write,   .rx_consume = prefix##_rx_consume_write,            \
-	.rx_dropped = prefix##_rx_dropped_read,                                                  \
+	.rx_dropped = prefix##_rx_dropped_read, .rx_local_port = prefix##_rx_local_port_read,   \
 	.tx_data = prefix##_tx_data_write,   .tx_ip = prefix##_tx_ip_write,                      \
 	.tx_port = prefix##_tx_port_write,   .tx_send = prefix##_tx_send_write,                  \
+	.tx_local_port = prefix##_tx_local_port_write,                                           \
 	.tx_busy = prefix##_tx_busy_read,    .tx_dropped = prefix##_tx_dropped_read,             \
 	.tx_max = (max),                                                                         \
 }
 
 const struct cpuport cpuport_ctl = CPUPORT(ctlport, CTLPORT_MAX_DATAGRAM);
-#ifdef ETHDAQ_PTP_UDP
-const struct cpuport cpuport_ptp_event   = CPUPORT(ptp_event,   ETHDAQ_PTP_TX_MAX);
-const struct cpuport cpuport_ptp_general = CPUPORT(ptp_general, ETHDAQ_PTP_TX_MAX);
-#endif
 
 int cpuport_receive(const struct cpuport *p, struct ctlport_datagram *d, uint8_t *buf, size_t cap,
                     struct ctlport_stats *st)
@@ -46,6 +43,7 @@ int cpuport_receive(const struct cpuport *p, struct ctlport_datagram *d, uint8_t
 	}
 	d->ip     = p->rx_ip();
 	d->port   = (uint16_t)p->rx_port();
+	d->local_port = (uint16_t)p->rx_local_port();
 	d->length = len;
 	for (i = 0; i < len; i++) {
 		buf[i] = (uint8_t)p->rx_data();
@@ -55,8 +53,8 @@ int cpuport_receive(const struct cpuport *p, struct ctlport_datagram *d, uint8_t
 	return 1;
 }
 
-int cpuport_send(const struct cpuport *p, uint32_t ip, uint16_t port, const uint8_t *buf, size_t len,
-                 struct ctlport_stats *st)
+int cpuport_send(const struct cpuport *p, uint16_t src_port, uint32_t ip, uint16_t port,
+                 const uint8_t *buf, size_t len, struct ctlport_stats *st)
 {
 	size_t i;
 	unsigned int spins = 0;
@@ -75,6 +73,7 @@ int cpuport_send(const struct cpuport *p, uint32_t ip, uint16_t port, const uint
 		p->tx_data(buf[i]);
 	p->tx_ip(ip);
 	p->tx_port(port);
+	p->tx_local_port(src_port);
 	p->tx_send(1);
 	return 0;
 }

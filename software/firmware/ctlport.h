@@ -2,15 +2,17 @@
  * This file is part of ethdaq.
  * SPDX-License-Identifier: BSD-2-Clause
  *
- * Driver for the gateware CPU UDP ports (gateware/cpuport.py): the control port and, when the
- * SoC has PTP over UDP, the PTP event (319) and general (320) ports. Every port has the same
- * registers; a struct cpuport names one instance's accessors.
+ * Driver for the gateware CPU UDP port (gateware/cpuport.py): one mailbox for the control port
+ * and, when the SoC has PTP over UDP, PTP's event (319) and general (320) ports. A struct cpuport
+ * names one instance's accessors.
  */
 #ifndef ETHDAQ_CTLPORT_H
 #define ETHDAQ_CTLPORT_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include <generated/soc.h>
 
 #define CTLPORT_MAX_DATAGRAM 1472
 
@@ -25,9 +27,11 @@ struct cpuport {
 	void     (*rx_next)(uint32_t);
 	void     (*rx_consume)(uint32_t);
 	uint32_t (*rx_dropped)(void);
+	uint32_t (*rx_local_port)(void);
 	void     (*tx_data)(uint32_t);
 	void     (*tx_ip)(uint32_t);
 	void     (*tx_port)(uint32_t);
+	void     (*tx_local_port)(uint32_t);
 	void     (*tx_send)(uint32_t);
 	uint32_t (*tx_busy)(void);
 	uint32_t (*tx_dropped)(void);
@@ -35,14 +39,11 @@ struct cpuport {
 };
 
 extern const struct cpuport cpuport_ctl;
-#ifdef ETHDAQ_PTP_UDP
-extern const struct cpuport cpuport_ptp_event;
-extern const struct cpuport cpuport_ptp_general;
-#endif
 
 struct ctlport_datagram {
 	uint32_t ip;
 	uint16_t port;
+	uint16_t local_port;  /* The mailbox's port it was sent to (control, or PTP 319/320). */
 	size_t   length;   /* Bytes copied into the caller's buffer. */
 };
 
@@ -56,9 +57,10 @@ struct ctlport_stats {
 /* Returns 1 and fills d/buf when a complete datagram was received, 0 otherwise. */
 int cpuport_receive(const struct cpuport *p, struct ctlport_datagram *d, uint8_t *buf, size_t cap,
                     struct ctlport_stats *st);
-/* Returns 0 on success, -1 when refused (counted in st). */
-int cpuport_send(const struct cpuport *p, uint32_t ip, uint16_t port, const uint8_t *buf, size_t len,
-                 struct ctlport_stats *st);
+/* Send from local port src_port (one of the mailbox's). Returns 0 on success, -1 when refused
+ * (counted in st). */
+int cpuport_send(const struct cpuport *p, uint16_t src_port, uint32_t ip, uint16_t port,
+                 const uint8_t *buf, size_t len, struct ctlport_stats *st);
 
 static inline int ctlport_receive(struct ctlport_datagram *d, uint8_t *buf, size_t cap,
                                   struct ctlport_stats *st)
@@ -69,7 +71,7 @@ static inline int ctlport_receive(struct ctlport_datagram *d, uint8_t *buf, size
 static inline int ctlport_send(uint32_t ip, uint16_t port, const uint8_t *buf, size_t len,
                                struct ctlport_stats *st)
 {
-	return cpuport_send(&cpuport_ctl, ip, port, buf, len, st);
+	return cpuport_send(&cpuport_ctl, ETHDAQ_CTL_PORT, ip, port, buf, len, st);
 }
 
 #endif

@@ -102,6 +102,11 @@ int main(void)
 		ptpsvc_poll();
 		if (!ctlport_receive(&d, rx_buf, sizeof(rx_buf), &port_stats))
 			continue;
+		if (d.local_port != ETHDAQ_CTL_PORT) {
+			/* PTP's ports share the mailbox (ETHDAQ_PTP_UDP); anything else cannot arrive. */
+			ptpsvc_input(d.local_port, rx_buf, d.length);
+			continue;
+		}
 		n = ctl_handle(rx_buf, d.length, d.ip, tx_buf, sizeof(tx_buf), &id, &ops, &counters);
 		if (n > 0)
 			ctlport_send(d.ip, d.port, tx_buf, (size_t)n, &port_stats);

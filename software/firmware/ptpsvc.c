@@ -166,25 +166,22 @@ static size_t receive(enum ptp_channel *channel)
 
 #elif defined(ETHDAQ_PTP_UDP)
 
+/* PTP's ports share the control port's mailbox (DAQSoC): send from 319 or 320; main.c hands
+ * what arrives on them to ptpsvc_input(). */
 static int send(void *ctx, enum ptp_channel channel, const uint8_t *msg, size_t len)
 {
+	uint16_t p = channel == PTP_CHANNEL_EVENT ? PTP_EVENT_PORT : PTP_GENERAL_PORT;
 	(void)ctx;
-	if (channel == PTP_CHANNEL_EVENT)
-		return cpuport_send(&cpuport_ptp_event, PTP_MCAST_IP, PTP_EVENT_PORT, msg, len, &port_stats);
-	return cpuport_send(&cpuport_ptp_general, PTP_MCAST_IP, PTP_GENERAL_PORT, msg, len, &port_stats);
+	if (len > ETHDAQ_PTP_TX_MAX) {
+		port_stats.tx_too_long++;
+		return -1;
+	}
+	return cpuport_send(&cpuport_ctl, p, PTP_MCAST_IP, p, msg, len, &port_stats);
 }
 
 static size_t receive(enum ptp_channel *channel)
 {
-	struct ctlport_datagram d;
-	if (cpuport_receive(&cpuport_ptp_event, &d, msg_buf, sizeof(msg_buf), &port_stats)) {
-		*channel = PTP_CHANNEL_EVENT;
-		return d.length;
-	}
-	if (cpuport_receive(&cpuport_ptp_general, &d, msg_buf, sizeof(msg_buf), &port_stats)) {
-		*channel = PTP_CHANNEL_GENERAL;
-		return d.length;
-	}
+	(void)channel;
 	return 0;
 }
 
@@ -371,6 +368,24 @@ void ptpsvc_init(const uint8_t mac[6])
 	       cfg.log_min_delay_req_interval);
 }
 
+static void handle(enum ptp_channel channel, const uint8_t *msg, size_t len)
+{
+	struct ptp_time ts;
+	if (channel == PTP_CHANNEL_EVENT && rx_timestamp(msg, len, &ts))
+		ptp_port_receive(&port, msg, len, &ts);
+	else
+		ptp_port_receive(&port, msg, len, NULL);
+	tx_timestamps();
+}
+
+void ptpsvc_input(uint16_t local_port, const uint8_t *msg, size_t len)
+{
+	if (local_port == PTP_EVENT_PORT)
+		handle(PTP_CHANNEL_EVENT, msg, len);
+	else if (local_port == PTP_GENERAL_PORT)
+		handle(PTP_CHANNEL_GENERAL, msg, len);
+}
+
 void ptpsvc_poll(void)
 {
 	const struct ptp_status *st;
@@ -379,14 +394,8 @@ void ptpsvc_poll(void)
 	size_t len;
 
 	tx_timestamps();
-	while ((len = receive(&channel)) != 0) {
-		struct ptp_time ts;
-		if (channel == PTP_CHANNEL_EVENT && rx_timestamp(msg_buf, len, &ts))
-			ptp_port_receive(&port, msg_buf, len, &ts);
-		else
-			ptp_port_receive(&port, msg_buf, len, NULL);
-		tx_timestamps();
-	}
+	while ((len = receive(&channel)) != 0)
+		handle(channel, msg_buf, len);
 	now = uptime_ns();
 	ptp_port_tick(&port, now);
 	tx_timestamps();
@@ -431,6 +440,7 @@ const struct ptpsvc_counters *ptpsvc_counters(void)
 
 void ptpsvc_init(const uint8_t mac[6]) { (void)mac; }
 void ptpsvc_poll(void) {}
+void ptpsvc_input(uint16_t local_port, const uint8_t *msg, size_t len) { (void)local_port; (void)msg; (void)len; }
 void ptpsvc_print_status(void) {}
 const struct ptp_status *ptpsvc_status(void) { return 0; }
 const struct ptpsvc_counters *ptpsvc_counters(void) { static struct ptpsvc_counters c; return &c; }

@@ -9,6 +9,7 @@
 #ifndef ETHDAQ_PTPSVC_H
 #define ETHDAQ_PTPSVC_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "ptp_port.h"
@@ -29,6 +30,8 @@ struct ptpsvc_counters {
 void ptpsvc_init(const uint8_t mac[6]);
 /* Main-loop work; cheap when nothing happened. */
 void ptpsvc_poll(void);
+/* A datagram the control port's mailbox received on local port 319 or 320 (PTP over UDP). */
+void ptpsvc_input(uint16_t local_port, const uint8_t *msg, size_t len);
 /* One status line on the console, "ptp: state=... offset=..." (also printed on state changes
  * and every 2^ETHDAQ_PTP_STATUS_LOG seconds). */
 void ptpsvc_print_status(void);
