@@ -90,6 +90,12 @@ def check_ptp(role, transport, log_intervals):
 # DAQSoC -------------------------------------------------------------------------------------------
 
 class DAQSoC(SoCCore):
+    def check_bios_requirements(self):
+        # There is no BIOS (our firmware boots from ROM, soc/build.py), and the firmware needs no
+        # timer0; LiteX would refuse a SoC without one.
+        if "rom" not in self.bus.regions or "sram" not in self.bus.regions:
+            raise ValueError("the firmware needs the integrated ROM and SRAM")
+
     def __init__(self, board, toolchain=None,
         sys_clk_freq = None,
         ip_address   = DEFAULT_IP,
@@ -143,7 +149,8 @@ class DAQSoC(SoCCore):
         kwargs.setdefault("integrated_rom_size",  0x10000)
         kwargs.setdefault("integrated_sram_size", 0x4000)
         kwargs.setdefault("uart_name",            board.uart_name)
-        kwargs.setdefault("timer_uptime",         True)  # The PTP stack's monotonic time.
+        # No timer: the firmware's PTP service keeps its monotonic time from the PTP clock.
+        kwargs.setdefault("with_timer",           False)
         SoCCore.__init__(self, platform, sys_clk_freq,
             # No build date: the same sources give the same bitstream, and the git hash says which.
             ident         = f"ethdaq {board.name} {self.build_id} {options}",

@@ -26,19 +26,22 @@ static uint64_t next_status_ns;
 
 /* Monotonic time ------------------------------------------------------------------------------ */
 
-/* ns per CPU cycle as integer and 32-bit fraction (compile-time constants, no float at run time). */
-#define NS_PER_CYCLE_INT  ((uint64_t)(1000000000.0 / CONFIG_CLOCK_FREQUENCY))
-#define NS_PER_CYCLE_FRAC ((uint32_t)((1000000000.0 / CONFIG_CLOCK_FREQUENCY - NS_PER_CYCLE_INT) * 4294967296.0))
+/* The stack's timers need a time that is never stepped. Instead of a separate 64-bit uptime
+ * counter (LUTs the colorlight_i5 does not have), the PTP clock minus every step we applied: it
+ * is slewed by at most the servo's 500 ppm, which timers do not mind; a coarse `set` makes it
+ * jump back by the CPU's few microseconds between latch and set, which they do not mind either. */
+static int64_t steps_total_ns;
+
+static void clock_read(void *ctx, struct ptp_time *now);
 
 static uint64_t uptime_ns(void)
 {
-	uint64_t c;
-	timer0_uptime_latch_write(1);
-	c = timer0_uptime_cycles_read();
-	/* c * (int + frac / 2^32), without a 128-bit product. */
-	return c * NS_PER_CYCLE_INT + (c >> 32) * NS_PER_CYCLE_FRAC +
-	       (((c & 0xffffffffu) * NS_PER_CYCLE_FRAC) >> 32);
+	struct ptp_time t;
+	clock_read(NULL, &t);
+	return (uint64_t)((int64_t)t.sec * NSEC_PER_SEC + t.nsec - steps_total_ns);
 }
+
+#define NS_PER_CYCLE_INT  ((uint64_t)(1000000000.0 / CONFIG_CLOCK_FREQUENCY))
 
 /* Clock ---------------------------------------------------------------------------------------- */
 
@@ -66,6 +69,7 @@ static void clock_read(void *ctx, struct ptp_time *now)
 static int clock_step(void *ctx, int64_t offset_ns)
 {
 	uint32_t rejected = ptp_rejected_read();
+	int64_t offset_step = offset_ns;
 
 	if (clock_wait_idle())
 		return -1;
@@ -95,6 +99,7 @@ static int clock_step(void *ctx, int64_t offset_ns)
 		cnt.clock_rejected++;
 		return -1;
 	}
+	steps_total_ns += offset_step;
 	return 0;
 }
 
