@@ -307,20 +307,26 @@ class CPUUDPPort(LiteXModule):
 
 def connect_udp_ports(crossbar, port):
     """Connect a CPUUDPPort to a LiteEth UDP crossbar on each of its ports (port.udp_ports).
-    Returns the modules to add as submodules (the merging arbiter and dispatcher, if any).
+    Returns (modules, statements) for the caller to add (none today; kept for the interface).
 
-    RX: the crossbar's user ports are arbitrated packet by packet into the mailbox, which records
-    each datagram's local port. TX: the mailbox's datagram goes out of the user port whose number
-    is its src_port (tx_local_port); a src_port that is none of them is dropped (the packet
-    Dispatcher's default), which the firmware never asks for."""
-    from litex.soc.interconnect.packet import Arbiter, Dispatcher
-    users = [crossbar.get_port(n, dw=8) for n in port.udp_ports]
-    if len(users) == 1:
-        return [], [users[0].source.connect(port.sink), port.source.connect(users[0].sink)]
-    arbiter    = Arbiter([u.source for u in users], port.sink)
-    dispatcher = Dispatcher(port.source, [u.sink for u in users])
-    comb = [If(port.source.src_port == n, dispatcher.sel.eq(i)) for i, n in enumerate(port.udp_ports)]
-    return [arbiter, dispatcher], comb
+    One crossbar user port carries them all: the crossbar dispatches datagrams for the extra
+    ports to the same user as udp_port (the mailbox records each one's dst_port), and the
+    mailbox's datagrams leave with the src_port the firmware chose (tx_local_port). A separate
+    user port per number, merged by an arbiter, cost about 400 LUTs more in wide multiplexers."""
+    user = crossbar.get_port(port.udp_port, dw=8)
+    extra = [n for n in port.udp_ports if n != port.udp_port]
+    if extra:
+        for n in extra:
+            if n in crossbar.users:
+                raise ValueError(f"UDP port {n} is already assigned on the crossbar")
+        finalize = crossbar.do_finalize
+        def do_finalize():
+            finalize()
+            index = list(crossbar.users.keys()).index(port.udp_port)
+            dst = getattr(crossbar.master.sink, crossbar.dispatch_param)
+            crossbar.comb += [If(dst == n, crossbar.dispatcher.sel.eq(2**index)) for n in extra]
+        crossbar.do_finalize = do_finalize
+    return [], [user.source.connect(port.sink), port.source.connect(user.sink)]
 
 
 # CPU MAC Port -------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@
 #include "ctl.h"
 #include "ctlport.h"
 #include "daq.h"
+#include "console.h"
 #include "ptpsvc.h"
 
 #define IDENT_SIZE 256
@@ -99,6 +100,7 @@ int main(void)
 		struct ctlport_datagram d;
 		int n;
 
+		console_poll();
 		ptpsvc_poll();
 		if (!ctlport_receive(&d, rx_buf, sizeof(rx_buf), &port_stats))
 			continue;

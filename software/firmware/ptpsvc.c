@@ -7,6 +7,7 @@
 #include <generated/csr.h>
 #include <generated/soc.h>
 
+#include "console.h"
 #include "ctlport.h"
 #include "ptpsvc.h"
 
@@ -117,8 +118,6 @@ static int clock_adjfreq(void *ctx, int64_t scaled_ppb)
 
 /* Transports ----------------------------------------------------------------------------------- */
 
-static struct ctlport_stats port_stats;  /* UDP ports; the L2 port counts into cnt directly */
-
 #if defined(ETHDAQ_PTP_L2)
 static const uint8_t ptp_l2_mcast[6] = { 0x01, 0x1B, 0x19, 0x00, 0x00, 0x00 };
 
@@ -170,6 +169,8 @@ static size_t receive(enum ptp_channel *channel)
 }
 
 #elif defined(ETHDAQ_PTP_UDP)
+
+static struct ctlport_stats port_stats;  /* PTP's share of the mailbox's send/receive refusals */
 
 /* PTP's ports share the control port's mailbox (DAQSoC): send from 319 or 320; main.c hands
  * what arrives on them to ptpsvc_input(). */
@@ -292,10 +293,11 @@ void ptpsvc_print_status(void)
 {
 	static char line[1024];
 	ptp_status_format(line, sizeof(line), ptp_port_status(&port));
-	printf("ptp: %s rx_ts_missing=%lu rx_ts_discarded=%lu hw_rx_overflows=%lu hw_tx_overflows=%lu clock_rejected=%lu\n",
+	console_printf("ptp: %s rx_ts_missing=%lu rx_ts_discarded=%lu hw_rx_overflows=%lu hw_tx_overflows=%lu clock_rejected=%lu port_rx_dropped=%lu console_dropped=%lu\n",
 	       line, (unsigned long)cnt.rx_ts_missing, (unsigned long)cnt.rx_ts_discarded,
 	       (unsigned long)cnt.hw_rx_overflows, (unsigned long)cnt.hw_tx_overflows,
-	       (unsigned long)cnt.clock_rejected);
+	       (unsigned long)cnt.clock_rejected, (unsigned long)cnt.port_rx_dropped,
+	       (unsigned long)console_dropped());
 }
 
 /* Signed decimal of a 64-bit value (the console's printf has no %lld). */
@@ -320,7 +322,7 @@ static void print_short(const struct ptp_status *st)
 	char o[21], d[21], f[21];
 	int64_t scaled = st->freq_scaled_ppb;
 	uint32_t milli = (uint32_t)((((uint64_t)(scaled < 0 ? -scaled : scaled) & 0xffff) * 1000) >> 16);
-	printf("ptp: %s %s offset=%s delay=%s freq=%s%s.%03u ppb\n", state_name(st->state),
+	console_printf("ptp: %s %s offset=%s delay=%s freq=%s%s.%03u ppb\n", state_name(st->state),
 	       servo_name(st->servo_state), i64(o, st->offset_ns), i64(d, st->mean_path_delay_ns),
 	       scaled < 0 && scaled > -65536 ? "-" : "", i64(f, scaled / 65536), (unsigned)milli);
 }
@@ -408,7 +410,7 @@ void ptpsvc_poll(void)
 	st = ptp_port_status(&port);
 	update_synced(st);
 	if (st->state != last_state || st->servo_state != last_servo) {
-		printf("ptp: state %s -> %s\n", state_name(last_state), state_name(st->state));
+		console_printf("ptp: state %s -> %s\n", state_name(last_state), state_name(st->state));
 		last_state = st->state;
 		last_servo = st->servo_state;
 		ptpsvc_print_status();
@@ -421,7 +423,10 @@ void ptpsvc_poll(void)
 			(uint64_t)NSEC_PER_SEC << ETHDAQ_PTP_STATUS_LOG :
 			(uint64_t)NSEC_PER_SEC >> -(ETHDAQ_PTP_STATUS_LOG));
 	}
-#ifndef ETHDAQ_PTP_L2
+#ifdef ETHDAQ_PTP_L2
+	cnt.port_rx_dropped = ptp_l2_rx_dropped_read();
+#else
+	cnt.port_rx_dropped = ctlport_rx_dropped_read();
 	cnt.rx_truncated = port_stats.rx_truncated;
 	cnt.rx_too_long  = port_stats.rx_too_long;
 	cnt.tx_too_long  = port_stats.tx_too_long;

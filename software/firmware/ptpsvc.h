@@ -24,6 +24,7 @@ struct ptpsvc_counters {
 	uint32_t hw_rx_overflows;   /* timestamp records lost in the gateware (FIFO full) */
 	uint32_t hw_tx_overflows;
 	uint32_t clock_rejected;    /* set/add commands the clock refused */
+	uint32_t port_rx_dropped;   /* datagrams/frames the CPU port had no room for (UDP: shared with control) */
 };
 
 /* Sets up the stack with the build's configuration (role, transport, intervals). */
@@ -32,8 +33,8 @@ void ptpsvc_init(const uint8_t mac[6]);
 void ptpsvc_poll(void);
 /* A datagram the control port's mailbox received on local port 319 or 320 (PTP over UDP). */
 void ptpsvc_input(uint16_t local_port, const uint8_t *msg, size_t len);
-/* One status line on the console, "ptp: state=... offset=..." (also printed on state changes
- * and every 2^ETHDAQ_PTP_STATUS_LOG seconds). */
+/* The full status line on the console, "ptp: state=... offset=..." (also printed on every state
+ * change; every 2^ETHDAQ_PTP_STATUS_LOG seconds a short one). Queued, never blocking (console.h). */
 void ptpsvc_print_status(void);
 const struct ptp_status *ptpsvc_status(void);
 const struct ptpsvc_counters *ptpsvc_counters(void);
