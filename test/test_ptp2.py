@@ -80,6 +80,6 @@ def test_no_message_or_timestamp_lost(results, ppm):
     assert c["rx_sync"] > 5 and c["rx_follow_up"] > 5 and c["rx_delay_resp"] > 3
     for name in ("tx_ts_missing", "tx_ts_unmatched", "delay_resp_missing", "rx_ts_missing",
                  "rx_ts_discarded", "hw_rx_overflows", "hw_tx_overflows", "clock_rejected", "faults",
-                 "tx_errors"):
+                 "tx_errors", "port_rx_dropped", "console_dropped"):
         assert c[name] == 0, name
     assert all(v == 0 for k, v in c.items() if k.startswith("drop_") and k not in ("drop_state", "drop_not_parent")), c

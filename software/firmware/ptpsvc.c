@@ -253,6 +253,16 @@ static int rx_timestamp(const uint8_t *msg, size_t len, struct ptp_time *ts)
 	return 0;
 }
 
+/* RX records of general messages (Follow_Up, Delay_Resp, Announce, ...) are never needed: drop
+ * them as soon as they reach the head, so that bursts of general messages cannot fill the record
+ * FIFO ahead of the next event message. */
+static void rx_drop_general(void)
+{
+	while (((ptp_rx_status_read() >> CSR_PTP_RX_STATUS_PENDING_OFFSET) & 1u) &&
+	       !is_event(INFO_TYPE(ptp_rx_info_read())))
+		ptp_rx_pop_write(1);
+}
+
 static void tx_timestamps(void)
 {
 	while ((ptp_tx_status_read() >> CSR_PTP_TX_STATUS_PENDING_OFFSET) & 1u) {
@@ -401,6 +411,7 @@ void ptpsvc_poll(void)
 	size_t len;
 
 	tx_timestamps();
+	rx_drop_general();
 	while ((len = receive(&channel)) != 0)
 		handle(channel, msg_buf, len);
 	now = uptime_ns();
