@@ -307,7 +307,7 @@ class CPUUDPPort(LiteXModule):
 
 def connect_udp_ports(crossbar, port):
     """Connect a CPUUDPPort to a LiteEth UDP crossbar on each of its ports (port.udp_ports).
-    Returns (modules, statements) for the caller to add (none today; kept for the interface).
+    Returns the statements for the caller's comb.
 
     One crossbar user port carries them all: the crossbar dispatches datagrams for the extra
     ports to the same user as udp_port (the mailbox records each one's dst_port), and the
@@ -326,7 +326,7 @@ def connect_udp_ports(crossbar, port):
             dst = getattr(crossbar.master.sink, crossbar.dispatch_param)
             crossbar.comb += [If(dst == n, crossbar.dispatcher.sel.eq(2**index)) for n in extra]
         crossbar.do_finalize = do_finalize
-    return [], [user.source.connect(port.sink), port.source.connect(user.sink)]
+    return [user.source.connect(port.sink), port.source.connect(user.sink)]
 
 
 # CPU MAC Port -------------------------------------------------------------------------------------

@@ -228,14 +228,9 @@ class PTPClock(LiteXModule):
         # since base_inc >= 2^32 > |adj|.
         # Reset values are those of adj = 0, so the clock runs right from the first cycle.
         base_int = self.base_inc >> F
-        ba_bits = bits_for(self.base_inc + 2**ADJ_BITS)
+        ba_bits = bits_for(self.base_inc + 2**ADJ_BITS) + with_osc_error
         ba = Signal(ba_bits, reset=self.base_inc)
-        if with_osc_error:
-            ba_bits += 1
-            ba = Signal(ba_bits, reset=self.base_inc)
-            self.sync += ba.eq(self.base_inc + self.adj + self.osc_error)
-        else:
-            self.sync += ba.eq(self.base_inc + self.adj)
+        self.sync += ba.eq(self.base_inc + self.adj + (self.osc_error if with_osc_error else 0))
         ba_int  = ba[F:]
         ba_frac = ba[:F]
 

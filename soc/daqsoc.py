@@ -184,9 +184,7 @@ class DAQSoC(SoCCore):
         # buffer instead of three saves about 2000 LUTs, which the colorlight_i5 does not have.
         self.ctlport = CPUUDPPort(udp_port=ctl_port, rx_datagrams=8,
             extra_ports=PTP_UDP_PORTS if ptp_transport == "udp" else ())
-        modules, comb = connect_udp_ports(self.ethcore.udp.crossbar, self.ctlport)
-        self.submodules += modules
-        self.comb += comb
+        self.comb += connect_udp_ports(self.ethcore.udp.crossbar, self.ctlport)
 
         # PTP hardware clock (sys) and timestamps of PTP event messages where the PHY's streams
         # meet the MAC: what the PHY accepts on transmit (after the gap inserter), what it

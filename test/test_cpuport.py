@@ -47,17 +47,19 @@ def csr_write(csr, value=1):
     yield
 
 
-def cpu_read_datagram(dut):
-    """What the firmware driver does: wait for rx_ready, read length and bytes, consume."""
+def cpu_read(dut, meta_csrs, what="datagram"):
+    """What the firmware driver does: wait for rx_ready, read the metadata (name -> CSR value),
+    length and bytes, consume."""
     for _ in range(10000):
         if (yield dut._rx_ready.status):
             break
         yield
     else:
-        raise AssertionError("no datagram became ready within 10000 cycles")
+        raise AssertionError(f"no {what} became ready within 10000 cycles")
     length = yield dut._rx_length.status
-    meta = dict(ip=(yield dut._rx_ip.status), port=(yield dut._rx_port.status),
-                truncated=(yield dut._rx_truncated.status), local_port=(yield dut._rx_local_port.status))
+    meta = {}
+    for name, value in meta_csrs(dut).items():
+        meta[name] = yield value
     data = []
     for _ in range(length):
         data.append((yield dut._rx_data.status))
@@ -66,6 +68,11 @@ def cpu_read_datagram(dut):
     for _ in range(4):
         yield
     return bytes(data), meta
+
+
+def cpu_read_datagram(dut):
+    return (yield from cpu_read(dut, lambda d: dict(ip=d._rx_ip.status, port=d._rx_port.status,
+        truncated=d._rx_truncated.status, local_port=d._rx_local_port.status)))
 
 
 def test_rx_datagrams_in_order_with_metadata_and_padding_stripped():
@@ -267,24 +274,8 @@ def send_frame(sink, payload, src=PEER_MAC, dst=OWN_MAC, ethernet_type=PTP_ETHER
 
 
 def cpu_read_frame(dut):
-    """What the firmware driver does: wait for rx_ready, read metadata and bytes, consume."""
-    for _ in range(10000):
-        if (yield dut._rx_ready.status):
-            break
-        yield
-    else:
-        raise AssertionError("no frame became ready within 10000 cycles")
-    length = yield dut._rx_length.status
-    meta = dict(mac=(yield dut._rx_mac.status), multicast=(yield dut._rx_dst.fields.multicast),
-                truncated=(yield dut._rx_truncated.status))
-    data = []
-    for _ in range(length):
-        data.append((yield dut._rx_data.status))
-        yield from csr_write(dut._rx_next)
-    yield from csr_write(dut._rx_consume)
-    for _ in range(4):
-        yield
-    return bytes(data), meta
+    return (yield from cpu_read(dut, lambda d: dict(mac=d._rx_mac.status,
+        multicast=d._rx_dst.fields.multicast, truncated=d._rx_truncated.status), what="frame"))
 
 
 @passive
@@ -634,9 +625,7 @@ class _SharedMailbox(LiteXModule):
         from liteeth.core.udp import LiteEthUDPCrossbar
         self.crossbar = LiteEthUDPCrossbar(dw=8)
         self.mailbox  = CPUUDPPort(udp_port=7000, extra_ports=(319, 320), rx_depth=512, tx_depth=128)
-        modules, comb = connect_udp_ports(self.crossbar, self.mailbox)
-        self.submodules += modules
-        self.comb += comb
+        self.comb += connect_udp_ports(self.crossbar, self.mailbox)
 
 
 def test_shared_mailbox_tells_local_ports_apart_and_sends_from_the_chosen_one():

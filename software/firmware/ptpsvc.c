@@ -21,7 +21,6 @@
 
 static struct ptp_port port;
 static struct ptpsvc_counters cnt;
-static uint8_t msg_buf[PTP_MSG_MAX];
 static uint8_t last_state, last_servo;
 static uint64_t next_status_ns;
 
@@ -119,6 +118,7 @@ static int clock_adjfreq(void *ctx, int64_t scaled_ppb)
 /* Transports ----------------------------------------------------------------------------------- */
 
 #if defined(ETHDAQ_PTP_L2)
+static uint8_t msg_buf[PTP_MSG_MAX];
 static const uint8_t ptp_l2_mcast[6] = { 0x01, 0x1B, 0x19, 0x00, 0x00, 0x00 };
 
 static int send(void *ctx, enum ptp_channel channel, const uint8_t *msg, size_t len)
@@ -183,12 +183,6 @@ static int send(void *ctx, enum ptp_channel channel, const uint8_t *msg, size_t 
 		return -1;
 	}
 	return cpuport_send(&cpuport_ctl, p, PTP_MCAST_IP, p, msg, len, &port_stats);
-}
-
-static size_t receive(enum ptp_channel *channel)
-{
-	(void)channel;
-	return 0;
 }
 
 #else
@@ -406,14 +400,18 @@ void ptpsvc_input(uint16_t local_port, const uint8_t *msg, size_t len)
 void ptpsvc_poll(void)
 {
 	const struct ptp_status *st;
-	enum ptp_channel channel;
 	uint64_t now;
-	size_t len;
 
 	tx_timestamps();
 	rx_drop_general();
-	while ((len = receive(&channel)) != 0)
-		handle(channel, msg_buf, len);
+#ifdef ETHDAQ_PTP_L2
+	{
+		enum ptp_channel channel;
+		size_t len;
+		while ((len = receive(&channel)) != 0)
+			handle(channel, msg_buf, len);
+	}
+#endif
 	now = uptime_ns();
 	ptp_port_tick(&port, now);
 	tx_timestamps();
