@@ -25,6 +25,7 @@ from migen import *
 from litex.gen import *
 
 from litex.soc.interconnect import stream
+from ethdaq.gateware.csr import CSRConfig
 from litex.soc.interconnect.csr import *
 
 from liteeth.common import eth_udp_user_description, eth_mac_description
@@ -199,10 +200,10 @@ class CPUUDPPort(LiteXModule):
         self._rx_local_port = CSRStatus(16, description="Local UDP port the waiting datagram was sent to.")
 
         # TX CSRs.
-        self._tx_data      = CSRStorage(8,  description="Write: append one payload byte.")
-        self._tx_ip        = CSRStorage(32, description="Destination IPv4 address.")
-        self._tx_port      = CSRStorage(16, description="Destination UDP port.")
-        self._tx_local_port = CSRStorage(16, reset=udp_port, description="Local (source) UDP port to send from: one of the mailbox's ports.")
+        self._tx_data      = CSRConfig(8,  description="Write: append one payload byte.")
+        self._tx_ip        = CSRConfig(32, description="Destination IPv4 address.")
+        self._tx_port      = CSRConfig(16, description="Destination UDP port.")
+        self._tx_local_port = CSRConfig(16, reset=udp_port, description="Local (source) UDP port to send from: one of the mailbox's ports.")
         self._tx_send      = CSR()  # Write: send the appended payload as one datagram.
         self._tx_busy      = CSRStatus(description="1 while a datagram is being sent.")
         self._tx_count     = CSRStatus(32, description="Datagrams sent.")
@@ -394,8 +395,8 @@ class CPUMACPort(LiteXModule):
         self._rx_errors    = CSRStatus(32, description="Frames discarded because the MAC flagged them (error set, e.g. a bad FCS).")
 
         # TX CSRs.
-        self._tx_data      = CSRStorage(8,  description="Write: append one payload byte.")
-        self._tx_mac       = CSRStorage(48, description="Destination MAC address.")
+        self._tx_data      = CSRConfig(8,  description="Write: append one payload byte.")
+        self._tx_mac       = CSRConfig(48, description="Destination MAC address.")
         self._tx_send      = CSR()  # Write: send the appended payload as one frame.
         self._tx_busy      = CSRStatus(description="1 while a frame is being sent.")
         self._tx_count     = CSRStatus(32, description="Frames sent.")

@@ -16,6 +16,7 @@ from migen import *
 from litex.gen import *
 
 from litex.soc.interconnect import stream
+from ethdaq.gateware.csr import CSRConfig
 from litex.soc.interconnect.csr import *
 
 MODE_OFF, MODE_COUNTER, MODE_RAMP, MODE_PULSE = 0, 1, 2, 3
@@ -37,16 +38,21 @@ def xorshift32_ref(x):
 
 
 class DetectorEmulator(LiteXModule):
-    def __init__(self, sample_width=16, seed=1):
+    """`with_counters`: 64-bit CSRs `count` (samples produced) and `stall` (cycles a sample waited
+    for the sink), for tests of the streamer's back-pressure. Off in the SoC: the firmware does
+    not read them and the four emulators' counters cost about 600 LUTs of the ECP5-25F (the
+    streamer itself counts every dropped sample)."""
+    def __init__(self, sample_width=16, seed=1, with_counters=False):
         self.source = source = stream.Endpoint([("data", sample_width)])
 
-        self._mode  = CSRStorage(2,  description="0 off, 1 counter, 2 ramp, 3 pulse train.")
-        self._rate  = CSRStorage(32, reset=2**31, description="Samples (or pulse probability) per cycle, times 2**32.")
-        self._step  = CSRStorage(sample_width, reset=1, description="Ramp step.")
-        self._top   = CSRStorage(sample_width, reset=2**sample_width - 1, description="Ramp returns to 0 after this value.")
-        self._seed  = CSRStorage(32, reset=seed, description="Pulse-train seed (written: restart the sequence).")
-        self._count = CSRStatus(64, description="Samples produced (accepted by the sink).")
-        self._stall = CSRStatus(64, description="Cycles a produced sample waited for the sink (back-pressure).")
+        self._mode  = CSRConfig(2,  description="0 off, 1 counter, 2 ramp, 3 pulse train.")
+        self._rate  = CSRConfig(32, reset=2**31, description="Samples (or pulse probability) per cycle, times 2**32.")
+        self._step  = CSRConfig(sample_width, reset=1, description="Ramp step.")
+        self._top   = CSRConfig(sample_width, reset=2**sample_width - 1, description="Ramp returns to 0 after this value.")
+        self._seed  = CSRConfig(32, reset=seed, description="Pulse-train seed (written: restart the sequence).")
+        if with_counters:
+            self._count = CSRStatus(64, description="Samples produced (accepted by the sink).")
+            self._stall = CSRStatus(64, description="Cycles a produced sample waited for the sink (back-pressure).")
 
         # # #
 
@@ -56,8 +62,6 @@ class DetectorEmulator(LiteXModule):
         phase = Signal(33)
         rng   = Signal(32, reset=seed)
         fire  = Signal()
-        count = Signal(64)
-        stall = Signal(64)
         self.rng = rng  # For tests.
 
         self.sync += [
@@ -78,15 +82,11 @@ class DetectorEmulator(LiteXModule):
         self.sync += [
             If(source.valid & source.ready,
                 source.valid.eq(0),
-                count.eq(count + 1),
                 If(mode == MODE_RAMP,
                     value.eq(Mux(value > self._top.storage - self._step.storage, 0, value + self._step.storage))
                 ).Else(
                     value.eq(value + 1)
                 )
-            ),
-            If(source.valid & ~source.ready,
-                stall.eq(stall + 1)
             ),
             If((mode != MODE_OFF) & fire & ~(source.valid & ~source.ready),
                 source.valid.eq(1),
@@ -100,17 +100,26 @@ class DetectorEmulator(LiteXModule):
         self.sync += If(fire & ~(source.valid & ~source.ready), amplitude.eq(rng[32 - sample_width:] if sample_width <= 32 else rng))
         self.comb += [
             source.data.eq(Mux(mode == MODE_PULSE, amplitude, value)),
-            self._count.status.eq(count),
-            self._stall.status.eq(stall),
         ]
+        if with_counters:
+            count = Signal(64)
+            stall = Signal(64)
+            self.sync += [
+                If(source.valid & source.ready, count.eq(count + 1)),
+                If(source.valid & ~source.ready, stall.eq(stall + 1)),
+            ]
+            self.comb += [
+                self._count.status.eq(count),
+                self._stall.status.eq(stall),
+            ]
 
 
-def add_emulators(module, streamer):
+def add_emulators(module, streamer, with_counters=False):
     """One DetectorEmulator per streamer input, added to `module` as emu0, emu1, ... (their CSR
     names) with seeds 1, 2, ...; returns them."""
     emulators = []
     for i, sink in enumerate(streamer.sinks):
-        emu = DetectorEmulator(sample_width=streamer.sample_width, seed=i + 1)
+        emu = DetectorEmulator(sample_width=streamer.sample_width, seed=i + 1, with_counters=with_counters)
         setattr(module.submodules, f"emu{i}", emu)
         module.comb += emu.source.connect(sink)
         emulators.append(emu)

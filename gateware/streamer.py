@@ -25,6 +25,7 @@ from migen import *
 from litex.gen import *
 
 from litex.soc.interconnect import stream
+from ethdaq.gateware.csr import CSRConfig
 from litex.soc.interconnect.csr import *
 
 from migen.genlib.cdc import BusSynchronizer, MultiReg, PulseSynchronizer
@@ -51,8 +52,16 @@ def header_bytes(fields):
     return out
 
 
+# Flag bits a descriptor carries: the defined ones (the header's other flag bits are 0).
+DESC_FLAG_BITS = max(daqformat.FLAGS.values()).bit_length()
+
+
 def descriptor_layout():
-    return [("seq", 64), ("timestamp", 64), ("dropped", 64), ("count", 16), ("flags", 16), ("run", 32)]
+    """What a channel hands the serializer per datagram, through a clock-crossing FIFO of
+    distributed RAM (the FIFOs of 4 channels are about 180 DPR16X4 on ECP5): no sequence number
+    (the serializer counts datagrams per channel itself, from 0 at FLAG_FIRST) and only the
+    defined flag bits."""
+    return [("timestamp", 64), ("dropped", 64), ("count", 16), ("flags", DESC_FLAG_BITS), ("run", 32)]
 
 # Channel ------------------------------------------------------------------------------------------
 
@@ -111,7 +120,6 @@ class DAQChannel(LiteXModule):
         in_packet = Signal()
         count     = Signal(16)
         ts_first  = Signal(64)
-        seq       = Signal(64)
         overflow  = Signal()
         first     = Signal()
         stopping  = Signal()
@@ -178,11 +186,10 @@ class DAQChannel(LiteXModule):
                 Mux(overflow, daqformat.FLAG_OVERFLOW, 0) |
                 Mux(first, daqformat.FLAG_FIRST, 0) |
                 Mux(close_last, daqformat.FLAG_LAST, 0)),
-            descs.sink.seq.eq(seq),
             descs.sink.timestamp.eq(Mux(in_packet, ts_first, self.timestamp)),
             descs.sink.dropped.eq(self.dropped),
             descs.sink.count.eq(Mux(close_last, count, count + 1)),
-            descs.sink.flags.eq(flags),
+            descs.sink.flags.eq(flags[:DESC_FLAG_BITS]),
             descs.sink.run.eq(self.run),
             descs.sink.valid.eq(close | close_last),
         ]
@@ -190,7 +197,6 @@ class DAQChannel(LiteXModule):
 
         self.sync += [
             If(self.start,
-                seq.eq(0),
                 self.dropped.eq(0),
                 self.datagrams.eq(0),
                 overflow.eq(0),
@@ -212,7 +218,6 @@ class DAQChannel(LiteXModule):
                 If(close | close_last,
                     in_packet.eq(0),
                     count.eq(0),
-                    seq.eq(seq + 1),
                     overflow.eq(0),
                     first.eq(0),
                     self.datagrams.eq(self.datagrams + 1),
@@ -284,19 +289,19 @@ class DAQStreamer(LiteXModule):
         self.arp_ip      = Signal(32)
         self.arp_mac     = Signal(48)
 
-        self._control     = CSRStorage(fields=[
+        self._control     = CSRConfig(fields=[
             CSRField("start", size=1, pulse=True, description="Write 1: start a run (sequence numbers restart at 0)."),
             CSRField("stop",  size=1, pulse=True, description="Write 1: stop; each enabled channel sends its partial datagram flagged LAST."),
             CSRField("resolve", size=1, pulse=True, description="Write 1: forget the destination MAC and resolve it again by ARP."),
         ])
-        self._enable       = CSRStorage(nchannels, reset=2**nchannels - 1, description="Per-channel enable.")
-        self._backpressure = CSRStorage(nchannels, description="Per-channel: stall the detector instead of dropping.")
-        self._payload      = CSRStorage(16, reset=1472, description="UDP payload bytes per datagram (header included), 64..max_payload.")
-        self._dst_ip       = CSRStorage(32, reset=0xC0A80164, description="Destination IPv4 address (set while stopped).")
-        self._dst_port     = CSRStorage(16, reset=5000, description="Destination UDP port (set while stopped).")
-        self._dst_mac      = CSRStorage(48, description="Destination MAC when mac_mode is fixed.")
-        self._mac_mode     = CSRStorage(1, description="0: resolve the destination MAC by ARP (broadcast and multicast IPs by rule); 1: use dst_mac.")
-        self._gap          = CSRStorage(32, description="Rate limit: idle cycles (of the PHY clock) after each datagram (0: line rate).")
+        self._enable       = CSRConfig(nchannels, reset=2**nchannels - 1, description="Per-channel enable.")
+        self._backpressure = CSRConfig(nchannels, description="Per-channel: stall the detector instead of dropping.")
+        self._payload      = CSRConfig(16, reset=1472, description="UDP payload bytes per datagram (header included), 64..max_payload.")
+        self._dst_ip       = CSRConfig(32, reset=0xC0A80164, description="Destination IPv4 address (set while stopped).")
+        self._dst_port     = CSRConfig(16, reset=5000, description="Destination UDP port (set while stopped).")
+        self._dst_mac      = CSRConfig(48, description="Destination MAC when mac_mode is fixed.")
+        self._mac_mode     = CSRConfig(1, description="0: resolve the destination MAC by ARP (broadcast and multicast IPs by rule); 1: use dst_mac.")
+        self._gap          = CSRConfig(32, description="Rate limit: idle cycles (of the PHY clock) after each datagram (0: line rate).")
         self._status       = CSRStatus(fields=[
             CSRField("running",     size=1),
             CSRField("busy",        size=1, description="Datagrams still waiting to be sent."),
@@ -452,24 +457,22 @@ class _Serializer(LiteXModule):
 
         # # #
 
-        # Each channel's head descriptor and word are registered (full-throughput buffers with
-        # registered valid and ready, so only an empty-to-non-empty transition shows one cycle
-        # later): the buffers' RAM outputs and read pointers then meet registers, not the header
-        # and byte muxes and the FSM.
+        # Each channel's head word is registered (a full-throughput buffer with registered valid
+        # and ready: its RAM output and read pointer then meet registers, not the byte mux and
+        # the FSM). Descriptors are not: the one being sent is copied into `desc` when its channel
+        # is chosen and its FIFO entry is released (a registered pop) at once, so one register
+        # serves all channels (a buffer per channel cost 2048 flip-flops and 1000 LUTs at 4).
         heads = []
         for i, ch in enumerate(channels):
-            d = stream.Buffer(descriptor_layout(), pipe_valid=True, pipe_ready=True)
             w = stream.Buffer([("data", ch.word_width)], pipe_valid=True, pipe_ready=True)
-            setattr(self, f"desc_reg{i}", d)
             setattr(self, f"word_reg{i}", w)
-            self.comb += [ch.desc.connect(d.sink), ch.source.connect(w.sink)]
-            heads.append((d.source, w.source))
+            self.comb += ch.source.connect(w.sink)
+            heads.append((ch.desc, w.source))
         sel      = Signal(max=max(nchannels, 2))
-        desc     = stream.Endpoint(descriptor_layout())
+        desc     = Record(descriptor_layout() + [("seq", 64)])
         samples  = stream.Endpoint([("data", channels[0].word_width)])
         self.comb += [
-            Case(sel, {i: [d.connect(desc, omit={"ready"}), w.connect(samples, omit={"ready"})]
-                       for i, (d, w) in enumerate(heads)}),
+            Case(sel, {i: w.connect(samples, omit={"ready"}) for i, (d, w) in enumerate(heads)}),
         ]
         hb = header_bytes(dict(
             magic=daqformat.MAGIC, version=daqformat.VERSION, header_len=daqformat.HEADER_LEN,
@@ -481,12 +484,10 @@ class _Serializer(LiteXModule):
         # Units of the sample phase: buffer words when packed, else bytes of one sample.
         bcount   = Signal(max=max(sample_bytes, 2))
         scount   = Signal(16)
-        pop_desc = Signal()
         pop_samp = Signal()
         nwords   = Signal(16)   # Buffer entries (words or samples) of this datagram.
         self.comb += [
-            Case(sel, {i: [d.ready.eq(pop_desc), w.ready.eq(pop_samp)]
-                       for i, (d, w) in enumerate(heads)}),
+            Case(sel, {i: w.ready.eq(pop_samp) for i, (d, w) in enumerate(heads)}),
             source.src_port.eq(src_port),
             source.dst_port.eq(self.dst_port),
             source.ip_address.eq(self.dst_ip),
@@ -497,8 +498,41 @@ class _Serializer(LiteXModule):
 
         gap_count = Signal(32)
         self.fsm = fsm = FSM(reset_state="SELECT")
+        # Choosing a channel copies its head descriptor into `desc` and pops it in the next cycle
+        # (registered: the FSM does not reach into the FIFO's read pointer and RAM address); while
+        # that pop is in flight the channel's old head must not count as pending.
+        load     = Signal()
+        load_sel = Signal(max=max(nchannels, 2))
+        pop_r    = Signal()
+        pop_ch   = Signal(max=max(nchannels, 2))
+        self.sync += [
+            If(load, Case(load_sel, {i: [getattr(desc, name).eq(getattr(d, name)) for name, _ in descriptor_layout()]
+                                     for i, (d, w) in enumerate(heads)})),
+            pop_r.eq(load),
+            pop_ch.eq(load_sel),
+        ]
+        # Sequence numbers, per channel: 0 at FLAG_FIRST, else the channel's previous one + 1 (every
+        # descriptor passes here in order, discarded ones too). Ready one cycle after the rest of
+        # `desc`: the header's seq field starts at byte 8, in the second cycle at the earliest.
+        assert next(f.offset for f in daqformat.FIELDS if f.name == "seq") >= dw//8
+        seqs     = Array(Signal(64, name=f"seq{i}") for i in range(nchannels))
+        seq_prev = Signal(64)
+        seq_zero = Signal()
+        seq_next = Signal(64)
+        self.comb += seq_next.eq(Mux(seq_zero, 0, seq_prev + 1))
+        self.sync += [
+            If(load,
+                seq_prev.eq(seqs[load_sel]),
+                seq_zero.eq(Array(d.flags for d, w in heads)[load_sel] & daqformat.FLAG_FIRST != 0),
+            ),
+            If(pop_r,
+                desc.seq.eq(seq_next),
+                seqs[pop_ch].eq(seq_next),
+            ),
+        ]
+        self.comb += Case(pop_ch, {i: d.ready.eq(pop_r) for i, (d, w) in enumerate(heads)})
         pending = Signal(nchannels)
-        self.comb += pending.eq(Cat(*[d.valid for d, w in heads]))
+        self.comb += pending.eq(Cat(*[d.valid for d, w in heads]) & ~Mux(pop_r, 1 << pop_ch, 0))
         # Round robin: the next channel after `sel` with a complete datagram.
         nxt = Signal(max=max(nchannels, 2))
         self.comb += nxt.eq(sel)
@@ -519,11 +553,12 @@ class _Serializer(LiteXModule):
         def finish():
             """On the datagram's last word: release it and go on."""
             return [
-                pop_desc.eq(1),
                 If(self.gap != 0,
                     NextValue(gap_count, self.gap),
                     NextState("GAP")
                 ).Elif(others != 0,
+                    load.eq(1),
+                    load_sel.eq(nxt_other),
                     NextValue(sel, nxt_other),
                     NextValue(hcount, 0),
                     NextValue(bcount, 0),
@@ -535,6 +570,8 @@ class _Serializer(LiteXModule):
             ]
         fsm.act("SELECT",
             If(pending != 0,
+                load.eq(1),
+                load_sel.eq(nxt),
                 NextValue(sel, nxt),
                 NextValue(hcount, 0),
                 NextValue(bcount, 0),
@@ -543,15 +580,15 @@ class _Serializer(LiteXModule):
             )
         )
         # A datagram of an earlier run can only still be here if its destination never answered
-        # ARP; it must not go to the next run's destination. "Earlier" modulo 2**32, so a run
-        # number that has not crossed from sys yet cannot make a new datagram look stale.
-        # Registered per channel from its head descriptor: a head changes at least one cycle
-        # before HEADER can look at it (a pop goes through SELECT, a switch is to another channel).
+        # ARP; it must not go to the next run's destination. "Earlier" modulo 2**32 (run - desc.run
+        # in 1..2**31-1), so a run number that has not crossed from sys yet cannot make a new
+        # datagram look stale.
         stale = Signal()
-        stales = Signal(nchannels)
-        for i, (d, w) in enumerate(heads):
-            self.sync += stales[i].eq(((self.run - d.run)[:32] - 1)[:32] < 2**31 - 1)
-        self.comb += stale.eq(stales >> sel)
+        age   = Signal(32)
+        self.comb += [
+            age.eq(self.run - desc.run),
+            stale.eq((age != 0) & ~age[31]),
+        ]
         fsm.act("HEADER",
             If(stale & (hcount == 0),
                 NextState("DISCARD")
@@ -624,7 +661,6 @@ class _Serializer(LiteXModule):
             )
         fsm.act("DISCARD",
             If(scount == nwords,
-                pop_desc.eq(1),
                 NextValue(self.stale, self.stale + 1),
                 NextState("SELECT")
             ).Elif(samples.valid,

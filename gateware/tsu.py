@@ -27,6 +27,7 @@ from migen.genlib.cdc import BusSynchronizer, MultiReg, PulseSynchronizer
 from litex.gen import *
 
 from litex.soc.interconnect import stream
+from ethdaq.gateware.csr import CSRConfig
 from litex.soc.interconnect.csr import CSR, CSRField, CSRStatus, CSRStorage
 
 from liteeth.common import eth_phy_description
@@ -529,7 +530,7 @@ class PTPClockCSR(LiteXModule):
         self.clock = clock
         self.synced = Signal()  # sys
 
-        self._control = CSRStorage(fields=[
+        self._control = CSRConfig(fields=[
             CSRField("latch", size=1, pulse=True, description="Write 1: snapshot the time into latched_seconds/latched_nanoseconds."),
             CSRField("set",   size=1, pulse=True, description="Write 1: set the time to set_seconds/set_nanoseconds."),
             CSRField("add",   size=1, pulse=True, description="Write 1: add offset (signed ns) to the time, in one cycle."),
@@ -538,16 +539,16 @@ class PTPClockCSR(LiteXModule):
             CSRField("busy",     size=1, description="A set or add is not yet in the time (issue one at a time, wait for 0)."),
             CSRField("latching", size=1, description="The latch is not yet complete (only when the clock is not in sys)."),
         ])
-        self._adj             = CSRStorage(ADJ_BITS, description="Signed rate adjustment, 2^-PTP_FRAC_BITS ns per cycle: adj = (ppb * PTP_ADJ_PER_PPB_Q16) >> 16.")
-        self._set_seconds     = CSRStorage(48, atomic_write=True, description="Seconds for control.set.")
-        self._set_nanoseconds = CSRStorage(30, description="Nanoseconds for control.set (< 10^9).")
-        self._offset          = CSRStorage(32, description="Signed ns for control.add, |offset| < 10^9.")
+        self._adj             = CSRConfig(ADJ_BITS, description="Signed rate adjustment, 2^-PTP_FRAC_BITS ns per cycle: adj = (ppb * PTP_ADJ_PER_PPB_Q16) >> 16.")
+        self._set_seconds     = CSRConfig(48, atomic_write=True, description="Seconds for control.set.")
+        self._set_nanoseconds = CSRConfig(30, description="Nanoseconds for control.set (< 10^9).")
+        self._offset          = CSRConfig(32, description="Signed ns for control.add, |offset| < 10^9.")
         self._latched_seconds     = CSRStatus(48, description="Seconds at the last control.latch.")
         self._latched_nanoseconds = CSRStatus(30, description="Nanoseconds at the last control.latch.")
-        self._pps_width = CSRStorage(30, description="PPS high time after each second, ns (0: one cycle).")
-        self._period    = CSRStorage(30, description="Periodic output period, ns, counted from each second (0: off). Takes effect at the next second.")
-        self._width     = CSRStorage(30, description="Periodic output high time, ns (0: one cycle per period).")
-        self._synced    = CSRStorage(1, description="1: the servo is locked; DAQ timestamps are flagged PTP.")
+        self._pps_width = CSRConfig(30, description="PPS high time after each second, ns (0: one cycle).")
+        self._period    = CSRConfig(30, description="Periodic output period, ns, counted from each second (0: off). Takes effect at the next second.")
+        self._width     = CSRConfig(30, description="Periodic output high time, ns (0: one cycle per period).")
+        self._synced    = CSRConfig(1, description="1: the servo is locked; DAQ timestamps are flagged PTP.")
         self._rejected  = CSRStatus(16, description="Set/add commands rejected (value out of range, or set while busy).")
 
         # # #

@@ -190,8 +190,11 @@ class DAQSoC(SoCCore):
         # meet the MAC: what the PHY accepts on transmit (after the gap inserter), what it
         # delivers on receive (gateware/tsu.py, docs/ptp.md).
         self.ptp    = PTPClockCSR(PTPClock(sys_clk_freq, with_osc_error=with_ptp_testbench))
-        self.ptp_tx = PTPTimestamper(self.ptp.clock, cd="eth_tx", cd_clock="sys")
-        self.ptp_rx = PTPTimestamper(self.ptp.clock, cd="eth_rx", cd_clock="sys")
+        # 512 records: the depth at which the record FIFOs (144 bits) go to block RAM (4 DP16KD
+        # each on ECP5) instead of 72 DPR16X4 of distributed RAM, which the ECP5-25F's LUTs
+        # cannot spare.
+        self.ptp_tx = PTPTimestamper(self.ptp.clock, cd="eth_tx", cd_clock="sys", depth=512)
+        self.ptp_rx = PTPTimestamper(self.ptp.clock, cd="eth_rx", cd_clock="sys", depth=512)
         self.comb += [
             tap(self.ethphy.sink,   self.ptp_tx.sink),
             tap(self.ethphy.source, self.ptp_rx.sink, ignore_ready=True),  # PHY RX ignores ready.

@@ -17,7 +17,7 @@ class DUT(Module):
         self.submodules.streamer = DAQStreamer(nchannels=nchannels, sample_width=sample_width,
             buffer_bytes=buffer_bytes, max_payload=max_payload, src_port=5001, timestamp=self.timebase.ns,
             cd_tx=cd_tx)
-        self.emulators = add_emulators(self, self.streamer)
+        self.emulators = add_emulators(self, self.streamer, with_counters=True)
 
 
 def write(csr, value):
