@@ -25,10 +25,11 @@ from migen import *
 from litex.gen import *
 
 from litex.soc.interconnect import stream
-from ethdaq.gateware.csr import CSRConfig
 from litex.soc.interconnect.csr import *
 
 from liteeth.common import eth_udp_user_description, eth_mac_description
+
+from ethdaq.gateware.csr import CSRConfig
 
 # Shared Paths -------------------------------------------------------------------------------------
 

@@ -16,8 +16,9 @@ from migen import *
 from litex.gen import *
 
 from litex.soc.interconnect import stream
-from ethdaq.gateware.csr import CSRConfig
 from litex.soc.interconnect.csr import *
+
+from ethdaq.gateware.csr import CSRConfig
 
 MODE_OFF, MODE_COUNTER, MODE_RAMP, MODE_PULSE = 0, 1, 2, 3
 

@@ -19,19 +19,20 @@ without crossing a clock domain on the way. The channel buffers are the crossing
 """
 
 from functools import reduce
+from operator import add
 
 from migen import *
 
 from litex.gen import *
 
 from litex.soc.interconnect import stream
-from ethdaq.gateware.csr import CSRConfig
 from litex.soc.interconnect.csr import *
 
 from migen.genlib.cdc import BusSynchronizer, MultiReg, PulseSynchronizer
 
 from liteeth.common import eth_udp_user_description
 
+from ethdaq.gateware.csr import CSRConfig
 from ethdaq.gateware.cdcfifo import LevelFIFO
 from ethdaq.gateware.framer import field_bytes
 from ethdaq.gateware.resolver import ARPResolver, MODE_ARP, MODE_FIXED
@@ -96,8 +97,8 @@ class DAQChannel(LiteXModule):
         self.run          = Signal(32)
 
         self.dropped      = Signal(64)  # Cumulative since run start (status).
-        self.datagrams    = Signal(64)  # Datagrams closed since run start (status).
-        self.sent         = Signal(64)  # Datagrams sent since reset (status).
+        self.drop         = Signal()    # A sample is dropped in this cycle.
+        self.sent         = Signal(max=descriptors + 1)  # Datagrams sent, known in this cycle.
         self.queued       = Signal()    # Datagrams closed and not yet sent.
 
         # # #
@@ -111,10 +112,8 @@ class DAQChannel(LiteXModule):
             self.queued.eq(descs.level != 0),
         ]
         consumed_prev = Signal.like(descs.consumed)
-        self.sync += [
-            consumed_prev.eq(descs.consumed),
-            self.sent.eq(self.sent + (descs.consumed - consumed_prev)[:len(descs.consumed)]),
-        ]
+        self.sync += consumed_prev.eq(descs.consumed)
+        self.comb += self.sent.eq((descs.consumed - consumed_prev)[:len(descs.consumed)])
 
         # Data-Path.
         in_packet = Signal()
@@ -136,7 +135,7 @@ class DAQChannel(LiteXModule):
         ]
 
         accept = Signal()
-        drop   = Signal()
+        drop   = self.drop
         self.comb += [
             If(self.running & self.enable & ~stopping,
                 If(in_packet | room,
@@ -198,7 +197,6 @@ class DAQChannel(LiteXModule):
         self.sync += [
             If(self.start,
                 self.dropped.eq(0),
-                self.datagrams.eq(0),
                 overflow.eq(0),
                 first.eq(1),
                 in_packet.eq(0),
@@ -220,7 +218,6 @@ class DAQChannel(LiteXModule):
                     count.eq(0),
                     overflow.eq(0),
                     first.eq(0),
-                    self.datagrams.eq(self.datagrams + 1),
                 ),
                 If(self.stop & self.enable & self.running,
                     stopping.eq(1)
@@ -420,16 +417,25 @@ class DAQStreamer(LiteXModule):
             ]
         self.underrun = self.serializer.underrun  # Must stay 0: checked by the tests.
 
-        # Status (sys).
+        # Status (sys). Totals over channels kept by one counter each (summing the channels'
+        # 64-bit counters took six 64-bit adders).
         dropped_sum = Signal(64)
+        sent_sum    = Signal(64)
+        self.sync += [
+            If(start,
+                dropped_sum.eq(0),
+            ).Else(
+                dropped_sum.eq(dropped_sum + reduce(add, [ch.drop for ch in self.channels])),
+            ),
+            sent_sum.eq(sent_sum + reduce(add, [ch.sent for ch in self.channels])),
+        ]
         self.comb += [
-            dropped_sum.eq(reduce(lambda a, b: a + b, [ch.dropped for ch in self.channels])),
             self._status.fields.running.eq(running),
             self._status.fields.busy.eq(reduce(lambda a, b: a | b, [ch.queued for ch in self.channels])),
             self._status.fields.dst_valid.eq(resolver.valid),
             self._status.fields.unreachable.eq(resolver.unreachable),
             self._run.status.eq(run),
-            self._datagrams.status.eq(reduce(lambda a, b: a + b, [ch.sent for ch in self.channels])),
+            self._datagrams.status.eq(sent_sum),
             self._drop_count.status.eq(dropped_sum),
             self._arp_timeouts.status.eq(resolver.timeouts),
             self._dst_mac_status.status.eq(resolver.mac),

@@ -27,10 +27,11 @@ from migen.genlib.cdc import BusSynchronizer, MultiReg, PulseSynchronizer
 from litex.gen import *
 
 from litex.soc.interconnect import stream
-from ethdaq.gateware.csr import CSRConfig
-from litex.soc.interconnect.csr import CSR, CSRField, CSRStatus, CSRStorage
+from litex.soc.interconnect.csr import CSR, CSRField, CSRStatus
 
 from liteeth.common import eth_phy_description
+
+from ethdaq.gateware.csr import CSRConfig
 
 # Constants ----------------------------------------------------------------------------------------
 

@@ -176,6 +176,7 @@ def nextpnr_summary(report_path, soc):
         "luts":  res("TRELLIS_COMB"),
         "ffs":   res("TRELLIS_FF"),
         "bram":  res("DP16KD"),
+        "dsp":   res("MULT18X18D"),
         "clocks": clocks,
     }
 

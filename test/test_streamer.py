@@ -84,6 +84,8 @@ def run_streamer(dut, setup, cycles, capture, tx_period=None):
         for _ in range(3000):
             yield
         capture.underrun = yield dut.streamer.underrun
+        capture.status = dict(datagrams=(yield dut.streamer._datagrams.status),
+                              dropped=(yield dut.streamer._drop_count.status))
     if tx_period is None:
         run_simulation(dut, [control(), capture.run()])
     else:
@@ -167,6 +169,8 @@ def test_overload_drops_whole_samples_before_framing_counted_and_flagged():
         assert any(h.flags & daqformat.FLAG_OVERFLOW for h, _ in stream)
         total_dropped += stream[-1][0].dropped
     assert cap.gaps_inside == 0
+    # The status totals agree with the datagrams (sent since reset; dropped this run).
+    assert cap.status == dict(datagrams=len(cap.datagrams), dropped=total_dropped)
 
 
 def test_backpressure_channel_stalls_detector_and_loses_nothing():
