@@ -98,7 +98,6 @@ class DAQChannel(LiteXModule):
 
         self.dropped      = Signal(64)  # Cumulative since run start (status).
         self.drop         = Signal()    # A sample is dropped in this cycle.
-        self.sent         = Signal(max=descriptors + 1)  # Datagrams sent, known in this cycle.
         self.queued       = Signal()    # Datagrams closed and not yet sent.
 
         # # #
@@ -111,9 +110,6 @@ class DAQChannel(LiteXModule):
             descs.source.connect(desc),
             self.queued.eq(descs.level != 0),
         ]
-        consumed_prev = Signal.like(descs.consumed)
-        self.sync += consumed_prev.eq(descs.consumed)
-        self.comb += self.sent.eq((descs.consumed - consumed_prev)[:len(descs.consumed)])
 
         # Data-Path.
         in_packet = Signal()
@@ -406,28 +402,29 @@ class DAQStreamer(LiteXModule):
             self.serializer.gap.eq(gap),
         ]
         stale = Signal(32)
+        sent  = Signal(64)
         if same:
-            self.comb += [self.serializer.run.eq(run), stale.eq(self.serializer.stale)]
+            self.comb += [self.serializer.run.eq(run), stale.eq(self.serializer.stale), sent.eq(self.serializer.sent)]
         else:
             self.run_sync   = BusSynchronizer(32, "sys", cd_tx)
             self.stale_sync = BusSynchronizer(32, cd_tx, "sys")
+            self.sent_sync  = BusSynchronizer(64, cd_tx, "sys")
             self.comb += [
                 self.run_sync.i.eq(run), self.serializer.run.eq(self.run_sync.o),
                 self.stale_sync.i.eq(self.serializer.stale), stale.eq(self.stale_sync.o),
+                self.sent_sync.i.eq(self.serializer.sent), sent.eq(self.sent_sync.o),
             ]
         self.underrun = self.serializer.underrun  # Must stay 0: checked by the tests.
 
-        # Status (sys). Totals over channels kept by one counter each (summing the channels'
-        # 64-bit counters took six 64-bit adders).
+        # Status (sys). The total of dropped samples is kept by one counter (summing the
+        # channels' 64-bit counters took three 64-bit adders).
         dropped_sum = Signal(64)
-        sent_sum    = Signal(64)
         self.sync += [
             If(start,
                 dropped_sum.eq(0),
             ).Else(
                 dropped_sum.eq(dropped_sum + reduce(add, [ch.drop for ch in self.channels])),
             ),
-            sent_sum.eq(sent_sum + reduce(add, [ch.sent for ch in self.channels])),
         ]
         self.comb += [
             self._status.fields.running.eq(running),
@@ -435,7 +432,7 @@ class DAQStreamer(LiteXModule):
             self._status.fields.dst_valid.eq(resolver.valid),
             self._status.fields.unreachable.eq(resolver.unreachable),
             self._run.status.eq(run),
-            self._datagrams.status.eq(sent_sum),
+            self._datagrams.status.eq(sent),
             self._drop_count.status.eq(dropped_sum),
             self._arp_timeouts.status.eq(resolver.timeouts),
             self._dst_mac_status.status.eq(resolver.mac),
@@ -460,6 +457,7 @@ class _Serializer(LiteXModule):
         self.run      = Signal(32)  # Current run: datagrams of earlier runs are discarded, counted.
         self.underrun = Signal(32)
         self.stale    = Signal(32)
+        self.sent     = Signal(64)  # Datagrams sent (not those discarded as stale).
 
         # # #
 
@@ -557,8 +555,9 @@ class _Serializer(LiteXModule):
                                     for s in range(nchannels)})
 
         def finish():
-            """On the datagram's last word: release it and go on."""
+            """On the datagram's last word: count it and go on."""
             return [
+                NextValue(self.sent, self.sent + 1),
                 If(self.gap != 0,
                     NextValue(gap_count, self.gap),
                     NextState("GAP")
@@ -588,12 +587,19 @@ class _Serializer(LiteXModule):
         # A datagram of an earlier run can only still be here if its destination never answered
         # ARP; it must not go to the next run's destination. "Earlier" modulo 2**32 (run - desc.run
         # in 1..2**31-1), so a run number that has not crossed from sys yet cannot make a new
-        # datagram look stale.
+        # datagram look stale. Registered (it was on the transmit clock's critical path): taken
+        # from the head descriptor when it is loaded, then re-evaluated every cycle from `desc`,
+        # so a datagram waiting for its destination's MAC turns stale when a new run starts.
+        def is_stale(run):
+            age = (self.run - run)[:32]
+            return (age != 0) & ~age[31]
         stale = Signal()
-        age   = Signal(32)
-        self.comb += [
-            age.eq(self.run - desc.run),
-            stale.eq((age != 0) & ~age[31]),
+        self.sync += [
+            If(load,
+                stale.eq(Array(is_stale(d.run) for d, w in heads)[load_sel])
+            ).Else(
+                stale.eq(is_stale(desc.run))
+            )
         ]
         fsm.act("HEADER",
             If(stale & (hcount == 0),

@@ -16,7 +16,9 @@ from migen import Mux
 
 from litex.build.generic_platform import ConstraintError
 from litex.soc.integration.soc_core import SoCCore
+from litex.soc.interconnect import stream
 
+from liteeth.common import eth_phy_description
 from liteeth.core import LiteEthUDPIPCore
 
 from ethdaq.gateware.cpuport import CPUMACPort, CPUUDPPort, connect_udp_ports
@@ -172,6 +174,13 @@ class DAQSoC(SoCCore):
             # bytes of payload; 2048 answers every ping up to the 1500-byte MTU.
             icmp_fifo_depth = 2048,
         )
+        # LiteEth's receive path is combinational in `ready` from the ICMP/UDP layers back into
+        # the MAC's clock-crossing FIFO (its AsyncFIFOBuffered reads on ready in the same cycle):
+        # on ECP5 that chain was the sys clock's critical path (17 ns). A buffer with registered
+        # valid and ready at the MAC core's output, the first element in sys, cuts it there.
+        rx_pipeline = self.ethcore.mac.core.rx_datapath.pipeline
+        self.eth_rx_buffer = stream.Buffer(eth_phy_description(eth_dw), pipe_valid=True, pipe_ready=True)
+        rx_pipeline.insert(len(rx_pipeline) - 1, self.eth_rx_buffer)
         if not board.is_sim:
             eth_rx_clk = getattr(self.ethphy, "crg", self.ethphy).cd_eth_rx.clk
             eth_tx_clk = getattr(self.ethphy, "crg", self.ethphy).cd_eth_tx.clk

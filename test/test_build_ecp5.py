@@ -1,36 +1,56 @@
 """One full colorlight_i5 bitstream build with the yowasp tools (Yosys + nextpnr-ecp5 + ecppack),
-and the summary table parsed from nextpnr's report. Timing closure itself is a later issue: this
-test checks that the summary reports achieved vs required frequency honestly, not that it passes."""
+as `ethdaq build` does it for a user, and the summary table parsed from nextpnr's report.
+
+The build (about 10 minutes of one core) starts when the tests are collected and runs beside
+the rest of the suite (test/conftest.py, background_build); these tests run last and wait for it.
+"""
 
 import re
-import subprocess
 
 import pytest
 
-from conftest import REPO, ethdaq_cmd
+from conftest import REPO, background_build
 
 pytestmark = pytest.mark.slow
 
+OUT = REPO / "build" / "test-colorlight_i5"
+BUILD = pytest.mark.background_build("colorlight_i5", ["build", "--board", "colorlight_i5", "--output-dir", str(OUT)])
 
-@pytest.mark.xfail(run=False, reason=(
-    "issue 8: with the PTP CPU path the colorlight_i5 design uses 22053 of 24288 LUTs (91 %); "
-    "nextpnr's router1 then stalls near 55k overused wires and router2 near 630 (2026-11-21), so the "
-    "build does not finish within the test's 30 minutes. Not run until the LUT use is cut."))
+
+def summary():
+    code, out = background_build("colorlight_i5", timeout=2400)
+    assert code == 0, out[-4000:]
+    return out[out.index("ethdaq build summary"):]
+
+
+def clocks(text):
+    return re.findall(r"^\s+(\S+)\s+([\d.]+) MHz\s+([\d.]+) MHz\s+(met|FAILED)$", text, re.M)
+
+
+@BUILD
 def test_colorlight_i5_bitstream_and_summary():
-    out = REPO / "build" / "test-colorlight_i5"
-    r = subprocess.run(ethdaq_cmd("build", "--board", "colorlight_i5", "--output-dir", str(out)),
-                       capture_output=True, text=True, timeout=1800)
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    bit = out / "gateware" / "colorlight_i5.bit"
+    text = summary()
+    bit = OUT / "gateware" / "colorlight_i5.bit"
     assert bit.exists() and bit.stat().st_size > 100_000
-    summary = r.stdout[r.stdout.index("ethdaq build summary"):]
     for resource in ("LUT4", "FF", "BRAM (DP16KD)"):
-        m = re.search(rf"{re.escape(resource)}\s+(\d+) / (\d+)", summary)
-        assert m and 0 < int(m.group(1)) < int(m.group(2)), summary
-    clocks = re.findall(r"^\s+(\S+)\s+([\d.]+) MHz\s+([\d.]+) MHz\s+(met|FAILED)$", summary, re.M)
-    names = {c[0] for c in clocks}
-    assert "sys_clk" in names and any(n.startswith("eth_clocks0_rx") for n in names), summary
-    for name, achieved, required, status in clocks:
+        m = re.search(rf"{re.escape(resource)}\s+(\d+) / (\d+)", text)
+        assert m and 0 < int(m.group(1)) < int(m.group(2)), text
+    # The full SoC fits with room to route: at 91 % of the LUTs nextpnr did not finish routing.
+    m = re.search(r"LUT4\s+(\d+) / (\d+)", text)
+    assert int(m.group(1)) < 0.85*int(m.group(2)), text
+    found = clocks(text)
+    names = {c[0] for c in found}
+    assert "sys_clk" in names and any(n.startswith("eth_clocks0_rx") for n in names), text
+    for name, achieved, required, status in found:
         assert (status == "met") == (float(achieved) >= float(required))
     # The firmware is in the bitstream's ROM: the same binary the build reports.
-    assert (out / "software" / "firmware" / "firmware.bin").stat().st_size > 1000
+    assert (OUT / "software" / "firmware" / "firmware.bin").stat().st_size > 1000
+
+
+@BUILD
+@pytest.mark.xfail(strict=True, reason=(
+    "issue 8: timing is not closed yet: the serializer's FSM and the PTP clock's adders miss "
+    "125 MHz (eth) and 60 MHz (sys); see docs/boards.md"))
+def test_colorlight_i5_meets_timing_with_10_percent_margin():
+    for name, achieved, required, status in clocks(summary()):
+        assert float(achieved) >= 1.1*float(required), (name, achieved, required)

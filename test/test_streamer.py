@@ -236,6 +236,60 @@ def test_stop_flushes_partial_datagram_flagged_last_and_pulse_mode_runs():
     assert 20 <= n <= 110  # About 60 pulses expected in 3000 cycles at 2 %.
 
 
+def test_datagrams_of_an_earlier_run_are_discarded_counted_and_never_sent():
+    """Run 1's datagrams wait (the stack is not ready, as when the destination never answers
+    ARP); run 2 starts: every run-1 datagram is discarded and counted, even the one already
+    waiting at the serializer's output, and run 2 starts cleanly at sequence 0."""
+    dut = DUT()
+    gate = {"open": False}
+    cap = Capture(dut, ready=lambda cycle: gate["open"])
+    closed = []
+    out = {}
+
+    @passive
+    def count_closed():
+        while True:
+            yield
+            for ch in dut.streamer.channels:
+                if (yield ch.descs.sink.valid) and (yield ch.descs.sink.ready):
+                    closed.append((yield ch.descs.sink.run))
+
+    def control():
+        yield from write(dut.streamer._payload, 128)
+        for emu in dut.emulators:
+            yield from write(emu._mode, MODE_COUNTER)
+            yield from write(emu._rate, 2**32 // 8)
+        yield from start(dut)
+        for _ in range(2000):
+            yield
+        yield from stop(dut)
+        for _ in range(200):
+            yield
+        out["waiting"] = (yield dut.streamer.source.valid)  # One is already at the output.
+        yield from start(dut)
+        for _ in range(50):
+            yield
+        gate["open"] = True
+        for _ in range(2000):
+            yield
+        yield from stop(dut)
+        for _ in range(3000):
+            yield
+        out["stale"] = (yield dut.streamer.serializer.stale)
+        out["sent"] = (yield dut.streamer._datagrams.status)
+
+    run_simulation(dut, [control(), cap.run(), count_closed()])
+    run1 = sum(1 for run in closed if run == 1)
+    assert out["waiting"] == 1 and run1 > 4
+    assert out["stale"] == run1
+    assert out["sent"] == len(cap.datagrams) == sum(1 for run in closed if run == 2)
+    streams = per_stream(cap.datagrams)
+    assert len(streams) == 2
+    for stream in streams.values():
+        assert all(h.run == 2 for h, _ in stream)
+        check_stream_invariants(stream)
+
+
 @pytest.mark.parametrize("kwargs, message", [
     (dict(sample_width=12), "sample_width must be 8, 16, 32 or 64, not 12"),
     (dict(sample_width=24), "sample_width must be 8, 16, 32 or 64, not 24"),
