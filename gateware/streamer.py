@@ -418,12 +418,18 @@ class DAQStreamer(LiteXModule):
 
         # Status (sys). The total of dropped samples is kept by one counter (summing the
         # channels' 64-bit counters took three 64-bit adders).
+        # The channels' drop pulses are registered first: admission (buffer level compare) and
+        # a 64-bit adder in one cycle were the sys clock's critical path.
         dropped_sum = Signal(64)
+        drops       = Signal(nchannels)
+        start_d     = Signal()
         self.sync += [
-            If(start,
+            drops.eq(Cat(*[ch.drop & ~start for ch in self.channels])),
+            start_d.eq(start),
+            If(start_d,
                 dropped_sum.eq(0),
             ).Else(
-                dropped_sum.eq(dropped_sum + reduce(add, [ch.drop for ch in self.channels])),
+                dropped_sum.eq(dropped_sum + reduce(add, [drops[i] for i in range(nchannels)])),
             ),
         ]
         self.comb += [
@@ -553,6 +559,20 @@ class _Serializer(LiteXModule):
         for k in reversed(range(1, nchannels)):
             self.comb += Case(sel, {s: If(pending[(s + k) % nchannels], nxt_other.eq((s + k) % nchannels))
                                     for s in range(nchannels)})
+        # The choices, registered: they drive the load of `desc` (about 250 flip-flops) and were
+        # on the transmit clock's critical path. One cycle old is exact where they are used: a
+        # channel stays pending until popped, pops start only at a load, and SELECT and finish()
+        # are never within two cycles of a load (a header takes at least 5 cycles; DISCARD takes
+        # one), by which time the pop is in `pending`. A channel that just became pending waits
+        # one more cycle.
+        any_r, others_r = Signal(), Signal()
+        nxt_r, nxt_other_r = Signal.like(nxt), Signal.like(nxt_other)
+        self.sync += [
+            any_r.eq(pending != 0),
+            others_r.eq(others != 0),
+            nxt_r.eq(nxt),
+            nxt_other_r.eq(nxt_other),
+        ]
 
         def finish():
             """On the datagram's last word: count it and go on."""
@@ -561,10 +581,10 @@ class _Serializer(LiteXModule):
                 If(self.gap != 0,
                     NextValue(gap_count, self.gap),
                     NextState("GAP")
-                ).Elif(others != 0,
+                ).Elif(others_r,
                     load.eq(1),
-                    load_sel.eq(nxt_other),
-                    NextValue(sel, nxt_other),
+                    load_sel.eq(nxt_other_r),
+                    NextValue(sel, nxt_other_r),
                     NextValue(hcount, 0),
                     NextValue(bcount, 0),
                     NextValue(scount, 0),
@@ -574,10 +594,10 @@ class _Serializer(LiteXModule):
                 )
             ]
         fsm.act("SELECT",
-            If(pending != 0,
+            If(any_r,
                 load.eq(1),
-                load_sel.eq(nxt),
-                NextValue(sel, nxt),
+                load_sel.eq(nxt_r),
+                NextValue(sel, nxt_r),
                 NextValue(hcount, 0),
                 NextValue(bcount, 0),
                 NextValue(scount, 0),
