@@ -75,7 +75,7 @@ def _add_rx_reader(port, rx_data, rx_meta, skip=None):
     )
 
 
-def _add_tx_path(port, source, tx_depth, header, max_length=None):
+def _add_tx_path(port, source, tx_depth, header, max_length=None, in_flight=0):
     """Transmit buffer: ``tx_data`` appends a byte; ``tx_send`` streams the buffered payload as
     one packet on ``source`` (dw=8) without a pause inside it, or discards it and counts it in
     ``tx_dropped`` if it overflowed ``tx_depth``. Drives ``tx_busy``, ``tx_count`` and
@@ -84,7 +84,8 @@ def _add_tx_path(port, source, tx_depth, header, max_length=None):
     ``header(length)`` gives the statements that set the source's header fields while sending;
     ``length`` is the payload length in bytes. ``max_length`` (optional) makes longer payloads
     overflow even though the buffered FIFO holds one byte more than ``tx_depth`` (its output
-    register); without it, payloads of up to tx_depth + 1 bytes are sent.
+    register); without it, payloads of up to tx_depth + 1 bytes are sent. ``in_flight``: beats
+    still on their way after ``source`` (a buffer behind it) keep ``tx_busy`` set.
     """
     port.tx_data = tx_data = stream.SyncFIFO([("data", 8)], depth=tx_depth, buffered=True)
     tx_length   = Signal(16)
@@ -142,7 +143,7 @@ def _add_tx_path(port, source, tx_depth, header, max_length=None):
         )
     )
     port.comb += [
-        port._tx_busy.status.eq(~tx_fsm.ongoing("IDLE")),
+        port._tx_busy.status.eq(~tx_fsm.ongoing("IDLE") | in_flight),
         port._tx_count.status.eq(tx_count),
         port._tx_dropped.status.eq(tx_dropped),
     ]
@@ -299,11 +300,17 @@ class CPUUDPPort(LiteXModule):
 
         # TX Data-Path / Control-Path.
         # ----------------------------
-        _add_tx_path(self, source, tx_depth, header=lambda length: [
-            source.src_port.eq(self._tx_local_port.storage if extra_ports else udp_port),
-            source.dst_port.eq(self._tx_port.storage),
-            source.ip_address.eq(self._tx_ip.storage),
-            source.length.eq(length),
+        # Through a buffer with registered valid and ready: LiteEth's UDP/IP transmit path is
+        # combinational in `ready` (through its ARP table lookup), which with this FSM behind
+        # it was the sys clock's critical path on ECP5.
+        out = stream.Endpoint(eth_udp_user_description(8))
+        self.tx_buffer = stream.Buffer(eth_udp_user_description(8), pipe_valid=True, pipe_ready=True)
+        self.comb += [out.connect(self.tx_buffer.sink), self.tx_buffer.source.connect(source)]
+        _add_tx_path(self, out, tx_depth, in_flight=self.tx_buffer.source.valid, header=lambda length: [
+            out.src_port.eq(self._tx_local_port.storage if extra_ports else udp_port),
+            out.dst_port.eq(self._tx_port.storage),
+            out.ip_address.eq(self._tx_ip.storage),
+            out.length.eq(length),
         ])
 
 
