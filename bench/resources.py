@@ -45,8 +45,9 @@ CORES = [
     ("streamer + emulators",     ("daqstreamer", "detectoremulator", "txpath_pipe", "txpath_data_buf")),
     ("IP/UDP/ARP/ICMP",          ("ethcore_ip", "ethcore_arp", "ethcore_icmp", "ethcore_udp", "liteethip",
                                   "liteethudp", "liteetharp", "liteethicmp", "txpath_udpframer",
-                                  "txpath_arprequester", "txpath_framer", "ipv4")),
-    ("MAC + PHY",                ("ethcore_mac", "liteethmac", "ethphy", "eth_", "txpath", "ethcore")),
+                                  "txpath_arprequester", "txpath_framer", "ipv4", "udpframer", "arprequester")),
+    ("MAC + PHY",                ("ethcore_mac", "liteethmac", "ethphy", "eth_", "txpath", "ethcore",
+                                  "framescheduler")),
     ("CSR bus",                  ("csr_bankarray", "csr", "wishbone2csr")),
     ("ROM/SRAM/UART/bus",        ("daqsoc_", "rom", "sram", "uart", "serial", "rs232", "ctrl", "bus", "slaves", "grant",
                                   "interface", "mem")),
@@ -74,7 +75,7 @@ def core_of(name, memories={}):
     for core, prefixes in CORES:
         if any(low.startswith(p.lower()) for p in prefixes):
             return core
-    return "other (clocking, CDC, glue)"
+    return "other (clock-domain crossings, stream buffers, glue)"
 
 
 def attribute(netlist_path, verilog_path):
@@ -156,7 +157,7 @@ def attribute(netlist_path, verilog_path):
             table[owner[cn]][k] += 1
         else:
             o = owners(cn)
-            table[o.most_common(1)[0][0] if o else "other (clocking, CDC, glue)"][k] += 1
+            table[o.most_common(1)[0][0] if o else "other (clock-domain crossings, stream buffers, glue)"][k] += 1
     return table
 
 
