@@ -22,10 +22,11 @@ _io = [
     ("clk25",       0, Pins("P3"),  IOStandard("LVCMOS33")),
     ("user_led_n",  0, Pins("U16"), IOStandard("LVCMOS33")),
     ("cpu_reset_n", 0, Pins("K18"), IOStandard("LVCMOS33"), Misc("PULLMODE=UP")),
-    # PTP pulse per second (gateware/tsu.py) on the extension board's PMOD P3 (litex-boards'
-    # "pmode" connector: C17 B18 B20 F20 A18 A19 B19 D20), pin 1. The periodic output would go
-    # on pin 2 (B18) but is left out: the design is at the limit of this FPGA's LUTs (issue 8).
+    # PTP pulse per second and the programmable periodic output (gateware/tsu.py) on the
+    # extension board's PMOD P3 (litex-boards' "pmode" connector: C17 B18 B20 F20 A18 A19 B19
+    # D20), pins 1 and 2.
     ("ptp_pps",      0, Pins("C17"), IOStandard("LVCMOS33")),
+    ("ptp_periodic", 0, Pins("B18"), IOStandard("LVCMOS33")),
     ("serial", 0,
         Subsignal("tx", Pins("J17")),
         Subsignal("rx", Pins("H18")),

@@ -43,6 +43,10 @@ def test_colorlight_i5_bitstream_and_summary():
     assert "sys_clk" in names and any(n.startswith("eth_clocks0_rx") for n in names), text
     for name, achieved, required, status in found:
         assert (status == "met") == (float(achieved) >= float(required))
+    # PPS and the periodic output reach the PMOD pins (boards/colorlight_i5.py).
+    lpf = (OUT / "gateware" / "colorlight_i5.lpf").read_text()
+    assert re.search(r'LOCATE COMP "ptp_pps" SITE "C17"', lpf), lpf
+    assert re.search(r'LOCATE COMP "ptp_periodic" SITE "B18"', lpf), lpf
     # The firmware is in the bitstream's ROM: the same binary the build reports.
     assert (OUT / "software" / "firmware" / "firmware.bin").stat().st_size > 1000
 
