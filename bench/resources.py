@@ -52,6 +52,7 @@ CORES = [
     ("ROM/SRAM/UART/bus",        ("daqsoc_", "rom", "sram", "uart", "serial", "rs232", "ctrl", "bus", "slaves", "grant",
                                   "interface", "mem")),
 ]
+OTHER = "other (clock-domain crossings, stream buffers, glue)"
 SEED_PAPER = ("seed paper VHDL stack, Spartan-6 (LUT6)", 4906, 2071)
 
 
@@ -75,7 +76,7 @@ def core_of(name, memories={}):
     for core, prefixes in CORES:
         if any(low.startswith(p.lower()) for p in prefixes):
             return core
-    return "other (clock-domain crossings, stream buffers, glue)"
+    return OTHER
 
 
 def attribute(netlist_path, verilog_path):
@@ -105,6 +106,11 @@ def attribute(netlist_path, verilog_path):
                 kind[cn] = k
     owner = {cn: core_of_(cn) for cn, k in kind.items() if k in ("TRELLIS_FF", "DP16KD", "TRELLIS_DPR16X4", "MULT18X18D")}
 
+    def output_bits(c):
+        for port, bits in c["connections"].items():
+            if c["port_directions"].get(port) == "output":
+                yield from (b for b in bits if isinstance(b, int))
+
     # Forward reachability from each combinational cell to owned cells, iteratively (memoised).
     memo = {}
     def owners(start):
@@ -114,39 +120,25 @@ def attribute(netlist_path, verilog_path):
         while stack:
             cn = stack.pop()
             order.append(cn)
-            c = cells[cn]
-            for port, bits in c["connections"].items():
-                if c["port_directions"].get(port) != "output":
-                    continue
-                for b in bits:
-                    if not isinstance(b, int):
-                        continue
-                    for l in loads[b]:
-                        if l not in owner and l not in seen and l not in memo and kind.get(l) in ("LUT4", "CCU2C", "PFUMX", "L6MUX21"):
-                            seen.add(l)
-                            stack.append(l)
+            for b in output_bits(cells[cn]):
+                for l in loads[b]:
+                    if l not in owner and l not in seen and l not in memo and kind.get(l) in ("LUT4", "CCU2C", "PFUMX", "L6MUX21"):
+                        seen.add(l)
+                        stack.append(l)
         # Resolve in reverse discovery order (an approximation on cycles, which comb logic has not).
         for cn in reversed(order):
             acc = collections.Counter()
-            c = cells[cn]
-            for port, bits in c["connections"].items():
-                if c["port_directions"].get(port) != "output":
-                    continue
-                for b in bits:
-                    if not isinstance(b, int):
-                        continue
-                    for l in loads[b]:
-                        if l in owner:
-                            acc[owner[l]] += 1
-                        elif l in memo and l != cn:
-                            acc.update(memo[l])
+            for b in output_bits(cells[cn]):
+                for l in loads[b]:
+                    if l in owner:
+                        acc[owner[l]] += 1
+                    elif l in memo and l != cn:
+                        acc.update(memo[l])
             if not acc:
-                for port, bits in c["connections"].items():
-                    if c["port_directions"].get(port) == "output":
-                        for b in bits:
-                            for n in names_of_bit.get(b, []):
-                                if not n.startswith("$"):
-                                    acc[core_of_(n)] += 1
+                for b in output_bits(cells[cn]):
+                    for n in names_of_bit.get(b, []):
+                        if not n.startswith("$"):
+                            acc[core_of_(n)] += 1
             # Keep only the winner: counts grow combinatorially otherwise.
             memo[cn] = collections.Counter([acc.most_common(1)[0][0]]) if acc else collections.Counter()
         return memo[start]
@@ -157,7 +149,7 @@ def attribute(netlist_path, verilog_path):
             table[owner[cn]][k] += 1
         else:
             o = owners(cn)
-            table[o.most_common(1)[0][0] if o else "other (clock-domain crossings, stream buffers, glue)"][k] += 1
+            table[o.most_common(1)[0][0] if o else OTHER][k] += 1
     return table
 
 
