@@ -32,8 +32,8 @@ from migen.genlib.cdc import BusSynchronizer, MultiReg, PulseSynchronizer
 
 from liteeth.common import eth_udp_user_description
 
-from ethdaq.gateware.csr import CSRConfig
 from ethdaq.gateware.cdcfifo import LevelFIFO
+from ethdaq.gateware.csr import CSRConfig
 from ethdaq.gateware.framer import field_bytes
 from ethdaq.gateware.resolver import ARPResolver, MODE_ARP, MODE_FIXED
 from ethdaq.host import daqformat
@@ -417,9 +417,8 @@ class DAQStreamer(LiteXModule):
         self.underrun = self.serializer.underrun  # Must stay 0: checked by the tests.
 
         # Status (sys). The total of dropped samples is kept by one counter (summing the
-        # channels' 64-bit counters took three 64-bit adders).
-        # The channels' drop pulses are registered first: admission (buffer level compare) and
-        # a 64-bit adder in one cycle were the sys clock's critical path.
+        # channels' 64-bit counters took three 64-bit adders), fed by the channels' drop pulses
+        # registered (admission and a 64-bit adder in one cycle were the sys critical path).
         dropped_sum = Signal(64)
         drops       = Signal(nchannels)
         start_d     = Signal()
@@ -523,18 +522,15 @@ class _Serializer(LiteXModule):
         ]
         # Sequence numbers, per channel: 0 at FLAG_FIRST, else the channel's previous one + 1 (every
         # descriptor passes here in order, discarded ones too). Ready one cycle after the rest of
-        # `desc`: the header's seq field starts at byte 8, in the second cycle at the earliest.
+        # `desc` (whose flags are loaded by then): the header's seq field starts at byte 8, in the
+        # second cycle at the earliest.
         assert next(f.offset for f in daqformat.FIELDS if f.name == "seq") >= dw//8
         seqs     = Array(Signal(64, name=f"seq{i}") for i in range(nchannels))
         seq_prev = Signal(64)
-        seq_zero = Signal()
         seq_next = Signal(64)
-        self.comb += seq_next.eq(Mux(seq_zero, 0, seq_prev + 1))
+        self.comb += seq_next.eq(Mux(desc.flags & daqformat.FLAG_FIRST != 0, 0, seq_prev + 1))
         self.sync += [
-            If(load,
-                seq_prev.eq(seqs[load_sel]),
-                seq_zero.eq(Array(d.flags for d, w in heads)[load_sel] & daqformat.FLAG_FIRST != 0),
-            ),
+            If(load, seq_prev.eq(seqs[load_sel])),
             If(pop_r,
                 desc.seq.eq(seq_next),
                 seqs[pop_ch].eq(seq_next),
