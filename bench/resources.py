@@ -79,8 +79,19 @@ def core_of(name, memories={}):
     return OTHER
 
 
-def attribute(netlist_path, verilog_path):
-    """Per-core counts of LUT4, CCU2C, DPR16X4, DP16KD and FF from a Yosys JSON netlist."""
+# Per FPGA family: cells owned by the core their name says (flip-flops, RAMs, DSPs), and the
+# combinational cells attributed through what they feed.
+FAMILY_CELLS = {
+    "ecp5": ({"TRELLIS_FF", "DP16KD", "TRELLIS_DPR16X4", "MULT18X18D"},
+             {"LUT4", "CCU2C", "PFUMX", "L6MUX21"}),
+    "xc7":  ({"FDRE", "FDSE", "FDCE", "FDPE", "RAMB18E1", "RAMB36E1", "DSP48E1", "RAM32M", "RAM64M", "RAM32X1D",
+              "RAM64X1D", "RAM128X1D", "RAM256X1S", "RAM32X1S", "RAM64X1S", "RAM128X1S", "SRL16E", "SRLC32E"},
+             {"LUT1", "LUT2", "LUT3", "LUT4", "LUT5", "LUT6", "INV", "CARRY4", "MUXF7", "MUXF8"}),
+}
+
+
+def attribute(netlist_path, verilog_path, family="ecp5"):
+    """Per-core counts of each cell type of FAMILY_CELLS[family] from a Yosys JSON netlist."""
     memories = memory_writers(verilog_path)
     core_of_ = lambda n: core_of(n, memories)
     design = json.loads(Path(netlist_path).read_text())
@@ -98,13 +109,33 @@ def attribute(netlist_path, verilog_path):
                 for b in bits:
                     if isinstance(b, int):
                         loads[b].append(cn)
+    owned_kinds, comb_kinds = FAMILY_CELLS[family]
     kind = {}
     for cn, c in cells.items():
-        t = c["type"]
-        for k in ("TRELLIS_FF", "DP16KD", "TRELLIS_DPR16X4", "LUT4", "CCU2C", "PFUMX", "L6MUX21", "MULT18X18D"):
-            if t == k or t.endswith("\\" + k):
-                kind[cn] = k
-    owner = {cn: core_of_(cn) for cn, k in kind.items() if k in ("TRELLIS_FF", "DP16KD", "TRELLIS_DPR16X4", "MULT18X18D")}
+        t = c["type"].split("\\")[-1]
+        if t in owned_kinds or t in comb_kinds:
+            kind[cn] = t
+    def own_name(cn, depth=0):
+        # synth_ecp5 names a flip-flop after its register; synth_xilinx leaves "$auto$..." names,
+        # and the register's name is on the net it drives (or, for a top-level output, on the
+        # far side of its OBUF).
+        if not cn.startswith("$"):
+            return cn
+        outs = [b for port, bits in cells[cn]["connections"].items()
+                if cells[cn]["port_directions"].get(port) == "output" for b in bits if isinstance(b, int)]
+        for b in outs:
+            for n in names_of_bit.get(b, []):
+                if not n.startswith("$"):
+                    return n
+        if depth == 0:
+            for b in outs:
+                for l in loads[b]:
+                    if cells[l]["type"] in ("OBUF", "OBUFT"):
+                        name = own_name(l, 1)
+                        if not name.startswith("$"):
+                            return name
+        return cn
+    owner = {cn: core_of_(own_name(cn)) for cn, k in kind.items() if k in owned_kinds}
 
     def output_bits(c):
         for port, bits in c["connections"].items():
@@ -122,7 +153,7 @@ def attribute(netlist_path, verilog_path):
             order.append(cn)
             for b in output_bits(cells[cn]):
                 for l in loads[b]:
-                    if l not in owner and l not in seen and l not in memo and kind.get(l) in ("LUT4", "CCU2C", "PFUMX", "L6MUX21"):
+                    if l not in owner and l not in seen and l not in memo and kind.get(l) in comb_kinds:
                         seen.add(l)
                         stack.append(l)
         # Resolve in reverse discovery order (an approximation on cycles, which comb logic has not).
@@ -157,57 +188,91 @@ def lut_eq(c):
     return c["LUT4"] + 2*c["CCU2C"] + 4*c["TRELLIS_DPR16X4"]
 
 
-def print_tables(board, fpga, report, table, elapsed=None):
+def _xc7_lutram(c):
+    from ethdaq.soc.build import _LUTRAM_LUTS
+    return sum(n*c[t] for t, n in _LUTRAM_LUTS.items())
+
+
+def _xc7_lut(c):
+    return sum(c[f"LUT{i}"] for i in range(1, 7)) + c["INV"]
+
+
+# Per family: resource rows of the summary, and the per-core columns (label, count function).
+COLUMNS = {
+    "ecp5": ([("luts", "LUT4 (TRELLIS_COMB)"), ("ffs", "FF"), ("bram", "BRAM (DP16KD)"), ("dsp", "DSP (MULT18X18D)")],
+             [("LUT4 eq.", lut_eq), ("LUT4", lambda c: c["LUT4"]), ("CCU2C", lambda c: c["CCU2C"]),
+              ("DPR16X4", lambda c: c["TRELLIS_DPR16X4"]), ("FF", lambda c: c["TRELLIS_FF"]),
+              ("DP16KD", lambda c: c["DP16KD"])]),
+    "xc7":  ([("luts", "LUT6 (logic + memory)"), ("ffs", "FF"), ("bram", "BRAM (36 Kb)"), ("dsp", "DSP48E1")],
+             [("LUT6 eq.", lambda c: _xc7_lut(c) + _xc7_lutram(c)), ("LUT", _xc7_lut), ("CARRY4", lambda c: c["CARRY4"]),
+              ("LUTRAM/SRL (LUTs)", _xc7_lutram), ("FF", lambda c: sum(c[t] for t in ("FDRE", "FDSE", "FDCE", "FDPE"))),
+              ("BRAM36", lambda c: c["RAMB36E1"] + c["RAMB18E1"]/2)]),
+}
+
+
+def print_tables(board, fpga, report, table, elapsed=None, family="ecp5"):
+    resources, columns = COLUMNS[family]
     print(f"\n## {board} ({fpga})" + (f", built in {elapsed/60:.1f} min" if elapsed else ""))
+    if report.get("estimate"):
+        print(f"\n{report['estimate']}.")
     print()
     print("| resource | used | available | % |")
     print("|---|---:|---:|---:|")
-    for key, label in [("luts", "LUT4 (TRELLIS_COMB)"), ("ffs", "FF"), ("bram", "BRAM (DP16KD)"), ("dsp", "DSP (MULT18X18D)")]:
+    for key, label in resources:
         used, avail = report.get(key, (0, 0))
         pct = f"{100.0*used/avail:.1f}" if avail else "-"
-        print(f"| {label} | {used} | {avail} | {pct} |")
+        print(f"| {label} | {used:g} | {avail} | {pct} |")
     print()
-    print("| clock | required MHz | achieved MHz | margin | status |")
-    print("|---|---:|---:|---:|---|")
+    if report["clocks"]:
+        print("| clock | required MHz | achieved MHz | margin | status |")
+        print("|---|---:|---:|---:|---|")
+    else:
+        print("Timing: not estimated here (Vivado reports it where it is installed).")
     for c in report["clocks"]:
         margin = 100.0*(c["achieved_mhz"]/c["required_mhz"] - 1) if c["required_mhz"] else 0.0
         status = "met, >= 10 % margin" if margin >= 10 else ("met" if c["met"] else "FAILED")
         print(f"| {c['clock']} | {c['required_mhz']:.1f} | {c['achieved_mhz']:.1f} | {margin:+.0f} % | {status} |")
     print()
-    print("| core (attributed, see bench/resources.py) | LUT4 eq. | LUT4 | CCU2C | DPR16X4 | FF | DP16KD |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    print("| core (attributed, see bench/resources.py) | " + " | ".join(l for l, _ in columns) + " |")
+    print("|---|" + "---:|"*len(columns))
     total = collections.Counter()
-    for core, c in sorted(table.items(), key=lambda kv: -lut_eq(kv[1])):
+    for core, c in sorted(table.items(), key=lambda kv: -columns[0][1](kv[1])):
         total.update(c)
-        print(f"| {core} | {lut_eq(c)} | {c['LUT4']} | {c['CCU2C']} | {c['TRELLIS_DPR16X4']} | {c['TRELLIS_FF']} | {c['DP16KD']} |")
-    print(f"| total | {lut_eq(total)} | {total['LUT4']} | {total['CCU2C']} | {total['TRELLIS_DPR16X4']} | {total['TRELLIS_FF']} | {total['DP16KD']} |")
-    print(f"| {SEED_PAPER[0]} | {SEED_PAPER[1]} LUT6 (PTP {SEED_PAPER[2]}) | | | | | |")
+        print(f"| {core} | " + " | ".join(f"{f(c):g}" for _, f in columns) + " |")
+    print("| total | " + " | ".join(f"{f(total):g}" for _, f in columns) + " |")
+    print(f"| {SEED_PAPER[0]} | {SEED_PAPER[1]} LUT6 (PTP {SEED_PAPER[2]}) |" + " |"*(len(columns) - 1))
 
 
 def main(argv=None):
     from ethdaq.boards import BOARDS, get_board
-    from ethdaq.soc.build import build_hardware, nextpnr_summary
+    from ethdaq.soc.build import build_hardware, nextpnr_summary, xilinx_cell_summary
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--board", action="append", help="board (repeatable; default: every ECP5 board)")
+    p.add_argument("--board", action="append", help="board (repeatable; default: every hardware board)")
     p.add_argument("--build-dir", default=str(ROOT / "build" / "resources"))
     p.add_argument("--from-build", help="report on an existing build directory (one board) instead of building")
     args = p.parse_args(argv)
-    names = args.board or [n for n, b in BOARDS.items() if not b.is_sim and "trellis" in b.toolchains]
+    names = args.board or [n for n, b in BOARDS.items() if not b.is_sim]
     for name in names:
         board = get_board(name)
+        xilinx = "yosys" in board.toolchains
         elapsed = None
         if args.from_build:
             out = Path(args.from_build)
         else:
             out = Path(args.build_dir) / name
             t0 = time.monotonic()
-            build_hardware(board, out)
+            build_hardware(board, out, toolchain="yosys" if xilinx else "trellis")
             elapsed = time.monotonic() - t0
         gw = out / "gateware"
-        report = nextpnr_summary(gw / f"{name}_report.json", None)
-        table = attribute(gw / f"{name}.json", gw / f"{name}.v")
-        print_tables(name, board.fpga, report, table, elapsed)
+        if xilinx:
+            stat = json.loads((gw / f"{name}_yosys_stat.json").read_text())
+            report = xilinx_cell_summary(stat["design"]["num_cells_by_type"], board.platform().device)
+            table = attribute(gw / f"{name}_yosys.json", gw / f"{name}.v", family="xc7")
+        else:
+            report = nextpnr_summary(gw / f"{name}_report.json", None)
+            table = attribute(gw / f"{name}.json", gw / f"{name}.v")
+        print_tables(name, board.fpga, report, table, elapsed, family="xc7" if xilinx else "ecp5")
 
 
 if __name__ == "__main__":

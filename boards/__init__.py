@@ -4,11 +4,20 @@
 
 """Board registry: one module per board, each holding only board facts (pins, clocks, PHY)."""
 
-from ethdaq.boards import colorlight_i5, sim
+from ethdaq.boards import (colorlight_5a_75b, colorlight_i5, digilent_arty, digilent_nexys_video,
+    gsd_butterstick, lattice_versa_ecp5, sim, xilinx_kc705)
 
 BOARDS = {
-    "sim":           sim.Board,
-    "colorlight_i5": colorlight_i5.Board,
+    "sim":                  sim.Board,
+    # Lattice ECP5: Yosys + nextpnr (yowasp), bitstreams built here.
+    "colorlight_i5":        colorlight_i5.Board,
+    "colorlight_5a_75b":    colorlight_5a_75b.Board,
+    "lattice_versa_ecp5":   lattice_versa_ecp5.Board,
+    "gsd_butterstick":      gsd_butterstick.Board,
+    # Xilinx 7-series: Vivado projects (Vivado runs where it is installed), Yosys estimates here.
+    "digilent_nexys_video": digilent_nexys_video.Board,
+    "xilinx_kc705":         xilinx_kc705.Board,
+    "digilent_arty":        digilent_arty.Board,
 }
 
 

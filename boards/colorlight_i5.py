@@ -14,9 +14,10 @@ from litex.gen import *
 
 from litex.build.generic_platform import IOStandard, Misc, Pins, Subsignal
 from litex.build.lattice import LatticeECP5Platform
-from litex.soc.cores.clock import ECP5PLL
 
 from liteeth.phy.ecp5rgmii import LiteEthPHYRGMII
+
+from ethdaq.boards.crg import ECP5CRG
 
 _io = [
     ("clk25",       0, Pins("P3"),  IOStandard("LVCMOS33")),
@@ -63,21 +64,6 @@ class _Platform(LatticeECP5Platform):
         self.add_period_constraint(self.lookup_request("clk25", loose=True), 1e9/25e6)
 
 
-class _CRG(LiteXModule):
-    def __init__(self, platform, sys_clk_freq):
-        self.rst    = Signal()
-        self.cd_sys = ClockDomain()
-
-        # # #
-
-        clk25 = platform.request("clk25")
-        rst_n = platform.request("cpu_reset_n")
-        self.pll = pll = ECP5PLL()
-        self.comb += pll.reset.eq(~rst_n | self.rst)
-        pll.register_clkin(clk25, 25e6)
-        pll.create_clkout(self.cd_sys, sys_clk_freq)
-
-
 class Board:
     name         = "colorlight_i5"
     description  = "Colorlight i5 v7.0, ECP5-25F, 2x Broadcom B50612D"
@@ -91,7 +77,7 @@ class Board:
     max_payload  = 1472  # Streamer buffers fit the ECP5-25F's block RAM with 1500-byte MTU datagrams.
     is_sim       = False
     ptp_phy      = "ecp5rgmii"  # gateware/tsu.py PHY_FPGA_LATENCY_CYCLES: timestamp corrections
-    cable        = "dirtyJtag"  # openFPGALoader cable of the common Colorlight i5 extension board.
+    loader       = ["--cable", "dirtyJtag"]  # openFPGALoader: the common i5 extension board's debugger.
 
     @staticmethod
     def platform(toolchain="trellis"):
@@ -99,12 +85,16 @@ class Board:
 
     @staticmethod
     def crg(platform, sys_clk_freq):
-        return _CRG(platform, sys_clk_freq)
+        return ECP5CRG(platform, sys_clk_freq, "clk25", 25e6, rst_n_name="cpu_reset_n")
 
     @staticmethod
     def ethphy(platform):
+        # RGMII delays: the B50612D delays TXC by 2 ns itself (its power-on default; litex-boards'
+        # colorlight_i5 target, tested by users, also adds none), the FPGA delays the received
+        # data by 2 ns (ECP5 DELAYG). A second 2 ns on transmit would put TXC on the data edges.
         return LiteEthPHYRGMII(
             clock_pads = platform.request("eth_clocks", 0),
             pads       = platform.request("eth", 0),
+            tx_delay   = 0e-9,
             rx_delay   = 2e-9,
         )

@@ -79,20 +79,32 @@ PHY_FPGA_LATENCY_CYCLES = {
     "gmii":       (1, 1),  # LiteEthPHYGMIITX/RX (also the sim board's GMII model): one register each way.
     "ecp5rgmii":  (1, 3),  # ODDRX1F; IDDRX1F, rx_data_reg, source register.
     "s7rgmii":    (1, 2),  # ODDR SAME_EDGE; IDDR SAME_EDGE_PIPELINED, source register.
+    # LiteEthPHYMII at 25 MHz: TX hands the SFD byte over in the cycle its second nibble leaves the
+    # 8-to-4 converter, so its first nibble is already at the (registered) pins: 0. RX: the pin
+    # register, then the 4-to-8 converter's output register after the second nibble: 3.
+    # Counted, not yet simulated at 100 Mb/s.
+    "mii":        (0, 3),
+}
+# PHY clock period and byte time in ns, where not 1 Gb/s with one byte per 8 ns cycle.
+PHY_TIMING_NS = {
+    "mii": (40, 80),  # 100 Mb/s: a nibble per 40 ns cycle.
 }
 GIGABIT_BYTE_NS = 8  # One byte time at 1 Gb/s: the 1588 timestamp point is the bit after the SFD.
 
 
-def phy_corrections_ns(phy_name, period_ns=8, byte_ns=GIGABIT_BYTE_NS):
+def phy_corrections_ns(phy_name, tx_tap_cycles=0):
     """(tx, rx) corrections in ns the firmware adds to raw TX and RX timestamps to get the IEEE 1588
-    message timestamp point (first bit after the SFD) at the FPGA's MII pins. The external PHY
-    chip's latency is not included: add its datasheet value (TX: add, RX: subtract)."""
+    message timestamp point (first bit after the SFD) at the FPGA's MII pins. tx_tap_cycles: PHY
+    clock cycles by which the TX timestamper's tap lags the PHY's sink (a registered tap). The
+    external PHY chip's latency is not included: add its datasheet value (TX: add, RX: subtract)."""
     if phy_name not in PHY_FPGA_LATENCY_CYCLES:
         raise ValueError(f"phy_name must be one of {sorted(PHY_FPGA_LATENCY_CYCLES)}, not {phy_name!r}")
     tx, rx = PHY_FPGA_LATENCY_CYCLES[phy_name]
-    # TX: the SFD reaches the pins tx cycles after the tap; the timestamp point is one byte later.
+    period_ns, byte_ns = PHY_TIMING_NS.get(phy_name, (8, GIGABIT_BYTE_NS))
+    # TX: the SFD reaches the pins tx cycles after the PHY's sink, tx - tx_tap_cycles after the
+    # tap; the timestamp point is one byte later.
     # RX: the SFD was at the pins rx cycles before the tap; the timestamp point is one byte later.
-    return tx*period_ns + byte_ns, byte_ns - rx*period_ns
+    return (tx - tx_tap_cycles)*period_ns + byte_ns, byte_ns - rx*period_ns
 
 # Helpers ------------------------------------------------------------------------------------------
 
@@ -652,7 +664,9 @@ def record_layout():
 def tap(endpoint, sink, ignore_ready=False):
     """Statements that make `sink` (a PTPTimestamper's) observe `endpoint` without driving it.
     With ignore_ready, every valid cycle is a byte: LiteEth's PHY RX sources do not honour ready
-    (the bytes are on the wire whether or not they are taken)."""
+    (the bytes are on the wire whether or not they are taken). As comb statements the tap is
+    exact; as sync statements (a registered tap, off the endpoint's timing path) it lags one
+    cycle, which phy_corrections_ns(tx_tap_cycles=1) takes out."""
     return [
         sink.valid.eq(endpoint.valid),
         sink.ready.eq(1 if ignore_ready else endpoint.ready),

@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -113,6 +114,9 @@ class BuildResult:
     artifact:   Path = None
     report:     dict = field(default_factory=dict)
     firmware:   Path = None
+    gateware:   Path = None
+    toolchain:  str  = None
+    vivado_missing: bool = False
 
 
 def make_soc(board, toolchain=None, **soc_kwargs):
@@ -133,11 +137,19 @@ def preflight(board, output_dir):
 
 
 def build_hardware(board, output_dir, toolchain="trellis", run=True, **soc_kwargs):
-    """Build gateware + firmware + bitstream for a hardware board; return a BuildResult."""
+    """Build gateware + firmware + bitstream for a hardware board; return a BuildResult.
+
+    toolchain "trellis" (ECP5): Yosys + nextpnr + ecppack, all here. "vivado" (Xilinx): the
+    complete Vivado project; Vivado runs only if it is on PATH (result.vivado_missing otherwise).
+    "yosys" (Xilinx): the same project, then Yosys' synth_xilinx for a resource estimate."""
     output_dir = preflight(board, output_dir)
     shims = tools.yowasp_shims(output_dir / ".tools")
-    soc = make_soc(board, toolchain=toolchain, **soc_kwargs)
-    soc.platform.toolchain._pnr_opts += f" --report {board.name}_report.json"
+    soc = make_soc(board, toolchain="vivado" if toolchain == "yosys" else toolchain, **soc_kwargs)
+    if toolchain == "trellis":
+        soc.platform.toolchain._pnr_opts += f" --report {board.name}_report.json"
+    vivado_missing = toolchain in ("vivado", "yosys") and shutil.which("vivado") is None
+    if toolchain == "yosys" or vivado_missing:
+        run = False
     builder = DAQBuilder(soc, output_dir=str(output_dir))
     # A failed build must not leave the previous bitstream looking like its result.
     stale = Path(builder.gateware_dir) / f"{board.name}.bit"
@@ -148,14 +160,97 @@ def build_hardware(board, output_dir, toolchain="trellis", run=True, **soc_kwarg
             builder.build(build_name=board.name, run=run)
         except (OSError, subprocess.CalledProcessError) as e:
             raise BuildError(f"{board.name} build failed: {e}") from None
-    gateware = Path(builder.gateware_dir)
-    result = BuildResult(board.name, output_dir, firmware=builder.firmware_bin)
-    if run:
+        gateware = Path(builder.gateware_dir)
+        result = BuildResult(board.name, output_dir, firmware=builder.firmware_bin, gateware=gateware,
+                             toolchain=toolchain)
+        if toolchain == "yosys":
+            result.report = synth_xilinx(soc, gateware, board.name)
+    if toolchain == "vivado":
+        result.vivado_missing = vivado_missing
+        if not vivado_missing:
+            result.artifact = gateware / f"{board.name}.bit"
+            if not result.artifact.exists():
+                raise BuildError(f"no bitstream produced at {result.artifact}")
+            result.report = vivado_summary(gateware, board.name)
+    elif run:
         result.artifact = gateware / f"{board.name}.bit"
         if not result.artifact.exists():
             raise BuildError(f"no bitstream produced at {result.artifact}")
         result.report = nextpnr_summary(gateware / f"{board.name}_report.json", soc)
     return result
+
+
+def vivado_command(result):
+    """What to run where Vivado is installed, for a generated project."""
+    return f"cd {result.gateware} && vivado -mode batch -source {result.board}.tcl"
+
+
+# Capacity of the Xilinx parts we build for (data sheets DS180/DS182): LUTs, FFs, 36 Kb block RAMs,
+# DSP48E1 slices.
+XILINX_CAPACITY = {
+    "xc7a35t":  (20800,  41600,  50,  90),
+    "xc7a200t": (133800, 267600, 365, 740),
+    "xc7k325t": (203800, 407600, 445, 840),
+}
+
+# Yosys' 7-series cells: how many LUTs a distributed-RAM or shift-register cell occupies.
+_LUTRAM_LUTS = {"RAM32M": 4, "RAM64M": 4, "RAM32X1D": 2, "RAM64X1D": 2, "RAM128X1D": 4, "RAM256X1S": 4,
+                "RAM32X1S": 1, "RAM64X1S": 1, "RAM128X1S": 2, "SRL16E": 1, "SRLC32E": 1, "SRLC16E": 1}
+
+
+def xilinx_cell_summary(cells, device):
+    """Resource use from Yosys' synth_xilinx cell counts ({cell type: count}) for `device`."""
+    luts = sum(n for t, n in cells.items() if re.fullmatch(r"LUT[1-6]", t)) + cells.get("INV", 0)  # INV: a LUT1
+    luts += sum(n*_LUTRAM_LUTS[t] for t, n in cells.items() if t in _LUTRAM_LUTS)
+    ffs  = sum(n for t, n in cells.items() if re.fullmatch(r"FD[RSCP]E(_1)?", t))
+    bram = cells.get("RAMB36E1", 0) + cells.get("RAMB18E1", 0)/2
+    dsp  = cells.get("DSP48E1", 0)
+    part = next((k for k in XILINX_CAPACITY if device.lower().startswith(k)), None)
+    if part is None:
+        raise BuildError(f"no capacity figures for Xilinx part {device!r}; add it to XILINX_CAPACITY")
+    cap = XILINX_CAPACITY[part]
+    return {"luts": (luts, cap[0]), "ffs": (ffs, cap[1]), "bram": (bram, cap[2]), "dsp": (dsp, cap[3]),
+            "clocks": [], "estimate": "Yosys synth_xilinx before placement; no timing (Vivado's job)",
+            "labels": [("luts", "LUT6"), ("ffs", "FF"), ("bram", "BRAM (36 Kb)"), ("dsp", "DSP48E1")]}
+
+
+def synth_xilinx(soc, gateware, name):
+    """Run Yosys' synth_xilinx on the generated Verilog (the sources of the Vivado project):
+    checks the design synthesises for 7-series and estimates its resources. Runs with the yowasp
+    shims first on PATH (build_hardware). Writes
+    {name}_yosys.json (netlist) and {name}_yosys.log in the gateware directory."""
+    sources = [Path(f) for f, lang, _ in sorted(soc.platform.sources) if lang in ("verilog", "systemverilog")]
+    top = gateware / f"{name}.v"
+    if top not in sources:
+        sources.append(top)
+    script = "\n".join([
+        *[f"read_verilog -sv {src}" for src in sources],
+        f"synth_xilinx -family xc7 -top {name} -flatten",
+        f"tee -q -o {name}_yosys_stat.json stat -json",
+        f"write_json {name}_yosys.json",
+    ])
+    (gateware / f"{name}_yosys.ys").write_text(script + "\n")
+    r = subprocess.run(["yosys", "-q", "-l", f"{name}_yosys.log", f"{name}_yosys.ys"], cwd=gateware,
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        tail = "\n".join((r.stdout + r.stderr).splitlines()[-20:])
+        raise BuildError(f"Yosys synth_xilinx failed (log: {gateware / (name + '_yosys.log')}):\n{tail}")
+    stat = json.loads((gateware / f"{name}_yosys_stat.json").read_text())
+    cells = stat["design"]["num_cells_by_type"]
+    return xilinx_cell_summary(cells, soc.platform.device)
+
+
+def vivado_summary(gateware, name):
+    """Worst setup and hold slack from the timing summary LiteX's Vivado script writes. Untested
+    here (no Vivado): if the report is missing or its format differs, say so, never pass."""
+    rpt = gateware / f"{name}_timing.rpt"
+    summary = {"clocks": [], "vivado_timing": rpt}
+    text = rpt.read_text(errors="replace") if rpt.exists() else ""
+    m = re.search(r"WNS\(ns\)\s+TNS\(ns\).*?\n[-\s]+\n\s*(-?[\d.]+)\s+(-?[\d.]+)\s+\d+\s+\d+\s+(-?[\d.]+)",
+                  text, re.S)
+    summary["wns_ns"] = float(m.group(1)) if m else None
+    summary["whs_ns"] = float(m.group(3)) if m else None
+    return summary
 
 
 def nextpnr_summary(report_path, soc):
@@ -183,15 +278,26 @@ def nextpnr_summary(report_path, soc):
 
 def format_summary(report):
     lines = []
-    for key, label in [("luts", "LUT4"), ("ffs", "FF"), ("bram", "BRAM (DP16KD)")]:
+    labels = report.get("labels", [("luts", "LUT4"), ("ffs", "FF"), ("bram", "BRAM (DP16KD)")])
+    for key, label in labels:
         used, avail = report[key]
         pct = 100.0 * used / avail if avail else 0.0
-        lines.append(f"  {label:<14} {used:>6} / {avail:<6} ({pct:5.1f} %)")
+        lines.append(f"  {label:<14} {used:>8g} / {avail:<6} ({pct:5.1f} %)")
     lines.append("")
-    lines.append(f"  {'clock':<28} {'achieved':>10} {'required':>10}  status")
+    if report.get("estimate"):
+        lines.append(f"  estimate: {report['estimate']}")
+    if report["clocks"]:
+        lines.append(f"  {'clock':<28} {'achieved':>10} {'required':>10}  status")
     for c in report["clocks"]:
         status = "met" if c["met"] else "FAILED"
         lines.append(f"  {c['clock']:<28} {c['achieved_mhz']:>6.1f} MHz {c['required_mhz']:>6.1f} MHz  {status}")
+    if "wns_ns" in report:
+        if report["wns_ns"] is None:
+            lines.append(f"  timing: no summary found in {report['vivado_timing']}; read it there")
+        else:
+            met = report["wns_ns"] >= 0 and report["whs_ns"] >= 0
+            lines.append(f"  timing: WNS {report['wns_ns']:.3f} ns, WHS {report['whs_ns']:.3f} ns: "
+                         f"{'met' if met else 'FAILED'} (Vivado, {report['vivado_timing']})")
     return "\n".join(lines)
 
 # Simulation ---------------------------------------------------------------------------------------

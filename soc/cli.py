@@ -172,11 +172,18 @@ def cmd_build(args):
         return 0
     with build.output_to(log, args.verbose):
         result = build.build_hardware(board, output_dir, toolchain=toolchain, **soc_kwargs)
+    if result.vivado_missing:
+        print(f"Vivado is not on PATH: the complete project is in {result.gateware}; where Vivado is installed, "
+              f"run: {build.vivado_command(result)}")
+        return 0
     print()
     print(f"ethdaq build summary: {board.name} ({board.fpga})")
     print(build.format_summary(result.report))
     print()
-    print(f"bitstream: {result.artifact}")
+    if result.artifact:
+        print(f"bitstream: {result.artifact}")
+    else:
+        print(f"project:   {result.gateware} (Vivado: {build.vivado_command(result)})")
     print(f"firmware:  {result.firmware}")
     failed = [c["clock"] for c in result.report["clocks"] if not c["met"]]
     if failed:
@@ -271,11 +278,12 @@ def cmd_load(args):
     if not bitstream.exists():
         raise CLIError(f"bitstream {str(bitstream)!r} not found; build it first with 'ethdaq build --board {board.name}'")
     tools.require("openFPGALoader")
-    cmd = ["openFPGALoader", "--cable", args.cable or board.cable, str(bitstream)]
+    how = ["--cable", args.cable] if args.cable else board.loader
+    cmd = ["openFPGALoader", *how, str(bitstream)]
     print("$ " + " ".join(cmd), flush=True)
     r = subprocess.run(cmd)
     if r.returncode != 0:
-        raise CLIError(f"openFPGALoader failed with exit code {r.returncode} (board connected? cable {args.cable or 'default'}?)")
+        raise CLIError(f"openFPGALoader failed with exit code {r.returncode} (board connected? {' '.join(how)}?)")
     return 0
 
 

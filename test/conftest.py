@@ -1,6 +1,7 @@
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -22,12 +23,33 @@ requires_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root for net
 
 
 # Background builds ---------------------------------------------------------------------------------
-# A bitstream build (test_build_ecp5.py) takes about 10 minutes of one core, and the rest of the
-# suite is mostly single-threaded simulation. A test marked
+# A bitstream build (test_build_ecp5.py) takes about 10 minutes of one core, a Yosys synth_xilinx
+# pass (test_build_xilinx.py) about 3, and the rest of the suite is mostly single-threaded
+# simulation. A test marked
 #     @pytest.mark.background_build("name", [ethdaq arguments...])
-# has its command started as soon as the session's tests are collected (when it is selected), runs
-# last, and waits for the command: the build uses the machine's second core meanwhile.
+# has its command queued as soon as the session's tests are collected (when it is selected); the
+# queue runs one command at a time on the machine's second core, in collection order. Such tests
+# run last and wait for their command.
 BACKGROUND_BUILDS = {}
+_QUEUE_STOP = threading.Event()
+
+
+class _Build:
+    def __init__(self, args, log):
+        self.args, self.log = args, log
+        self.proc, self.returncode = None, None
+        self.done = threading.Event()
+
+
+def _run_queue(builds):
+    for build in builds:
+        if _QUEUE_STOP.is_set():
+            build.done.set()
+            continue
+        with open(build.log, "w") as f:
+            build.proc = subprocess.Popen(ethdaq_cmd(*build.args), stdout=f, stderr=subprocess.STDOUT, text=True)
+            build.returncode = build.proc.wait()
+        build.done.set()
 
 
 def pytest_collection_modifyitems(session, config, items):
@@ -40,6 +62,7 @@ def pytest_collection_modifyitems(session, config, items):
 def pytest_collection_finish(session):
     if session.config.option.collectonly:
         return
+    queue = []
     for item in session.items:
         marker = item.get_closest_marker("background_build")
         if marker is None or marker.args[0] in BACKGROUND_BUILDS:
@@ -50,25 +73,28 @@ def pytest_collection_finish(session):
         name, args = marker.args
         log = REPO / "build" / f"{name}.background.log"
         log.parent.mkdir(parents=True, exist_ok=True)
-        with open(log, "w") as f:
-            proc = subprocess.Popen(ethdaq_cmd(*args), stdout=f, stderr=subprocess.STDOUT, text=True)
-        BACKGROUND_BUILDS[name] = (proc, log)
+        BACKGROUND_BUILDS[name] = build = _Build(args, log)
+        queue.append(build)
+    if queue:
+        threading.Thread(target=_run_queue, args=(queue,), daemon=True).start()
 
 
 def background_build(name, timeout):
     """Wait for a background build: (return code, its output)."""
-    proc, log = BACKGROUND_BUILDS[name]
-    try:
-        proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-        raise
-    return proc.returncode, log.read_text()
+    build = BACKGROUND_BUILDS[name]
+    if not build.done.wait(timeout=timeout):
+        _QUEUE_STOP.set()
+        if build.proc is not None:
+            build.proc.kill()
+        raise TimeoutError(f"background build {name!r} still running after {timeout} s")
+    if build.returncode is None:
+        raise RuntimeError(f"background build {name!r} did not run (the queue was stopped)")
+    return build.returncode, build.log.read_text()
 
 
 def pytest_sessionfinish(session, exitstatus):
-    for proc, _ in BACKGROUND_BUILDS.values():
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    _QUEUE_STOP.set()
+    for build in BACKGROUND_BUILDS.values():
+        if build.proc is not None and build.proc.poll() is None:
+            build.proc.kill()
+            build.proc.wait()

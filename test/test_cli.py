@@ -26,8 +26,60 @@ def test_boards_lists_fpga_phy_and_link():
     r = run("boards")
     assert r.returncode == 0
     rows = {line.split()[0]: line for line in r.stdout.splitlines()[1:]}
-    assert "LFE5U-25F-6BG381C" in rows["colorlight_i5"] and "RGMII" in rows["colorlight_i5"] and "1G" in rows["colorlight_i5"]
-    assert "GMII model" in rows["sim"]
+    expected = {
+        "sim":                  ("Verilator",            "GMII model", "1G",   "verilator"),
+        "colorlight_i5":        ("LFE5U-25F-6BG381C",    "RGMII",      "1G",   "trellis"),
+        "colorlight_5a_75b":    ("LFE5U-25F-6BG256C",    "RGMII",      "1G",   "trellis"),
+        "lattice_versa_ecp5":   ("LFE5UM5G-45F-8BG381C", "RGMII",      "1G",   "trellis"),
+        "gsd_butterstick":      ("LFE5UM5G-85F-8BG381C", "RGMII",      "1G",   "trellis"),
+        "digilent_nexys_video": ("XC7A200T-1SBG484C",    "RGMII",      "1G",   "vivado, yosys"),
+        "xilinx_kc705":         ("XC7K325T-2FFG900C",    "GMII",       "1G",   "vivado, yosys"),
+        "digilent_arty":        ("XC7A35TICSG324-1L",    "MII",        "100M", "vivado, yosys"),
+    }
+    assert sorted(rows) == sorted(expected)
+    for name, (fpga, phy, link, toolchains) in expected.items():
+        assert fpga in rows[name] and phy in rows[name] and f" {link} " in rows[name], rows[name]
+        assert rows[name].rstrip().endswith(toolchains), rows[name]
+
+
+def _openfpgaloader_list(what):
+    r = subprocess.run(["openFPGALoader", f"--list-{what}"], capture_output=True, text=True, timeout=30)
+    return {line.split()[0] for line in r.stdout.splitlines() if line.strip()}
+
+
+def test_every_board_loads_with_a_board_or_cable_openfpgaloader_knows():
+    """The loader arguments name boards and cables of the openFPGALoader we install (Debian's),
+    asked for its own lists: a typo cannot reach a user's bench."""
+    from ethdaq.boards import BOARDS
+    boards, cables = _openfpgaloader_list("boards"), _openfpgaloader_list("cables")
+    for board in BOARDS.values():
+        if board.is_sim:
+            continue
+        args = dict(zip(board.loader[::2], board.loader[1::2])) if "--dfu" not in board.loader else {}
+        if "--board" in args:
+            assert args["--board"] in boards, (board.name, args)
+        elif "--cable" in args:
+            assert args["--cable"] in cables, (board.name, args)
+        else:
+            assert board.loader[0] == "--dfu" and "--vid" in board.loader and "--pid" in board.loader, board.name
+
+
+@pytest.mark.parametrize("board, extra, expected", [
+    ("digilent_nexys_video", [], ["--board", "nexysVideo"]),
+    ("colorlight_i5", [], ["--cable", "dirtyJtag"]),
+    ("colorlight_i5", ["--cable", "cmsisdap"], ["--cable", "cmsisdap"]),
+])
+def test_load_runs_openfpgaloader_with_the_boards_arguments(tmp_path, board, extra, expected):
+    bit = tmp_path / "design.bit"
+    bit.write_bytes(b"\xff" * 64)
+    fake = tmp_path / "bin" / "openFPGALoader"
+    fake.parent.mkdir()
+    fake.write_text(f"#!/bin/sh\nprintf '%s\\n' \"$@\" > {tmp_path}/args\n")
+    fake.chmod(0o755)
+    env = dict(os.environ, PATH=f"{fake.parent}:{os.environ['PATH']}")
+    r = run("load", "--board", board, "--bitstream", str(bit), *extra, env=env)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "args").read_text().splitlines() == [*expected, str(bit)]
 
 
 def test_help_has_examples_for_every_subcommand():
@@ -40,7 +92,8 @@ def test_help_has_examples_for_every_subcommand():
 
 def test_unknown_board(tmp_path):
     r = run("build", "--board", "nexys", "--output-dir", str(tmp_path / "out"))
-    assert_one_line_error(r, "unknown board 'nexys'; expected one of: colorlight_i5, sim")
+    assert_one_line_error(r, "unknown board 'nexys'; expected one of: colorlight_5a_75b, colorlight_i5, "
+                             "digilent_arty, digilent_nexys_video, gsd_butterstick, lattice_versa_ecp5, sim, xilinx_kc705")
     assert not (tmp_path / "out").exists()
 
 

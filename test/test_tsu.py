@@ -732,5 +732,111 @@ def test_asynchronous_phase_is_within_one_cycle(phase):
 def test_phy_corrections():
     assert tsu.phy_corrections_ns("gmii") == (16, 0)
     assert tsu.phy_corrections_ns("ecp5rgmii") == (16, -16)
-    with pytest.raises(ValueError, match=r"^phy_name must be one of \['ecp5rgmii', 'gmii', 's7rgmii'\], not 'xgmii'$"):
+    assert tsu.phy_corrections_ns("mii") == (80, -40)
+    # A registered TX tap sees the SFD one PHY cycle late: that cycle comes off the TX correction.
+    assert tsu.phy_corrections_ns("ecp5rgmii", tx_tap_cycles=1) == (8, -16)
+    assert tsu.phy_corrections_ns("mii", tx_tap_cycles=1) == (40, -40)
+    with pytest.raises(ValueError, match=r"^phy_name must be one of \['ecp5rgmii', 'gmii', 'mii', 's7rgmii'\], not 'xgmii'$"):
         tsu.phy_corrections_ns("xgmii")
+
+
+# The corrections' cycle counts, checked against LiteEth's own PHY code where it is plain logic
+# (the RGMII PHYs are DDR primitives Migen cannot simulate; counted in docs/ptp.md).
+
+_PREAMBLE_SFD = [0x55]*7 + [0xD5]
+_PAYLOAD      = [0x01, 0x23, 0x45, 0x67]
+
+
+def _nibbles(octets):
+    return [n for b in octets for n in (b & 0xf, b >> 4)]
+
+
+def _phy_pads(width):
+    return Record([("tx_en", 1), ("tx_er", 1), ("tx_data", width),
+                   ("rx_dv", 1), ("rx_er", 1), ("rx_data", width)])
+
+
+@pytest.mark.parametrize("phy", ["gmii", "mii"])
+def test_phy_tx_latency_matches_liteeth(phy):
+    """Tap at the PHY's sink (the SFD byte's handshake) to the IEEE 1588 timestamp point (the first
+    symbol after the SFD) at the pins: the TX correction."""
+    from liteeth.phy.gmii import LiteEthPHYGMIITX
+    from liteeth.phy.mii import LiteEthPHYMIITX
+    width = 8 if phy == "gmii" else 4
+    pads  = _phy_pads(width)
+    dut   = (LiteEthPHYGMIITX if phy == "gmii" else LiteEthPHYMIITX)(pads)
+    frame = _PREAMBLE_SFD + _PAYLOAD
+    symbols = frame if width == 8 else _nibbles(frame)
+    after_sfd = symbols[len(_PREAMBLE_SFD)*(8//width)]
+    seen = {"tap": None, "pins": []}
+
+    def source():
+        for i, byte in enumerate(frame):
+            yield dut.sink.valid.eq(1)
+            yield dut.sink.data.eq(byte)
+            yield dut.sink.last.eq(i == len(frame) - 1)
+            while True:
+                yield
+                if (yield dut.sink.ready):
+                    break
+        yield dut.sink.valid.eq(0)
+
+    def monitor():
+        for cycle in range(60):
+            if (yield dut.sink.valid) and (yield dut.sink.ready) and (yield dut.sink.data) == 0xD5:
+                seen["tap"] = cycle
+            if (yield pads.tx_en):
+                seen["pins"].append((cycle, (yield pads.tx_data)))
+            yield
+
+    run_simulation(dut, [source(), monitor()])
+    assert [s for _, s in seen["pins"]] == symbols
+    pin_cycle = seen["pins"][len(_PREAMBLE_SFD)*(8//width)][0]
+    assert seen["pins"][len(_PREAMBLE_SFD)*(8//width)][1] == after_sfd
+    period_ns, _ = tsu.PHY_TIMING_NS.get(phy, (8, 8))
+    assert (pin_cycle - seen["tap"])*period_ns == tsu.phy_corrections_ns(phy)[0]
+
+
+@pytest.mark.parametrize("phy", ["gmii", "mii"])
+def test_phy_rx_latency_matches_liteeth(phy):
+    """The first symbol after the SFD at the pins to the tap at the PHY's source (the SFD byte):
+    the RX correction (negative: the tap comes after the timestamp point)."""
+    from liteeth.phy.gmii import LiteEthPHYGMIIRX
+    from liteeth.phy.mii import LiteEthPHYMIIRX
+    width = 8 if phy == "gmii" else 4
+    pads  = _phy_pads(width)
+    dut   = (LiteEthPHYGMIIRX if phy == "gmii" else LiteEthPHYMIIRX)(pads)
+    frame = _PREAMBLE_SFD + _PAYLOAD
+    symbols = frame if width == 8 else _nibbles(frame)
+    seen = {"tap": None, "bytes": []}
+
+    def pins():
+        # Each yield is one clock cycle. Migen commits a generator's writes at the clock edge: a
+        # value written in cycle n is on the pins during cycle n + 1 (as monitor() reads them).
+        cycle = 0
+        for _ in range(3):
+            yield
+            cycle += 1
+        for i, s in enumerate(symbols):
+            yield pads.rx_dv.eq(1)
+            yield pads.rx_data.eq(s)
+            if i == len(_PREAMBLE_SFD)*(8//width):
+                seen["pin"] = cycle + 1
+            yield
+            cycle += 1
+        yield pads.rx_dv.eq(0)
+
+    def monitor():
+        yield dut.source.ready.eq(1)  # The MAC always accepts what the PHY receives.
+        for cycle in range(60):
+            if (yield dut.source.valid) and (yield dut.source.ready):
+                data = (yield dut.source.data)
+                seen["bytes"].append(data)
+                if data == 0xD5 and seen["tap"] is None:
+                    seen["tap"] = cycle
+            yield
+
+    run_simulation(dut, [pins(), monitor()])
+    assert seen["bytes"][:len(frame)] == frame
+    period_ns, _ = tsu.PHY_TIMING_NS.get(phy, (8, 8))
+    assert (seen["pin"] - seen["tap"])*period_ns == tsu.phy_corrections_ns(phy)[1]

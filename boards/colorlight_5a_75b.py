@@ -1,0 +1,95 @@
+#
+# This file is part of ethdaq.
+# SPDX-License-Identifier: BSD-2-Clause
+
+"""Colorlight 5A-75B v8.0: Lattice ECP5 LFE5U-25F-6BG256C, two Realtek RTL8211FD RGMII PHYs.
+
+Pins from litex-boards (platforms/colorlight_5a_75b.py, revision 8.0). Untested on hardware by
+this project: we have no board here; bitstreams are built and timed only. The board has no JTAG
+header (pads J27 on the edge) and no USB: load through an external JTAG adapter (docs/boards/).
+"""
+
+from migen import *
+
+from litex.build.generic_platform import IOStandard, Pins, Subsignal
+from litex.build.lattice import LatticeECP5Platform
+
+from liteeth.phy.ecp5rgmii import LiteEthPHYRGMII
+
+from ethdaq.boards.crg import ECP5CRG
+
+_io = [
+    ("clk25", 0, Pins("P6"), IOStandard("LVCMOS33")),
+    # The console shares the only LED (TX) and the only button (RX), as in litex-boards.
+    ("serial", 0,
+        Subsignal("tx", Pins("T6")),
+        Subsignal("rx", Pins("R7")),
+        IOStandard("LVCMOS33")
+    ),
+    # PTP pulse per second and periodic output on HUB75 connector J1, pins 1 and 2 (outputs
+    # through the board's 74HC245 buffers).
+    ("ptp_pps",      0, Pins("C4"), IOStandard("LVCMOS33")),
+    ("ptp_periodic", 0, Pins("D4"), IOStandard("LVCMOS33")),
+    # RGMII Ethernet (RTL8211FD). PHY 0 is the port next to the power connector. No reset pin.
+    ("eth_clocks", 0,
+        Subsignal("tx", Pins("L1")),
+        Subsignal("rx", Pins("J1")),
+        IOStandard("LVCMOS33")
+    ),
+    ("eth", 0,
+        Subsignal("mdio",    Pins("T4")),
+        Subsignal("mdc",     Pins("R5")),
+        Subsignal("rx_ctl",  Pins("J2")),
+        Subsignal("rx_data", Pins("K2 J3 K1 K3")),
+        Subsignal("tx_ctl",  Pins("L2")),
+        Subsignal("tx_data", Pins("M2 M1 P1 R1")),
+        IOStandard("LVCMOS33")
+    ),
+]
+
+
+class _Platform(LatticeECP5Platform):
+    default_clk_name   = "clk25"
+    default_clk_period = 1e9/25e6
+
+    def __init__(self, toolchain="trellis"):
+        LatticeECP5Platform.__init__(self, "LFE5U-25F-6BG256C", _io, toolchain=toolchain)
+
+    def do_finalize(self, fragment):
+        LatticeECP5Platform.do_finalize(self, fragment)
+        self.add_period_constraint(self.lookup_request("clk25", loose=True), 1e9/25e6)
+
+
+class Board:
+    name         = "colorlight_5a_75b"
+    description  = "Colorlight 5A-75B v8.0, ECP5-25F, 2x Realtek RTL8211FD"
+    fpga         = "LFE5U-25F-6BG256C"
+    phy          = "RGMII (RTL8211FD)"
+    link         = "1G"
+    toolchains   = ["trellis"]
+    sys_clk_freq = 60e6
+    uart_name    = "serial"
+    eth_dw       = 8
+    max_payload  = 1472  # As colorlight_i5: the same ECP5-25F block RAM.
+    is_sim       = False
+    ptp_phy      = "ecp5rgmii"
+    loader       = ["--cable", "ft232"]  # Any openFPGALoader JTAG cable wired to J27; --cable overrides.
+
+    @staticmethod
+    def platform(toolchain="trellis"):
+        return _Platform(toolchain=toolchain)
+
+    @staticmethod
+    def crg(platform, sys_clk_freq):
+        return ECP5CRG(platform, sys_clk_freq, "clk25", 25e6)
+
+    @staticmethod
+    def ethphy(platform):
+        # RGMII delays: the RTL8211FD on this board is strapped to delay TXC by 2 ns itself
+        # (litex-boards' 5A-75x target also adds none); the FPGA delays the received data 2 ns.
+        return LiteEthPHYRGMII(
+            clock_pads = platform.request("eth_clocks", 0),
+            pads       = platform.request("eth", 0),
+            tx_delay   = 0e-9,
+            rx_delay   = 2e-9,
+        )

@@ -1,0 +1,92 @@
+#
+# This file is part of ethdaq.
+# SPDX-License-Identifier: BSD-2-Clause
+
+"""Lattice ECP5 Versa (LFE5UM5G-45F-VERSA-EVN): ECP5-5G LFE5UM5G-45F-8BG381C, two Marvell
+88E1512 RGMII PHYs.
+
+Pins from litex-boards (platforms/lattice_versa_ecp5.py). Untested on hardware by this project:
+we have no board here; bitstreams are built and timed only.
+"""
+
+from migen import *
+
+from litex.build.generic_platform import IOStandard, Pins, Subsignal
+from litex.build.lattice import LatticeECP5Platform
+
+from liteeth.phy.ecp5rgmii import LiteEthPHYRGMII
+
+from ethdaq.boards.crg import ECP5CRG
+
+_io = [
+    ("clk100", 0, Pins("P3"), IOStandard("LVDS")),
+    ("rst_n",  0, Pins("T1"), IOStandard("LVCMOS33")),
+    # The FT2232H's second channel (USB, /dev/ttyUSB1).
+    ("serial", 0,
+        Subsignal("rx", Pins("C11"), IOStandard("LVCMOS33")),
+        Subsignal("tx", Pins("A11"), IOStandard("LVCMOS33")),
+    ),
+    # RGMII Ethernet (88E1512), the connector labelled J5 ("PHY 0").
+    ("eth_clocks", 0,
+        Subsignal("tx", Pins("P19")),
+        Subsignal("rx", Pins("L20")),
+        IOStandard("LVCMOS25")
+    ),
+    ("eth", 0,
+        Subsignal("rst_n",   Pins("U17")),
+        Subsignal("mdio",    Pins("U18")),
+        Subsignal("mdc",     Pins("T18")),
+        Subsignal("rx_ctl",  Pins("U19")),
+        Subsignal("rx_data", Pins("T20 U20 T19 R18")),
+        Subsignal("tx_ctl",  Pins("R20")),
+        Subsignal("tx_data", Pins("N19 N20 P18 P20")),
+        IOStandard("LVCMOS25")
+    ),
+]
+
+
+class _Platform(LatticeECP5Platform):
+    default_clk_name   = "clk100"
+    default_clk_period = 1e9/100e6
+
+    def __init__(self, toolchain="trellis"):
+        LatticeECP5Platform.__init__(self, "LFE5UM5G-45F-8BG381C", _io, toolchain=toolchain)
+
+    def do_finalize(self, fragment):
+        LatticeECP5Platform.do_finalize(self, fragment)
+        self.add_period_constraint(self.lookup_request("clk100", loose=True), 1e9/100e6)
+
+
+class Board:
+    name         = "lattice_versa_ecp5"
+    description  = "Lattice ECP5-5G Versa, ECP5-45F, 2x Marvell 88E1512"
+    fpga         = "LFE5UM5G-45F-8BG381C"
+    phy          = "RGMII (88E1512)"
+    link         = "1G"
+    toolchains   = ["trellis"]
+    sys_clk_freq = 60e6
+    uart_name    = "serial"
+    eth_dw       = 8
+    max_payload  = 1472
+    is_sim       = False
+    ptp_phy      = "ecp5rgmii"
+    loader       = ["--cable", "ft2232"]  # The board's FT2232H (USB J2), channel A is JTAG.
+
+    @staticmethod
+    def platform(toolchain="trellis"):
+        return _Platform(toolchain=toolchain)
+
+    @staticmethod
+    def crg(platform, sys_clk_freq):
+        return ECP5CRG(platform, sys_clk_freq, "clk100", 100e6, rst_n_name="rst_n")
+
+    @staticmethod
+    def ethphy(platform):
+        # RGMII delays: both in the 88E1512 (its RGMII-ID mode, as litex-boards' Versa target
+        # assumes); the FPGA adds none.
+        return LiteEthPHYRGMII(
+            clock_pads = platform.request("eth_clocks", 0),
+            pads       = platform.request("eth", 0),
+            tx_delay   = 0e-9,
+            rx_delay   = 0e-9,
+        )

@@ -1,0 +1,130 @@
+"""Xilinx boards without Vivado, as a user without Vivado sees them: `ethdaq build --toolchain
+vivado` writes the complete Vivado project and says in one line what to run where Vivado is
+installed; `--toolchain yosys` synthesises the full SoC with Yosys' synth_xilinx (so the Xilinx
+path cannot rot) and reports resource estimates.
+
+The builds (about 3 minutes of one core each) are queued behind the ECP5 bitstream build on the
+second core from collection on (test/conftest.py, background_build); these tests run last.
+"""
+
+import json
+import re
+import shutil
+
+import pytest
+
+from conftest import REPO, background_build
+
+from ethdaq.boards import BOARDS
+from ethdaq.soc.build import XILINX_CAPACITY
+
+pytestmark = pytest.mark.slow
+
+XILINX = [name for name, board in BOARDS.items() if "vivado" in board.toolchains]
+OUT = REPO / "build" / "test-xilinx"
+
+
+def yosys_build(name):
+    return pytest.mark.background_build(f"{name}-yosys",
+        ["build", "--board", name, "--toolchain", "yosys", "--output-dir", str(OUT / name)])
+
+
+def test_every_xilinx_board_is_tested():
+    assert sorted(XILINX) == ["digilent_arty", "digilent_nexys_video", "xilinx_kc705"]
+
+
+def _resources(text):
+    found = {}
+    for label in ("LUT6", "FF", "BRAM \\(36 Kb\\)", "DSP48E1"):
+        m = re.search(rf"^\s+{label}\s+([\d.]+) / (\d+)\s+\(\s*([\d.]+) %\)$", text, re.M)
+        assert m, (label, text)
+        found[label.split()[0]] = (float(m.group(1)), int(m.group(2)))
+    return found
+
+
+def _check_synth(name, min_luts, min_bram):
+    code, out = background_build(f"{name}-yosys", timeout=3600)
+    assert code == 0, out[-4000:]
+    text = out[out.index("ethdaq build summary"):]
+    board = BOARDS[name]
+    res = _resources(text)
+    cap = next(v for k, v in XILINX_CAPACITY.items() if board.fpga.lower().startswith(k))
+    assert res["LUT6"][1] == cap[0] and res["FF"][1] == cap[1] and res["BRAM"][1] == cap[2]
+    # The whole SoC was synthesised (CPU, LiteEth, streamer, PTP), and it fits.
+    assert min_luts < res["LUT6"][0] < 0.8*cap[0], text
+    assert 2000 < res["FF"][0] < cap[1], text
+    assert min_bram <= res["BRAM"][0] <= cap[2], text
+    assert "no timing" in text and "Vivado" in text
+    gateware = OUT / name / "gateware"
+    log = (gateware / f"{name}_yosys.log").read_text()
+    assert "Executing SYNTH_XILINX pass" in log and "End of script" in log and "ERROR" not in log
+    # No cell left as an unknown black box: every instance Yosys did not map is a 7-series primitive.
+    stat = json.loads((gateware / f"{name}_yosys_stat.json").read_text())
+    for cell in stat["design"]["num_cells_by_type"]:
+        assert re.fullmatch(r"\$scopeinfo|BUFG|CARRY4|FD[RSCP]E|IBUF|IBUFDS|IOBUF|OBUF|IDDR|ODDR|IDELAYCTRL|IDELAYE2|INV|"
+                            r"LUT[1-6]|MUXF[78]|PLLE2_ADV|MMCME2_ADV|RAM\w+|RAMB(18|36)E1|SRL\w+|DSP48E1", cell), cell
+    return gateware
+
+
+def _check_project(name, gateware):
+    board = BOARDS[name]
+    tcl = (gateware / f"{name}.tcl").read_text()
+    assert re.search(rf"synth_design .*-top {name} -part {board.platform().device}", tcl), tcl
+    assert "write_bitstream" in tcl and f"read_xdc {name}.xdc" in tcl and "VexRiscv" in tcl
+    xdc = (gateware / f"{name}.xdc").read_text()
+    # Clocks: the oscillator and the PHY's receive clock pin, each created before its I/O delays.
+    assert re.search(r"create_clock -name eth_clocks0_rx -period (8|40) \[get_ports eth_clocks0_rx\]", xdc), xdc
+    first_delay = xdc.index("set_input_delay")
+    assert xdc.index("create_clock -name eth_clocks0_rx") < first_delay
+    assert "set_clock_groups" in xdc  # sys and the Ethernet clocks are asynchronous (CDC FIFOs).
+    return xdc
+
+
+@yosys_build("digilent_nexys_video")
+def test_nexys_video_synth_xilinx_and_project():
+    gateware = _check_synth("digilent_nexys_video", min_luts=5000, min_bram=20)  # jumbo buffers: BRAM
+    xdc = _check_project("digilent_nexys_video", gateware)
+    # RGMII: data edge-aligned with RXC within +/-0.5 ns, on both edges.
+    for edge in ("", " -clock_fall"):
+        for kind, value in (("max", "0.5"), ("min", "-0.5")):
+            assert re.search(rf"set_input_delay -clock \[get_clocks -of_objects \[get_ports eth_clocks0_rx\]\]{edge} "
+                             rf"-{kind} {value} \[get_ports {{eth0_rx_ctl eth0_rx_data\[\*\]}}\]", xdc), (edge, kind)
+    assert "set_property LOC AB22 [get_ports {ptp_pps}]" in xdc  # Pmod JA pin 1
+
+
+@yosys_build("xilinx_kc705")
+def test_kc705_synth_xilinx_and_project():
+    gateware = _check_synth("xilinx_kc705", min_luts=5000, min_bram=20)
+    xdc = _check_project("xilinx_kc705", gateware)
+    # GMII receive: valid 2 ns before to 0 ns after RX_CLK at the FPGA.
+    assert re.search(r"-max 6 \[get_ports {eth0_rx_dv eth0_rx_data\[\*\] eth0_rx_er}\]", xdc), xdc
+    assert re.search(r"-min 0 \[get_ports {eth0_rx_dv eth0_rx_data\[\*\] eth0_rx_er}\] -add_delay", xdc), xdc
+
+
+@yosys_build("digilent_arty")
+def test_arty_synth_xilinx_and_project():
+    gateware = _check_synth("digilent_arty", min_luts=5000, min_bram=4)
+    xdc = _check_project("digilent_arty", gateware)
+    # MII: both 25 MHz clocks from the PHY; receive data 10..30 ns after RX_CLK; transmit setup 10 ns.
+    assert "create_clock -name eth_clocks0_tx -period 40 [get_ports eth_clocks0_tx]" in xdc
+    assert re.search(r"set_input_delay .* -max 30 \[get_ports {eth0_rx_dv eth0_rx_data\[\*\]}\]", xdc), xdc
+    for kind, value in (("max", "10"), ("min", "0")):
+        assert re.search(rf"set_output_delay -clock \[get_clocks -of_objects \[get_ports eth_clocks0_tx\]\] -{kind} {value} "
+                         rf"\[get_ports {{eth0_tx_en eth0_tx_data\[\*\]}}\]", xdc), (kind, xdc)
+
+
+@pytest.mark.background_build("arty-vivado",
+    ["build", "--board", "digilent_arty", "--toolchain", "vivado", "--output-dir", str(OUT / "arty-vivado")])
+@pytest.mark.skipif(shutil.which("vivado") is not None, reason="Vivado is installed: it would run")
+def test_vivado_missing_gives_one_line_and_a_complete_project():
+    code, out = background_build("arty-vivado", timeout=3600)
+    assert code == 0, out[-4000:]
+    lines = [l for l in out.splitlines() if l.strip() and not l.startswith("building ")]
+    assert len(lines) == 1, out
+    gateware = OUT / "arty-vivado" / "gateware"
+    assert lines[0] == (f"Vivado is not on PATH: the complete project is in {gateware}; where Vivado is "
+                        f"installed, run: cd {gateware} && vivado -mode batch -source digilent_arty.tcl")
+    for suffix in (".v", ".xdc", ".tcl", "_rom.init"):
+        assert (gateware / f"digilent_arty{suffix}").stat().st_size > 0
+    assert not (gateware / "digilent_arty.bit").exists()
+    _check_project("digilent_arty", gateware)
