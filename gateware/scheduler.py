@@ -8,6 +8,13 @@ Sits in front of the PHY (after preamble/FCS insertion), so a frame, once starte
 out whole and unpaused: the next source is chosen only when the previous frame's last byte has
 been accepted. Input 0 has the highest priority. The inter-frame gap is inserted after the
 scheduler, so it holds between frames of different sources too.
+
+The choice between frames is made from the inputs' `valid` of the previous cycle (a register):
+the data and `ready` paths through the scheduler then depend on registers only, not on which
+inputs are valid now, which was the eth_tx critical path on ECP5 (the ARP requester's valid →
+priority → grant → the streamer's buffers, 12.8 ns). With no input valid the choice stays where
+it was, so the source that sent last starts its next frame at once, as before; switching to
+another source costs one cycle (rare: LiteEth's ARP/ICMP/control frames between data).
 """
 
 from migen import *
@@ -20,28 +27,32 @@ from liteeth.common import eth_phy_description
 
 
 class FrameScheduler(LiteXModule):
-    def __init__(self, n, dw=8):
+    """n inputs, input 0 first. `idle_choice`: the input chosen at reset, before any frame (the
+    busiest one, so that its first frame pays no switch cycle either)."""
+    def __init__(self, n, dw=8, idle_choice=0):
         self.sinks  = sinks  = [stream.Endpoint(eth_phy_description(dw)) for _ in range(n)]
         self.source = source = stream.Endpoint(eth_phy_description(dw))
         self.frames = [Signal(32) for _ in range(n)]  # Frames sent per input.
 
         # # #
 
-        busy  = Signal()             # A frame is on its way: `grant` holds until its last byte.
-        grant = Signal(max=max(n, 2))
-        pick  = Signal(max=max(n, 2))
+        inframe = Signal()            # A frame is on its way: `grant` holds until its last byte.
+        grant   = Signal(max=max(n, 2))
+        pick    = Signal(max=max(n, 2))  # Highest-priority valid input, now (else the last choice).
+        pick_r  = Signal(max=max(n, 2), reset=idle_choice)  # ... one cycle ago: the choice between frames.
+        self.comb += pick.eq(pick_r)
         for i in reversed(range(n)):  # Lowest index wins.
             self.comb += If(sinks[i].valid, pick.eq(i))
+        self.sync += pick_r.eq(pick)
         sel = Signal(max=max(n, 2))
-        # Between frames the choice is combinational, so an idle link adds no cycle.
-        self.comb += sel.eq(Mux(busy, grant, pick))
+        self.comb += sel.eq(Mux(inframe, grant, pick_r))
         self.comb += Case(sel, {i: sinks[i].connect(source) for i in range(n)})
         self.sync += [
             If(source.valid & source.ready,
                 If(source.last,
-                    busy.eq(0),
+                    inframe.eq(0),
                 ).Else(
-                    busy.eq(1),
+                    inframe.eq(1),
                     grant.eq(sel),
                 )
             )

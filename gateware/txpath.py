@@ -81,7 +81,7 @@ class TXPath(LiteXModule):
         # Our frames: ARP request before data (it is rare and data may be waiting for it).
         # The framer's output is registered (one cycle): its header mux and the streamer's FIFO
         # reads behind it would otherwise share a cycle with the schedulers and the CRC.
-        self.local = local = r(FrameScheduler(2, dw))
+        self.local = local = r(FrameScheduler(2, dw, idle_choice=1))
         self.framer_reg = framer_reg = r(stream.PipeValid(eth_phy_description(dw)))
         self.comb += [
             requester.source.connect(local.sinks[0]),
@@ -101,7 +101,7 @@ class TXPath(LiteXModule):
         # LiteEth's frames through a buffer with registered valid and ready: its MAC transmit
         # path is combinational in `ready` back into its clock-crossing FIFO's read side, which
         # with the scheduler's grant logic was the eth_tx critical path on ECP5 (12.7 ns).
-        self.scheduler = scheduler = r(FrameScheduler(2, dw))
+        self.scheduler = scheduler = r(FrameScheduler(2, dw, idle_choice=1))
         self.mac_buffer = mac_buffer = r(stream.Buffer(eth_phy_description(dw), pipe_valid=True, pipe_ready=True))
         self.comb += [
             mac_phy.sink.connect(mac_buffer.sink),
