@@ -58,3 +58,16 @@ def test_colorlight_i5_bitstream_and_summary():
 def test_colorlight_i5_meets_timing_with_10_percent_margin():
     for name, achieved, required, status in clocks(summary()):
         assert float(achieved) >= 1.1*float(required), (name, achieved, required)
+
+
+def test_board_nextpnr_options_reach_the_build_script():
+    """A board's own nextpnr options (gsd_butterstick: router2, without which nextpnr's default
+    router did not finish) are in the script LiteX writes, beside the report option."""
+    from ethdaq.boards import get_board
+    from ethdaq.soc.build import build_hardware
+    out = REPO / "build" / "test-butterstick-script"
+    build_hardware(get_board("gsd_butterstick"), out, run=False)
+    script = (out / "gateware" / "build_gsd_butterstick.sh").read_text()
+    line = next(l for l in script.splitlines() if l.startswith("nextpnr-ecp5"))
+    assert "--report gsd_butterstick_report.json" in line and "--router router2" in line, line
+    assert "--um5g-85k" in line and "--speed 8" in line
