@@ -12,11 +12,11 @@ header (pads J27 on the edge) and no USB: load through an external JTAG adapter 
 from migen import *
 
 from litex.build.generic_platform import IOStandard, Pins, Subsignal
-from litex.build.lattice import LatticeECP5Platform
 
 from liteeth.phy.ecp5rgmii import LiteEthPHYRGMII
 
 from ethdaq.boards.crg import ECP5CRG
+from ethdaq.boards.platform import ECP5BoardPlatform
 
 _io = [
     ("clk25", 0, Pins("P6"), IOStandard("LVCMOS33")),
@@ -48,18 +48,6 @@ _io = [
 ]
 
 
-class _Platform(LatticeECP5Platform):
-    default_clk_name   = "clk25"
-    default_clk_period = 1e9/25e6
-
-    def __init__(self, toolchain="trellis"):
-        LatticeECP5Platform.__init__(self, "LFE5U-25F-6BG256C", _io, toolchain=toolchain)
-
-    def do_finalize(self, fragment):
-        LatticeECP5Platform.do_finalize(self, fragment)
-        self.add_period_constraint(self.lookup_request("clk25", loose=True), 1e9/25e6)
-
-
 class Board:
     name         = "colorlight_5a_75b"
     description  = "Colorlight 5A-75B v8.0, ECP5-25F, 2x Realtek RTL8211FD"
@@ -77,11 +65,11 @@ class Board:
 
     @staticmethod
     def platform(toolchain="trellis"):
-        return _Platform(toolchain=toolchain)
+        return ECP5BoardPlatform("LFE5U-25F-6BG256C", _io, "clk25", 25e6, toolchain=toolchain)
 
     @staticmethod
     def crg(platform, sys_clk_freq):
-        return ECP5CRG(platform, sys_clk_freq, "clk25", 25e6)
+        return ECP5CRG(platform, sys_clk_freq)
 
     @staticmethod
     def ethphy(platform):

@@ -13,11 +13,11 @@ from migen import *
 from litex.gen import *
 
 from litex.build.generic_platform import IOStandard, Misc, Pins, Subsignal
-from litex.build.lattice import LatticeECP5Platform
 
 from liteeth.phy.ecp5rgmii import LiteEthPHYRGMII
 
 from ethdaq.boards.crg import ECP5CRG
+from ethdaq.boards.platform import ECP5BoardPlatform
 
 _io = [
     ("clk25",       0, Pins("P3"),  IOStandard("LVCMOS33")),
@@ -52,18 +52,6 @@ _io = [
 ]
 
 
-class _Platform(LatticeECP5Platform):
-    default_clk_name   = "clk25"
-    default_clk_period = 1e9/25e6
-
-    def __init__(self, toolchain="trellis"):
-        LatticeECP5Platform.__init__(self, "LFE5U-25F-6BG381C", _io, toolchain=toolchain)
-
-    def do_finalize(self, fragment):
-        LatticeECP5Platform.do_finalize(self, fragment)
-        self.add_period_constraint(self.lookup_request("clk25", loose=True), 1e9/25e6)
-
-
 class Board:
     name         = "colorlight_i5"
     description  = "Colorlight i5 v7.0, ECP5-25F, 2x Broadcom B50612D"
@@ -81,11 +69,11 @@ class Board:
 
     @staticmethod
     def platform(toolchain="trellis"):
-        return _Platform(toolchain=toolchain)
+        return ECP5BoardPlatform("LFE5U-25F-6BG381C", _io, "clk25", 25e6, toolchain=toolchain)
 
     @staticmethod
     def crg(platform, sys_clk_freq):
-        return ECP5CRG(platform, sys_clk_freq, "clk25", 25e6, rst_n_name="cpu_reset_n")
+        return ECP5CRG(platform, sys_clk_freq, rst_n_name="cpu_reset_n")
 
     @staticmethod
     def ethphy(platform):

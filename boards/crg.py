@@ -13,43 +13,43 @@ from litex.soc.cores.clock import ECP5PLL, S7PLL, S7IDELAYCTRL
 
 
 class ECP5CRG(LiteXModule):
-    """sys from the board oscillator through the ECP5 PLL; held in reset while the (active-low)
-    reset button is pressed."""
-    def __init__(self, platform, sys_clk_freq, clk_name, clk_freq, rst_n_name=None):
+    """sys from the board oscillator (the platform's default clock) through the ECP5 PLL; held in
+    reset while the (active-low) reset button is pressed."""
+    def __init__(self, platform, sys_clk_freq, rst_n_name=None):
         self.rst    = Signal()
         self.cd_sys = ClockDomain()
 
         # # #
 
-        clk   = platform.request(clk_name)
+        clk   = platform.request(platform.default_clk_name)
         rst_n = platform.request(rst_n_name) if rst_n_name else 1
         self.pll = pll = ECP5PLL()
         self.comb += pll.reset.eq(~rst_n | self.rst)
-        pll.register_clkin(clk, clk_freq)
+        pll.register_clkin(clk, platform.default_clk_freq)
         pll.create_clkout(self.cd_sys, sys_clk_freq)
 
 
 class S7CRG(LiteXModule):
-    """sys from the board oscillator through a 7-series PLL.
+    """sys from the board oscillator (the platform's default clock) through a 7-series PLL.
 
     with_idelay: a 200 MHz reference and the IDELAYCTRL that the fixed IDELAYE2 delays of
     LiteEth's RGMII receiver need. eth_ref_clk_name: a pin that feeds the PHY its 25 MHz
     reference (MII PHYs without their own crystal, e.g. the Arty's DP83848J)."""
-    def __init__(self, platform, sys_clk_freq, clk_name, clk_freq, rst_name=None, rst_active_low=False,
+    def __init__(self, platform, sys_clk_freq, rst_name=None, rst_active_low=False,
         speedgrade=-1, with_idelay=False, eth_ref_clk_name=None):
         self.rst    = Signal()
         self.cd_sys = ClockDomain()
 
         # # #
 
-        clk = platform.request(clk_name)
+        clk = platform.request(platform.default_clk_name)
         rst = 0
         if rst_name:
             rst = platform.request(rst_name)
             rst = ~rst if rst_active_low else rst
         self.pll = pll = S7PLL(speedgrade=speedgrade)
         self.comb += pll.reset.eq(rst | self.rst)
-        pll.register_clkin(clk, clk_freq)
+        pll.register_clkin(clk, platform.default_clk_freq)
         pll.create_clkout(self.cd_sys, sys_clk_freq)
         platform.add_false_path_constraints(self.cd_sys.clk, pll.clkin)
         if with_idelay:

@@ -12,12 +12,12 @@ resources in CI.
 from migen import *
 
 from litex.build.generic_platform import IOStandard, Pins, Subsignal
-from litex.build.xilinx import Xilinx7SeriesPlatform
 
 from liteeth.phy.mii import LiteEthPHYMII
 
 from ethdaq.boards import xdc
 from ethdaq.boards.crg import S7CRG
+from ethdaq.boards.platform import S7BoardPlatform
 
 _io = [
     ("clk100",      0, Pins("E3"), IOStandard("LVCMOS33")),
@@ -54,19 +54,6 @@ _io = [
 ]
 
 
-class _Platform(Xilinx7SeriesPlatform):
-    default_clk_name   = "clk100"
-    default_clk_period = 1e9/100e6
-
-    def __init__(self, toolchain="vivado"):
-        Xilinx7SeriesPlatform.__init__(self, "xc7a35ticsg324-1L", _io, toolchain=toolchain)
-        self.toolchain.bitstream_commands = ["set_property BITSTREAM.CONFIG.SPI_BUSWIDTH 4 [current_design]"]
-
-    def do_finalize(self, fragment):
-        Xilinx7SeriesPlatform.do_finalize(self, fragment)
-        self.add_period_constraint(self.lookup_request("clk100", loose=True), 1e9/100e6)
-
-
 class Board:
     name         = "digilent_arty"
     description  = "Digilent Arty A7-35T, Artix-7 35T, TI DP83848J (MII, 100 Mb/s)"
@@ -85,11 +72,11 @@ class Board:
 
     @staticmethod
     def platform(toolchain="vivado"):
-        return _Platform(toolchain=toolchain)
+        return S7BoardPlatform("xc7a35ticsg324-1L", _io, "clk100", 100e6, toolchain=toolchain)
 
     @staticmethod
     def crg(platform, sys_clk_freq):
-        return S7CRG(platform, sys_clk_freq, "clk100", 100e6, rst_name="cpu_reset_n", rst_active_low=True,
+        return S7CRG(platform, sys_clk_freq, rst_name="cpu_reset_n", rst_active_low=True,
             eth_ref_clk_name="eth_ref_clk")
 
     @staticmethod

@@ -12,12 +12,12 @@ synth_xilinx checks the design and estimates resources in CI.
 from migen import *
 
 from litex.build.generic_platform import IOStandard, Pins, Subsignal
-from litex.build.xilinx import Xilinx7SeriesPlatform
 
 from liteeth.phy.s7rgmii import LiteEthPHYRGMII
 
 from ethdaq.boards import xdc
 from ethdaq.boards.crg import S7CRG
+from ethdaq.boards.platform import S7BoardPlatform
 
 _io = [
     ("clk100",    0, Pins("R4"), IOStandard("LVCMOS33")),
@@ -50,19 +50,6 @@ _io = [
 ]
 
 
-class _Platform(Xilinx7SeriesPlatform):
-    default_clk_name   = "clk100"
-    default_clk_period = 1e9/100e6
-
-    def __init__(self, toolchain="vivado"):
-        Xilinx7SeriesPlatform.__init__(self, "xc7a200t-sbg484-1", _io, toolchain=toolchain)
-        self.toolchain.bitstream_commands = ["set_property BITSTREAM.CONFIG.SPI_BUSWIDTH 4 [current_design]"]
-
-    def do_finalize(self, fragment):
-        Xilinx7SeriesPlatform.do_finalize(self, fragment)
-        self.add_period_constraint(self.lookup_request("clk100", loose=True), 1e9/100e6)
-
-
 class Board:
     name         = "digilent_nexys_video"
     description  = "Digilent Nexys Video, Artix-7 200T, Realtek RTL8211E-VL"
@@ -81,11 +68,11 @@ class Board:
 
     @staticmethod
     def platform(toolchain="vivado"):
-        return _Platform(toolchain=toolchain)
+        return S7BoardPlatform("xc7a200t-sbg484-1", _io, "clk100", 100e6, toolchain=toolchain)
 
     @staticmethod
     def crg(platform, sys_clk_freq):
-        return S7CRG(platform, sys_clk_freq, "clk100", 100e6, rst_name="cpu_reset_n", rst_active_low=True,
+        return S7CRG(platform, sys_clk_freq, rst_name="cpu_reset_n", rst_active_low=True,
             with_idelay=True)
 
     @staticmethod

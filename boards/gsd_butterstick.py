@@ -13,11 +13,11 @@ the PTP outputs go to SYZYGY port 0, whose I/O voltage is set on the board (docs
 from migen import *
 
 from litex.build.generic_platform import IOStandard, Misc, Pins, Subsignal
-from litex.build.lattice import LatticeECP5Platform
 
 from liteeth.phy.ecp5rgmii import LiteEthPHYRGMII
 
 from ethdaq.boards.crg import ECP5CRG
+from ethdaq.boards.platform import ECP5BoardPlatform
 
 _io = [
     ("clk30",     0, Pins("B12"), IOStandard("LVCMOS33")),
@@ -51,18 +51,6 @@ _io = [
 ]
 
 
-class _Platform(LatticeECP5Platform):
-    default_clk_name   = "clk30"
-    default_clk_period = 1e9/30e6
-
-    def __init__(self, toolchain="trellis"):
-        LatticeECP5Platform.__init__(self, "LFE5UM5G-85F-8BG381C", _io, toolchain=toolchain)
-
-    def do_finalize(self, fragment):
-        LatticeECP5Platform.do_finalize(self, fragment)
-        self.add_period_constraint(self.lookup_request("clk30", loose=True), 1e9/30e6)
-
-
 class Board:
     name         = "gsd_butterstick"
     description  = "GSG ButterStick r1.0, ECP5-85F, Microchip KSZ9031RNX"
@@ -85,11 +73,11 @@ class Board:
 
     @staticmethod
     def platform(toolchain="trellis"):
-        return _Platform(toolchain=toolchain)
+        return ECP5BoardPlatform("LFE5UM5G-85F-8BG381C", _io, "clk30", 30e6, toolchain=toolchain)
 
     @staticmethod
     def crg(platform, sys_clk_freq):
-        return ECP5CRG(platform, sys_clk_freq, "clk30", 30e6, rst_n_name="user_btn_n")
+        return ECP5CRG(platform, sys_clk_freq, rst_n_name="user_btn_n")
 
     @staticmethod
     def ethphy(platform):

@@ -12,11 +12,11 @@ we have no board here; bitstreams are built and timed only.
 from migen import *
 
 from litex.build.generic_platform import IOStandard, Pins, Subsignal
-from litex.build.lattice import LatticeECP5Platform
 
 from liteeth.phy.ecp5rgmii import LiteEthPHYRGMII
 
 from ethdaq.boards.crg import ECP5CRG
+from ethdaq.boards.platform import ECP5BoardPlatform
 
 _io = [
     ("clk100", 0, Pins("P3"), IOStandard("LVDS")),
@@ -45,18 +45,6 @@ _io = [
 ]
 
 
-class _Platform(LatticeECP5Platform):
-    default_clk_name   = "clk100"
-    default_clk_period = 1e9/100e6
-
-    def __init__(self, toolchain="trellis"):
-        LatticeECP5Platform.__init__(self, "LFE5UM5G-45F-8BG381C", _io, toolchain=toolchain)
-
-    def do_finalize(self, fragment):
-        LatticeECP5Platform.do_finalize(self, fragment)
-        self.add_period_constraint(self.lookup_request("clk100", loose=True), 1e9/100e6)
-
-
 class Board:
     name         = "lattice_versa_ecp5"
     description  = "Lattice ECP5-5G Versa, ECP5-45F, 2x Marvell 88E1512"
@@ -74,11 +62,11 @@ class Board:
 
     @staticmethod
     def platform(toolchain="trellis"):
-        return _Platform(toolchain=toolchain)
+        return ECP5BoardPlatform("LFE5UM5G-45F-8BG381C", _io, "clk100", 100e6, toolchain=toolchain)
 
     @staticmethod
     def crg(platform, sys_clk_freq):
-        return ECP5CRG(platform, sys_clk_freq, "clk100", 100e6, rst_n_name="rst_n")
+        return ECP5CRG(platform, sys_clk_freq, rst_n_name="rst_n")
 
     @staticmethod
     def ethphy(platform):

@@ -23,10 +23,14 @@ def _clock(platform, clk, period_ns):
     platform.add_platform_command(f"create_clock -name {{clk}} -period {period_ns:g} [get_ports {{clk}}]", clk=clk)
 
 
-def _input_delay(platform, clk, sigs, max_ns, min_ns, both_edges=False):
+def _delay_operands(sigs):
+    # The signals by placeholder name, the ports and the clock as XDC text.
     names = {f"s{i}": s for i, s in enumerate(sigs)}
-    ports = "[get_ports {{" + _ports(*sigs) + "}}]"
-    clock = "[get_clocks -of_objects [get_ports {clk}]]"
+    return names, "[get_ports {{" + _ports(*sigs) + "}}]", "[get_clocks -of_objects [get_ports {clk}]]"
+
+
+def _input_delay(platform, clk, sigs, max_ns, min_ns, both_edges=False):
+    names, ports, clock = _delay_operands(sigs)
     edges = [""] + ([" -clock_fall"] if both_edges else [])
     for edge in edges:
         for kind, value in (("max", max_ns), ("min", min_ns)):
@@ -36,9 +40,7 @@ def _input_delay(platform, clk, sigs, max_ns, min_ns, both_edges=False):
 
 
 def _output_delay(platform, clk, sigs, max_ns, min_ns):
-    names = {f"s{i}": s for i, s in enumerate(sigs)}
-    ports = "[get_ports {{" + _ports(*sigs) + "}}]"
-    clock = "[get_clocks -of_objects [get_ports {clk}]]"
+    names, ports, clock = _delay_operands(sigs)
     platform.add_platform_command(f"set_output_delay -clock {clock} -max {max_ns:g} {ports}", clk=clk, **names)
     platform.add_platform_command(f"set_output_delay -clock {clock} -min {min_ns:g} {ports} -add_delay", clk=clk, **names)
 

@@ -13,12 +13,12 @@ project has not simulated).
 from migen import *
 
 from litex.build.generic_platform import IOStandard, Pins, Subsignal
-from litex.build.xilinx import Xilinx7SeriesPlatform
 
 from liteeth.phy.gmii import LiteEthPHYGMII
 
 from ethdaq.boards import xdc
 from ethdaq.boards.crg import S7CRG
+from ethdaq.boards.platform import S7BoardPlatform
 
 _io = [
     ("clk200", 0,
@@ -57,21 +57,6 @@ _io = [
 ]
 
 
-class _Platform(Xilinx7SeriesPlatform):
-    default_clk_name   = "clk200"
-    default_clk_period = 1e9/200e6
-
-    def __init__(self, toolchain="vivado"):
-        Xilinx7SeriesPlatform.__init__(self, "xc7k325t-ffg900-2", _io, toolchain=toolchain)
-        self.add_platform_command("set_property CFGBVS VCCO [current_design]")
-        self.add_platform_command("set_property CONFIG_VOLTAGE 2.5 [current_design]")
-        self.toolchain.bitstream_commands = ["set_property BITSTREAM.CONFIG.SPI_BUSWIDTH 4 [current_design]"]
-
-    def do_finalize(self, fragment):
-        Xilinx7SeriesPlatform.do_finalize(self, fragment)
-        self.add_period_constraint(self.lookup_request("clk200", loose=True), 1e9/200e6)
-
-
 class Board:
     name         = "xilinx_kc705"
     description  = "Xilinx KC705, Kintex-7 325T, Marvell 88E1111 (GMII)"
@@ -90,11 +75,14 @@ class Board:
 
     @staticmethod
     def platform(toolchain="vivado"):
-        return _Platform(toolchain=toolchain)
+        return S7BoardPlatform("xc7k325t-ffg900-2", _io, "clk200", 200e6, toolchain=toolchain, commands=[
+            "set_property CFGBVS VCCO [current_design]",
+            "set_property CONFIG_VOLTAGE 2.5 [current_design]",
+        ])
 
     @staticmethod
     def crg(platform, sys_clk_freq):
-        return S7CRG(platform, sys_clk_freq, "clk200", 200e6, rst_name="cpu_reset", speedgrade=-2)
+        return S7CRG(platform, sys_clk_freq, rst_name="cpu_reset", speedgrade=-2)
 
     @staticmethod
     def ethphy(platform):

@@ -166,18 +166,13 @@ def build_hardware(board, output_dir, toolchain="trellis", run=True, **soc_kwarg
                              toolchain=toolchain)
         if toolchain == "yosys":
             result.report = synth_xilinx(soc, gateware, board.name)
-    if toolchain == "vivado":
-        result.vivado_missing = vivado_missing
-        if not vivado_missing:
-            result.artifact = gateware / f"{board.name}.bit"
-            if not result.artifact.exists():
-                raise BuildError(f"no bitstream produced at {result.artifact}")
-            result.report = vivado_summary(gateware, board.name)
-    elif run:
+    result.vivado_missing = toolchain == "vivado" and vivado_missing
+    if run:
         result.artifact = gateware / f"{board.name}.bit"
         if not result.artifact.exists():
             raise BuildError(f"no bitstream produced at {result.artifact}")
-        result.report = nextpnr_summary(gateware / f"{board.name}_report.json", soc)
+        result.report = (vivado_summary(gateware, board.name) if toolchain == "vivado" else
+                         nextpnr_summary(gateware / f"{board.name}_report.json", soc))
     return result
 
 
