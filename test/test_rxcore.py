@@ -9,6 +9,7 @@ nothing depends on timing; every receive loop has a deadline."""
 import dataclasses
 import os
 import random
+import signal
 import socket
 import subprocess
 import time
@@ -338,7 +339,8 @@ def test_gap_ranges_are_bounded_like_the_reference(tx):
 def overflow_a_tiny_buffer(tx):
     """A core whose buffer is the kernel minimum (a couple of datagrams) and many datagrams sent
     to it while nobody reads: most are dropped by the kernel."""
-    rx = RxCore(LOCAL, 0, rcvbuf=1)
+    # Without GRO: only then does the kernel count dropped datagrams (with it, dropped buffers).
+    rx = RxCore(LOCAL, 0, rcvbuf=1, gro=False)
     assert rx.rcvbuf_granted < 10000 and not rx.rcvbuf_capped  # More than 1 byte asked...
     return rx, send(tx, rx.port, *(datagram(1, seq, sample_count=256) for seq in range(300)))
 
@@ -510,6 +512,115 @@ def test_a_truncation_or_drop_count_in_one_call_does_not_carry_over_to_later_cal
         assert rx.stats().delivered == received + 600 and rx.stats().malformed == {}
 
 
+# --- UDP GRO: runs of datagrams read as one buffer -------------------------------------------------
+
+UDP_SEGMENT = 103  # linux/udp.h
+
+
+def send_gso(sock, port, *datagrams):
+    """One UDP GSO send: the datagrams, all as long as the first but the last (which may be
+    shorter), leave as one buffer; on loopback the kernel hands it whole to a GRO socket."""
+    size = len(datagrams[0])
+    assert all(len(d) == size for d in datagrams[:-1]) and len(datagrams[-1]) <= size
+    sock.setsockopt(socket.IPPROTO_UDP, UDP_SEGMENT, size)
+    try:
+        sock.sendto(b"".join(datagrams), (LOCAL, port))
+    finally:
+        sock.setsockopt(socket.IPPROTO_UDP, UDP_SEGMENT, 0)
+    return len(datagrams)
+
+
+def test_gro_buffers_are_split_into_their_datagrams_byte_exact(tx):
+    run1 = [datagram(3, seq, sample_count=20) for seq in range(40)] + [datagram(3, 40, sample_count=7)]
+    bad = bytearray(datagram(3, 42, sample_count=20))
+    bad[0] = 0x12                                                       # bad magic, mid-run
+    run2 = [datagram(3, 41, sample_count=20), bytes(bad), datagram(3, 43, sample_count=20),
+            datagram(3, 41, sample_count=20)]                           # a duplicate in the run
+    run3 = [datagram(4, seq, sample_count=100, sample_bits=32) for seq in (0, 1, 3)]  # seq 2 missing
+    with RxCore(LOCAL, 0) as rx:
+        assert rx.gro_active and rx.gro_error is None
+        n = send_gso(tx, rx.port, *run1) + send_gso(tx, rx.port, *run2) + send_gso(tx, rx.port, *run3)
+        got = records(receive(rx, n))
+        stats = rx.stats()
+    port = tx.getsockname()[1]
+    expect = [d for d in run1 + run2[:1] + run2[2:3] + run3]
+    assert [(k, seq, bytes(raw)) for k, seq, _, raw in got] == \
+        [(stream_key(LOCAL_INT, port, d[5]), int.from_bytes(d[8:16], "big"), d[40:]) for d in expect]
+    assert stats.buffers == 3 and stats.datagrams == n == 48  # Merged on the way, split here.
+    assert stats.malformed == {"bad magic": 1} and stats.kernel_dropped == 0
+    assert counters(stats.streams[(LOCAL_INT, port, 3)], "datagrams", "duplicates", "missing") == (43, 1, 1)
+    assert counters(stats.streams[(LOCAL_INT, port, 4)], "datagrams", "missing", "last_seq") == (3, 1, 3)
+
+
+def test_gro_and_plain_reading_count_the_same(tx):
+    # The same mixed traffic, once read merged and once datagram by datagram: same records, same
+    # counters (only the number of buffers differs).
+    rng = random.Random(7)
+    traffic = []
+    for _ in range(30):
+        sid, start, count = rng.randrange(3), rng.randrange(200), rng.randrange(1, 30)
+        size = rng.choice([4, 50, 300])
+        run = [datagram(sid, seq, sample_count=size) for seq in range(start, start + count)]
+        traffic.append(run)
+    results = []
+    for gro in (True, False):
+        with RxCore(LOCAL, 0, gro=gro) as rx:
+            n = sum(send_gso(tx, rx.port, *run) if gro else send(tx, rx.port, *run) for run in traffic)
+            got = records(receive(rx, n))
+            stats = rx.stats()
+        results.append((got, stats))
+    (g1, s1), (g2, s2) = results
+    assert [r[1:] for r in g1] == [r[1:] for r in g2]
+    assert {k[2]: v for k, v in s1.streams.items()} == {k[2]: v for k, v in s2.streams.items()}
+    assert s1.datagrams == s2.datagrams == s2.buffers > s1.buffers
+
+
+def test_a_gro_buffer_larger_than_the_batch_is_handed_out_over_several_calls(tx):
+    with RxCore(LOCAL, 0) as rx:
+        send_gso(tx, rx.port, *(datagram(1, seq) for seq in range(50)))
+        seqs, sizes = [], []
+        first = rx.recv(timeout=5, max_packets=8)
+        seqs += list(first.packets["seq"])
+        sizes.append(len(first))
+        old = signal.signal(signal.SIGALRM, lambda *a: pytest.fail("recv() waited with datagrams pending"))
+        signal.alarm(10)
+        try:
+            while rx.pending:
+                b = rx.recv(timeout=None, max_packets=8)  # Must not wait: the rest is in the core.
+                seqs += list(b.packets["seq"])
+                sizes.append(len(b))
+        finally:
+            signal.alarm(0)
+            signal.signal(signal.SIGALRM, old)
+        assert seqs == list(range(50)) and sizes == [8] * 6 + [2]
+        stats = rx.stats()
+        assert stats.buffers == 1 and stats.datagrams == stats.delivered == 50
+        # Room for samples limits a call the same way as the record count.
+        send_gso(tx, rx.port, *(datagram(2, seq, sample_count=1000) for seq in range(30)))
+        got = [len(rx.recv(timeout=5))]
+        while rx.pending:
+            got.append(len(rx.recv(timeout=0)))
+        assert sum(got) == 30 and rx.stats().delivered == 80
+
+
+def test_with_gro_the_kernel_counts_dropped_buffers_and_gaps_count_the_datagrams(tx):
+    with RxCore(LOCAL, 0, rcvbuf=1) as rx:
+        sent = 0
+        for k in range(40):
+            sent += send_gso(tx, rx.port, *(datagram(1, seq, sample_count=200) for seq in range(sent, sent + 30)))
+        received = drain(rx)
+        stats = rx.stats()
+        assert 0 < received < sent
+        # The kernel's counter says how many buffers of up to 64 datagrams it dropped, not how many
+        # datagrams: the datagram count is unknown, not a wrong number.
+        assert stats.kernel_dropped is None and 0 < stats.kernel_dropped_buffers < sent - received
+        send(tx, rx.port, datagram(1, sent))  # The next datagram shows every lost one as a gap.
+        assert len(rx.recv(timeout=1)) == 1
+        assert only_stream(rx.stats())["missing"] == sent - received
+    from ethdaq.host.recv import kernel_drops_text
+    assert kernel_drops_text(rx.stats()).startswith(f"unknown ({stats.kernel_dropped_buffers} buffers")
+
+
 def test_a_batch_stays_valid_after_the_next_recv(rx, tx):
     send(tx, rx.port, datagram(1, 0))
     first = rx.recv(timeout=1)
@@ -541,6 +652,7 @@ def test_stats_survive_close_and_recv_after_close_is_an_error(tx):
     (dict(max_datagram=40), "max_datagram must be an integer in 41..65536, not 40"),
     (dict(max_datagram=1000, max_payload_bytes=959), "max_payload_bytes must be at least max_datagram - 40 = 960 bytes, not 959"),
     (dict(batch=1025), "batch must be an integer in 1..1024, not 1025"),
+    (dict(gro=1), "gro must be True or False, not 1"),
     (dict(max_streams=0), "max_streams must be an integer in 1..65536, not 0"),
     (dict(kernel_timestamps=1), "kernel_timestamps must be True or False, not 1"),
 ])
@@ -662,46 +774,80 @@ def test_core_and_reference_model_agree(seed):
 
 FUZZ_MAIN = r"""
 #include <arpa/inet.h>
+#include <netinet/udp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include "rxcore.h"
 
-/* Random datagrams, mostly near-valid headers, through the whole receive path. */
-int main(void)
+#ifndef UDP_SEGMENT
+#define UDP_SEGMENT 103
+#endif
+
+/* Random datagram of at most `max` bytes into d, mostly with a near-valid header. */
+static size_t random_datagram(uint8_t *d, size_t max, size_t len, unsigned *seed)
 {
-	struct rx_config cfg = {0x7F000001u, 0, 1 << 22, 1, 0, 0, 8, 64, 1200, 1};
+	for (size_t k = 0; k < len; k++)
+		d[k] = rand_r(seed);
+	if (len >= 40 && rand_r(seed) % 4) {  /* Make most headers pass the first checks. */
+		unsigned count = rand_r(seed) % 40, bits = 8 * (1 + rand_r(seed) % 4);
+		d[0] = 0xDA; d[1] = 0x7A; d[2] = 1; d[3] = 40;
+		d[4] = 0; d[5] = rand_r(seed) % 12;  /* stream_id: more than max_streams */
+		memset(d + 8, 0, 6); d[14] = 0; d[15] = rand_r(seed) % 64;  /* seq */
+		d[32] = 0; d[33] = count; d[34] = bits; d[36] = d[37] = d[38] = 0; d[39] = rand_r(seed) % 6;
+		if (rand_r(seed) % 8 && 40 + count * bits / 8 <= max)
+			len = 40 + count * bits / 8;
+	}
+	return len;
+}
+
+/* Random datagrams through the whole receive path. With an argument: the core reads with GRO and
+ * half the sends are UDP GSO buffers (runs of datagrams of one length, the last maybe shorter),
+ * which loopback hands over whole, so the core splits them; and the core is asked for few
+ * records at a time, so merged buffers are handed out over several calls. */
+int main(int argc, char **argv)
+{
+	int gro = argc > 1 && argv[1][0];
+	struct rx_config cfg = {0x7F000001u, 0, 1 << 24, 1, 0, 0, 8, 64, 1200, 1, gro};
 	struct rx_info info;
 	struct rx_core *c = rx_open(&cfg, &info);
 	static struct rx_packet pk[256];
 	static uint8_t payload[256 * 1200];
-	uint64_t used, got = 0;
+	uint64_t used, got = 0, sent = 0;
 	int tx = socket(AF_INET, SOCK_DGRAM, 0);
 	struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons(info.port), .sin_addr.s_addr = htonl(0x7F000001u)};
-	uint8_t d[1400];
+	static uint8_t d[65000];
 	unsigned seed = 1;
 
-	if (!c || tx < 0)
+	if (!c || tx < 0 || info.gro != gro)
 		return 2;
 	for (int round = 0; round < 200; round++) {
 		for (int i = 0; i < 100; i++) {
-			size_t len = rand_r(&seed) % sizeof d;
-			for (size_t k = 0; k < len; k++)
-				d[k] = rand_r(&seed);
-			if (len >= 40 && rand_r(&seed) % 4) {  /* Make most headers pass the first checks. */
-				unsigned count = rand_r(&seed) % 40, bits = 8 * (1 + rand_r(&seed) % 4);
-				d[0] = 0xDA; d[1] = 0x7A; d[2] = 1; d[3] = 40;
-				d[4] = 0; d[5] = rand_r(&seed) % 12;  /* stream_id: more than max_streams */
-				memset(d + 8, 0, 6); d[14] = 0; d[15] = rand_r(&seed) % 64;  /* seq */
-				d[32] = 0; d[33] = count; d[34] = bits; d[36] = d[37] = d[38] = 0; d[39] = rand_r(&seed) % 6;
-				if (rand_r(&seed) % 8)
-					len = 40 + count * bits / 8;
+			if (gro && rand_r(&seed) % 2) {
+				int seg = 1 + rand_r(&seed) % 1400, segs = 2 + rand_r(&seed) % 40;
+				size_t len = 0;
+				for (int k = 0; k < segs; k++) {
+					size_t want = k == segs - 1 ? 1 + (size_t)(rand_r(&seed) % seg) : (size_t)seg;
+					size_t got_len = random_datagram(d + len, seg, want, &seed);
+					/* A run is one length: a header that asks for another length keeps `want`. */
+					len += k == segs - 1 ? got_len : (size_t)seg;
+				}
+				if (setsockopt(tx, SOL_UDP, UDP_SEGMENT, &seg, sizeof seg) < 0)
+					return 4;
+				if (sendto(tx, d, len, 0, (struct sockaddr *)&to, sizeof to) == (ssize_t)len)
+					sent += (len + seg - 1) / seg;
+				seg = 0;
+				setsockopt(tx, SOL_UDP, UDP_SEGMENT, &seg, sizeof seg);
+			} else {
+				size_t len = random_datagram(d, 1400, rand_r(&seed) % 1400, &seed);
+				if (sendto(tx, d, len, 0, (struct sockaddr *)&to, sizeof to) == (ssize_t)len)
+					sent++;
 			}
-			sendto(tx, d, len, 0, (struct sockaddr *)&to, sizeof to);
 		}
 		int n;
-		while ((n = rx_recv(c, pk, 256, payload, sizeof payload, &used, 0)) > 0)
+		uint32_t max = gro ? 1 + rand_r(&seed) % 50 : 256;
+		while ((n = rx_recv(c, pk, max, payload, sizeof payload, &used, 0)) > 0)
 			got += n;
 		if (n < 0)
 			return 3;
@@ -711,23 +857,31 @@ int main(void)
 	uint64_t mal = 0;
 	for (int i = 0; i < RX_MAL_REASONS; i++)
 		mal += t.malformed[i];
-	printf("%llu %llu %llu %llu %llu %llu\n", (unsigned long long)t.datagrams, (unsigned long long)t.kernel_dropped,
-	       (unsigned long long)got, (unsigned long long)t.delivered, (unsigned long long)mal,
-	       (unsigned long long)t.table_full);
+	printf("%llu %llu %llu %llu %llu %llu %llu %llu\n", (unsigned long long)t.datagrams,
+	       (unsigned long long)t.kernel_dropped, (unsigned long long)got, (unsigned long long)t.delivered,
+	       (unsigned long long)mal, (unsigned long long)t.table_full, (unsigned long long)sent,
+	       (unsigned long long)t.buffers);
 	rx_close(c);
 	return 0;
 }
 """
 
 
-def test_random_datagrams_under_address_and_undefined_behaviour_sanitizers(tmp_path):
+@pytest.mark.parametrize("gro", [False, True])
+def test_random_datagrams_under_address_and_undefined_behaviour_sanitizers(tmp_path, gro):
     (tmp_path / "fuzz.c").write_text(FUZZ_MAIN)
     exe = tmp_path / "fuzz"
     subprocess.run(["gcc", "-std=gnu11", "-O1", "-g", "-Wall", "-Wextra", "-Werror",
                     "-fsanitize=address,undefined", "-fno-sanitize-recover=all", f"-I{SOURCE_DIR}",
                     str(tmp_path / "fuzz.c"), str(SOURCE_DIR / "rxcore.c"), "-o", str(exe)], check=True)
-    r = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    r = subprocess.run([str(exe)] + (["gro"] if gro else []), capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
-    datagrams, kernel_dropped, got, delivered, malformed, table_full = map(int, r.stdout.split())
+    datagrams, kernel_dropped, got, delivered, malformed, table_full, sent, buffers = map(int, r.stdout.split())
     assert got == delivered > 1000 and malformed > 1000 and table_full > 0
-    assert datagrams + kernel_dropped == 20000  # Every one accounted for.
+    if gro:
+        # The kernel counts dropped GRO buffers, not datagrams: the buffer is big enough for none.
+        assert kernel_dropped == 0 and datagrams == sent > 20000
+        assert buffers < datagrams - 10000  # The GSO runs arrived merged and were split.
+    else:
+        assert datagrams + kernel_dropped == sent == 20000  # Every one accounted for.
+        assert buffers == datagrams

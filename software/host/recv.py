@@ -68,6 +68,9 @@ def add_arguments(p):
     p.add_argument("--kernel-timestamps", action="store_true",
                    help="per-datagram kernel arrival times in rx_time_ns (costs ~15%% of the receive rate; "
                         "default: the time each batch was read)")
+    p.add_argument("--no-gro", action="store_true",
+                   help="read every datagram separately (default: UDP GRO, runs of datagrams the kernel "
+                        "merged are read as one buffer and split; the kernel then counts drops in buffers)")
     p.add_argument("--reuseport", action="store_true",
                    help="share the port with other receivers (SO_REUSEPORT; the kernel spreads sources over them)")
     p.add_argument("--progress", choices=["auto", "on", "off"], default="auto",
@@ -180,8 +183,18 @@ def _rows(stats, elapsed):
 HEAD = ["stream", "datagrams", "MiB/s", "missing", "out-of-order", "duplicates", "board-dropped", "overflow"]
 
 
+def kernel_drops_text(stats):
+    """The kernel's drops for people: a count, or why it is unknown."""
+    if stats.kernel_dropped is not None:
+        return str(stats.kernel_dropped)
+    buffers = getattr(stats, "kernel_dropped_buffers", None)
+    if buffers:
+        return f"unknown ({buffers} buffers, GRO merges up to 64 datagrams in one)"
+    return "unknown"
+
+
 def _totals_line(stats, elapsed):
-    kernel = "unknown" if stats.kernel_dropped is None else str(stats.kernel_dropped)
+    kernel = kernel_drops_text(stats)
     malformed = malformed_text(stats.malformed)
     pps = stats.datagrams/elapsed if elapsed > 0 else 0.0
     mib = stats.payload_bytes/MIB/elapsed if elapsed > 0 else 0.0
@@ -209,7 +222,7 @@ def _live_table(stats, elapsed, rate):
     for r in _rows(stats, elapsed):
         t.add_row(*[str(c) for c in r])
     t.caption = (f"malformed {stats.malformed_total}, duplicates {stats.duplicates}, kernel drops "
-                 f"{'unknown' if stats.kernel_dropped is None else stats.kernel_dropped}")
+                 f"{kernel_drops_text(stats)}")
     return t
 
 
@@ -245,6 +258,8 @@ def summary(stats, elapsed, started, stopped_by, core, output=None):
         "malformed": stats.malformed_total,
         "malformed_by_reason": dict(stats.malformed),
         "kernel_dropped": stats.kernel_dropped,
+        "kernel_dropped_buffers": getattr(stats, "kernel_dropped_buffers", None),
+        "gro": getattr(core, "gro_active", False),
         "table_full": stats.table_full,
         "streams": streams,
     }
@@ -271,7 +286,7 @@ def run(args, out=sys.stdout, err=sys.stderr):
             warnings.simplefilter("ignore", rxcore.BusyPollWarning)
             core = rxcore.RxCore(bind=args.bind, port=args.port, rcvbuf=args.rcvbuf,
                                  busy_poll_us=args.busy_poll or 0, reuseport=args.reuseport,
-                                 kernel_timestamps=args.kernel_timestamps)
+                                 kernel_timestamps=args.kernel_timestamps, gro=not args.no_gro)
     except (ReceiverError, ValueError) as e:
         raise RecvError(str(e)) from None
     writer = None

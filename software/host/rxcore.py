@@ -40,9 +40,10 @@ DEFAULT_MAX_PACKETS       = 4096       # Packet records per Batch at most.
 DEFAULT_MAX_PAYLOAD_BYTES = 4 * MIB    # Sample bytes per Batch at most (larger: longer stalls per call).
 DEFAULT_MAX_DATAGRAM      = 9000       # Longer datagrams count as truncated (the board sends <= 8972).
 DEFAULT_BATCH             = 256        # Datagrams per recvmmsg call.
+DEFAULT_GRO_BATCH         = 64         # Buffers per recvmmsg call with GRO: 64 KiB each.
 DEFAULT_MAX_STREAMS       = 4096
 
-ABI_VERSION = 2  # rxcore.h RX_ABI_VERSION
+ABI_VERSION = 3  # rxcore.h RX_ABI_VERSION
 LIBRARY_NAME = "_rxcore"
 SOURCE_DIR = Path(__file__).resolve().parent / "rxcore"
 
@@ -73,14 +74,15 @@ class _Config(ctypes.Structure):
                 ("rcvbuf_force", ctypes.c_int32), ("busy_poll_us", ctypes.c_int32),
                 ("reuseport", ctypes.c_int32), ("max_streams", ctypes.c_uint32),
                 ("batch", ctypes.c_uint32), ("max_datagram", ctypes.c_uint32),
-                ("kernel_timestamps", ctypes.c_int32)]
+                ("kernel_timestamps", ctypes.c_int32), ("gro", ctypes.c_int32)]
 
 
 class _Info(ctypes.Structure):
     _fields_ = [("port", ctypes.c_uint32), ("rcvbuf_kernel", ctypes.c_int32),
                 ("rcvbuf_forced", ctypes.c_int32), ("busy_poll_us", ctypes.c_int32),
                 ("busy_poll_errno", ctypes.c_int32), ("rxq_ovfl", ctypes.c_int32),
-                ("timestamps", ctypes.c_int32), ("err", ctypes.c_int32), ("where", ctypes.c_char * 64)]
+                ("timestamps", ctypes.c_int32), ("gro", ctypes.c_int32), ("gro_errno", ctypes.c_int32),
+                ("err", ctypes.c_int32), ("where", ctypes.c_char * 64)]
 
 
 class _Totals(ctypes.Structure):
@@ -89,6 +91,7 @@ class _Totals(ctypes.Structure):
                 ("malformed", ctypes.c_uint64 * len(MALFORMED_REASONS)),
                 ("table_full", ctypes.c_uint64), ("gaps_unrecorded", ctypes.c_uint64),
                 ("kernel_dropped", ctypes.c_uint64), ("recv_calls", ctypes.c_uint64),
+                ("buffers", ctypes.c_uint64),
                 ("kernel_drops_known", ctypes.c_uint32), ("streams", ctypes.c_uint32)]
 
 
@@ -154,6 +157,8 @@ def load():
     lib.rx_totals.argtypes = [ctypes.c_void_p, ctypes.POINTER(_Totals), ctypes.c_int]
     lib.rx_streams.restype = ctypes.c_uint32
     lib.rx_streams.argtypes = [ctypes.c_void_p, ctypes.POINTER(_StreamStats), ctypes.c_uint32]
+    lib.rx_pending.restype = ctypes.c_uint32
+    lib.rx_pending.argtypes = [ctypes.c_void_p]
     lib.rx_close.restype = None
     lib.rx_close.argtypes = [ctypes.c_void_p]
     _lib = lib
@@ -178,9 +183,14 @@ class RxStats:
     delivered_bytes: int = 0    # Sample bytes handed out.
     malformed: Dict[str, int] = field(default_factory=dict)  # reason -> count (only reasons seen)
     kernel_dropped: Optional[int] = 0   # Datagrams the kernel dropped (buffer full); None: unknown.
+    # With GRO the kernel counts dropped buffers, each a datagram or a merged run of up to 64:
+    # this is its count, and kernel_dropped is then exact only while it is 0 (else None; the
+    # streams' `missing` still counts every datagram lost before a later one arrived).
+    kernel_dropped_buffers: Optional[int] = None
     table_full: int = 0         # Datagrams of new streams refused: max_streams reached.
     gaps_unrecorded: int = 0    # Gaps forgotten early for lack of memory (normally 0).
     recv_calls: int = 0         # recvmmsg calls that returned datagrams.
+    buffers: int = 0            # Buffers they returned: datagrams, or with GRO runs of them.
 
     @property
     def payload_bytes(self):
@@ -231,14 +241,20 @@ class RxCore:
     (datagrams of streams past it are counted as table_full).
     kernel_timestamps: rx_time_ns is the kernel's arrival time of each datagram (SO_TIMESTAMPNS),
     not the time the read that took it returned (one clock reading per recvmmsg call, shared by up
-    to `batch` datagrams); it costs the kernel about 15 % more time per datagram.
+    to `batch` datagrams); it costs the kernel about 15 % more time per datagram (with GRO the
+    datagrams of one merged buffer share its first one's time).
+    gro: UDP_GRO (default on): where the kernel merges a run of same-sized datagrams from one
+    source (NIC drivers with GRO, under load; a sender's UDP GSO buffers on loopback), the core
+    reads the run as one buffer and splits it, which costs far less per datagram than reading
+    each. Counting is the same. `gro_active` says whether the kernel accepted it (Linux >= 5.0).
+    batch: buffers per recvmmsg call (default 256, or 64 with GRO since each buffer is then 64 KiB).
     """
 
     def __init__(self, bind="0.0.0.0", port=DEFAULT_PORT, rcvbuf=DEFAULT_RCVBUF, busy_poll_us=0,
                  reuseport=False, max_packets=DEFAULT_MAX_PACKETS,
                  max_payload_bytes=DEFAULT_MAX_PAYLOAD_BYTES, max_datagram=DEFAULT_MAX_DATAGRAM,
-                 batch=DEFAULT_BATCH, max_streams=DEFAULT_MAX_STREAMS, rcvbuf_force=True,
-                 kernel_timestamps=False):
+                 batch=None, max_streams=DEFAULT_MAX_STREAMS, rcvbuf_force=True,
+                 kernel_timestamps=False, gro=True):
         try:
             bind = str(ipaddress.IPv4Address(bind))
         except ValueError:
@@ -252,6 +268,10 @@ class RxCore:
             raise ValueError(f"rcvbuf_force must be True or False, not {rcvbuf_force!r}")
         if not isinstance(kernel_timestamps, bool):
             raise ValueError(f"kernel_timestamps must be True or False, not {kernel_timestamps!r}")
+        if not isinstance(gro, bool):
+            raise ValueError(f"gro must be True or False, not {gro!r}")
+        if batch is None:
+            batch = DEFAULT_GRO_BATCH if gro else DEFAULT_BATCH
         _int_in("max_packets", max_packets, 1, 2**24)
         _int_in("max_datagram", max_datagram, 41, 65536)
         _int_in("max_payload_bytes", max_payload_bytes, max_datagram - 40, 2**40,
@@ -267,7 +287,7 @@ class RxCore:
         self.max_payload_bytes = max_payload_bytes
         self._final = None
         cfg = _Config(int(ipaddress.IPv4Address(bind)), port, rcvbuf, int(rcvbuf_force), busy_poll_us,
-                      int(reuseport), max_streams, batch, max_datagram, int(kernel_timestamps))
+                      int(reuseport), max_streams, batch, max_datagram, int(kernel_timestamps), int(gro))
         info = _Info()
         c = self._lib.rx_open(ctypes.byref(cfg), ctypes.byref(info))
         if not c:
@@ -286,6 +306,8 @@ class RxCore:
         self.busy_poll_us = info.busy_poll_us
         self.busy_poll_error = os.strerror(info.busy_poll_errno) if info.busy_poll_errno else None
         self.kernel_timestamps = bool(info.timestamps)
+        self.gro_active = bool(info.gro)
+        self.gro_error = os.strerror(info.gro_errno) if info.gro_errno else None
         # Written to now (np.zeros maps pages lazily) so the first busy recv() does not fault.
         self._packets = np.ones(max_packets, dtype=PACKET_DTYPE)
         self._payload = np.ones(max_payload_bytes, dtype=np.uint8)
@@ -316,8 +338,10 @@ class RxCore:
     def recv(self, timeout=0.1, max_packets=None):
         """Wait up to `timeout` seconds (None: without limit, 0: not at all) for a datagram, then
         take what is ready, up to max_packets datagrams with new data (default and at most the
-        core's max_packets; a smaller value makes a count exact: nothing past it is read from the
-        socket) and max_payload_bytes of samples. Returns
+        core's max_packets; a smaller value makes a count exact: nothing past it is handed out,
+        and without GRO nothing past it is read from the socket; with GRO the rest of a merged
+        buffer waits in the core for the next call, see `pending`) and max_payload_bytes of
+        samples. Returns
         a Batch of the datagrams that brought new data (its arrays are its own); empty on timeout,
         or when only duplicates or malformed datagrams came."""
         if timeout is None:
@@ -341,6 +365,12 @@ class RxCore:
         return Batch(self._packet_bytes[:n * PACKET_DTYPE.itemsize].copy().view(PACKET_DTYPE),
                      self._payload[:self._used.value].copy())
 
+    @property
+    def pending(self):
+        """Merged (GRO) buffers read from the socket whose datagrams are not all handed out
+        yet: the next recv() returns them first, without waiting."""
+        return self._lib.rx_pending(self._c) if self._c is not None else 0
+
     def stats(self):
         """Counters so far (after close(): the final ones). Reads the kernel's drop counter now
         (SO_MEMINFO), so drops at the end of a burst are counted."""
@@ -356,12 +386,17 @@ class RxCore:
         streams = {}
         for s in arr[:min(count, t.streams)]:
             streams[(s.src_ip, s.src_port, s.stream_id)] = _stream_dict(s)
+        kernel = t.kernel_dropped if t.kernel_drops_known else None
+        buffers = None
+        if kernel is not None and self.gro_active:
+            kernel, buffers = (0 if kernel == 0 else None), kernel
         return RxStats(
             streams=streams, datagrams=t.datagrams, bytes=t.bytes, delivered=t.delivered,
             delivered_bytes=t.delivered_bytes,
             malformed={r: t.malformed[i] for i, r in enumerate(MALFORMED_REASONS) if t.malformed[i]},
-            kernel_dropped=t.kernel_dropped if t.kernel_drops_known else None,
-            table_full=t.table_full, gaps_unrecorded=t.gaps_unrecorded, recv_calls=t.recv_calls)
+            kernel_dropped=kernel, kernel_dropped_buffers=buffers,
+            table_full=t.table_full, gaps_unrecorded=t.gaps_unrecorded, recv_calls=t.recv_calls,
+            buffers=t.buffers)
 
     def close(self):
         if self._c is not None:

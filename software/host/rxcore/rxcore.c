@@ -13,6 +13,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <netinet/in.h>
+#include <netinet/udp.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,12 @@
 #endif
 #ifndef SO_MEMINFO
 #define SO_MEMINFO 55
+#endif
+#ifndef SOL_UDP
+#define SOL_UDP 17
+#endif
+#ifndef UDP_GRO
+#define UDP_GRO 104
 #endif
 #define SK_MEMINFO_DROPS 8  /* Index of the socket's drop counter in SO_MEMINFO's u32 array. */
 #define SK_MEMINFO_VARS  9
@@ -371,6 +378,18 @@ struct rx_core {
 	uint8_t *ctrl;
 	size_t ctrl_len;
 	uint32_t filled;  /* Messages the last recvmmsg filled: their lengths and flags to reset. */
+	size_t slot;      /* Bytes per ring buffer: max_datagram, or RX_GRO_BUFFER with GRO. */
+
+	/* Where handing out the last recvmmsg's datagrams stopped for lack of room (GRO only: without
+	 * it every call asks for no more datagrams than fit). Message `next`, from byte `off`. */
+	uint32_t next;
+	size_t off;
+	bool begun;       /* message_begin() has run for message `next`. */
+	uint64_t call_ns; /* When that recvmmsg returned. */
+	size_t seg;       /* Datagram length within the message: the GRO segment size, or all of it. */
+	uint64_t msg_ns;  /* The message's rx_time_ns. */
+	uint32_t msg_ip;
+	uint16_t msg_port;
 
 	/* Streams in first-seen order, found through an open-addressing table of index + 1. */
 	struct rx_stream *streams;
@@ -439,41 +458,19 @@ static uint64_t realtime_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Account for one received datagram; write its record and samples if it brings new data.
- * Returns 1 if a record was written. The caller guarantees room for max_payload more bytes.
- * now_ns: when the recvmmsg call returned, the datagram's rx_time_ns without a kernel timestamp.
- * Control messages come only with kernel timestamps, or (SO_RXQ_OVFL) once the socket has
- * dropped datagrams: otherwise msg_controllen is 0 and the loop below costs nothing. */
-static uint32_t handle(struct rx_core *c, uint32_t k, struct rx_packet *out, uint8_t *payload,
-		       uint64_t *used, uint64_t now_ns)
+/* Account for one datagram; write its record and samples if it brings new data. Returns 1 if a
+ * record was written. The caller guarantees room for max_payload more bytes. */
+static uint32_t datagram(struct rx_core *c, const uint8_t *buf, size_t len, struct rx_packet *out,
+			 uint8_t *payload, uint64_t *used)
 {
-	struct mmsghdr *m = &c->msgs[k];
-	const uint8_t *buf = c->ring + (size_t)k * c->cfg.max_datagram;
-	size_t len = m->msg_len;
-	uint64_t rx_ns = now_ns;
-	uint32_t ip = 0;
-	uint16_t port = 0;
 	struct daq_hdr h;
 	struct rx_stream *s;
 	int reason;
 	bool late;
 
 	c->t.datagrams++;
-	c->t.bytes += len;
-	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&m->msg_hdr); cm; cm = CMSG_NXTHDR(&m->msg_hdr, cm)) {
-		if (cm->cmsg_level != SOL_SOCKET)
-			continue;
-		if (cm->cmsg_type == SO_RXQ_OVFL && cm->cmsg_len >= CMSG_LEN(sizeof(uint32_t))) {
-			uint32_t raw;
-			memcpy(&raw, CMSG_DATA(cm), sizeof raw);
-			note_drops(c, raw);
-		} else if (cm->cmsg_type == SCM_TIMESTAMPNS && cm->cmsg_len >= CMSG_LEN(sizeof(struct timespec))) {
-			struct timespec ts;
-			memcpy(&ts, CMSG_DATA(cm), sizeof ts);
-			rx_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-		}
-	}
-	if ((m->msg_hdr.msg_flags & MSG_TRUNC) || len > c->cfg.max_datagram) {
+	c->t.bytes += len < c->cfg.max_datagram ? len : c->cfg.max_datagram;  /* As read without GRO. */
+	if (len > c->cfg.max_datagram) {
 		c->t.malformed[RX_MAL_TRUNCATED]++;
 		return 0;
 	}
@@ -482,11 +479,7 @@ static uint32_t handle(struct rx_core *c, uint32_t k, struct rx_packet *out, uin
 		c->t.malformed[reason]++;
 		return 0;
 	}
-	if (m->msg_hdr.msg_namelen >= sizeof(struct sockaddr_in) && c->names[k].sin_family == AF_INET) {
-		ip = ntohl(c->names[k].sin_addr.s_addr);
-		port = ntohs(c->names[k].sin_port);
-	}
-	s = stream_get(c, ip, port, (uint16_t)h.stream_id);
+	s = stream_get(c, c->msg_ip, c->msg_port, (uint16_t)h.stream_id);
 	if (!s) {
 		c->t.table_full++;
 		return 0;
@@ -494,8 +487,8 @@ static uint32_t handle(struct rx_core *c, uint32_t k, struct rx_packet *out, uin
 	/* len was checked against the header, and len <= max_datagram, so the samples fit. */
 	if (!track(s, &h, len - DAQ_HEADER_LEN, &late, &c->t.gaps_unrecorded))
 		return 0;
-	out->src_ip = ip;
-	out->src_port = port;
+	out->src_ip = c->msg_ip;
+	out->src_port = c->msg_port;
 	out->stream_id = (uint16_t)h.stream_id;
 	out->flags = (uint16_t)h.flags;
 	out->sample_bits = (uint8_t)h.sample_bits;
@@ -505,13 +498,98 @@ static uint32_t handle(struct rx_core *c, uint32_t k, struct rx_packet *out, uin
 	out->seq = h.seq;
 	out->timestamp = h.timestamp;
 	out->dropped = h.dropped;
-	out->rx_time_ns = rx_ns;
+	out->rx_time_ns = c->msg_ns;
 	out->offset = *used;
 	memcpy(payload + *used, buf + DAQ_HEADER_LEN, len - DAQ_HEADER_LEN);
 	*used += len - DAQ_HEADER_LEN;
 	c->t.delivered++;
 	c->t.delivered_bytes += len - DAQ_HEADER_LEN;
 	return 1;
+}
+
+/* Start on message k: its control messages, source, and how it splits into datagrams. Returns
+ * false if the message holds nothing usable (truncated: counted).
+ * now_ns: when the recvmmsg call returned, the rx_time_ns without a kernel timestamp.
+ * Control messages come only with kernel timestamps, with GRO for merged buffers, or
+ * (SO_RXQ_OVFL) once the socket has dropped datagrams: otherwise msg_controllen is 0 and the
+ * loop below costs nothing. */
+static bool message_begin(struct rx_core *c, uint32_t k, uint64_t now_ns)
+{
+	struct mmsghdr *m = &c->msgs[k];
+	size_t len = m->msg_len;
+
+	c->t.buffers++;
+	c->msg_ns = now_ns;
+	c->seg = len;
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&m->msg_hdr); cm; cm = CMSG_NXTHDR(&m->msg_hdr, cm)) {
+		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SO_RXQ_OVFL &&
+		    cm->cmsg_len >= CMSG_LEN(sizeof(uint32_t))) {
+			uint32_t raw;
+			memcpy(&raw, CMSG_DATA(cm), sizeof raw);
+			note_drops(c, raw);
+		} else if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_TIMESTAMPNS &&
+			   cm->cmsg_len >= CMSG_LEN(sizeof(struct timespec))) {
+			struct timespec ts;
+			memcpy(&ts, CMSG_DATA(cm), sizeof ts);
+			c->msg_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+		} else if (cm->cmsg_level == SOL_UDP && cm->cmsg_type == UDP_GRO &&
+			   cm->cmsg_len >= CMSG_LEN(sizeof(int))) {
+			int gso_size;
+			memcpy(&gso_size, CMSG_DATA(cm), sizeof gso_size);
+			if (gso_size > 0 && (size_t)gso_size < len)
+				c->seg = (size_t)gso_size;
+		}
+	}
+	c->msg_ip = 0;
+	c->msg_port = 0;
+	if (m->msg_hdr.msg_namelen >= sizeof(struct sockaddr_in) && c->names[k].sin_family == AF_INET) {
+		c->msg_ip = ntohl(c->names[k].sin_addr.s_addr);
+		c->msg_port = ntohs(c->names[k].sin_port);
+	}
+	if ((m->msg_hdr.msg_flags & MSG_TRUNC) || len > c->slot) {
+		/* Without GRO: one datagram longer than max_datagram. With GRO the buffer holds any
+		 * UDP/IPv4 payload, so this does not happen; if it did, the datagrams in it are unknown
+		 * and the buffer counts as one. */
+		c->t.datagrams++;
+		c->t.bytes += len < c->slot ? len : c->slot;
+		c->t.malformed[RX_MAL_TRUNCATED]++;
+		return false;
+	}
+	return true;
+}
+
+/* Hand out the datagrams of the last recvmmsg not handed out yet, while there is room for a
+ * record and for max_payload more bytes. Returns the new record count. */
+static uint32_t drain(struct rx_core *c, struct rx_packet *packets, uint32_t n, uint32_t max_packets,
+		      uint8_t *payload, uint64_t payload_cap, uint64_t *used)
+{
+	while (c->next < c->filled) {
+		uint32_t k = c->next;
+		size_t len = c->msgs[k].msg_len;
+		const uint8_t *buf = c->ring + (size_t)k * c->slot;
+
+		if (!c->begun) {
+			c->begun = true;
+			if (!message_begin(c, k, c->call_ns)) {
+				c->next++;
+				c->begun = false;
+				continue;
+			}
+		}
+		if (len == 0)  /* An empty datagram: counted (as short), nothing to hand out. */
+			datagram(c, buf, 0, NULL, payload, used);
+		while (c->off < len) {
+			size_t dlen = len - c->off < c->seg ? len - c->off : c->seg;
+			if (n >= max_packets || payload_cap - *used < c->max_payload)
+				return n;  /* Resume at this datagram next call. */
+			n += datagram(c, buf + c->off, dlen, packets + n, payload, used);
+			c->off += dlen;
+		}
+		c->next++;
+		c->off = 0;
+		c->begun = false;
+	}
+	return n;
 }
 
 static int set_rcvtimeo(struct rx_core *c, int timeout_ms)
@@ -540,8 +618,13 @@ int rx_recv(struct rx_core *c, struct rx_packet *packets, uint32_t max_packets,
 	*payload_used = 0;
 	if (!c || c->fd < 0)
 		return -EBADF;
-	for (;;) {
-		/* Ask for no more datagrams than there is room for, however long they turn out. */
+	/* What a GRO buffer left over last time comes first; then there is no waiting. */
+	n = drain(c, packets, n, max_packets, payload, payload_cap, &used);
+	if (n > 0)
+		wait = false;
+	while (c->next >= c->filled) {
+		/* Ask for no more datagrams than there is room for, however long they turn out (with
+		 * GRO one message can hold more: drain() keeps the rest for the next call). */
 		uint64_t room = (payload_cap - used) / c->max_payload;
 		uint32_t vlen = c->cfg.batch;
 		int flags = MSG_DONTWAIT, r;
@@ -568,6 +651,9 @@ int rx_recv(struct rx_core *c, struct rx_packet *packets, uint32_t max_packets,
 			c->msgs[k].msg_hdr.msg_flags = 0;
 		}
 		c->filled = 0;
+		c->next = 0;
+		c->off = 0;
+		c->begun = false;
 		r = recvmmsg(c->fd, c->msgs, vlen, flags, NULL);
 		if (r < 0) {
 			int err = errno;
@@ -581,14 +667,18 @@ int rx_recv(struct rx_core *c, struct rx_packet *packets, uint32_t max_packets,
 		c->t.recv_calls++;
 		/* One clock reading per call: rx_time_ns of every datagram it read (without kernel
 		 * timestamps), so it is when the datagram left the socket queue, batched. */
-		uint64_t now = realtime_ns();
-		for (uint32_t k = 0; k < (uint32_t)r; k++)
-			n += handle(c, k, packets + n, payload, &used, now);
+		c->call_ns = realtime_ns();
+		n = drain(c, packets, n, max_packets, payload, payload_cap, &used);
 		if ((uint32_t)r < vlen)
 			break;  /* Queue drained: do not spend a syscall to hear it is empty. */
 	}
 	*payload_used = used;
 	return (int)n;
+}
+
+uint32_t rx_pending(struct rx_core *c)
+{
+	return c && c->next < c->filled ? c->filled - c->next : 0;
 }
 
 /* --- Setup and teardown ----------------------------------------------------------------------- */
@@ -671,8 +761,10 @@ struct rx_core *rx_open(const struct rx_config *cfg, struct rx_info *info)
 	/* Room for a timestamp and a drop count, generously (the kernel sets MSG_CTRUNC if short). The
 	 * lengths and flags the kernel rewrites are set by the first rx_recv (filled = batch) and
 	 * reset before each later call in the messages the previous one filled. */
-	c->ctrl_len = CMSG_SPACE(sizeof(struct timespec)) + CMSG_SPACE(sizeof(uint32_t)) + 64;
-	c->ring = malloc((size_t)cfg->batch * cfg->max_datagram);
+	c->ctrl_len = CMSG_SPACE(sizeof(struct timespec)) + CMSG_SPACE(sizeof(uint32_t)) +
+		      CMSG_SPACE(sizeof(int)) + 64;
+	c->slot = cfg->gro ? RX_GRO_BUFFER : cfg->max_datagram;
+	c->ring = malloc((size_t)cfg->batch * c->slot);
 	c->msgs = calloc(cfg->batch, sizeof *c->msgs);
 	c->iov = calloc(cfg->batch, sizeof *c->iov);
 	c->names = calloc(cfg->batch, sizeof *c->names);
@@ -685,16 +777,17 @@ struct rx_core *rx_open(const struct rx_config *cfg, struct rx_info *info)
 	}
 	/* Touch the ring now: page faults on the first busy reads would stall them long enough to
 	 * overflow the socket buffer at high rates. */
-	memset(c->ring, 0, (size_t)cfg->batch * cfg->max_datagram);
+	memset(c->ring, 0, (size_t)cfg->batch * c->slot);
 	for (uint32_t k = 0; k < cfg->batch; k++) {
-		c->iov[k].iov_base = c->ring + (size_t)k * cfg->max_datagram;
-		c->iov[k].iov_len = cfg->max_datagram;
+		c->iov[k].iov_base = c->ring + (size_t)k * c->slot;
+		c->iov[k].iov_len = c->slot;
 		c->msgs[k].msg_hdr.msg_iov = &c->iov[k];
 		c->msgs[k].msg_hdr.msg_iovlen = 1;
 		c->msgs[k].msg_hdr.msg_name = &c->names[k];
 		c->msgs[k].msg_hdr.msg_control = c->ctrl + (size_t)k * c->ctrl_len;
 	}
 	c->filled = cfg->batch;
+	c->next = cfg->batch;  /* Nothing to hand out. */
 
 	c->fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (c->fd < 0) {
@@ -719,6 +812,14 @@ struct rx_core *rx_open(const struct rx_config *cfg, struct rx_info *info)
 	info->rxq_ovfl = c->rxq_ovfl;
 	c->t.kernel_drops_known = c->rxq_ovfl;
 	info->timestamps = cfg->kernel_timestamps && setopt(c->fd, SO_TIMESTAMPNS, 1) == 0;
+	/* Not fatal either: without GRO every datagram is a buffer, as before Linux 5.0. */
+	if (cfg->gro) {
+		int one = 1;
+		if (setsockopt(c->fd, SOL_UDP, UDP_GRO, &one, sizeof one) == 0)
+			info->gro = 1;
+		else
+			info->gro_errno = errno;
+	}
 	if (cfg->busy_poll_us > 0 && setopt(c->fd, SO_BUSY_POLL, cfg->busy_poll_us) < 0)
 		info->busy_poll_errno = errno;
 	if (getopt_int(c->fd, SO_BUSY_POLL, &info->busy_poll_us) < 0)

@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define RX_ABI_VERSION 2u
+#define RX_ABI_VERSION 3u
 
 #define RX_RUNS_TRACKED 4u     /* Runs per stream whose gaps late datagrams may still fill. */
 #define RX_GAPS_TRACKED 4096u  /* Gap ranges per run; older ones stay missing for good. Power of 2. */
@@ -69,7 +69,12 @@ struct rx_config {
 	uint32_t max_datagram;  /* Ring buffer size: longer datagrams are counted as truncated. */
 	int32_t  kernel_timestamps;  /* SO_TIMESTAMPNS: a kernel arrival time per datagram (costs
 	                              * ~15 % of the kernel's receive time per datagram). */
+	int32_t  gro;           /* UDP_GRO: the kernel may hand over a run of same-sized datagrams of
+	                         * one source (Linux merges up to 64) as one buffer, which the core
+	                         * splits; each ring buffer is then RX_GRO_BUFFER bytes. */
 };
+
+#define RX_GRO_BUFFER   65536u  /* Holds any GRO buffer: the kernel merges to under 64 KiB. */
 
 /* What rx_open got from the kernel; on failure err/where say which call failed. */
 struct rx_info {
@@ -80,6 +85,8 @@ struct rx_info {
 	int32_t  busy_poll_errno;  /* Non-zero: the kernel refused SO_BUSY_POLL. */
 	int32_t  rxq_ovfl;         /* 1: SO_RXQ_OVFL on, kernel drops known. */
 	int32_t  timestamps;       /* 1: SO_TIMESTAMPNS asked for and on. */
+	int32_t  gro;              /* 1: UDP_GRO asked for and on. */
+	int32_t  gro_errno;        /* Non-zero: the kernel refused UDP_GRO (before Linux 5.0). */
 	int32_t  err;              /* errno of the failing call, 0 on success. */
 	char     where[64];        /* Name of the failing call. */
 };
@@ -94,6 +101,7 @@ struct rx_totals {
 	uint64_t gaps_unrecorded;  /* Gap ranges forgotten early because memory ran out (normally 0). */
 	uint64_t kernel_dropped;   /* Datagrams the kernel dropped, socket buffer full. */
 	uint64_t recv_calls;       /* recvmmsg calls that returned datagrams. */
+	uint64_t buffers;          /* Buffers those calls returned: datagrams, or with GRO runs of them. */
 	uint32_t kernel_drops_known;
 	uint32_t streams;
 };
@@ -137,13 +145,18 @@ size_t rx_packet_layout(uint32_t *offsets, size_t n);
 struct rx_core *rx_open(const struct rx_config *cfg, struct rx_info *info);
 /* Waits up to timeout_ms (-1: forever, 0: not at all) for a datagram, then reads what is ready,
  * up to max_packets records and payload_cap sample bytes. Returns the number of records
- * written (0 on timeout or signal), or -errno. */
+ * written (0 on timeout or signal), or -errno. Without GRO, no datagram past max_packets is read
+ * from the socket. With GRO a buffer can hold more datagrams than there is room for: the rest
+ * stay in the core, uncounted, and come first in the next call (rx_pending() says how many
+ * buffers wait); closed with them, they are lost like datagrams still queued in the socket. */
 int rx_recv(struct rx_core *c, struct rx_packet *packets, uint32_t max_packets,
 	    uint8_t *payload, uint64_t payload_cap, uint64_t *payload_used, int timeout_ms);
 /* Counters; read_meminfo: first fold in the kernel's drop counter read now with SO_MEMINFO. */
 void rx_totals(struct rx_core *c, struct rx_totals *out, int read_meminfo);
 /* Per-stream counters in first-seen order; returns how many streams there are. */
 uint32_t rx_streams(struct rx_core *c, struct rx_stream_stats *out, uint32_t max);
+/* Buffers read from the socket whose datagrams are not all handed out yet (GRO only). */
+uint32_t rx_pending(struct rx_core *c);
 void rx_close(struct rx_core *c);
 
 #endif
