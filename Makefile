@@ -11,7 +11,7 @@ STAMPS  := $(VENV)/.stamps
 # Debian packages the build, the simulation and the tests need.
 DEBS := python3 python3-venv python3-dev git make gcc g++ \
         verilator gcc-riscv64-unknown-elf libevent-dev libjson-c-dev zlib1g-dev \
-        iproute2 iputils-ping arping tcpdump tshark openfpgaloader linuxptp
+        iproute2 iputils-ping arping tcpdump tshark openfpgaloader linuxptp ethtool
 
 .PHONY: all deps venv demo test test-fast clean
 

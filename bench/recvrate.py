@@ -4,7 +4,8 @@
 # SPDX-License-Identifier: BSD-2-Clause
 
 """Highest datagram rate the host receive core (ethdaq.host.rxcore.RxCore, as users run it: a
-Python loop calling recv()) holds with zero loss, over loopback.
+Python loop calling recv()) holds with zero loss, over a veth pair standing in for a NIC, or over
+loopback.
 
 A C sender (bench/udpblast.c, built here with gcc into build/bench/) sends valid DAQ datagrams
 (one stream, consecutive seq) with sendmmsg, paced at a fixed rate. On loopback the kernel's
@@ -20,20 +21,35 @@ sender's ceiling; a bisection with --trial-seconds runs brackets the highest hel
 runs at most): the figure is the highest rate held for --seconds. Then 1,000,000 packets/s and
 388,000 packets/s (1 Gb/s line rate at 256 bytes) are run at 256 bytes for --seconds.
 
+--path veth (default): the sender and the receiver are in two network namespaces this bench
+creates (and deletes), joined by a veth pair with a 9000-byte MTU. The sender's side splits each
+GSO buffer into separate frames (tx-udp-segmentation off), so the receiving veth gets single
+frames like a NIC; the receiving side runs the kernel's GRO (gro on, which makes veth use NAPI),
+which, like a NIC driver's, merges a burst of frames of one flow into one buffer for a socket
+that asked for UDP_GRO. RxCore asks by default (--no-gro: it does not, and reads every
+datagram); with it the core splits the merged buffers. --path loopback: the GSO buffers reach
+the socket whole with GRO (no frames at all), or split into datagrams without it.
+
 Receiver pinned to --rx-cpu, sender to --tx-cpu. CPU % = CPU time / wall time of the run:
-receiver from its thread's CPU clock, sender from getrusage. On loopback the kernel's receive
-path (IP, UDP, queueing to the socket) runs on the sender's CPU, in its system time.
+receiver from its thread's CPU clock, sender from getrusage. On loopback and veth the kernel's
+receive path (for veth: NAPI, GRO, IP, UDP, queueing to the socket) runs on the sender's CPU, in
+its system time, as with a NIC whose interrupts another CPU takes.
 
 The machine may be shared: before each run the bench waits until other processes are quiet,
 measures the CPU they used during the run (from /proc), and repeats a run they disturbed
 (--max-others); the table shows that "other load" for each figure.
 
-    .venv/bin/python bench/recvrate.py [--seconds 10] [--trial-seconds 2] [--markdown]
+    .venv/bin/python bench/recvrate.py [--path veth|loopback] [--no-gro] [--seconds 10] [--markdown]
+
+veth needs root (namespaces) and ethtool; the addresses exist only inside the two namespaces.
 """
 
 import argparse
+import contextlib
+import ctypes
 import os
 import platform
+import signal
 import subprocess
 import sys
 import time
@@ -47,6 +63,61 @@ from ethdaq.host.rxcore import RxCore  # noqa: E402
 MIB = 2**20
 LINE_RATE_256 = 388_000   # 1 Gb/s / ((256 + 8 + 20 + 14 + 4 + 8 + 12) bytes * 8) = 388,198
 ONE_MILLION   = 1_000_000
+
+
+CLONE_NEWNET = 0x40000000
+VETH_TX_ADDR, VETH_RX_ADDR = "192.0.2.1", "192.0.2.2"  # TEST-NET-1: only inside the namespaces.
+
+
+def _setns(fd):
+    """Move this (single-threaded) process into the network namespace open as fd (os.setns is
+    Python 3.12+)."""
+    if ctypes.CDLL(None, use_errno=True).setns(fd, CLONE_NEWNET) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"setns: {os.strerror(err)}")
+
+
+@contextlib.contextmanager
+def veth_pair(mtu=9000):
+    """Two namespaces joined by a veth pair set up as described above; this process enters the
+    receiving one for the duration. Yields (sender command prefix, receiver address)."""
+    for tool in ("ip", "ethtool"):
+        if not any((Path(d) / tool).exists() for d in os.environ.get("PATH", "").split(":") + ["/usr/sbin", "/sbin"]):
+            sys.exit(f"error: --path veth needs `{tool}` (Debian: apt-get install {'iproute2' if tool == 'ip' else tool}), "
+                     f"or use --path loopback")
+    if os.geteuid() != 0:
+        sys.exit("error: --path veth needs root (it creates two network namespaces); or use --path loopback")
+    tx_ns, rx_ns = f"ethdaq-rr-tx-{os.getpid()}", f"ethdaq-rr-rx-{os.getpid()}"
+
+    def sh(*cmd):
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+
+    home = os.open("/proc/self/ns/net", os.O_RDONLY)
+    try:
+        sh("ip", "netns", "add", tx_ns)
+        sh("ip", "netns", "add", rx_ns)
+        sh("ip", "link", "add", "rrtx", "netns", tx_ns, "mtu", str(mtu), "type", "veth", "peer", "name", "rrrx",
+           "netns", rx_ns, "mtu", str(mtu))
+        for ns, dev, addr in ((tx_ns, "rrtx", VETH_TX_ADDR), (rx_ns, "rrrx", VETH_RX_ADDR)):
+            sh("ip", "-n", ns, "addr", "add", f"{addr}/24", "dev", dev)
+            sh("ip", "-n", ns, "link", "set", dev, "up")
+        # Frames on the wire, not GSO buffers: segmented before the sending veth.
+        sh("ip", "netns", "exec", tx_ns, "ethtool", "-K", "rrtx", "tx-udp-segmentation", "off")
+        # NAPI and GRO on the receiving veth. veth only passes locally sent frames of a TSO-capable
+        # sender through GRO when the receiver has UDP GRO forwarding or fraglist GRO on
+        # (veth_skb_is_eligible_for_gro); forwarding is never used here, nothing is routed.
+        sh("ip", "netns", "exec", rx_ns, "ethtool", "-K", "rrrx", "gro", "on", "rx-udp-gro-forwarding", "on")
+        fd = os.open(f"/run/netns/{rx_ns}", os.O_RDONLY)
+        try:
+            _setns(fd)
+        finally:
+            os.close(fd)
+        yield ["ip", "netns", "exec", tx_ns], VETH_RX_ADDR
+    finally:
+        _setns(home)
+        os.close(home)
+        for ns in (tx_ns, rx_ns):
+            subprocess.run(["ip", "netns", "del", ns], stderr=subprocess.DEVNULL)
 
 
 def build_sender(build_dir):
@@ -104,12 +175,14 @@ def wait_until_quiet(limit, log_wait, window=2.0, most=0.03):
         log_wait(load)
 
 
-def measure(exe, payload, rate, seconds, rx_cpu, tx_cpu, gso=0):
+def measure(exe, payload, rate, seconds, rx_cpu, tx_cpu, gso=0, gro=True, prefix=(), host="127.0.0.1"):
     """One run: sender at `rate` packets/s (0: unpaced) for `seconds`, RxCore receiving.
     `others` is the CPU other processes used meanwhile, in % of one CPU."""
     os.sched_setaffinity(0, {rx_cpu})
-    with RxCore("127.0.0.1", 0) as rx:
-        cmd = [str(exe), "--port", str(rx.port), "--payload", str(payload), "--rate", str(rate),
+    with RxCore(host, 0, gro=gro) as rx:
+        assert rx.gro_active == gro, rx.gro_error
+        cmd = list(prefix) + [
+               str(exe), "--host", host, "--port", str(rx.port), "--payload", str(payload), "--rate", str(rate),
                "--seconds", str(seconds), "--cpu", str(tx_cpu), "--gso", str(gso_segments(payload, gso)),
                "--batch", "8"]
         others0 = process_cpu({os.getpid()})
@@ -129,6 +202,7 @@ def measure(exe, payload, rate, seconds, rx_cpu, tx_cpu, gso=0):
     achieved = sent / tx_seconds if tx_seconds > 0 else 0.0
     kept_rate = rate == 0 or achieved >= 0.99 * rate
     return dict(payload=payload, rate=rate, sent=sent, received=received, achieved=achieved,
+                per_buffer=stats.datagrams / stats.buffers if stats.buffers else 0.0,
                 missing=stats.missing, kernel_dropped=stats.kernel_dropped, malformed=stats.malformed_total,
                 held=received == sent and stats.missing == 0 and stats.kernel_dropped == 0 and
                 stats.malformed_total == 0 and stats.duplicates == 0 and kept_rate,
@@ -142,6 +216,7 @@ def describe(m):
     return (f"{m['payload']:5d} B  rate {m['rate'] or 'unpaced':>8}  sent {m['achieved']:9.0f}/s  "
             f"lost {loss} (kernel {m['kernel_dropped']}, missing {m['missing']})  "
             f"rx cpu {m['rx_cpu']:.0f} %  tx cpu {m['tx_cpu']:.0f} %  others {m['others']:.0f} %  "
+            f"{m['per_buffer']:.1f} datagrams/buffer  "
             f"{'held' if m['held'] else 'NOT held'}")
 
 
@@ -150,7 +225,8 @@ def quiet_measure(exe, payload, rate, seconds, args, log):
     for attempt in range(args.retries + 1):
         wait_until_quiet(args.max_wait, lambda load: print(f"  waiting: other processes use {100 * load:.0f} % "
                                                             f"of a CPU", file=sys.stderr, flush=True))
-        m = log(measure(exe, payload, rate, seconds, args.rx_cpu, args.tx_cpu, args.gso))
+        m = log(measure(exe, payload, rate, seconds, args.rx_cpu, args.tx_cpu, args.gso, not args.no_gro,
+                        args.prefix, args.host))
         if m["others"] <= args.max_others:
             break
         print(f"  disturbed (other processes used {m['others']:.0f} % of a CPU): again", file=sys.stderr, flush=True)
@@ -201,6 +277,9 @@ def main(argv=None):
     p.add_argument("--payloads", default="256,1472,8972", help="UDP payload sizes, bytes (default 256,1472,8972)")
     p.add_argument("--gso", type=int, default=0, choices=range(0, 65), metavar="N",
                    help="datagrams per send, as UDP GSO (default 0: as many as fit, up to 64; 1: no GSO)")
+    p.add_argument("--path", choices=["veth", "loopback"], default="veth",
+                   help="veth: separate frames into a GRO-capable veth, like a NIC (default); loopback")
+    p.add_argument("--no-gro", action="store_true", help="RxCore without UDP GRO: every datagram read separately")
     p.add_argument("--rx-cpu", type=int, default=0)
     p.add_argument("--tx-cpu", type=int, default=1)
     p.add_argument("--build-dir", default=str(REPO / "build" / "bench"))
@@ -220,6 +299,19 @@ def main(argv=None):
         print("  " + describe(m), file=sys.stderr, flush=True)
         return m
 
+    # SIGTERM (timeout, kill) unwinds like Ctrl-C, so the namespaces are deleted.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("recvrate: terminated"))
+    with contextlib.ExitStack() as stack:
+        if args.path == "veth":
+            args.prefix, args.host = stack.enter_context(veth_pair())
+        else:
+            args.prefix, args.host = (), "127.0.0.1"
+        rows, checks = run_all(exe, args, log)
+    report(rows, checks, args)
+    return 0
+
+
+def run_all(exe, args, log):
     rows = []
     for payload in [int(x) for x in args.payloads.split(",")]:
         print(f"payload {payload} bytes:", file=sys.stderr, flush=True)
@@ -229,23 +321,29 @@ def main(argv=None):
     for rate in (ONE_MILLION, LINE_RATE_256):
         print(f"check {rate} packets/s at 256 bytes:", file=sys.stderr, flush=True)
         checks.append(quiet_measure(exe, 256, rate, args.seconds, args, log))
+    return rows, checks
 
+
+def report(rows, checks, args):
     cpu_model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
                       if line.startswith("model name")), "unknown")
     gso = "GSO " + ("as many as fit, up to 64" if args.gso == 0 else str(args.gso)) + " datagrams per send"
-    print(f"machine: {os.cpu_count()} CPUs ({cpu_model}), Linux {platform.release()}; loopback, not a NIC; "
+    path = ("veth pair (frames, GRO on the receiving side), not a NIC" if args.path == "veth"
+            else "loopback, not a NIC")
+    print(f"machine: {os.cpu_count()} CPUs ({cpu_model}), Linux {platform.release()}; {path}; "
+          f"RxCore {'without' if args.no_gro else 'with'} UDP GRO; "
           f"receiver on CPU {args.rx_cpu}, sender on CPU {args.tx_cpu} ({gso}); "
           f"held = zero loss for {args.seconds:g} s")
     head = ["UDP payload (B)", "packets/s held", "MiB/s", "receiver CPU %", "sender CPU %", "limited by",
-            "other load %"]
+            "datagrams per read buffer", "other load %"]
     lines = []
     for payload, m, limit in rows:
         if m is None:
-            lines.append([str(payload), "none held", "", "", "", limit, ""])
+            lines.append([str(payload), "none held", "", "", "", limit, "", ""])
         else:
             pps = m["sent"] / m["seconds"]
             lines.append([str(payload), f"{pps:,.0f}", f"{pps * payload / MIB:.1f}", f"{m['rx_cpu']:.0f}",
-                          f"{m['tx_cpu']:.0f}", limit, f"{m['others']:.0f}"])
+                          f"{m['tx_cpu']:.0f}", limit, f"{m['per_buffer']:.1f}", f"{m['others']:.0f}"])
     if args.markdown:
         print("| " + " | ".join(head) + " |")
         print("|" + "|".join("-" * (len(h) + 2) for h in head) + "|")
@@ -263,8 +361,8 @@ def main(argv=None):
                         (f", and even so {lost:,} were lost)" if lost else ")"))
         print(f"{m['rate']:,} packets/s at 256 bytes for {m['seconds']:.0f} s: {verdict} (sent {m['sent']:,}, "
               f"received {m['received']:,}, kernel drops {m['kernel_dropped']}, missing {m['missing']}, "
-              f"receiver CPU {m['rx_cpu']:.0f} %, sender CPU {m['tx_cpu']:.0f} %, other load {m['others']:.0f} %)")
-    return 0
+              f"receiver CPU {m['rx_cpu']:.0f} %, sender CPU {m['tx_cpu']:.0f} %, "
+              f"{m['per_buffer']:.1f} datagrams per read buffer, other load {m['others']:.0f} %)")
 
 
 if __name__ == "__main__":

@@ -36,6 +36,7 @@ def ctl_host(tmp_path_factory, repo):
         counters = dict((k, int(v)) for k, v in re.findall(r"(\w+)=(-?\d+)", lines[-1]))
         counters["calls"] = [dict((k, v) for k, v in re.findall(r"(\w+)=(\S+)", line)) for line in lines[:-1]]
         return r.stdout, counters
+    run.exe = exe
     return run
 
 
@@ -165,3 +166,111 @@ def test_stop_emulator_and_status_round_trip(ctl_host):
     assert (st.running, st.run, st.datagrams, st.dropped, st.port_rx_dropped, st.port_tx_dropped,
             st.arp_timeouts, st.dst_flags, st.dst_mac, st.stale) == (1, 42, 0x0000000100000002, 7, 3, 4, 5,
                                                           protocol.DST_VALID, bytes(range(0xa0, 0xa6)), 6)
+
+
+# --- Retransmission safety: the reply cache --------------------------------------------------------
+
+CONTROLLER, OTHER = (0xC0A80164, 40000), (0xC0A80165, 40000)
+
+
+@pytest.fixture(scope="module")
+def ctl_session(ctl_host, tmp_path_factory):
+    """Runs requests [(src, request bytes)] through one ctl_handle state; returns the answers
+    (bytes; b"" for none), the counters and the board calls made."""
+    exe = None
+
+    def run(requests, stub_error=0, ident="ethdaq sim test"):
+        nonlocal exe
+        if exe is None:
+            exe = ctl_host.exe
+        data = b"".join(struct.pack(">IHH", ip, port, len(req)) + req for (ip, port), req in requests)
+        r = subprocess.run([str(exe), "2048", "session", str(stub_error), ident], input=data,
+                           capture_output=True, check=True)
+        out, answers = r.stdout, []
+        while out:
+            (n,) = struct.unpack_from(">H", out)
+            assert n != 0xFFFF
+            answers.append(out[2:2 + n])
+            out = out[2 + n:]
+        assert len(answers) == len(requests)
+        lines = r.stderr.decode().splitlines()
+        counters = dict((k, int(v)) for k, v in re.findall(r"(\w+)=(-?\d+)", lines[-1]))
+        calls = [re.match(r"call=(\w+)", line).group(1) for line in lines[:-1]]
+        return answers, counters, calls
+    return run
+
+
+def test_a_retransmitted_request_is_answered_again_not_executed_again(ctl_session):
+    start = protocol.stream_start_request(100, dst_port=6000)
+    answers, cnt, calls = ctl_session([(CONTROLLER, start)] * 3)
+    assert calls == ["stream_start"]                       # Executed once...
+    assert answers[0] == answers[1] == answers[2]          # ...answered three times, identically.
+    assert protocol.parse_response(answers[0], expect_seq=100)[2] == (42, CONTROLLER[0])
+    assert (cnt["requests"], cnt["replayed"], cnt["stale_seq"]) == (1, 2, 0)
+
+
+def test_replay_is_per_requester_and_per_request(ctl_session):
+    stop = protocol.stream_stop_request
+    answers, cnt, calls = ctl_session([
+        (CONTROLLER, stop(7)),
+        (OTHER, stop(7)),                                   # Same seq from elsewhere: a new request.
+        ((CONTROLLER[0], CONTROLLER[1] + 1), stop(7)),      # Same address, another port: too.
+        (CONTROLLER, stop(8)),                              # Next seq: executed.
+        (CONTROLLER, stop(8)),                              # Retransmission: answered from the cache.
+    ])
+    assert calls == ["stream_stop"] * 4 and cnt["replayed"] == 1
+    assert answers[3] == answers[4]
+
+
+def test_old_or_reused_seqs_are_refused_with_a_status_and_counted(ctl_session):
+    start = lambda seq, port=5000: protocol.stream_start_request(seq, dst_port=port)
+    answers, cnt, calls = ctl_session([
+        (CONTROLLER, start(1)),
+        (CONTROLLER, protocol.stream_stop_request(2)),
+        (CONTROLLER, start(1)),               # A copy of the first, delayed past the second: refused.
+        (CONTROLLER, start(2)),               # The last seq on another request: refused.
+        (CONTROLLER, start(3, port=5001)),    # A new seq: executed.
+    ])
+    assert calls == ["stream_start", "stream_stop", "stream_start"]
+    for i, seq in ((2, 1), (3, 2)):
+        assert protocol.parse_response(answers[i], expect_seq=seq) == (protocol.MSG_ERROR_RSP, seq,
+                                                                       protocol.ERR_STALE_SEQ)
+    assert cnt["stale_seq"] == 2 and cnt["requests"] == 3
+
+
+def test_the_history_and_the_number_of_requesters_are_bounded_as_documented(ctl_session):
+    stop = protocol.stream_stop_request
+    n = protocol.REPLAY_HISTORY
+    # Seqs 0..n+1: 0 and 1 fell out of the history of the last n before n+1; 2 has not.
+    reqs = [(CONTROLLER, stop(seq)) for seq in range(n + 2)] + [(CONTROLLER, stop(s)) for s in (0, 2)]
+    answers, cnt, calls = ctl_session(reqs)
+    assert len(calls) == n + 3 and cnt["stale_seq"] == 1
+    assert protocol.parse_response(answers[-1], expect_seq=2)[2] == protocol.ERR_STALE_SEQ
+    # REPLAY_SOURCES other requesters push the controller out: its retransmission executes again.
+    others = [((0x0A000000 + i, 1000), stop(i)) for i in range(protocol.REPLAY_SOURCES)]
+    answers, cnt, calls = ctl_session([(CONTROLLER, stop(50))] + others + [(CONTROLLER, stop(50))])
+    assert calls.count("stream_stop") == protocol.REPLAY_SOURCES + 2 and cnt["replayed"] == 0
+    # One fewer keeps it.
+    answers, cnt, calls = ctl_session([(CONTROLLER, stop(50))] + others[:-1] + [(CONTROLLER, stop(50))])
+    assert cnt["replayed"] == 1
+
+
+def test_malformed_requests_and_refusals_leave_the_cache_consistent(ctl_session):
+    start = protocol.stream_start_request(9)
+    answers, cnt, calls = ctl_session([
+        (CONTROLLER, start[:-1]),                                    # bad length: not remembered
+        (CONTROLLER, start),
+        (CONTROLLER, start),
+    ], stub_error=protocol.ERR_BUSY)
+    assert calls == ["stream_start"] and cnt["length"] == 1 and cnt["replayed"] == 1
+    assert protocol.parse_response(answers[2], expect_seq=9) == (protocol.MSG_ERROR_RSP, 9, protocol.ERR_BUSY)
+
+
+@pytest.mark.parametrize("ident, kept", [("short", True), ("x" * 200, False)])
+def test_identify_is_answered_afresh_when_its_answer_is_too_long_to_keep(ctl_session, ident, kept):
+    req = protocol.identify_request(77)
+    answers, cnt, _ = ctl_session([(CONTROLLER, req)] * 2, ident=ident)
+    assert (len(answers[0]) <= protocol.REPLAY_RSP_MAX) == kept
+    assert answers[0] == answers[1] and cnt["stale_seq"] == 0
+    assert (cnt["requests"], cnt["replayed"]) == ((1, 1) if kept else (2, 0))
+    assert protocol.parse_response(answers[1], expect_seq=77)[2].ident == ident

@@ -123,6 +123,72 @@ static int stream_start(struct writer *w, const uint8_t *p, uint32_t seq, uint32
 	return answered(w, cnt);
 }
 
+/* Every request fits the cache, and so does every answer to a request that changes state. */
+_Static_assert(CTL_STREAM_START_REQ_LENGTH <= CTL_REPLAY_REQ_MAX && CTL_EMULATOR_REQ_LENGTH <= CTL_REPLAY_REQ_MAX &&
+	       CTL_STATUS_REQ_LENGTH <= CTL_REPLAY_REQ_MAX && CTL_IDENTIFY_REQ_LENGTH <= CTL_REPLAY_REQ_MAX &&
+	       CTL_STREAM_STOP_REQ_LENGTH <= CTL_REPLAY_REQ_MAX, "a request does not fit the reply cache");
+_Static_assert(CTL_HEADER_SIZE + CTL_STATUS_RSP_SIZE <= CTL_REPLAY_RSP_MAX,
+	       "STATUS (the longest answer but IDENTIFY's) does not fit the reply cache");
+
+static struct ctl_replay_entry *replay_find(struct ctl_replay *r, uint32_t ip, uint16_t port)
+{
+	for (size_t i = 0; i < CTL_REPLAY_SOURCES; i++)
+		if (r->e[i].used && r->e[i].ip == ip && r->e[i].port == port)
+			return &r->e[i];
+	return NULL;
+}
+
+/* The entry for a new requester: a free one, else the one heard from longest ago. */
+static struct ctl_replay_entry *replay_new(struct ctl_replay *r, uint32_t ip, uint16_t port)
+{
+	struct ctl_replay_entry *e = &r->e[0];
+
+	for (size_t i = 0; i < CTL_REPLAY_SOURCES; i++) {
+		if (!r->e[i].used) {
+			e = &r->e[i];
+			break;
+		}
+		if ((int32_t)(r->e[i].last_used - e->last_used) < 0)
+			e = &r->e[i];
+	}
+	memset(e, 0, sizeof(*e));
+	e->used = 1;
+	e->ip = ip;
+	e->port = port;
+	return e;
+}
+
+static int replay_older(const struct ctl_replay_entry *e, uint32_t seq)
+{
+	for (size_t i = 0; i < e->older_count; i++)
+		if (e->older[i] == seq)
+			return 1;
+	return 0;
+}
+
+static void replay_store(struct ctl_replay_entry *e, int fresh, uint32_t seq, const uint8_t *req,
+			 size_t req_len, const uint8_t *rsp, int rsp_len)
+{
+	if (!fresh && e->seq != seq) {
+		e->older[e->older_next] = e->seq;
+		e->older_next = (uint8_t)((e->older_next + 1) % CTL_REPLAY_HISTORY);
+		if (e->older_count < CTL_REPLAY_HISTORY)
+			e->older_count++;
+	}
+	e->seq = seq;
+	e->req_len = (uint8_t)req_len;  /* <= CTL_REPLAY_REQ_MAX: lengths were checked. */
+	memcpy(e->req, req, req_len);
+	e->rsp_len = 0;
+	if (rsp_len > 0 && (size_t)rsp_len <= sizeof(e->rsp)) {
+		memcpy(e->rsp, rsp, (size_t)rsp_len);
+		e->rsp_len = (uint16_t)rsp_len;
+	}
+}
+
+static int execute(uint8_t *rsp, size_t rsp_cap, const uint8_t *req, uint8_t type, uint32_t seq,
+		   uint32_t src_ip, const struct ctl_identity *id, const struct ctl_ops *ops,
+		   struct ctl_counters *cnt);
+
 static size_t request_length(uint8_t type)
 {
 	switch (type) {
@@ -135,15 +201,16 @@ static size_t request_length(uint8_t type)
 	}
 }
 
-int ctl_handle(const uint8_t *req, size_t req_len, uint32_t src_ip, uint8_t *rsp, size_t rsp_cap,
-               const struct ctl_identity *id, const struct ctl_ops *ops, struct ctl_counters *cnt)
+int ctl_handle(const uint8_t *req, size_t req_len, uint32_t src_ip, uint16_t src_port,
+               uint8_t *rsp, size_t rsp_cap, const struct ctl_identity *id, const struct ctl_ops *ops,
+               struct ctl_counters *cnt, struct ctl_replay *replay)
 {
 	size_t expected;
-	uint32_t run = 0;
-	int err;
 	struct writer w = { rsp, rsp_cap, 0, 0 };
+	struct ctl_replay_entry *e = NULL;
 	uint8_t  version, type;
 	uint32_t seq;
+	int n;
 
 	if (req == NULL || req_len < CTL_HEADER_SIZE) {
 		cnt->short_drop++;
@@ -174,6 +241,53 @@ int ctl_handle(const uint8_t *req, size_t req_len, uint32_t src_ip, uint8_t *rsp
 		cnt->bad_length++;
 		return error_response(&w, seq, CTL_ERR_BAD_LENGTH, cnt);
 	}
+
+	if (replay != NULL) {
+		replay->clock++;
+		e = replay_find(replay, src_ip, src_port);
+		if (e != NULL) {
+			int last = seq == e->seq;
+			int same = last && e->req_len == req_len && memcmp(e->req, req, req_len) == 0;
+			e->last_used = replay->clock;
+			if (same && e->rsp_len > 0) {
+				/* A retransmission: its answer was lost. Answer again, do not execute again. */
+				if (e->rsp_len > rsp_cap) {
+					cnt->no_room++;
+					return -1;
+				}
+				memcpy(rsp, e->rsp, e->rsp_len);
+				cnt->replayed++;
+				return e->rsp_len;
+			}
+			if ((last && !same) || replay_older(e, seq)) {
+				/* The last seq reused for another request, or a copy delayed from before it. */
+				cnt->stale_seq++;
+				return error_response(&w, seq, CTL_ERR_STALE_SEQ, cnt);
+			}
+			/* The last request with its answer not kept (an IDENTIFY, read-only) is answered
+			 * afresh. */
+		}
+	}
+	n = execute(rsp, rsp_cap, req, type, seq, src_ip, id, ops, cnt);
+	if (replay != NULL && n > 0) {
+		int fresh = e == NULL;
+		if (fresh) {
+			e = replay_new(replay, src_ip, src_port);
+			e->last_used = replay->clock;
+		}
+		replay_store(e, fresh, seq, req, req_len, rsp, n);
+	}
+	return n;
+}
+
+/* The request's effect and its answer; the request was checked up to its length. */
+static int execute(uint8_t *rsp, size_t rsp_cap, const uint8_t *req, uint8_t type, uint32_t seq,
+		   uint32_t src_ip, const struct ctl_identity *id, const struct ctl_ops *ops,
+		   struct ctl_counters *cnt)
+{
+	struct writer w = { rsp, rsp_cap, 0, 0 };
+	uint32_t run = 0;
+	int err;
 
 	switch (type) {
 	case CTL_MSG_IDENTIFY:
@@ -231,7 +345,7 @@ int ctl_handle(const uint8_t *req, size_t req_len, uint32_t src_ip, uint8_t *rsp
 		put_be32(&w, (uint32_t)st.dropped);
 		put_be32(&w, cnt->requests);
 		put_be32(&w, cnt->short_drop + cnt->magic_drop + cnt->response_drop + cnt->bad_version +
-		             cnt->bad_type + cnt->bad_length + cnt->refused + cnt->no_room);
+		             cnt->bad_type + cnt->bad_length + cnt->refused + cnt->no_room + cnt->stale_seq);
 		put_be32(&w, st.port_rx_dropped);
 		put_be32(&w, st.port_tx_dropped);
 		put_be32(&w, st.arp_timeouts);
@@ -239,6 +353,7 @@ int ctl_handle(const uint8_t *req, size_t req_len, uint32_t src_ip, uint8_t *rsp
 		for (size_t i = 0; i < sizeof(st.dst_mac); i++)
 			put_u8(&w, st.dst_mac[i]);
 		put_be32(&w, st.stale);
+		put_be32(&w, cnt->replayed);
 		return answered(&w, cnt);
 	}
 	default:

@@ -38,6 +38,34 @@ struct ctl_counters {
 	uint32_t bad_length;    /* Answered with CTL_ERR_BAD_LENGTH. */
 	uint32_t refused;       /* Well-formed but refused: CTL_ERR_BAD_VALUE, _BUSY, _UNSUPPORTED. */
 	uint32_t no_room;       /* Response did not fit the caller's buffer. */
+	uint32_t stale_seq;     /* Answered with CTL_ERR_STALE_SEQ: an old (or reused) seq, not executed. */
+	uint32_t replayed;      /* Retransmitted requests answered from the reply cache, not executed. */
+};
+
+/* Retransmission safety: per requester (IP, port), its last request and answer, and the seqs of
+ * the CTL_REPLAY_HISTORY requests before it. A client that gets no answer sends the same request
+ * with the same seq again; if the board did execute it (the answer was lost), it answers again
+ * from here and does not execute it twice. A request with one of the older seqs (a copy delayed
+ * in the network), or with the last seq but other bytes, is refused (CTL_ERR_STALE_SEQ). Entries
+ * for CTL_REPLAY_SOURCES requesters; a new one replaces the one heard from longest ago. */
+struct ctl_replay_entry {
+	uint32_t ip;
+	uint16_t port;
+	uint8_t  used;
+	uint8_t  req_len;
+	uint32_t seq;           /* Of the last request executed. */
+	uint32_t older[CTL_REPLAY_HISTORY];  /* The seqs before it (a ring; 0 = unused slot too). */
+	uint8_t  older_next;
+	uint8_t  older_count;
+	uint32_t last_used;     /* ctl_replay.clock when last heard from. */
+	uint16_t rsp_len;       /* 0: the answer was too long to keep (IDENTIFY only: read-only). */
+	uint8_t  req[CTL_REPLAY_REQ_MAX];
+	uint8_t  rsp[CTL_REPLAY_RSP_MAX];
+};
+
+struct ctl_replay {
+	struct ctl_replay_entry e[CTL_REPLAY_SOURCES];
+	uint32_t clock;
 };
 
 struct ctl_stream_cfg {
@@ -80,12 +108,14 @@ struct ctl_ops {
 
 /*
  * Handle one request datagram of req_len bytes. Writes the response into rsp (capacity rsp_cap).
- * src_ip is the requester's address (the default stream destination).
+ * src_ip and src_port are the requester's address (src_ip is the default stream destination).
+ * replay: the reply cache (zeroed at start), or NULL for none.
  * Returns the response length (> 0), 0 when the request is dropped without answer, or
  * -1 when the response does not fit rsp_cap. Every outcome other than a normal answer
  * increments one counter in cnt.
  */
-int ctl_handle(const uint8_t *req, size_t req_len, uint32_t src_ip, uint8_t *rsp, size_t rsp_cap,
-               const struct ctl_identity *id, const struct ctl_ops *ops, struct ctl_counters *cnt);
+int ctl_handle(const uint8_t *req, size_t req_len, uint32_t src_ip, uint16_t src_port,
+               uint8_t *rsp, size_t rsp_cap, const struct ctl_identity *id, const struct ctl_ops *ops,
+               struct ctl_counters *cnt, struct ctl_replay *replay);
 
 #endif

@@ -26,6 +26,7 @@ static char ident[IDENT_SIZE];
 static uint8_t rx_buf[CTLPORT_MAX_DATAGRAM];
 static uint8_t tx_buf[CTLPORT_MAX_DATAGRAM];
 static struct ctl_counters counters;
+static struct ctl_replay replay;  /* Retransmitted requests are answered, not executed, twice. */
 static struct ctlport_stats port_stats;
 
 static void read_ident(void)
@@ -109,7 +110,7 @@ int main(void)
 			ptpsvc_input(d.local_port, rx_buf, d.length);
 			continue;
 		}
-		n = ctl_handle(rx_buf, d.length, d.ip, tx_buf, sizeof(tx_buf), &id, &ops, &counters);
+		n = ctl_handle(rx_buf, d.length, d.ip, d.port, tx_buf, sizeof(tx_buf), &id, &ops, &counters, &replay);
 		if (n > 0)
 			ctlport_send(d.ip, d.port, tx_buf, (size_t)n, &port_stats);
 	}

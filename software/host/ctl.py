@@ -34,10 +34,17 @@ class ControlClient:
         self.close()
 
     def request(self, payload_fn):
-        """Send a request built by payload_fn(seq), retrying on timeout; return the parsed
-        response (msg_type, seq, body). Responses with another sequence number are skipped."""
-        for _ in range(self.retries):
-            self.seq = (self.seq + 1) & 0xffffffff
+        """Send a request built by payload_fn(seq) and return the parsed response (msg_type, seq,
+        body). On a timeout the same request goes again with the same seq, so if only the answer
+        was lost the board answers from its reply cache instead of executing it twice. A board
+        that calls the seq stale (it has a newer one from this address and port: another client
+        had it before) has not executed it: the request goes again once with a new random seq.
+        Responses with another sequence number, or from another address, are skipped."""
+        self.seq = (self.seq + 1) & 0xffffffff
+        renewed = False
+        tries = 0
+        while tries < self.retries:
+            tries += 1
             self.sock.sendto(payload_fn(self.seq), self.addr)
             try:
                 while True:
@@ -45,11 +52,18 @@ class ControlClient:
                     if src != self.addr:
                         continue
                     try:
-                        return protocol.parse_response(data, expect_seq=self.seq)
+                        rsp = protocol.parse_response(data, expect_seq=self.seq)
                     except protocol.ProtocolError:
                         continue
+                    break
             except (socket.timeout, ConnectionRefusedError):
                 continue  # ICMP port unreachable counts as one failed try, like silence.
+            if rsp[0] == protocol.MSG_ERROR_RSP and rsp[2] == protocol.ERR_STALE_SEQ and not renewed:
+                renewed = True
+                self.seq = int.from_bytes(os.urandom(4), "big")
+                tries -= 1
+                continue
+            return rsp
         raise ControlTimeout(f"no answer from {self.addr[0]}:{self.addr[1]} after "
                              f"{self.retries} tries of {self.timeout:g} s")
 

@@ -209,7 +209,7 @@ local CTL_HEADER_LEN = 8
 local CTL_RESPONSE = 0x80
 local CTL_PORT = 7000
 local CTL_MSG_ERROR_RSP = 0xFF
-local CTL_ERROR_NAMES = { [1] = "bad version", [2] = "unknown message type", [3] = "bad length", [4] = "value out of range", [5] = "busy (a run is going: stop it first)", [6] = "not supported by this build" }
+local CTL_ERROR_NAMES = { [1] = "bad version", [2] = "unknown message type", [3] = "bad length", [4] = "value out of range", [5] = "busy (a run is going: stop it first)", [6] = "not supported by this build", [7] = "stale sequence number (not executed)" }
 
 local CTL_HEADER = {
     { name = "magic", offset = 0, size = 2 },
@@ -278,9 +278,10 @@ local CTL_MESSAGES = {
         { f = ProtoField.uint8("ethdaqctl.status_rsp.dst_flags", "dst_flags", base.HEX, nil), size = 1, bits = { ProtoField.bool("ethdaqctl.status_rsp.dst_flags.valid", "VALID", 8, nil, 0x01), ProtoField.bool("ethdaqctl.status_rsp.dst_flags.unreachable", "UNREACHABLE", 8, nil, 0x02) }, },
         { f = ProtoField.ether("ethdaqctl.status_rsp.dst_mac", "dst_mac"), size = 6, },
         { f = ProtoField.uint32("ethdaqctl.status_rsp.stale", "stale", base.DEC, nil), size = 4, },
+        { f = ProtoField.uint32("ethdaqctl.status_rsp.ctl_replayed", "ctl_replayed", base.DEC, nil), size = 4, },
     }, strings = {} },
     [0xFF] = { name = "ERROR_RSP", fields = {
-        { f = ProtoField.uint8("ethdaqctl.error_rsp.code", "code", base.DEC, { [1] = "bad version", [2] = "unknown message type", [3] = "bad length", [4] = "value out of range", [5] = "busy (a run is going: stop it first)", [6] = "not supported by this build" }), size = 1, },
+        { f = ProtoField.uint8("ethdaqctl.error_rsp.code", "code", base.DEC, { [1] = "bad version", [2] = "unknown message type", [3] = "bad length", [4] = "value out of range", [5] = "busy (a run is going: stop it first)", [6] = "not supported by this build", [7] = "stale sequence number (not executed)" }), size = 1, },
     }, strings = {} },
 }
 

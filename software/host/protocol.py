@@ -39,9 +39,22 @@ ERR_BAD_LENGTH    = 3
 ERR_BAD_VALUE     = 4  # A field is out of range (e.g. payload size, channel mask).
 ERR_BUSY          = 5  # STREAM_START while a run is going: stop it first.
 ERR_UNSUPPORTED   = 6  # The board was built without the feature (e.g. no streamer).
+# The request's seq is one of the REPLAY_HISTORY before the last this requester (IP and port) sent,
+# or the last one on a different request: not executed. Send it again with a new seq.
+ERR_STALE_SEQ     = 7
 ERROR_NAMES = {ERR_BAD_VERSION: "bad version", ERR_BAD_TYPE: "unknown message type",
                ERR_BAD_LENGTH: "bad length", ERR_BAD_VALUE: "value out of range",
-               ERR_BUSY: "busy (a run is going: stop it first)", ERR_UNSUPPORTED: "not supported by this build"}
+               ERR_BUSY: "busy (a run is going: stop it first)", ERR_UNSUPPORTED: "not supported by this build",
+               ERR_STALE_SEQ: "stale sequence number (not executed)"}
+
+# Retransmission safety: the board keeps, for each of the last REPLAY_SOURCES requesters
+# (IP, port), its last request and the answer (if at most REPLAY_RSP_MAX bytes: every answer but
+# a long IDENTIFY, which is read-only). The same request with the same seq again gets that answer
+# again without being executed; one of the REPLAY_HISTORY seqs before it gets ERR_STALE_SEQ.
+REPLAY_SOURCES = 4
+REPLAY_HISTORY = 8
+REPLAY_REQ_MAX = 32
+REPLAY_RSP_MAX = 96
 
 # Identify response payload, fixed part; followed by three strings, each u8 length + bytes:
 # board name, build id (git hash), SoC identifier string.
@@ -59,8 +72,9 @@ EMULATOR       = struct.Struct(">BII")      # mode, rate (x 2**-32 per cycle), s
 # STATUS response: running, run, datagrams sent, samples dropped this run, control requests
 # answered, control requests refused, CPU-port datagrams dropped (rx), (tx), ARP requests for the
 # stream destination that got no answer, destination flags (DST_*), destination MAC in use,
-# datagrams of an earlier run discarded unsent (queued for a destination that never answered).
-STATUS_RSP     = struct.Struct(">BIQQIIIIIB6sI")
+# datagrams of an earlier run discarded unsent (queued for a destination that never answered),
+# control requests answered again from the reply cache (retransmissions, not executed again).
+STATUS_RSP     = struct.Struct(">BIQQIIIIIB6sII")
 DST_VALID       = 0x01  # The destination MAC is known: datagrams flow.
 DST_UNREACHABLE = 0x02  # The destination did not answer ARP: datagrams wait, samples are dropped.
 MIN_PAYLOAD    = 64
@@ -163,6 +177,7 @@ class Status:
     dst_flags:      int
     dst_mac:        bytes
     stale:          int
+    ctl_replayed:   int
 
 
 def unpack_header(data):
@@ -255,6 +270,11 @@ def c_header():
         f"#define CTL_ERR_BAD_VALUE    {ERR_BAD_VALUE}u",
         f"#define CTL_ERR_BUSY         {ERR_BUSY}u",
         f"#define CTL_ERR_UNSUPPORTED  {ERR_UNSUPPORTED}u",
+        f"#define CTL_ERR_STALE_SEQ    {ERR_STALE_SEQ}u",
+        f"#define CTL_REPLAY_SOURCES   {REPLAY_SOURCES}u",
+        f"#define CTL_REPLAY_HISTORY   {REPLAY_HISTORY}u",
+        f"#define CTL_REPLAY_REQ_MAX   {REPLAY_REQ_MAX}u",
+        f"#define CTL_REPLAY_RSP_MAX   {REPLAY_RSP_MAX}u",
         f"#define CTL_MIN_PAYLOAD      {MIN_PAYLOAD}u",
         f"#define CTL_DST_VALID        0x{DST_VALID:02X}u",
         f"#define CTL_DST_UNREACHABLE  0x{DST_UNREACHABLE:02X}u",

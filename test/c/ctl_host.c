@@ -2,10 +2,15 @@
  * Host harness for software/firmware/ctl.c: reads one request datagram from stdin, writes the
  * response (possibly empty) to stdout and the counters and the board calls it made to stderr,
  * so tests in Python can check the firmware's parser byte for byte against ethdaq.host.protocol.
- * Usage: ctl_host [response capacity] [src ip] [stub error code]
+ * Usage: ctl_host [response capacity] [src ip] [stub error code] [SoC identifier string]
+ *
+ * With src ip "session": stdin holds several requests, each as src ip (u32), src port (u16),
+ * length (u16) and the bytes, big-endian, handled in order with one reply cache; stdout gets
+ * each answer as length (u16; 0: none, 0xFFFF: did not fit) and the bytes.
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "ctl.h"
 
@@ -54,16 +59,41 @@ int main(int argc, char **argv)
 		.board = "sim", .build_id = "0123456789ab", .ident = "ethdaq sim test",
 	};
 	struct ctl_ops ops = { stream_start, stream_stop, emulator, status };
+	static struct ctl_replay replay;
 	size_t cap = argc > 1 ? (size_t)atoi(argv[1]) : sizeof(rsp);
-	uint32_t src_ip = argc > 2 ? (uint32_t)strtoul(argv[2], NULL, 0) : 0xC0A80164u;
+	int session = argc > 2 && strcmp(argv[2], "session") == 0;
+	uint32_t src_ip = argc > 2 && !session ? (uint32_t)strtoul(argv[2], NULL, 0) : 0xC0A80164u;
 	size_t n = fread(req, 1, sizeof(req), stdin);
-	int r;
+	int r = 0;
 	stub_error = argc > 3 ? atoi(argv[3]) : 0;
-	r = ctl_handle(req, n, src_ip, rsp, cap, &id, &ops, &cnt);
-	if (r > 0)
-		fwrite(rsp, 1, (size_t)r, stdout);
-	fprintf(stderr, "ret=%d requests=%u short=%u magic=%u response=%u version=%u type=%u length=%u refused=%u no_room=%u\n",
+	if (argc > 4)
+		id.ident = argv[4];
+	if (cap > sizeof(rsp))
+		cap = sizeof(rsp);
+	if (!session) {
+		r = ctl_handle(req, n, src_ip, 40000, rsp, cap, &id, &ops, &cnt, &replay);
+		if (r > 0)
+			fwrite(rsp, 1, (size_t)r, stdout);
+	}
+	for (size_t off = 0; session && off + 8 <= n;) {
+		uint32_t ip = ((uint32_t)req[off] << 24) | ((uint32_t)req[off + 1] << 16) |
+			      ((uint32_t)req[off + 2] << 8) | req[off + 3];
+		uint16_t port = (uint16_t)((req[off + 4] << 8) | req[off + 5]);
+		size_t len = (size_t)((req[off + 6] << 8) | req[off + 7]);
+		uint8_t out[2];
+		if (len > n - off - 8)
+			return 2;
+		r = ctl_handle(req + off + 8, len, ip, port, rsp, cap, &id, &ops, &cnt, &replay);
+		out[0] = (uint8_t)((r < 0 ? 0xFFFF : r) >> 8);
+		out[1] = (uint8_t)(r < 0 ? 0xFFFF : r);
+		fwrite(out, 1, 2, stdout);
+		if (r > 0)
+			fwrite(rsp, 1, (size_t)r, stdout);
+		off += 8 + len;
+	}
+	fprintf(stderr, "ret=%d requests=%u short=%u magic=%u response=%u version=%u type=%u length=%u refused=%u "
+		"no_room=%u stale_seq=%u replayed=%u\n",
 		r, cnt.requests, cnt.short_drop, cnt.magic_drop, cnt.response_drop, cnt.bad_version,
-		cnt.bad_type, cnt.bad_length, cnt.refused, cnt.no_room);
+		cnt.bad_type, cnt.bad_length, cnt.refused, cnt.no_room, cnt.stale_seq, cnt.replayed);
 	return 0;
 }

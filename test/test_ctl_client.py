@@ -1,0 +1,97 @@
+"""The control client's retries (ethdaq.host.ctl.ControlClient) against a scripted board on
+loopback: a retry carries the same seq (so the board's reply cache answers it instead of
+executing it again: test_protocol.py checks that side), and a stale-seq refusal is retried once
+with a new seq."""
+
+import socket
+import threading
+
+import pytest
+
+from ethdaq.host import protocol
+from ethdaq.host.ctl import ControlClient, ControlTimeout
+
+
+class ScriptedBoard:
+    """Answers the requests it gets with script[i](request) (None: no answer); records them."""
+
+    def __init__(self, script):
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.settimeout(5)
+        self.port = self.sock.getsockname()[1]
+        self.script, self.seen = list(script), []
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self):
+        for answer in self.script:
+            try:
+                req, src = self.sock.recvfrom(2048)
+            except socket.timeout:
+                return
+            self.seen.append(req)
+            rsp = answer(req)
+            if rsp is not None:
+                self.sock.sendto(rsp, src)
+
+    def close(self):
+        self.thread.join(10)
+        self.sock.close()
+
+
+def seq_of(req):
+    return protocol.HEADER.unpack_from(req)[3]
+
+
+def stop_answer(req):
+    return protocol.pack_header(protocol.MSG_STREAM_STOP | protocol.RESPONSE, seq_of(req)) + \
+        protocol.STREAM_STOP_RSP.pack(5)
+
+
+def error_answer(code):
+    return lambda req: protocol.pack_header(protocol.MSG_ERROR_RSP, seq_of(req)) + bytes([code])
+
+
+def test_a_retry_after_a_lost_answer_carries_the_same_seq():
+    board = ScriptedBoard([lambda req: None, lambda req: None, stop_answer])
+    with ControlClient("127.0.0.1", board.port, timeout=0.3, retries=3) as c:
+        assert c.stream_stop() == 5
+        next_seq = c.seq + 1
+    board.close()
+    assert len(board.seen) == 3 and len(set(board.seen)) == 1  # Byte for byte the same request.
+    assert seq_of(board.seen[0]) == next_seq - 1
+
+
+def test_each_new_request_gets_a_new_seq():
+    board = ScriptedBoard([stop_answer, stop_answer])
+    with ControlClient("127.0.0.1", board.port, timeout=1) as c:
+        c.stream_stop()
+        c.stream_stop()
+    board.close()
+    assert seq_of(board.seen[1]) == (seq_of(board.seen[0]) + 1) & 0xffffffff
+
+
+def test_a_stale_seq_refusal_is_retried_once_with_a_new_seq():
+    board = ScriptedBoard([error_answer(protocol.ERR_STALE_SEQ), stop_answer])
+    with ControlClient("127.0.0.1", board.port, timeout=1, retries=1) as c:
+        assert c.stream_stop() == 5  # Even with retries=1: the refusal was an answer, not a loss.
+    board.close()
+    assert seq_of(board.seen[0]) != seq_of(board.seen[1])
+
+
+def test_a_second_stale_seq_refusal_is_reported():
+    from ethdaq.host.ctl import ControlRefused
+    board = ScriptedBoard([error_answer(protocol.ERR_STALE_SEQ)] * 2)
+    with ControlClient("127.0.0.1", board.port, timeout=1) as c:
+        with pytest.raises(ControlRefused, match="stale sequence number"):
+            c.stream_stop()
+    board.close()
+
+
+def test_no_answer_at_all_is_a_timeout_naming_the_board():
+    board = ScriptedBoard([lambda req: None] * 2)
+    with ControlClient("127.0.0.1", board.port, timeout=0.2, retries=2) as c:
+        with pytest.raises(ControlTimeout, match=f"127.0.0.1:{board.port} after 2 tries"):
+            c.status()
+    board.close()
