@@ -11,7 +11,8 @@ STAMPS  := $(VENV)/.stamps
 # Debian packages the build, the simulation and the tests need.
 DEBS := python3 python3-venv python3-dev git make gcc g++ \
         verilator gcc-riscv64-unknown-elf libevent-dev libjson-c-dev zlib1g-dev \
-        iproute2 iputils-ping arping tcpdump tshark openfpgaloader linuxptp ethtool
+        iproute2 iputils-ping arping tcpdump tshark openfpgaloader linuxptp ethtool \
+        clang libclang-rt-14-dev
 
 .PHONY: all deps venv demo test test-fast clean
 

@@ -6,6 +6,8 @@ import re
 import shutil
 import struct
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -274,3 +276,34 @@ def test_identify_is_answered_afresh_when_its_answer_is_too_long_to_keep(ctl_ses
     assert answers[0] == answers[1] and cnt["stale_seq"] == 0
     assert (cnt["requests"], cnt["replayed"]) == ((1, 1) if kept else (2, 0))
     assert protocol.parse_response(answers[1], expect_seq=77)[2].ident == ident
+
+
+# --- Fuzzing ------------------------------------------------------------------------------------
+
+def test_standalone_fuzzer_keeps_every_invariant_and_reaches_the_reply_cache(ctl_host, repo, tmp_path):
+    """test/c/ctl_fuzz.c with gcc and the sanitizers: mutated conversations of valid requests
+    (retransmissions, stale and reused seqs, small answer buffers, failing board operations)."""
+    exe = tmp_path / "ctl_fuzz"
+    gen = Path(ctl_host.exe).parent
+    subprocess.run(["gcc", "-std=c99", "-D_DEFAULT_SOURCE", "-O1", "-g", "-Wall", "-Wextra", "-Werror",
+                    "-fsanitize=address,undefined", "-fno-sanitize-recover=all", f"-I{gen}",
+                    f"-I{repo}/software/firmware", str(repo / "software/firmware/ctl.c"),
+                    str(repo / "test/c/ctl_fuzz.c"), "-o", str(exe)], check=True)
+    r = subprocess.run([str(exe), "30000", "7"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    got = dict((k, int(v)) for k, v in re.findall(r"(\w+)=(\d+)", r.stdout))
+    assert "no invariant broken" in r.stdout
+    assert all(got[k] > 1000 for k in ("requests", "refused", "replayed", "stale_seq", "no_room", "bad_length"))
+
+
+def test_libfuzzer_short_run_of_both_firmware_parsers(tmp_path):
+    """bench/fuzz.py as the bench runs it, 100,000 inputs per harness instead of 10 million."""
+    if shutil.which("clang") is None:
+        pytest.fail("clang is required (make test installs clang and libclang-rt-14-dev)")
+    r = subprocess.run([sys.executable, str(Path(__file__).parents[1] / "bench" / "fuzz.py"), "--runs", "100000",
+                        "--build-dir", str(tmp_path)], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    rows = {line.split()[0]: line.split() for line in r.stdout.splitlines() if line.split()[:1] in (["ctl"], ["ptp"])}
+    assert set(rows) == {"ctl", "ptp"}
+    for name, row in rows.items():
+        assert row[1] == "100,000" and row[-1] == "0", row

@@ -1,0 +1,241 @@
+/*
+ * This file is part of ethdaq.
+ * SPDX-License-Identifier: BSD-2-Clause
+ *
+ * Fuzz harness for software/firmware/ctl.c, the firmware's control protocol handler, built
+ * unchanged for the host. One input is a conversation: several requesters sending requests
+ * through one handler state (counters and reply cache), so mutations reach the retransmission
+ * paths, not just the parser.
+ *
+ *   clang -fsanitize=fuzzer,address,undefined -DCTL_FUZZ_LIBFUZZER ...   (libFuzzer;
+ *       bench/fuzz_ctl.py runs it)
+ *   gcc -fsanitize=address,undefined ...   ctl_fuzz <iterations> <seed>  (standalone: builds
+ *       conversations from valid requests and mutates them, deterministically; CI runs it)
+ *
+ * Input: byte 0 = configuration (bits 0-2: the error code the board's operations return, 0-6;
+ * bit 3: built without the streamer; bits 4-7: response buffer size class). Then records of
+ * [who][len][len bytes]: who % 6 picks the requester; who bit 7: send that requester's previous
+ * request again, byte for byte (a retransmission; len bytes are then skipped).
+ *
+ * Invariants (abort on violation), besides the sanitizers': the answer fits the buffer; an answer
+ * has our magic and version, echoes the request's seq, and is either the request's response type
+ * or a 9-byte ERROR_RSP; every request moves at least one counter (at most two: an error answer
+ * that did not fit also counts no_room); a request answered from the reply cache runs no board
+ * operation and gets byte for byte the answer that requester got before; a request runs at most
+ * one board operation.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctl.h"
+
+#define REQUESTERS 6
+#define MAX_REQ    64
+
+static int ops_error;
+static unsigned ops_calls;
+static struct ctl_counters total;  /* Over all conversations: what the standalone run reached. */
+
+static int op_start(const struct ctl_stream_cfg *c, uint32_t *run)
+{
+	(void)c;
+	ops_calls++;
+	*run = 1;
+	return ops_error;
+}
+
+static int op_stop(uint32_t *run)
+{
+	ops_calls++;
+	*run = 1;
+	return ops_error;
+}
+
+static int op_emulator(const struct ctl_emulator_cfg *c)
+{
+	(void)c;
+	ops_calls++;
+	return ops_error;
+}
+
+static void op_status(struct ctl_status *st)
+{
+	st->running = 1;
+	st->datagrams = 12345;
+}
+
+static const struct ctl_ops ops = { op_start, op_stop, op_emulator, op_status };
+
+static uint32_t counter_sum(const struct ctl_counters *c)
+{
+	return c->requests + c->short_drop + c->magic_drop + c->response_drop + c->bad_version +
+	       c->bad_type + c->bad_length + c->refused + c->no_room + c->stale_seq + c->replayed;
+}
+
+static void fail(const char *why)
+{
+	fprintf(stderr, "ctl_fuzz: invariant broken: %s\n", why);
+	abort();
+}
+
+static void conversation(const uint8_t *data, size_t size)
+{
+	static const size_t caps[16] = { 0, 1, 8, 9, 12, 16, 24, 40, 64, 80, 96, 128, 200, 512, 1024, 2048 };
+	struct ctl_identity id = {
+		.mac = {0x10, 0xe2, 0xd5, 0, 0, 1}, .ip = 0xC0A80132u, .ctl_port = 7000,
+		.sys_clk_hz = 125000000u, .eth_dw = 8, .nchannels = 4, .sample_bits = 16, .max_payload = 8972,
+		.board = "fuzz", .build_id = "0123456789ab", .ident = "ethdaq ctl fuzz",
+	};
+	struct ctl_counters cnt;
+	static struct ctl_replay replay;
+	static uint8_t last_req[REQUESTERS][MAX_REQ], last_rsp[REQUESTERS][2048], rsp[2048];
+	size_t last_req_len[REQUESTERS] = {0};
+	int last_rsp_len[REQUESTERS] = {0};
+	size_t cap, off = 1;
+
+	if (size < 1)
+		return;
+	memset(&cnt, 0, sizeof(cnt));
+	memset(&replay, 0, sizeof(replay));
+	ops_error = data[0] & 7;
+	if (ops_error == 7)
+		ops_error = 0;
+	if (data[0] & 8)
+		id.nchannels = 0;
+	cap = caps[data[0] >> 4];
+
+	while (off + 2 <= size) {
+		unsigned who = data[off] % REQUESTERS;
+		int again = data[off] & 0x80;
+		size_t len = data[off + 1];
+		const uint8_t *req;
+		uint32_t before_cnt = counter_sum(&cnt), replayed = cnt.replayed;
+		uint32_t executed = cnt.requests + cnt.refused;
+		unsigned before_calls = ops_calls;
+		int n;
+
+		off += 2;
+		if (len > size - off)
+			len = size - off;
+		if (again && last_req_len[who] > 0) {
+			req = last_req[who];
+			len = last_req_len[who];
+		} else {
+			req = data + off;
+			off += len;
+		}
+		n = ctl_handle(req, len, 0x0A000001u + who, (uint16_t)(40000 + who), rsp, cap, &id, &ops,
+			       &cnt, &replay);
+		if (n > (int)cap || n < -1)
+			fail("answer longer than the buffer");
+		if (counter_sum(&cnt) - before_cnt < 1 || counter_sum(&cnt) - before_cnt > 2)
+			fail("a request must move one counter (two for an error answer that did not fit)");
+		if (ops_calls - before_calls > 1)
+			fail("one request ran two board operations");
+		if (n > 0) {
+			uint8_t type = rsp[3];
+			if (n < (int)CTL_HEADER_SIZE || rsp[0] != (CTL_MAGIC >> 8) || rsp[1] != (CTL_MAGIC & 0xff) ||
+			    rsp[2] != CTL_VERSION)
+				fail("answer without our header");
+			if (len < CTL_HEADER_SIZE || memcmp(rsp + 4, req + 4, 4) != 0)
+				fail("answer does not echo the request's seq");
+			if (type == CTL_MSG_ERROR_RSP ? n != (int)CTL_HEADER_SIZE + 1 : type != (req[3] | CTL_RESPONSE))
+				fail("answer of the wrong type or length");
+		}
+		if (cnt.replayed != replayed) {
+			if (ops_calls != before_calls)
+				fail("a retransmission ran a board operation again");
+			if (n != last_rsp_len[who] || memcmp(rsp, last_rsp[who], (size_t)n) != 0)
+				fail("a retransmission got another answer than the first time");
+		}
+		if (len <= MAX_REQ) {
+			memmove(last_req[who], req, len);  /* req may be last_req[who] itself. */
+			last_req_len[who] = len;
+		}
+		/* The answer the reply cache keeps: that of a request that was executed. */
+		if (n > 0 && cnt.requests + cnt.refused != executed) {
+			memcpy(last_rsp[who], rsp, (size_t)n);
+			last_rsp_len[who] = n;
+		}
+	}
+	total.requests += cnt.requests;
+	total.refused += cnt.refused;
+	total.replayed += cnt.replayed;
+	total.stale_seq += cnt.stale_seq;
+	total.no_room += cnt.no_room;
+	total.bad_length += cnt.bad_length;
+	total.magic_drop += cnt.magic_drop;
+}
+
+#ifdef CTL_FUZZ_LIBFUZZER
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	conversation(data, size);
+	return 0;
+}
+#else
+/* A valid request of a random type with random fields, into buf; its length. */
+static size_t valid_request(uint8_t *buf, unsigned *seed, uint32_t seq)
+{
+	static const uint8_t types[] = { CTL_MSG_IDENTIFY, CTL_MSG_STREAM_START, CTL_MSG_STREAM_STOP,
+					 CTL_MSG_EMULATOR, CTL_MSG_STATUS };
+	static const size_t lengths[] = { CTL_IDENTIFY_REQ_LENGTH, CTL_STREAM_START_REQ_LENGTH,
+					  CTL_STREAM_STOP_REQ_LENGTH, CTL_EMULATOR_REQ_LENGTH, CTL_STATUS_REQ_LENGTH };
+	unsigned k = (unsigned)rand_r(seed) % 5;
+	buf[0] = CTL_MAGIC >> 8;
+	buf[1] = CTL_MAGIC & 0xff;
+	buf[2] = CTL_VERSION;
+	buf[3] = types[k];
+	buf[4] = (uint8_t)(seq >> 24); buf[5] = (uint8_t)(seq >> 16); buf[6] = (uint8_t)(seq >> 8); buf[7] = (uint8_t)seq;
+	for (size_t i = CTL_HEADER_SIZE; i < lengths[k]; i++)
+		buf[i] = (uint8_t)rand_r(seed);
+	if (types[k] == CTL_MSG_STREAM_START && rand_r(seed) % 2) {  /* Often in range. */
+		buf[14] = 0x05; buf[15] = 0xC0;  /* 1472-byte payload */
+		buf[16] = 0x0F; buf[17] = 0;
+	}
+	return lengths[k];
+}
+
+int main(int argc, char **argv)
+{
+	long iterations = argc > 1 ? atol(argv[1]) : 100000;
+	unsigned seed = argc > 2 ? (unsigned)atoi(argv[2]) : 1;
+	static uint8_t input[4096];
+
+	for (long it = 0; it < iterations; it++) {
+		size_t size = 0;
+		uint32_t seq[REQUESTERS];
+		int records = 1 + rand_r(&seed) % 24;
+		for (int i = 0; i < REQUESTERS; i++)
+			seq[i] = (uint32_t)rand_r(&seed);
+		input[size++] = (uint8_t)rand_r(&seed);
+		for (int r = 0; r < records; r++) {
+			unsigned who = (unsigned)rand_r(&seed) % REQUESTERS, what = (unsigned)rand_r(&seed) % 16;
+			uint8_t req[MAX_REQ] = {0};
+			size_t len;
+			/* Mostly the next seq; sometimes the same again or an old one. */
+			uint32_t s = what < 11 ? ++seq[who] : what < 13 ? seq[who] : seq[who] - 1 - (uint32_t)rand_r(&seed) % 10;
+			len = valid_request(req, &seed, s);
+			switch (rand_r(&seed) % 8) {  /* Mutations: none most often. */
+			case 0: req[rand_r(&seed) % len] ^= (uint8_t)(1u << (rand_r(&seed) % 8)); break;
+			case 1: len = (size_t)rand_r(&seed) % (len + 1); break;
+			case 2: len += (size_t)rand_r(&seed) % 8; break;
+			default: break;
+			}
+			if (len > MAX_REQ)
+				len = MAX_REQ;
+			input[size++] = (uint8_t)(who | (what == 15 ? 0x80 : 0));  /* 0x80: retransmit */
+			input[size++] = (uint8_t)len;
+			memcpy(input + size, req, len);
+			size += len;
+		}
+		conversation(input, size);
+	}
+	printf("ctl_fuzz: %ld conversations, no invariant broken: requests=%u refused=%u replayed=%u "
+	       "stale_seq=%u no_room=%u bad_length=%u magic=%u\n", iterations, total.requests, total.refused,
+	       total.replayed, total.stale_seq, total.no_room, total.bad_length, total.magic_drop);
+	return 0;
+}
+#endif
