@@ -75,12 +75,23 @@ def _port(text):
     return value
 
 
+def _allow(text):
+    from ethdaq.soc.daqsoc import parse_allow
+    try:
+        return parse_allow(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def _add_network_options(p):
     from ethdaq.soc.daqsoc import DEFAULT_CTL_PORT, DEFAULT_IP, DEFAULT_MAC
     p.add_argument("--ip",  type=_ip,  default=DEFAULT_IP,  help=f"board IPv4 address (default {DEFAULT_IP})")
     p.add_argument("--mac", type=_mac, default=DEFAULT_MAC, help=f"board MAC address (default {DEFAULT_MAC})")
     p.add_argument("--ctl-port", type=_port, default=DEFAULT_CTL_PORT,
                    help=f"firmware control UDP port (default {DEFAULT_CTL_PORT})")
+    p.add_argument("--ctl-allow", type=_allow, default=[], metavar="NET[,NET...]",
+                   help="addresses that may control the board, e.g. 192.168.1.0/24,10.0.0.7 (default: any; "
+                        "the first to claim it holds it, docs/protocol.md)")
     g = p.add_argument_group("PTP (docs/ptp-firmware.md)")
     g.add_argument("--ptp-role", choices=["auto", "master", "slave"], default="auto",
                    help="auto: the best master clock algorithm decides (default); master: always master; slave: never master")
@@ -132,6 +143,7 @@ def _soc_kwargs(args):
     from ethdaq.soc.daqsoc import check_ports
     check_ports(args.ctl_port)
     kwargs = dict(ip_address=args.ip, mac_address=args.mac, ctl_port=args.ctl_port,
+                  ctl_allow=[f"{ipaddress.IPv4Address(n)}/{ipaddress.IPv4Address(m)}" for n, m in args.ctl_allow],
                   ptp_role=args.ptp_role, ptp_transport=args.ptp_transport, ptp_domain=args.ptp_domain,
                   ptp_log_sync=args.ptp_log_sync, ptp_log_announce=args.ptp_log_announce,
                   ptp_log_delay_req=args.ptp_log_delay_req)
@@ -332,9 +344,20 @@ def cmd_ctl(args):
                 rate = min(int(args.rate*2**32), 2**32 - 1)
                 client.emulator(args.mode, rate, args.seed)
                 print(f"emulator: {args.mode}, {args.rate:g} samples/cycle per channel")
+            elif args.action == "claim":
+                granted, holder, left = client.claim(args.lease)
+                if not granted:
+                    raise CLIError(f"the board is held by {ipaddress.IPv4Address(holder)} for another "
+                                   f"{left / 1000:.1f} s (it releases with `ethdaq ctl release`, or the lease runs out)")
+                print(f"this host ({ipaddress.IPv4Address(holder)}) controls the board for {left / 1000:.0f} s; "
+                      f"every start, stop or emulator request renews it")
+            elif args.action == "release":
+                client.release()
+                print("released: any allowed host may now control the board")
             elif args.action == "status":
                 st = client.status().__dict__
                 st["dst_mac"] = format_mac(st["dst_mac"])
+                st["controller_ip"] = str(ipaddress.IPv4Address(st["controller_ip"])) if st["controller_ip"] else None
                 if args.json:
                     print(json.dumps(st))
                 else:
@@ -412,7 +435,9 @@ def make_parser():
                               "  ethdaq ctl start --ip 192.168.1.50 --dst-port 5000 --payload 1472\n"
                               "  ethdaq ctl stop --ip 192.168.1.50",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("action", choices=["identify", "start", "stop", "status", "emulator"], help="request to send")
+    p.add_argument("action", choices=["identify", "start", "stop", "status", "emulator", "claim", "release"],
+                   help="request to send (start, stop, emulator, claim and release only from the controller: "
+                        "docs/protocol.md)")
     p.add_argument("--ip", type=_ip, required=True, help="board IP address")
     p.add_argument("--port", type=_port, default=7000, help="control port (default 7000)")
     p.add_argument("--timeout", type=float, default=2.0, help="seconds per try (3 tries)")
@@ -429,6 +454,9 @@ def make_parser():
     g.add_argument("--mode", choices=["off", "counter", "ramp", "pulse"], default="counter")
     g.add_argument("--rate", type=float, default=0.25, help="samples per clock cycle per channel, 0..1 (default 0.25)")
     g.add_argument("--seed", type=int, default=1, help="pulse-train seed")
+    g = p.add_argument_group("claim")
+    g.add_argument("--lease", type=_int_in(0, 3600, "lease"), default=0, metavar="S",
+                   help="seconds the board stays this host's without a request (0: the board's default, 60)")
     p.set_defaults(func=cmd_ctl)
 
     from ethdaq.host import plot, recv

@@ -64,6 +64,25 @@ def git_hash():
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
 
+def parse_allow(networks):
+    """--ctl-allow: "192.168.1.0/24,10.0.0.7" (or a list of such) -> [(net, mask)], at most
+    protocol.MAX_ALLOW; ValueError naming the bad entry."""
+    from ethdaq.host.protocol import MAX_ALLOW
+    if isinstance(networks, str):
+        networks = [n for n in networks.split(",") if n.strip()]
+    out = []
+    for text in networks:
+        try:
+            net = ipaddress.IPv4Network(str(text).strip())
+        except ValueError as e:
+            raise ValueError(f"{str(text).strip()!r} is not an IPv4 address or network "
+                             f"like 192.168.1.0/24 ({e})") from None
+        out.append((int(net.network_address), int(net.netmask)))
+    if len(out) > MAX_ALLOW:
+        raise ValueError(f"--ctl-allow takes at most {MAX_ALLOW} networks, not {len(out)}")
+    return out
+
+
 def check_ports(ctl_port, data_port=DEFAULT_DATA_PORT):
     """The hardware UDP stack dispatches by local port: each of ours must be distinct."""
     if not (0 < ctl_port < 65536):
@@ -103,6 +122,7 @@ class DAQSoC(SoCCore):
         ip_address   = DEFAULT_IP,
         mac_address  = DEFAULT_MAC,
         ctl_port     = DEFAULT_CTL_PORT,
+        ctl_allow    = (),
         eth_dw       = None,
         build_id     = None,
         data_port    = DEFAULT_DATA_PORT,
@@ -125,6 +145,7 @@ class DAQSoC(SoCCore):
         self.ip_address   = parse_ip(ip_address)   if isinstance(ip_address,  str) else ip_address
         self.mac_address  = parse_mac(mac_address) if isinstance(mac_address, str) else mac_address
         self.ctl_port     = ctl_port
+        self.ctl_allow    = parse_allow(ctl_allow)
         self.build_id     = build_id or git_hash()
         check_ports(ctl_port, data_port if with_streamer else None)
         max_payload = max_payload or board.max_payload
@@ -282,6 +303,9 @@ class DAQSoC(SoCCore):
         self.add_constant("ETHDAQ_MAC_HI",   self.mac_address >> 32)
         self.add_constant("ETHDAQ_MAC_LO",   self.mac_address & 0xffffffff)
         self.add_constant("ETHDAQ_CTL_PORT", ctl_port)
+        for i, (net, mask) in enumerate(self.ctl_allow):
+            self.add_constant(f"ETHDAQ_CTL_ALLOW_{i}_NET",  net)
+            self.add_constant(f"ETHDAQ_CTL_ALLOW_{i}_MASK", mask)
         self.add_constant("ETHDAQ_ETH_DW",   eth_dw)
         self.add_constant("ETHDAQ_NCHANNELS",   nchannels if with_streamer else 0)
         self.add_constant("ETHDAQ_SAMPLE_BITS", sample_width)

@@ -187,3 +187,24 @@ def test_control_port_clashing_with_data_port_is_refused(tmp_path):
     r = run("build", "--board", "sim", "--ctl-port", "5000", "--output-dir", str(tmp_path / "out"))
     assert_one_line_error(r, "control port 5000 is already in use by the DAQ data stream")
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("value, text", [
+    ("300.1.2.3/8", "'300.1.2.3/8' is not an IPv4 address or network like 192.168.1.0/24"),
+    ("192.168.1.5/24", "has host bits set"),
+    (",".join(f"10.0.0.{i}" for i in range(9)), "--ctl-allow takes at most 8 networks, not 9"),
+])
+def test_a_bad_allow_list_is_a_one_line_error(value, text, tmp_path):
+    r = run("build", "--board", "sim", "--ctl-allow", value, "--output-dir", str(tmp_path / "b"))
+    assert_one_line_error(r, text)
+    assert not (tmp_path / "b").exists()
+
+
+def test_the_allow_list_reaches_the_firmware_as_networks():
+    from ethdaq.boards import get_board
+    from ethdaq.soc.daqsoc import DAQSoC
+    soc = DAQSoC(get_board("sim"), ctl_allow=["192.168.1.0/24", "10.0.0.7"])
+    c = {k: v.value if hasattr(v, "value") else v for k, v in soc.constants.items()}
+    assert (c["ETHDAQ_CTL_ALLOW_0_NET"], c["ETHDAQ_CTL_ALLOW_0_MASK"]) == (0xC0A80100, 0xFFFFFF00)
+    assert (c["ETHDAQ_CTL_ALLOW_1_NET"], c["ETHDAQ_CTL_ALLOW_1_MASK"]) == (0x0A000007, 0xFFFFFFFF)
+    assert "ETHDAQ_CTL_ALLOW_2_NET" not in c

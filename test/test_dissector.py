@@ -243,7 +243,7 @@ IDENTITY = protocol.Identity(mac=bytes.fromhex("10e2d5000002"), ip=0xC0A80132, c
                              eth_dw=8, nchannels=4, sample_bits=16, max_payload=1472, board="colorlight_i5",
                              build_id="0123abcd", ident="ethdaq DAQSoC")
 STATUS = protocol.STATUS_RSP.pack(1, 42, 2**40 + 1, 2**33, 17, 2, 3, 4, 5, protocol.DST_VALID,
-                                  bytes.fromhex("020000000001"), 6, 9)
+                                  bytes.fromhex("020000000001"), 6, 9, 0xC0A80164, 59000)
 R = protocol.RESPONSE
 
 
@@ -263,7 +263,9 @@ def response(payload, port=CLIENT_PORT):
         fields = dict(vars(body))
     else:  # Plain tuples (or the error code): the names docs/protocol.md gives them.
         names = {protocol.MSG_STREAM_START | R: ["run", "dst_ip"], protocol.MSG_STREAM_STOP | R: ["run"],
-                 protocol.MSG_EMULATOR | R: [], protocol.MSG_ERROR_RSP: ["code"]}[msg_type]
+                 protocol.MSG_EMULATOR | R: [], protocol.MSG_ERROR_RSP: ["code"],
+                 protocol.MSG_CLAIM | R: ["granted", "controller_ip", "lease_ms"],
+                 protocol.MSG_RELEASE | R: []}[msg_type]
         fields = dict(zip(names, body if isinstance(body, tuple) else [body]))
     return dict(from_board(payload, port), fields=fields)
 
@@ -280,18 +282,22 @@ CTL_GOOD = [
     to_board(P.stream_stop_request(13)),
     to_board(P.emulator_request(14, 2, 123456, 7), dict(mode=2, rate=123456, seed=7), port=HEUR_PORT),
     to_board(P.status_request(15)),
+    to_board(P.claim_request(17, lease_s=30), dict(lease_s=30)),
+    to_board(P.release_request(18)),
     response(IDENT_RSP),
     response(P.pack_header(P.MSG_STREAM_START | R, 12) + P.STREAM_START_RSP.pack(9, 0xC0A80164)),
     response(P.pack_header(P.MSG_STREAM_STOP | R, 13) + P.STREAM_STOP_RSP.pack(9)),
     response(P.pack_header(P.MSG_EMULATOR | R, 14)),
     response(STATUS_RSP, port=HEUR_PORT),
     response(P.pack_header(P.MSG_ERROR_RSP, 16) + bytes([P.ERR_BUSY])),
+    response(P.pack_header(P.MSG_CLAIM | R, 17) + P.CLAIM_RSP.pack(0, 0xC0A80164, 29000)),
+    response(P.pack_header(P.MSG_RELEASE | R, 18)),
 ]
 CTL_BAD = [  # (datagram, expert); protocol.parse_response refuses the responses too.
     (to_board(P.identify_request(1)[:5]), "short"),
     (to_board(b"\xbe\xef" + P.identify_request(1)[2:]), "bad_magic"),
     (to_board(P.identify_request(1)[:2] + b"\x02" + P.identify_request(1)[3:]), "bad_version"),
-    (to_board(P.pack_header(0x06, 1)), "bad_type"),
+    (to_board(P.pack_header(0x7E, 1)), "bad_type"),
     (to_board(P.stream_start_request(1)[:-1]), "bad_length"),
     (to_board(P.status_request(1) + b"\x00"), "bad_length"),
     (from_board(STATUS_RSP + b"\x00", port=HEUR_PORT), "bad_length"),
@@ -327,7 +333,7 @@ def ctl_value(name, value):
     """A field value as tshark prints it."""
     if isinstance(value, bytes):
         return protocol.format_mac(value)
-    if name in ("ip", "dst_ip"):
+    if name in ("ip", "dst_ip", "controller_ip"):
         return ".".join(str(value >> s & 0xff) for s in (24, 16, 8, 0))
     return value
 

@@ -1,6 +1,7 @@
 """The simulated board on a tap inside a private network namespace, against real Linux programs:
 ping, arping, UDP sockets, tcpdump + tshark as independent decoders."""
 
+import ipaddress
 import json
 import subprocess
 import sys
@@ -311,3 +312,53 @@ def test_fixed_destination_mac_is_used_without_arp(board, tmp_path):
     assert len(rows) == 3 and all(row == [fake, "5000"] for row in rows), rows
     st = status(board)
     assert st["dst_mac"] == fake and st["dst_flags"] & protocol.DST_VALID
+
+
+SECOND_IP = "192.168.77.2"  # Another host on the tap's network: a second address in the namespace.
+
+
+def test_only_the_controller_changes_the_board_and_retransmissions_run_once(board):
+    """The real firmware: the first host to claim holds the board; another address is refused
+    with a status; a request sent twice with the same seq is answered twice and run once."""
+    board.ns_run(["ip", "addr", "add", f"{SECOND_IP}/24", "dev", TAP], check=True)
+    code = f"""
+import json, socket
+from ethdaq.host import protocol
+from ethdaq.host.ctl import ControlClient, ControlRefused
+out = {{}}
+with ControlClient({BOARD_IP!r}, {CTL_PORT}, bind={HOST_IP!r}) as me, \\
+        ControlClient({BOARD_IP!r}, {CTL_PORT}, bind={SECOND_IP!r}) as other:
+    out["claim"] = me.claim(30)
+    try:
+        other.emulator("counter", 1 << 20)
+    except ControlRefused as e:
+        out["other_emulator"] = e.code
+    out["other_claim"] = other.claim()
+    before = me.status()
+    # The same EMULATOR request, same seq, twice: as if the first answer had been lost.
+    req = protocol.emulator_request(12345, protocol.EMULATOR_MODES["counter"], 1 << 20)
+    answers = []
+    for _ in range(2):
+        me.sock.sendto(req, me.addr)
+        answers.append(me.sock.recvfrom(2048)[0])
+    out["same_answers"] = answers[0] == answers[1]
+    after = me.status()
+    out["replayed"] = after.ctl_replayed - before.ctl_replayed
+    out["status_controller"] = after.controller_ip
+    me.release()
+    out["other_claim_after_release"] = other.claim()
+    other.release()
+print(json.dumps(out))
+"""
+    try:
+        r = board.ns_run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        out = json.loads(r.stdout)
+    finally:
+        board.ns_run(["ip", "addr", "del", f"{SECOND_IP}/24", "dev", TAP])
+    host, second = int(ipaddress.IPv4Address(HOST_IP)), int(ipaddress.IPv4Address(SECOND_IP))
+    assert out["claim"][:2] == [True, host] and 0 < out["claim"][2] <= 30000
+    assert out["other_emulator"] == protocol.ERR_NOT_CONTROLLER
+    assert out["other_claim"][:2] == [False, host]
+    assert out["same_answers"] and out["replayed"] == 1 and out["status_controller"] == host
+    assert out["other_claim_after_release"][:2] == [True, second]

@@ -181,12 +181,16 @@ def ctl_session(ctl_host, tmp_path_factory):
     (bytes; b"" for none), the counters and the board calls made."""
     exe = None
 
-    def run(requests, stub_error=0, ident="ethdaq sim test"):
+    def run(requests, stub_error=0, ident="ethdaq sim test", allow=(), times=None):
+        """times: the board's clock in ms at each request (default 0 for all)."""
         nonlocal exe
         if exe is None:
             exe = ctl_host.exe
-        data = b"".join(struct.pack(">IHH", ip, port, len(req)) + req for (ip, port), req in requests)
-        r = subprocess.run([str(exe), "2048", "session", str(stub_error), ident], input=data,
+        times = times or [0] * len(requests)
+        data = b"".join(struct.pack(">IHIH", ip, port, t, len(req)) + req
+                        for ((ip, port), req), t in zip(requests, times))
+        allow_arg = ",".join(f"{net}/{mask}" for net, mask in allow)
+        r = subprocess.run([str(exe), "2048", "session", str(stub_error), ident, allow_arg], input=data,
                            capture_output=True, check=True)
         out, answers = r.stdout, []
         while out:
@@ -215,7 +219,7 @@ def test_replay_is_per_requester_and_per_request(ctl_session):
     stop = protocol.stream_stop_request
     answers, cnt, calls = ctl_session([
         (CONTROLLER, stop(7)),
-        (OTHER, stop(7)),                                   # Same seq from elsewhere: a new request.
+        ((CONTROLLER[0], CONTROLLER[1] + 2), stop(7)),      # Same seq from elsewhere: a new request.
         ((CONTROLLER[0], CONTROLLER[1] + 1), stop(7)),      # Same address, another port: too.
         (CONTROLLER, stop(8)),                              # Next seq: executed.
         (CONTROLLER, stop(8)),                              # Retransmission: answered from the cache.
@@ -249,7 +253,8 @@ def test_the_history_and_the_number_of_requesters_are_bounded_as_documented(ctl_
     assert len(calls) == n + 3 and cnt["stale_seq"] == 1
     assert protocol.parse_response(answers[-1], expect_seq=2)[2] == protocol.ERR_STALE_SEQ
     # REPLAY_SOURCES other requesters push the controller out: its retransmission executes again.
-    others = [((0x0A000000 + i, 1000), stop(i)) for i in range(protocol.REPLAY_SOURCES)]
+    # (Other ports of the controller's address: other addresses would be refused, not executed.)
+    others = [((CONTROLLER[0], 1000 + i), stop(i)) for i in range(protocol.REPLAY_SOURCES)]
     answers, cnt, calls = ctl_session([(CONTROLLER, stop(50))] + others + [(CONTROLLER, stop(50))])
     assert calls.count("stream_stop") == protocol.REPLAY_SOURCES + 2 and cnt["replayed"] == 0
     # One fewer keeps it.
@@ -307,3 +312,91 @@ def test_libfuzzer_short_run_of_both_firmware_parsers(tmp_path):
     assert set(rows) == {"ctl", "ptp"}
     for name, row in rows.items():
         assert row[1] == "100,000" and row[-1] == "0", row
+
+
+# --- Who may change the board's state ---------------------------------------------------------------
+
+def error_of(answer, seq):
+    msg_type, _, body = protocol.parse_response(answer, expect_seq=seq)
+    return body if msg_type == protocol.MSG_ERROR_RSP else None
+
+
+def test_the_first_controller_holds_the_board_and_others_are_refused_with_a_status(ctl_session):
+    answers, cnt, calls = ctl_session([
+        (CONTROLLER, protocol.stream_start_request(1)),    # Nobody held it: CONTROLLER now does.
+        (OTHER, protocol.stream_stop_request(1)),          # Refused, not executed.
+        (OTHER, protocol.emulator_request(2, 1, 5)),       # Refused.
+        (OTHER, protocol.status_request(3)),               # Reading is anybody's.
+        (OTHER, protocol.claim_request(4)),                # Not granted: says who holds it.
+        (CONTROLLER, protocol.stream_stop_request(2)),     # The controller goes on.
+    ], times=[0, 1000, 2000, 3000, 4000, 5000])
+    assert calls == ["stream_start", "stream_stop"]
+    assert error_of(answers[1], 1) == error_of(answers[2], 2) == protocol.ERR_NOT_CONTROLLER
+    st = protocol.parse_response(answers[3], expect_seq=3)[2]
+    assert st.controller_ip == CONTROLLER[0] and st.lease_ms == protocol.DEFAULT_LEASE_S * 1000 - 3000
+    assert protocol.parse_response(answers[4], expect_seq=4)[2] == (0, CONTROLLER[0],
+                                                                    protocol.DEFAULT_LEASE_S * 1000 - 4000)
+    assert cnt["not_controller"] == 3 and cnt["requests"] == 3
+
+
+def test_the_lease_lapses_or_is_released_and_then_another_controller_may_claim(ctl_session):
+    lease = protocol.DEFAULT_LEASE_S * 1000
+    answers, cnt, calls = ctl_session([
+        (CONTROLLER, protocol.claim_request(1, lease_s=10)),   # 10 s
+        (OTHER, protocol.stream_stop_request(1)),              # at 9.999 s: refused
+        (CONTROLLER, protocol.status_request(2)),              # reading does not renew
+        (OTHER, protocol.stream_stop_request(2)),              # at 10 s: the lease lapsed
+        (CONTROLLER, protocol.stream_stop_request(3)),         # OTHER holds it now (default lease)
+        (OTHER, protocol.release_request(3)),
+        (CONTROLLER, protocol.stream_stop_request(4)),         # free again: CONTROLLER takes it
+        (OTHER, protocol.release_request(4)),                  # not OTHER's to release
+    ], times=[0, 9999, 9999, 10000, 10001, 10002, 10003, 10004])
+    assert protocol.parse_response(answers[0], expect_seq=1)[2] == (1, CONTROLLER[0], 10000)
+    assert error_of(answers[1], 1) == protocol.ERR_NOT_CONTROLLER
+    assert protocol.parse_response(answers[2], expect_seq=2)[2].lease_ms == 1
+    assert error_of(answers[3], 2) is None and error_of(answers[4], 3) == protocol.ERR_NOT_CONTROLLER
+    assert protocol.parse_response(answers[5], expect_seq=3)[0] == protocol.MSG_RELEASE | protocol.RESPONSE
+    assert error_of(answers[6], 4) is None and error_of(answers[7], 4) == protocol.ERR_NOT_CONTROLLER
+    assert calls == ["stream_stop", "stream_stop"]
+    del lease
+
+
+def test_each_accepted_request_renews_the_lease_and_claim_checks_its_length(ctl_session):
+    answers, cnt, _ = ctl_session([
+        (CONTROLLER, protocol.claim_request(1, lease_s=5)),
+        (CONTROLLER, protocol.stream_stop_request(2)),                        # at 4 s: renews 5 s
+        (OTHER, protocol.stream_stop_request(1)),                             # at 8 s: refused
+        (CONTROLLER, protocol.claim_request(3, lease_s=protocol.MAX_LEASE_S + 1)),
+        (CONTROLLER, protocol.claim_request(4, lease_s=protocol.MAX_LEASE_S)),
+    ], times=[0, 4000, 8000, 8000, 8000])
+    assert error_of(answers[2], 1) == protocol.ERR_NOT_CONTROLLER
+    assert error_of(answers[3], 3) == protocol.ERR_BAD_VALUE
+    assert protocol.parse_response(answers[4], expect_seq=4)[2] == (1, CONTROLLER[0], protocol.MAX_LEASE_S * 1000)
+
+
+def test_the_allow_list_keeps_other_addresses_from_changing_anything(ctl_session):
+    allow = [(0xC0A80100, 0xFFFFFF00)]                     # 192.168.1.0/24: CONTROLLER and OTHER
+    outsider = (0x0A000005, 1234)
+    answers, cnt, calls = ctl_session([
+        (outsider, protocol.stream_start_request(1)),
+        (outsider, protocol.claim_request(2)),
+        (outsider, protocol.release_request(3)),
+        (outsider, protocol.identify_request(4)),           # reading stays open
+        (CONTROLLER, protocol.stream_start_request(1)),
+    ], allow=allow)
+    assert [error_of(a, s) for a, s in zip(answers[:3], (1, 2, 3))] == [protocol.ERR_NOT_ALLOWED] * 3
+    assert error_of(answers[3], 4) is None and error_of(answers[4], 1) is None
+    assert calls == ["stream_start"] and cnt["not_allowed"] == 3
+
+
+def test_a_refusal_is_cached_like_any_answer(ctl_session):
+    # OTHER's refused STOP, retransmitted after CONTROLLER released: still the same refusal (its
+    # seq was answered), so one datagram's fate never depends on which copy arrived.
+    answers, cnt, calls = ctl_session([
+        (CONTROLLER, protocol.claim_request(1)),
+        (OTHER, protocol.stream_stop_request(9)),
+        (CONTROLLER, protocol.release_request(2)),
+        (OTHER, protocol.stream_stop_request(9)),
+    ])
+    assert answers[1] == answers[3] and error_of(answers[3], 9) == protocol.ERR_NOT_CONTROLLER
+    assert calls == [] and cnt["replayed"] == 1

@@ -126,7 +126,8 @@ static int stream_start(struct writer *w, const uint8_t *p, uint32_t seq, uint32
 /* Every request fits the cache, and so does every answer to a request that changes state. */
 _Static_assert(CTL_STREAM_START_REQ_LENGTH <= CTL_REPLAY_REQ_MAX && CTL_EMULATOR_REQ_LENGTH <= CTL_REPLAY_REQ_MAX &&
 	       CTL_STATUS_REQ_LENGTH <= CTL_REPLAY_REQ_MAX && CTL_IDENTIFY_REQ_LENGTH <= CTL_REPLAY_REQ_MAX &&
-	       CTL_STREAM_STOP_REQ_LENGTH <= CTL_REPLAY_REQ_MAX, "a request does not fit the reply cache");
+	       CTL_STREAM_STOP_REQ_LENGTH <= CTL_REPLAY_REQ_MAX && CTL_CLAIM_REQ_LENGTH <= CTL_REPLAY_REQ_MAX &&
+	       CTL_RELEASE_REQ_LENGTH <= CTL_REPLAY_REQ_MAX, "a request does not fit the reply cache");
 _Static_assert(CTL_HEADER_SIZE + CTL_STATUS_RSP_SIZE <= CTL_REPLAY_RSP_MAX,
 	       "STATUS (the longest answer but IDENTIFY's) does not fit the reply cache");
 
@@ -185,9 +186,49 @@ static void replay_store(struct ctl_replay_entry *e, int fresh, uint32_t seq, co
 	}
 }
 
-static int execute(uint8_t *rsp, size_t rsp_cap, const uint8_t *req, uint8_t type, uint32_t seq,
-		   uint32_t src_ip, const struct ctl_identity *id, const struct ctl_ops *ops,
-		   struct ctl_counters *cnt);
+static int execute(struct ctl_state *st, const struct ctl_request *rq, uint8_t *rsp, size_t rsp_cap,
+		   uint8_t type, uint32_t seq, const struct ctl_identity *id, const struct ctl_ops *ops);
+
+/* Access ------------------------------------------------------------------------------------------ */
+
+static int allowed(const struct ctl_access *a, uint32_t ip)
+{
+	if (a->nallow == 0)
+		return 1;
+	for (size_t i = 0; i < a->nallow; i++)
+		if ((ip & a->allow[i].mask) == a->allow[i].net)
+			return 1;
+	return 0;
+}
+
+static uint32_t lease_left_ms(const struct ctl_access *a, uint64_t now_ms)
+{
+	if (a->holder == 0 || now_ms >= a->expires_ms)
+		return 0;
+	return a->expires_ms - now_ms > 0xFFFFFFFFu ? 0xFFFFFFFFu : (uint32_t)(a->expires_ms - now_ms);
+}
+
+/* 0 if ip may change the board's state now (and then it holds the board, its lease renewed), else
+ * the error code. A lapsed lease frees the board first. */
+static int take(struct ctl_access *a, uint32_t ip, uint64_t now_ms, struct ctl_counters *cnt)
+{
+	if (!allowed(a, ip)) {
+		cnt->not_allowed++;
+		return CTL_ERR_NOT_ALLOWED;
+	}
+	if (a->holder != 0 && now_ms >= a->expires_ms)
+		a->holder = 0;
+	if (a->holder != 0 && a->holder != ip) {
+		cnt->not_controller++;
+		return CTL_ERR_NOT_CONTROLLER;
+	}
+	if (a->holder == 0) {
+		a->holder = ip;
+		a->lease_ms = CTL_DEFAULT_LEASE_S * 1000u;
+	}
+	a->expires_ms = now_ms + a->lease_ms;
+	return 0;
+}
 
 static size_t request_length(uint8_t type)
 {
@@ -197,20 +238,24 @@ static size_t request_length(uint8_t type)
 	case CTL_MSG_STREAM_STOP:  return CTL_STREAM_STOP_REQ_LENGTH;
 	case CTL_MSG_EMULATOR:     return CTL_EMULATOR_REQ_LENGTH;
 	case CTL_MSG_STATUS:       return CTL_STATUS_REQ_LENGTH;
+	case CTL_MSG_CLAIM:        return CTL_CLAIM_REQ_LENGTH;
+	case CTL_MSG_RELEASE:      return CTL_RELEASE_REQ_LENGTH;
 	default:                   return 0;
 	}
 }
 
-int ctl_handle(const uint8_t *req, size_t req_len, uint32_t src_ip, uint16_t src_port,
-               uint8_t *rsp, size_t rsp_cap, const struct ctl_identity *id, const struct ctl_ops *ops,
-               struct ctl_counters *cnt, struct ctl_replay *replay)
+int ctl_handle(struct ctl_state *st, const struct ctl_request *rq, uint8_t *rsp, size_t rsp_cap,
+               const struct ctl_identity *id, const struct ctl_ops *ops)
 {
-	size_t expected;
+	const uint8_t *req = rq->data;
+	size_t req_len = rq->len, expected;
+	struct ctl_counters *cnt = &st->cnt;
+	struct ctl_replay *replay = &st->replay;
 	struct writer w = { rsp, rsp_cap, 0, 0 };
-	struct ctl_replay_entry *e = NULL;
+	struct ctl_replay_entry *e;
 	uint8_t  version, type;
 	uint32_t seq;
-	int n;
+	int n, last, same;
 
 	if (req == NULL || req_len < CTL_HEADER_SIZE) {
 		cnt->short_drop++;
@@ -242,37 +287,35 @@ int ctl_handle(const uint8_t *req, size_t req_len, uint32_t src_ip, uint16_t src
 		return error_response(&w, seq, CTL_ERR_BAD_LENGTH, cnt);
 	}
 
-	if (replay != NULL) {
-		replay->clock++;
-		e = replay_find(replay, src_ip, src_port);
-		if (e != NULL) {
-			int last = seq == e->seq;
-			int same = last && e->req_len == req_len && memcmp(e->req, req, req_len) == 0;
-			e->last_used = replay->clock;
-			if (same && e->rsp_len > 0) {
-				/* A retransmission: its answer was lost. Answer again, do not execute again. */
-				if (e->rsp_len > rsp_cap) {
-					cnt->no_room++;
-					return -1;
-				}
-				memcpy(rsp, e->rsp, e->rsp_len);
-				cnt->replayed++;
-				return e->rsp_len;
+	replay->clock++;
+	e = replay_find(replay, rq->src_ip, rq->src_port);
+	if (e != NULL) {
+		last = seq == e->seq;
+		same = last && e->req_len == req_len && memcmp(e->req, req, req_len) == 0;
+		e->last_used = replay->clock;
+		if (same && e->rsp_len > 0) {
+			/* A retransmission: its answer was lost. Answer again, do not execute again. */
+			if (e->rsp_len > rsp_cap) {
+				cnt->no_room++;
+				return -1;
 			}
-			if ((last && !same) || replay_older(e, seq)) {
-				/* The last seq reused for another request, or a copy delayed from before it. */
-				cnt->stale_seq++;
-				return error_response(&w, seq, CTL_ERR_STALE_SEQ, cnt);
-			}
-			/* The last request with its answer not kept (an IDENTIFY, read-only) is answered
-			 * afresh. */
+			memcpy(rsp, e->rsp, e->rsp_len);
+			cnt->replayed++;
+			return e->rsp_len;
 		}
+		if ((last && !same) || replay_older(e, seq)) {
+			/* The last seq reused for another request, or a copy delayed from before it. */
+			cnt->stale_seq++;
+			return error_response(&w, seq, CTL_ERR_STALE_SEQ, cnt);
+		}
+		/* The last request with its answer not kept (an IDENTIFY, read-only) is answered
+		 * afresh. */
 	}
-	n = execute(rsp, rsp_cap, req, type, seq, src_ip, id, ops, cnt);
-	if (replay != NULL && n > 0) {
+	n = execute(st, rq, rsp, rsp_cap, type, seq, id, ops);
+	if (n > 0) {
 		int fresh = e == NULL;
 		if (fresh) {
-			e = replay_new(replay, src_ip, src_port);
+			e = replay_new(replay, rq->src_ip, rq->src_port);
 			e->last_used = replay->clock;
 		}
 		replay_store(e, fresh, seq, req, req_len, rsp, n);
@@ -281,13 +324,28 @@ int ctl_handle(const uint8_t *req, size_t req_len, uint32_t src_ip, uint16_t src
 }
 
 /* The request's effect and its answer; the request was checked up to its length. */
-static int execute(uint8_t *rsp, size_t rsp_cap, const uint8_t *req, uint8_t type, uint32_t seq,
-		   uint32_t src_ip, const struct ctl_identity *id, const struct ctl_ops *ops,
-		   struct ctl_counters *cnt)
+static int execute(struct ctl_state *st, const struct ctl_request *rq, uint8_t *rsp, size_t rsp_cap,
+		   uint8_t type, uint32_t seq, const struct ctl_identity *id, const struct ctl_ops *ops)
 {
 	struct writer w = { rsp, rsp_cap, 0, 0 };
-	uint32_t run = 0;
+	struct ctl_counters *cnt = &st->cnt;
+	struct ctl_access *a = &st->access;
+	const uint8_t *req = rq->data;
+	uint32_t src_ip = rq->src_ip, run = 0;
 	int err;
+
+	/* Everything that changes the board's state is the controller's alone. */
+	switch (type) {
+	case CTL_MSG_STREAM_START:
+	case CTL_MSG_STREAM_STOP:
+	case CTL_MSG_EMULATOR:
+		err = take(a, src_ip, rq->now_ms, cnt);
+		if (err)
+			return error_response(&w, seq, (uint8_t)err, cnt);
+		break;
+	default:
+		break;
+	}
 
 	switch (type) {
 	case CTL_MSG_IDENTIFY:
@@ -332,30 +390,74 @@ static int execute(uint8_t *rsp, size_t rsp_cap, const uint8_t *req, uint8_t typ
 		return answered(&w, cnt);
 	}
 	case CTL_MSG_STATUS: {
-		struct ctl_status st;
-		memset(&st, 0, sizeof(st));
+		struct ctl_status sv;
+		memset(&sv, 0, sizeof(sv));
 		if (ops != NULL && ops->status != NULL)
-			ops->status(&st);
+			ops->status(&sv);
 		put_header(&w, CTL_MSG_STATUS | CTL_RESPONSE, seq);
-		put_u8(&w, st.running);
-		put_be32(&w, st.run);
-		put_be32(&w, (uint32_t)(st.datagrams >> 32));
-		put_be32(&w, (uint32_t)st.datagrams);
-		put_be32(&w, (uint32_t)(st.dropped >> 32));
-		put_be32(&w, (uint32_t)st.dropped);
+		put_u8(&w, sv.running);
+		put_be32(&w, sv.run);
+		put_be32(&w, (uint32_t)(sv.datagrams >> 32));
+		put_be32(&w, (uint32_t)sv.datagrams);
+		put_be32(&w, (uint32_t)(sv.dropped >> 32));
+		put_be32(&w, (uint32_t)sv.dropped);
 		put_be32(&w, cnt->requests);
 		put_be32(&w, cnt->short_drop + cnt->magic_drop + cnt->response_drop + cnt->bad_version +
-		             cnt->bad_type + cnt->bad_length + cnt->refused + cnt->no_room + cnt->stale_seq);
-		put_be32(&w, st.port_rx_dropped);
-		put_be32(&w, st.port_tx_dropped);
-		put_be32(&w, st.arp_timeouts);
-		put_u8(&w, st.dst_flags);
-		for (size_t i = 0; i < sizeof(st.dst_mac); i++)
-			put_u8(&w, st.dst_mac[i]);
-		put_be32(&w, st.stale);
+		             cnt->bad_type + cnt->bad_length + cnt->refused + cnt->no_room + cnt->stale_seq +
+		             cnt->not_allowed + cnt->not_controller);
+		put_be32(&w, sv.port_rx_dropped);
+		put_be32(&w, sv.port_tx_dropped);
+		put_be32(&w, sv.arp_timeouts);
+		put_u8(&w, sv.dst_flags);
+		for (size_t i = 0; i < sizeof(sv.dst_mac); i++)
+			put_u8(&w, sv.dst_mac[i]);
+		put_be32(&w, sv.stale);
 		put_be32(&w, cnt->replayed);
+		put_be32(&w, lease_left_ms(a, rq->now_ms) ? a->holder : 0);
+		put_be32(&w, lease_left_ms(a, rq->now_ms));
 		return answered(&w, cnt);
 	}
+	case CTL_MSG_CLAIM: {
+		uint32_t lease_s = get_be16(req + CTL_HEADER_SIZE);
+		uint8_t granted;
+		if (lease_s > CTL_MAX_LEASE_S)
+			return refuse(&w, seq, CTL_ERR_BAD_VALUE, cnt);
+		if (!allowed(a, src_ip)) {
+			cnt->not_allowed++;
+			return error_response(&w, seq, CTL_ERR_NOT_ALLOWED, cnt);
+		}
+		if (a->holder != 0 && rq->now_ms >= a->expires_ms)
+			a->holder = 0;
+		granted = a->holder == 0 || a->holder == src_ip;
+		if (granted) {
+			a->holder = src_ip;
+			a->lease_ms = (lease_s ? lease_s : CTL_DEFAULT_LEASE_S) * 1000u;
+			a->expires_ms = rq->now_ms + a->lease_ms;
+		} else {
+			cnt->not_controller++;
+		}
+		put_header(&w, CTL_MSG_CLAIM | CTL_RESPONSE, seq);
+		put_u8(&w, granted);
+		put_be32(&w, a->holder);
+		put_be32(&w, lease_left_ms(a, rq->now_ms));
+		if (granted)
+			return answered(&w, cnt);
+		return finish(&w, cnt);
+	}
+	case CTL_MSG_RELEASE:
+		if (!allowed(a, src_ip)) {
+			cnt->not_allowed++;
+			return error_response(&w, seq, CTL_ERR_NOT_ALLOWED, cnt);
+		}
+		if (a->holder != 0 && rq->now_ms >= a->expires_ms)
+			a->holder = 0;
+		if (a->holder != 0 && a->holder != src_ip) {
+			cnt->not_controller++;
+			return error_response(&w, seq, CTL_ERR_NOT_CONTROLLER, cnt);
+		}
+		a->holder = 0;  /* Released (or already free: releasing twice is no error). */
+		put_header(&w, CTL_MSG_RELEASE | CTL_RESPONSE, seq);
+		return answered(&w, cnt);
 	default:
 		cnt->bad_type++;
 		return error_response(&w, seq, CTL_ERR_BAD_TYPE, cnt);

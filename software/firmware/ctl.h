@@ -40,6 +40,24 @@ struct ctl_counters {
 	uint32_t no_room;       /* Response did not fit the caller's buffer. */
 	uint32_t stale_seq;     /* Answered with CTL_ERR_STALE_SEQ: an old (or reused) seq, not executed. */
 	uint32_t replayed;      /* Retransmitted requests answered from the reply cache, not executed. */
+	uint32_t not_allowed;   /* State-changing requests from outside the allow-list: CTL_ERR_NOT_ALLOWED. */
+	uint32_t not_controller; /* ... from another address than the controller's: CTL_ERR_NOT_CONTROLLER,
+	                          * or a CLAIM answered "not granted". */
+};
+
+/* Who may change the board's state. allow: networks (address & mask == net) whose addresses may
+ * claim the board; none: any address. holder: the controller's IPv4, 0 for none. */
+struct ctl_net {
+	uint32_t net;
+	uint32_t mask;
+};
+
+struct ctl_access {
+	const struct ctl_net *allow;
+	size_t   nallow;
+	uint32_t holder;
+	uint32_t lease_ms;      /* The holder's lease length; renewed by each accepted request. */
+	uint64_t expires_ms;
 };
 
 /* Retransmission safety: per requester (IP, port), its last request and answer, and the seqs of
@@ -66,6 +84,13 @@ struct ctl_replay_entry {
 struct ctl_replay {
 	struct ctl_replay_entry e[CTL_REPLAY_SOURCES];
 	uint32_t clock;
+};
+
+/* Everything the handler keeps between requests. Zeroed at start, then access.allow/nallow set. */
+struct ctl_state {
+	struct ctl_counters cnt;
+	struct ctl_replay   replay;
+	struct ctl_access   access;
 };
 
 struct ctl_stream_cfg {
@@ -97,6 +122,15 @@ struct ctl_status {
 	uint32_t stale;           /* Datagrams of an earlier run discarded unsent. */
 };
 
+/* A request as it arrived. now_ms: a monotonic clock in milliseconds (the leases). */
+struct ctl_request {
+	const uint8_t *data;
+	size_t   len;
+	uint32_t src_ip;
+	uint16_t src_port;
+	uint64_t now_ms;
+};
+
 /* What the handler asks of the board; the firmware drives CSRs, host tests record calls.
  * Functions return 0 or a CTL_ERR_* code. */
 struct ctl_ops {
@@ -107,15 +141,13 @@ struct ctl_ops {
 };
 
 /*
- * Handle one request datagram of req_len bytes. Writes the response into rsp (capacity rsp_cap).
- * src_ip and src_port are the requester's address (src_ip is the default stream destination).
- * replay: the reply cache (zeroed at start), or NULL for none.
+ * Handle one request. Writes the response into rsp (capacity rsp_cap). The requester's address is
+ * the default stream destination, its key in the reply cache, and what the access rules check.
  * Returns the response length (> 0), 0 when the request is dropped without answer, or
  * -1 when the response does not fit rsp_cap. Every outcome other than a normal answer
- * increments one counter in cnt.
+ * increments one counter in st->cnt.
  */
-int ctl_handle(const uint8_t *req, size_t req_len, uint32_t src_ip, uint16_t src_port,
-               uint8_t *rsp, size_t rsp_cap, const struct ctl_identity *id, const struct ctl_ops *ops,
-               struct ctl_counters *cnt, struct ctl_replay *replay);
+int ctl_handle(struct ctl_state *st, const struct ctl_request *rq, uint8_t *rsp, size_t rsp_cap,
+               const struct ctl_identity *id, const struct ctl_ops *ops);
 
 #endif

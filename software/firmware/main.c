@@ -25,8 +25,40 @@
 static char ident[IDENT_SIZE];
 static uint8_t rx_buf[CTLPORT_MAX_DATAGRAM];
 static uint8_t tx_buf[CTLPORT_MAX_DATAGRAM];
-static struct ctl_counters counters;
-static struct ctl_replay replay;  /* Retransmitted requests are answered, not executed, twice. */
+/* Counters, reply cache (retransmitted requests are answered, not executed, twice) and who may
+ * change the board's state. */
+static struct ctl_state ctl;
+
+/* Build option --ctl-allow: the networks whose addresses may control the board (none: any). */
+static const struct ctl_net ctl_allow[] = {
+#define ALLOW(i) { ETHDAQ_CTL_ALLOW_##i##_NET, ETHDAQ_CTL_ALLOW_##i##_MASK },
+#ifdef ETHDAQ_CTL_ALLOW_0_NET
+	ALLOW(0)
+#endif
+#ifdef ETHDAQ_CTL_ALLOW_1_NET
+	ALLOW(1)
+#endif
+#ifdef ETHDAQ_CTL_ALLOW_2_NET
+	ALLOW(2)
+#endif
+#ifdef ETHDAQ_CTL_ALLOW_3_NET
+	ALLOW(3)
+#endif
+#ifdef ETHDAQ_CTL_ALLOW_4_NET
+	ALLOW(4)
+#endif
+#ifdef ETHDAQ_CTL_ALLOW_5_NET
+	ALLOW(5)
+#endif
+#ifdef ETHDAQ_CTL_ALLOW_6_NET
+	ALLOW(6)
+#endif
+#ifdef ETHDAQ_CTL_ALLOW_7_NET
+	ALLOW(7)
+#endif
+	{ 0, 0 }  /* Not counted: keeps the array non-empty. */
+#undef ALLOW
+};
 static struct ctlport_stats port_stats;
 
 static void read_ident(void)
@@ -97,8 +129,11 @@ int main(void)
 	ptpsvc_init(id.mac);
 	printf("ethdaq ready\n");
 
+	ctl.access.allow = ctl_allow;
+	ctl.access.nallow = sizeof(ctl_allow) / sizeof(ctl_allow[0]) - 1;
 	for (;;) {
 		struct ctlport_datagram d;
+		struct ctl_request rq;
 		int n;
 
 		console_poll();
@@ -110,7 +145,12 @@ int main(void)
 			ptpsvc_input(d.local_port, rx_buf, d.length);
 			continue;
 		}
-		n = ctl_handle(rx_buf, d.length, d.ip, d.port, tx_buf, sizeof(tx_buf), &id, &ops, &counters, &replay);
+		rq.data = rx_buf;
+		rq.len = d.length;
+		rq.src_ip = d.ip;
+		rq.src_port = d.port;
+		rq.now_ms = ptpsvc_uptime_ms();
+		n = ctl_handle(&ctl, &rq, tx_buf, sizeof(tx_buf), &id, &ops);
 		if (n > 0)
 			ctlport_send(d.ip, d.port, tx_buf, (size_t)n, &port_stats);
 	}

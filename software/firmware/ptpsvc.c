@@ -455,6 +455,11 @@ const struct ptpsvc_counters *ptpsvc_counters(void)
 	return &cnt;
 }
 
+uint64_t ptpsvc_uptime_ms(void)
+{
+	return uptime_ns() / 1000000u;
+}
+
 #else
 
 void ptpsvc_init(const uint8_t mac[6]) { (void)mac; }
@@ -463,5 +468,6 @@ void ptpsvc_input(uint16_t local_port, const uint8_t *msg, size_t len) { (void)l
 void ptpsvc_print_status(void) {}
 const struct ptp_status *ptpsvc_status(void) { return 0; }
 const struct ptpsvc_counters *ptpsvc_counters(void) { static struct ptpsvc_counters c; return &c; }
+uint64_t ptpsvc_uptime_ms(void) { return 0; }  /* No clock: control leases do not lapse. */
 
 #endif

@@ -38,5 +38,7 @@ void ptpsvc_input(uint16_t local_port, const uint8_t *msg, size_t len);
 void ptpsvc_print_status(void);
 const struct ptp_status *ptpsvc_status(void);
 const struct ptpsvc_counters *ptpsvc_counters(void);
+/* Milliseconds of a clock that is never stepped (the PTP clock minus the steps applied). */
+uint64_t ptpsvc_uptime_ms(void);
 
 #endif

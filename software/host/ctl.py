@@ -16,11 +16,14 @@ class ControlTimeout(TimeoutError):
 
 
 class ControlClient:
-    def __init__(self, ip, port=7000, timeout=2.0, retries=3):
+    def __init__(self, ip, port=7000, timeout=2.0, retries=3, bind=None):
+        """bind: the local address to send from (the board tells controllers apart by address)."""
         self.addr    = (ip, port)
         self.timeout = timeout
         self.retries = retries
         self.sock    = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        if bind is not None:
+            self.sock.bind((bind, 0))
         self.sock.settimeout(timeout)
         self.seq     = int.from_bytes(os.urandom(4), "big")
 
@@ -108,6 +111,17 @@ class ControlClient:
 
     def status(self):
         return self._expect(protocol.status_request, protocol.MSG_STATUS)
+
+    def claim(self, lease_s=0):
+        """Ask to be the board's controller for lease_s seconds (0: the board's default). Returns
+        (granted, controller IPv4 as int, lease milliseconds left); not granted: another address
+        holds the board, and the result says which and for how long."""
+        granted, holder, left = self._expect(lambda seq: protocol.claim_request(seq, lease_s), protocol.MSG_CLAIM)
+        return bool(granted), holder, left
+
+    def release(self):
+        """Give up control of the board (no error if nobody held it)."""
+        self._expect(protocol.release_request, protocol.MSG_RELEASE)
 
 
 class ControlRefused(RuntimeError):

@@ -236,6 +236,7 @@ end
 _CTL_HEADER_NAMES = ["magic", "version", "type", "seq"]  # HEADER
 _STREAM_START_RSP_NAMES = ["run", "dst_ip"]               # STREAM_START_RSP
 _STREAM_STOP_RSP_NAMES = ["run"]                          # STREAM_STOP_RSP
+_CLAIM_RSP_NAMES = ["granted", "controller_ip", "lease_ms"]
 _CTL_ERROR_BODY = [("code", 1, "B")]  # MSG_ERROR_RSP's payload: the error code, u8.
 _CTL_HEX = {"magic", "type", "enable", "backpressure", "dst_flags"}
 _CTL_BITS = {"dst_flags": "DST_"}     # Flag fields: protocol.py's constants with this prefix.
@@ -275,6 +276,8 @@ def ctl_messages():
         P.MSG_STREAM_START | R: _struct_fields(P.STREAM_START_RSP, _STREAM_START_RSP_NAMES),
         P.MSG_STREAM_STOP | R:  _struct_fields(P.STREAM_STOP_RSP, _STREAM_STOP_RSP_NAMES),
         P.MSG_STATUS | R:       _struct_fields(P.STATUS_RSP, [f.name for f in dataclasses.fields(P.Status)]),
+        P.MSG_CLAIM:            _struct_fields(P.CLAIM, after_seq(P.claim_request)),
+        P.MSG_CLAIM | R:        _struct_fields(P.CLAIM_RSP, _CLAIM_RSP_NAMES),
         P.MSG_ERROR_RSP:        _CTL_ERROR_BODY,
     }
     strings = {P.MSG_IDENTIFY_RSP: identity[n_fixed:]}

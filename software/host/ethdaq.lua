@@ -209,7 +209,7 @@ local CTL_HEADER_LEN = 8
 local CTL_RESPONSE = 0x80
 local CTL_PORT = 7000
 local CTL_MSG_ERROR_RSP = 0xFF
-local CTL_ERROR_NAMES = { [1] = "bad version", [2] = "unknown message type", [3] = "bad length", [4] = "value out of range", [5] = "busy (a run is going: stop it first)", [6] = "not supported by this build", [7] = "stale sequence number (not executed)" }
+local CTL_ERROR_NAMES = { [1] = "bad version", [2] = "unknown message type", [3] = "bad length", [4] = "value out of range", [5] = "busy (a run is going: stop it first)", [6] = "not supported by this build", [7] = "stale sequence number (not executed)", [8] = "another controller holds the board (ethdaq ctl claim shows which)", [9] = "this address is not in the board's allow-list" }
 
 local CTL_HEADER = {
     { name = "magic", offset = 0, size = 2 },
@@ -220,7 +220,7 @@ local CTL_HEADER = {
 local cf = {}
 cf.magic = ProtoField.uint16("ethdaqctl.magic", "magic", base.HEX, nil)
 cf.version = ProtoField.uint8("ethdaqctl.version", "version", base.DEC, nil)
-cf.type = ProtoField.uint8("ethdaqctl.type", "type", base.HEX, { [0x01] = "IDENTIFY", [0x02] = "STREAM_START", [0x03] = "STREAM_STOP", [0x04] = "EMULATOR", [0x05] = "STATUS", [0x81] = "IDENTIFY_RSP", [0x82] = "STREAM_START_RSP", [0x83] = "STREAM_STOP_RSP", [0x84] = "EMULATOR_RSP", [0x85] = "STATUS_RSP", [0xFF] = "ERROR_RSP" })
+cf.type = ProtoField.uint8("ethdaqctl.type", "type", base.HEX, { [0x01] = "IDENTIFY", [0x02] = "STREAM_START", [0x03] = "STREAM_STOP", [0x04] = "EMULATOR", [0x05] = "STATUS", [0x06] = "CLAIM", [0x07] = "RELEASE", [0x81] = "IDENTIFY_RSP", [0x82] = "STREAM_START_RSP", [0x83] = "STREAM_STOP_RSP", [0x84] = "EMULATOR_RSP", [0x85] = "STATUS_RSP", [0x86] = "CLAIM_RSP", [0x87] = "RELEASE_RSP", [0xFF] = "ERROR_RSP" })
 cf.seq = ProtoField.uint32("ethdaqctl.seq", "seq", base.DEC, nil)
 
 -- Message type -> name, payload fields in order (ProtoField, size), length-prefixed strings.
@@ -242,6 +242,10 @@ local CTL_MESSAGES = {
         { f = ProtoField.uint32("ethdaqctl.emulator.seed", "seed", base.DEC, nil), size = 4, },
     }, strings = {} },
     [0x05] = { name = "STATUS", fields = {}, strings = {} },
+    [0x06] = { name = "CLAIM", fields = {
+        { f = ProtoField.uint16("ethdaqctl.claim.lease_s", "lease_s", base.DEC, nil), size = 2, },
+    }, strings = {} },
+    [0x07] = { name = "RELEASE", fields = {}, strings = {} },
     [0x81] = { name = "IDENTIFY_RSP", fields = {
         { f = ProtoField.ether("ethdaqctl.identify_rsp.mac", "mac"), size = 6, },
         { f = ProtoField.ipv4("ethdaqctl.identify_rsp.ip", "ip"), size = 4, },
@@ -279,9 +283,17 @@ local CTL_MESSAGES = {
         { f = ProtoField.ether("ethdaqctl.status_rsp.dst_mac", "dst_mac"), size = 6, },
         { f = ProtoField.uint32("ethdaqctl.status_rsp.stale", "stale", base.DEC, nil), size = 4, },
         { f = ProtoField.uint32("ethdaqctl.status_rsp.ctl_replayed", "ctl_replayed", base.DEC, nil), size = 4, },
+        { f = ProtoField.ipv4("ethdaqctl.status_rsp.controller_ip", "controller_ip"), size = 4, },
+        { f = ProtoField.uint32("ethdaqctl.status_rsp.lease_ms", "lease_ms", base.DEC, nil), size = 4, },
     }, strings = {} },
+    [0x86] = { name = "CLAIM_RSP", fields = {
+        { f = ProtoField.uint8("ethdaqctl.claim_rsp.granted", "granted", base.DEC, nil), size = 1, },
+        { f = ProtoField.ipv4("ethdaqctl.claim_rsp.controller_ip", "controller_ip"), size = 4, },
+        { f = ProtoField.uint32("ethdaqctl.claim_rsp.lease_ms", "lease_ms", base.DEC, nil), size = 4, },
+    }, strings = {} },
+    [0x87] = { name = "RELEASE_RSP", fields = {}, strings = {} },
     [0xFF] = { name = "ERROR_RSP", fields = {
-        { f = ProtoField.uint8("ethdaqctl.error_rsp.code", "code", base.DEC, { [1] = "bad version", [2] = "unknown message type", [3] = "bad length", [4] = "value out of range", [5] = "busy (a run is going: stop it first)", [6] = "not supported by this build", [7] = "stale sequence number (not executed)" }), size = 1, },
+        { f = ProtoField.uint8("ethdaqctl.error_rsp.code", "code", base.DEC, { [1] = "bad version", [2] = "unknown message type", [3] = "bad length", [4] = "value out of range", [5] = "busy (a run is going: stop it first)", [6] = "not supported by this build", [7] = "stale sequence number (not executed)", [8] = "another controller holds the board (ethdaq ctl claim shows which)", [9] = "this address is not in the board's allow-list" }), size = 1, },
     }, strings = {} },
 }
 

@@ -29,6 +29,8 @@ MSG_STREAM_START  = 0x02
 MSG_STREAM_STOP   = 0x03
 MSG_EMULATOR      = 0x04
 MSG_STATUS        = 0x05
+MSG_CLAIM         = 0x06
+MSG_RELEASE       = 0x07
 MSG_IDENTIFY_RSP  = MSG_IDENTIFY | RESPONSE
 MSG_ERROR_RSP     = 0xFF
 
@@ -42,10 +44,26 @@ ERR_UNSUPPORTED   = 6  # The board was built without the feature (e.g. no stream
 # The request's seq is one of the REPLAY_HISTORY before the last this requester (IP and port) sent,
 # or the last one on a different request: not executed. Send it again with a new seq.
 ERR_STALE_SEQ     = 7
+# State-changing requests (STREAM_START, STREAM_STOP, EMULATOR, CLAIM, RELEASE) are accepted only
+# from the controller: the address that claimed the board (CLAIM, or implicitly its first
+# state-changing request while nobody held it), until it releases it or its lease runs out.
+ERR_NOT_CONTROLLER = 8  # Another address holds the board (CLAIM says which, and for how long).
+ERR_NOT_ALLOWED    = 9  # The address is not in the board's allow-list (build option --ctl-allow).
 ERROR_NAMES = {ERR_BAD_VERSION: "bad version", ERR_BAD_TYPE: "unknown message type",
                ERR_BAD_LENGTH: "bad length", ERR_BAD_VALUE: "value out of range",
                ERR_BUSY: "busy (a run is going: stop it first)", ERR_UNSUPPORTED: "not supported by this build",
-               ERR_STALE_SEQ: "stale sequence number (not executed)"}
+               ERR_STALE_SEQ: "stale sequence number (not executed)",
+               ERR_NOT_CONTROLLER: "another controller holds the board (ethdaq ctl claim shows which)",
+               ERR_NOT_ALLOWED: "this address is not in the board's allow-list"}
+
+# CLAIM request: lease in seconds (0: DEFAULT_LEASE_S; at most MAX_LEASE_S). Every accepted
+# state-changing request from the controller renews the lease. CLAIM_RSP: granted (1) or held by
+# another (0), the controller's IPv4 (0: none), the lease's remaining milliseconds.
+CLAIM          = struct.Struct(">H")
+CLAIM_RSP      = struct.Struct(">BII")
+DEFAULT_LEASE_S = 60
+MAX_LEASE_S     = 3600
+MAX_ALLOW       = 8      # Allow-list entries (address/prefix) a build takes.
 
 # Retransmission safety: the board keeps, for each of the last REPLAY_SOURCES requesters
 # (IP, port), its last request and the answer (if at most REPLAY_RSP_MAX bytes: every answer but
@@ -73,8 +91,9 @@ EMULATOR       = struct.Struct(">BII")      # mode, rate (x 2**-32 per cycle), s
 # answered, control requests refused, CPU-port datagrams dropped (rx), (tx), ARP requests for the
 # stream destination that got no answer, destination flags (DST_*), destination MAC in use,
 # datagrams of an earlier run discarded unsent (queued for a destination that never answered),
-# control requests answered again from the reply cache (retransmissions, not executed again).
-STATUS_RSP     = struct.Struct(">BIQQIIIIIB6sII")
+# control requests answered again from the reply cache (retransmissions, not executed again),
+# the controller's IPv4 (0: nobody holds the board), the lease's remaining milliseconds.
+STATUS_RSP     = struct.Struct(">BIQQIIIIIB6sIIII")
 DST_VALID       = 0x01  # The destination MAC is known: datagrams flow.
 DST_UNREACHABLE = 0x02  # The destination did not answer ARP: datagrams wait, samples are dropped.
 MIN_PAYLOAD    = 64
@@ -86,6 +105,8 @@ REQUEST_LENGTH = {
     MSG_STREAM_STOP:  HEADER.size,
     MSG_EMULATOR:     HEADER.size + EMULATOR.size,
     MSG_STATUS:       HEADER.size,
+    MSG_CLAIM:        HEADER.size + CLAIM.size,
+    MSG_RELEASE:      HEADER.size,
 }
 EMULATOR_MODES = {"off": 0, "counter": 1, "ramp": 2, "pulse": 3}
 
@@ -163,6 +184,14 @@ def status_request(seq):
     return pack_header(MSG_STATUS, seq)
 
 
+def claim_request(seq, lease_s=0):
+    return pack_header(MSG_CLAIM, seq) + CLAIM.pack(lease_s)
+
+
+def release_request(seq):
+    return pack_header(MSG_RELEASE, seq)
+
+
 @dataclass
 class Status:
     running:        int
@@ -178,6 +207,8 @@ class Status:
     dst_mac:        bytes
     stale:          int
     ctl_replayed:   int
+    controller_ip:  int
+    lease_ms:       int
 
 
 def unpack_header(data):
@@ -239,6 +270,8 @@ def parse_response(data, expect_seq=None):
         MSG_STREAM_STOP  | RESPONSE: STREAM_STOP_RSP,
         MSG_EMULATOR     | RESPONSE: None,
         MSG_STATUS       | RESPONSE: STATUS_RSP,
+        MSG_CLAIM        | RESPONSE: CLAIM_RSP,
+        MSG_RELEASE      | RESPONSE: None,
     }
     if msg_type in fixed:
         st = fixed[msg_type]
@@ -267,6 +300,15 @@ def c_header():
         f"#define CTL_MSG_STREAM_STOP  0x{MSG_STREAM_STOP:02X}u",
         f"#define CTL_MSG_EMULATOR     0x{MSG_EMULATOR:02X}u",
         f"#define CTL_MSG_STATUS       0x{MSG_STATUS:02X}u",
+        f"#define CTL_MSG_CLAIM        0x{MSG_CLAIM:02X}u",
+        f"#define CTL_MSG_RELEASE      0x{MSG_RELEASE:02X}u",
+        f"#define CTL_CLAIM_REQ_LENGTH   {REQUEST_LENGTH[MSG_CLAIM]}u",
+        f"#define CTL_RELEASE_REQ_LENGTH {REQUEST_LENGTH[MSG_RELEASE]}u",
+        f"#define CTL_ERR_NOT_CONTROLLER {ERR_NOT_CONTROLLER}u",
+        f"#define CTL_ERR_NOT_ALLOWED  {ERR_NOT_ALLOWED}u",
+        f"#define CTL_DEFAULT_LEASE_S  {DEFAULT_LEASE_S}u",
+        f"#define CTL_MAX_LEASE_S      {MAX_LEASE_S}u",
+        f"#define CTL_MAX_ALLOW        {MAX_ALLOW}u",
         f"#define CTL_ERR_BAD_VALUE    {ERR_BAD_VALUE}u",
         f"#define CTL_ERR_BUSY         {ERR_BUSY}u",
         f"#define CTL_ERR_UNSUPPORTED  {ERR_UNSUPPORTED}u",

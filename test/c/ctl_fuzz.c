@@ -14,15 +14,18 @@
  *
  * Input: byte 0 = configuration (bits 0-2: the error code the board's operations return, 0-6;
  * bit 3: built without the streamer; bits 4-7: response buffer size class). Then records of
- * [who][len][len bytes]: who % 6 picks the requester; who bit 7: send that requester's previous
- * request again, byte for byte (a retransmission; len bytes are then skipped).
+ * [who][len][len bytes]: (who & 0x3f) % 6 picks the requester; who bit 7: send that requester's
+ * previous request again, byte for byte (a retransmission; len bytes are then skipped); who bit 6:
+ * first `len` seconds pass (leases lapse). Config bit 3: an allow-list that admits requesters
+ * 0-2 only.
  *
  * Invariants (abort on violation), besides the sanitizers': the answer fits the buffer; an answer
  * has our magic and version, echoes the request's seq, and is either the request's response type
  * or a 9-byte ERROR_RSP; every request moves at least one counter (at most two: an error answer
  * that did not fit also counts no_room); a request answered from the reply cache runs no board
  * operation and gets byte for byte the answer that requester got before; a request runs at most
- * one board operation.
+ * one board operation; a board operation runs only for an address in the allow-list, only while
+ * no other address holds an unexpired lease, and leaves the requester holding the board.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -71,7 +74,8 @@ static const struct ctl_ops ops = { op_start, op_stop, op_emulator, op_status };
 static uint32_t counter_sum(const struct ctl_counters *c)
 {
 	return c->requests + c->short_drop + c->magic_drop + c->response_drop + c->bad_version +
-	       c->bad_type + c->bad_length + c->refused + c->no_room + c->stale_seq + c->replayed;
+	       c->bad_type + c->bad_length + c->refused + c->no_room + c->stale_seq + c->replayed +
+	       c->not_allowed + c->not_controller;
 }
 
 static void fail(const char *why)
@@ -88,8 +92,10 @@ static void conversation(const uint8_t *data, size_t size)
 		.sys_clk_hz = 125000000u, .eth_dw = 8, .nchannels = 4, .sample_bits = 16, .max_payload = 8972,
 		.board = "fuzz", .build_id = "0123456789ab", .ident = "ethdaq ctl fuzz",
 	};
-	struct ctl_counters cnt;
-	static struct ctl_replay replay;
+	static struct ctl_state st;
+	static const struct ctl_net allow[] = { { 0x0A000000u, 0xFFFFFFFCu } };  /* Requesters 0-2. */
+	struct ctl_counters *c = &st.cnt;
+	uint64_t now_ms = 0;
 	static uint8_t last_req[REQUESTERS][MAX_REQ], last_rsp[REQUESTERS][2048], rsp[2048];
 	size_t last_req_len[REQUESTERS] = {0};
 	int last_rsp_len[REQUESTERS] = {0};
@@ -97,22 +103,28 @@ static void conversation(const uint8_t *data, size_t size)
 
 	if (size < 1)
 		return;
-	memset(&cnt, 0, sizeof(cnt));
-	memset(&replay, 0, sizeof(replay));
+	memset(&st, 0, sizeof(st));
+	if (data[0] & 8) {  /* With an allow-list that leaves some requesters out. */
+		st.access.allow = allow;
+		st.access.nallow = 1;
+	}
 	ops_error = data[0] & 7;
 	if (ops_error == 7)
 		ops_error = 0;
-	if (data[0] & 8)
+	if ((data[0] & 0x18) == 0x18)
 		id.nchannels = 0;
 	cap = caps[data[0] >> 4];
 
 	while (off + 2 <= size) {
-		unsigned who = data[off] % REQUESTERS;
+		unsigned who = (data[off] & 0x3f) % REQUESTERS;
 		int again = data[off] & 0x80;
 		size_t len = data[off + 1];
 		const uint8_t *req;
-		uint32_t before_cnt = counter_sum(&cnt), replayed = cnt.replayed;
-		uint32_t executed = cnt.requests + cnt.refused;
+		uint32_t before_cnt = counter_sum(c), replayed = c->replayed;
+		uint32_t executed = c->requests + c->refused + c->not_allowed + c->not_controller;
+		uint32_t holder = st.access.holder;
+		uint64_t lease_end = st.access.expires_ms;
+		struct ctl_request rq;
 		unsigned before_calls = ops_calls;
 		int n;
 
@@ -126,11 +138,20 @@ static void conversation(const uint8_t *data, size_t size)
 			req = data + off;
 			off += len;
 		}
-		n = ctl_handle(req, len, 0x0A000001u + who, (uint16_t)(40000 + who), rsp, cap, &id, &ops,
-			       &cnt, &replay);
+		/* who bit 6: time passes (seconds, from the length byte), so leases lapse. */
+		if (data[off - 2] & 0x40)
+			now_ms += (uint64_t)data[off - 1] * 1000u;
+		rq = (struct ctl_request){ req, len, 0x0A000001u + who, (uint16_t)(40000 + who), now_ms };
+		n = ctl_handle(&st, &rq, rsp, cap, &id, &ops);
+		if (ops_calls != before_calls && st.access.holder != rq.src_ip)
+			fail("a board operation ran for another address than the controller's");
+		if (ops_calls != before_calls && holder != 0 && holder != rq.src_ip && now_ms < lease_end)
+			fail("a board operation ran while another address held an unexpired lease");
+		if (ops_calls != before_calls && st.access.nallow && !((rq.src_ip & allow[0].mask) == allow[0].net))
+			fail("a board operation ran for an address outside the allow-list");
 		if (n > (int)cap || n < -1)
 			fail("answer longer than the buffer");
-		if (counter_sum(&cnt) - before_cnt < 1 || counter_sum(&cnt) - before_cnt > 2)
+		if (counter_sum(c) - before_cnt < 1 || counter_sum(c) - before_cnt > 2)
 			fail("a request must move one counter (two for an error answer that did not fit)");
 		if (ops_calls - before_calls > 1)
 			fail("one request ran two board operations");
@@ -144,7 +165,7 @@ static void conversation(const uint8_t *data, size_t size)
 			if (type == CTL_MSG_ERROR_RSP ? n != (int)CTL_HEADER_SIZE + 1 : type != (req[3] | CTL_RESPONSE))
 				fail("answer of the wrong type or length");
 		}
-		if (cnt.replayed != replayed) {
+		if (c->replayed != replayed) {
 			if (ops_calls != before_calls)
 				fail("a retransmission ran a board operation again");
 			if (n != last_rsp_len[who] || memcmp(rsp, last_rsp[who], (size_t)n) != 0)
@@ -155,18 +176,20 @@ static void conversation(const uint8_t *data, size_t size)
 			last_req_len[who] = len;
 		}
 		/* The answer the reply cache keeps: that of a request that was executed. */
-		if (n > 0 && cnt.requests + cnt.refused != executed) {
+		if (n > 0 && c->requests + c->refused + c->not_allowed + c->not_controller != executed) {
 			memcpy(last_rsp[who], rsp, (size_t)n);
 			last_rsp_len[who] = n;
 		}
 	}
-	total.requests += cnt.requests;
-	total.refused += cnt.refused;
-	total.replayed += cnt.replayed;
-	total.stale_seq += cnt.stale_seq;
-	total.no_room += cnt.no_room;
-	total.bad_length += cnt.bad_length;
-	total.magic_drop += cnt.magic_drop;
+	total.requests += c->requests;
+	total.refused += c->refused;
+	total.replayed += c->replayed;
+	total.stale_seq += c->stale_seq;
+	total.no_room += c->no_room;
+	total.bad_length += c->bad_length;
+	total.magic_drop += c->magic_drop;
+	total.not_allowed += c->not_allowed;
+	total.not_controller += c->not_controller;
 }
 
 #ifdef CTL_FUZZ_LIBFUZZER
@@ -180,10 +203,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 static size_t valid_request(uint8_t *buf, unsigned *seed, uint32_t seq)
 {
 	static const uint8_t types[] = { CTL_MSG_IDENTIFY, CTL_MSG_STREAM_START, CTL_MSG_STREAM_STOP,
-					 CTL_MSG_EMULATOR, CTL_MSG_STATUS };
+					 CTL_MSG_EMULATOR, CTL_MSG_STATUS, CTL_MSG_CLAIM, CTL_MSG_RELEASE };
 	static const size_t lengths[] = { CTL_IDENTIFY_REQ_LENGTH, CTL_STREAM_START_REQ_LENGTH,
-					  CTL_STREAM_STOP_REQ_LENGTH, CTL_EMULATOR_REQ_LENGTH, CTL_STATUS_REQ_LENGTH };
-	unsigned k = (unsigned)rand_r(seed) % 5;
+					  CTL_STREAM_STOP_REQ_LENGTH, CTL_EMULATOR_REQ_LENGTH, CTL_STATUS_REQ_LENGTH,
+					  CTL_CLAIM_REQ_LENGTH, CTL_RELEASE_REQ_LENGTH };
+	unsigned k = (unsigned)rand_r(seed) % 7;
 	buf[0] = CTL_MAGIC >> 8;
 	buf[1] = CTL_MAGIC & 0xff;
 	buf[2] = CTL_VERSION;
@@ -191,6 +215,10 @@ static size_t valid_request(uint8_t *buf, unsigned *seed, uint32_t seq)
 	buf[4] = (uint8_t)(seq >> 24); buf[5] = (uint8_t)(seq >> 16); buf[6] = (uint8_t)(seq >> 8); buf[7] = (uint8_t)seq;
 	for (size_t i = CTL_HEADER_SIZE; i < lengths[k]; i++)
 		buf[i] = (uint8_t)rand_r(seed);
+	if (types[k] == CTL_MSG_CLAIM && rand_r(seed) % 2) {  /* Often a short lease. */
+		buf[8] = 0;
+		buf[9] = (uint8_t)(rand_r(seed) % 120);
+	}
 	if (types[k] == CTL_MSG_STREAM_START && rand_r(seed) % 2) {  /* Often in range. */
 		buf[14] = 0x05; buf[15] = 0xC0;  /* 1472-byte payload */
 		buf[16] = 0x0F; buf[17] = 0;
@@ -226,7 +254,8 @@ int main(int argc, char **argv)
 			}
 			if (len > MAX_REQ)
 				len = MAX_REQ;
-			input[size++] = (uint8_t)(who | (what == 15 ? 0x80 : 0));  /* 0x80: retransmit */
+			/* 0x80: retransmit; 0x40: time passes */
+			input[size++] = (uint8_t)(who | (what == 15 ? 0x80 : 0) | (rand_r(&seed) % 8 == 0 ? 0x40 : 0));
 			input[size++] = (uint8_t)len;
 			memcpy(input + size, req, len);
 			size += len;
@@ -234,8 +263,9 @@ int main(int argc, char **argv)
 		conversation(input, size);
 	}
 	printf("ctl_fuzz: %ld conversations, no invariant broken: requests=%u refused=%u replayed=%u "
-	       "stale_seq=%u no_room=%u bad_length=%u magic=%u\n", iterations, total.requests, total.refused,
-	       total.replayed, total.stale_seq, total.no_room, total.bad_length, total.magic_drop);
+	       "stale_seq=%u no_room=%u bad_length=%u magic=%u not_allowed=%u not_controller=%u\n", iterations,
+	       total.requests, total.refused, total.replayed, total.stale_seq, total.no_room, total.bad_length,
+	       total.magic_drop, total.not_allowed, total.not_controller);
 	return 0;
 }
 #endif

@@ -3,10 +3,11 @@
  * response (possibly empty) to stdout and the counters and the board calls it made to stderr,
  * so tests in Python can check the firmware's parser byte for byte against ethdaq.host.protocol.
  * Usage: ctl_host [response capacity] [src ip] [stub error code] [SoC identifier string]
+ *                 [allow-list: NET/MASK,... as numbers]
  *
  * With src ip "session": stdin holds several requests, each as src ip (u32), src port (u16),
- * length (u16) and the bytes, big-endian, handled in order with one reply cache; stdout gets
- * each answer as length (u16; 0: none, 0xFFFF: did not fit) and the bytes.
+ * time in ms (u32), length (u16) and the bytes, big-endian, handled in order with one handler
+ * state; stdout gets each answer as length (u16; 0: none, 0xFFFF: did not fit) and the bytes.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,7 +52,9 @@ static void status(struct ctl_status *st)
 int main(int argc, char **argv)
 {
 	static uint8_t req[65536], rsp[2048];
-	struct ctl_counters cnt = {0};
+	static struct ctl_state st;
+	static struct ctl_net allow[CTL_MAX_ALLOW];
+	struct ctl_request rq;
 	struct ctl_identity id = {
 		.mac = {0x10, 0xe2, 0xd5, 0x00, 0x00, 0x01},
 		.ip = 0xC0A80132u, .ctl_port = 7000, .sys_clk_hz = 125000000u, .eth_dw = 8,
@@ -59,7 +62,6 @@ int main(int argc, char **argv)
 		.board = "sim", .build_id = "0123456789ab", .ident = "ethdaq sim test",
 	};
 	struct ctl_ops ops = { stream_start, stream_stop, emulator, status };
-	static struct ctl_replay replay;
 	size_t cap = argc > 1 ? (size_t)atoi(argv[1]) : sizeof(rsp);
 	int session = argc > 2 && strcmp(argv[2], "session") == 0;
 	uint32_t src_ip = argc > 2 && !session ? (uint32_t)strtoul(argv[2], NULL, 0) : 0xC0A80164u;
@@ -68,32 +70,49 @@ int main(int argc, char **argv)
 	stub_error = argc > 3 ? atoi(argv[3]) : 0;
 	if (argc > 4)
 		id.ident = argv[4];
+	if (argc > 5) {
+		char *p = argv[5];
+		while (*p && st.access.nallow < CTL_MAX_ALLOW) {
+			allow[st.access.nallow].net = (uint32_t)strtoul(p, &p, 0);
+			if (*p++ != '/')
+				return 2;
+			allow[st.access.nallow++].mask = (uint32_t)strtoul(p, &p, 0);
+			if (*p == ',')
+				p++;
+		}
+		st.access.allow = allow;
+	}
 	if (cap > sizeof(rsp))
 		cap = sizeof(rsp);
 	if (!session) {
-		r = ctl_handle(req, n, src_ip, 40000, rsp, cap, &id, &ops, &cnt, &replay);
+		rq = (struct ctl_request){ req, n, src_ip, 40000, 0 };
+		r = ctl_handle(&st, &rq, rsp, cap, &id, &ops);
 		if (r > 0)
 			fwrite(rsp, 1, (size_t)r, stdout);
 	}
-	for (size_t off = 0; session && off + 8 <= n;) {
+	for (size_t off = 0; session && off + 12 <= n;) {
 		uint32_t ip = ((uint32_t)req[off] << 24) | ((uint32_t)req[off + 1] << 16) |
 			      ((uint32_t)req[off + 2] << 8) | req[off + 3];
 		uint16_t port = (uint16_t)((req[off + 4] << 8) | req[off + 5]);
-		size_t len = (size_t)((req[off + 6] << 8) | req[off + 7]);
+		uint32_t now = ((uint32_t)req[off + 6] << 24) | ((uint32_t)req[off + 7] << 16) |
+			       ((uint32_t)req[off + 8] << 8) | req[off + 9];
+		size_t len = (size_t)((req[off + 10] << 8) | req[off + 11]);
 		uint8_t out[2];
-		if (len > n - off - 8)
+		if (len > n - off - 12)
 			return 2;
-		r = ctl_handle(req + off + 8, len, ip, port, rsp, cap, &id, &ops, &cnt, &replay);
+		rq = (struct ctl_request){ req + off + 12, len, ip, port, now };
+		r = ctl_handle(&st, &rq, rsp, cap, &id, &ops);
 		out[0] = (uint8_t)((r < 0 ? 0xFFFF : r) >> 8);
 		out[1] = (uint8_t)(r < 0 ? 0xFFFF : r);
 		fwrite(out, 1, 2, stdout);
 		if (r > 0)
 			fwrite(rsp, 1, (size_t)r, stdout);
-		off += 8 + len;
+		off += 12 + len;
 	}
 	fprintf(stderr, "ret=%d requests=%u short=%u magic=%u response=%u version=%u type=%u length=%u refused=%u "
-		"no_room=%u stale_seq=%u replayed=%u\n",
-		r, cnt.requests, cnt.short_drop, cnt.magic_drop, cnt.response_drop, cnt.bad_version,
-		cnt.bad_type, cnt.bad_length, cnt.refused, cnt.no_room, cnt.stale_seq, cnt.replayed);
+		"no_room=%u stale_seq=%u replayed=%u not_allowed=%u not_controller=%u\n",
+		r, st.cnt.requests, st.cnt.short_drop, st.cnt.magic_drop, st.cnt.response_drop, st.cnt.bad_version,
+		st.cnt.bad_type, st.cnt.bad_length, st.cnt.refused, st.cnt.no_room, st.cnt.stale_seq, st.cnt.replayed,
+		st.cnt.not_allowed, st.cnt.not_controller);
 	return 0;
 }
