@@ -53,7 +53,7 @@ def build(harness, out):
         gen.mkdir(exist_ok=True)
         (gen / "ctl_protocol.h").write_text(protocol.c_header())
         cmd = [clang, "-g", "-O1", *SANITIZE, "-DCTL_FUZZ_LIBFUZZER", f"-I{out}", f"-I{FW}",
-               str(FW / "ctl.c"), str(REPO / "test" / "c" / "ctl_fuzz.c"), "-o", str(exe)]
+               str(FW / "ctl.c"), str(FW / "hmac_sha256.c"), str(REPO / "test" / "c" / "ctl_fuzz.c"), "-o", str(exe)]
     else:
         ptp = FW / "ptp"
         cmd = [clang, "-g", "-O1", *SANITIZE, "-DPTP_FUZZ_LIBFUZZER", f"-I{ptp}",

@@ -75,6 +75,17 @@ def _port(text):
     return value
 
 
+def _read_key(path):
+    """A key file (hex), or a one-line error."""
+    from ethdaq.host.protocol import parse_key
+    try:
+        return parse_key(Path(path).read_text())
+    except OSError as e:
+        raise CLIError(f"cannot read key file {path}: {e.strerror}") from None
+    except ValueError as e:
+        raise CLIError(f"key file {path}: {e}") from None
+
+
 def _allow(text):
     from ethdaq.soc.daqsoc import parse_allow
     try:
@@ -89,6 +100,9 @@ def _add_network_options(p):
     p.add_argument("--mac", type=_mac, default=DEFAULT_MAC, help=f"board MAC address (default {DEFAULT_MAC})")
     p.add_argument("--ctl-port", type=_port, default=DEFAULT_CTL_PORT,
                    help=f"firmware control UDP port (default {DEFAULT_CTL_PORT})")
+    p.add_argument("--ctl-key-file", metavar="FILE",
+                   help="shared key (hex, 16-64 bytes) the board requires on requests that change it "
+                        "(HMAC-SHA256); it is built into the firmware, keep the build directory private")
     p.add_argument("--ctl-allow", type=_allow, default=[], metavar="NET[,NET...]",
                    help="addresses that may control the board, e.g. 192.168.1.0/24,10.0.0.7 (default: any; "
                         "the first to claim it holds it, docs/protocol.md)")
@@ -144,6 +158,7 @@ def _soc_kwargs(args):
     check_ports(args.ctl_port)
     kwargs = dict(ip_address=args.ip, mac_address=args.mac, ctl_port=args.ctl_port,
                   ctl_allow=[f"{ipaddress.IPv4Address(n)}/{ipaddress.IPv4Address(m)}" for n, m in args.ctl_allow],
+                  ctl_key=_read_key(args.ctl_key_file) if args.ctl_key_file else None,
                   ptp_role=args.ptp_role, ptp_transport=args.ptp_transport, ptp_domain=args.ptp_domain,
                   ptp_log_sync=args.ptp_log_sync, ptp_log_announce=args.ptp_log_announce,
                   ptp_log_delay_req=args.ptp_log_delay_req)
@@ -319,7 +334,8 @@ def cmd_ctl(args):
     from ethdaq.host import protocol
     from ethdaq.host.ctl import ControlClient, ControlRefused, ControlTimeout
     from ethdaq.host.protocol import format_mac
-    with ControlClient(args.ip, args.port, timeout=args.timeout) as client:
+    key = _read_key(args.key_file) if args.key_file else None
+    with ControlClient(args.ip, args.port, timeout=args.timeout, key=key) as client:
         try:
             if args.action == "identify":
                 _print_identity(client.identify(), args.json)
@@ -442,6 +458,7 @@ def make_parser():
     p.add_argument("--port", type=_port, default=7000, help="control port (default 7000)")
     p.add_argument("--timeout", type=float, default=2.0, help="seconds per try (3 tries)")
     p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--key-file", metavar="FILE", help="the board's shared key (hex): sign every request")
     g = p.add_argument_group("start")
     g.add_argument("--dst-ip", type=_ip, help="where datagrams go (default: this host, as the board sees it)")
     g.add_argument("--dst-port", type=_port, default=5000, help="destination UDP port (default 5000)")

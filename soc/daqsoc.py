@@ -123,6 +123,7 @@ class DAQSoC(SoCCore):
         mac_address  = DEFAULT_MAC,
         ctl_port     = DEFAULT_CTL_PORT,
         ctl_allow    = (),
+        ctl_key      = None,
         eth_dw       = None,
         build_id     = None,
         data_port    = DEFAULT_DATA_PORT,
@@ -146,6 +147,10 @@ class DAQSoC(SoCCore):
         self.mac_address  = parse_mac(mac_address) if isinstance(mac_address, str) else mac_address
         self.ctl_port     = ctl_port
         self.ctl_allow    = parse_allow(ctl_allow)
+        from ethdaq.host.protocol import KEY_MAX, KEY_MIN
+        if ctl_key is not None and not (isinstance(ctl_key, bytes) and KEY_MIN <= len(ctl_key) <= KEY_MAX):
+            raise ValueError(f"ctl_key must be {KEY_MIN} to {KEY_MAX} bytes")
+        self.ctl_key      = ctl_key
         self.build_id     = build_id or git_hash()
         check_ports(ctl_port, data_port if with_streamer else None)
         max_payload = max_payload or board.max_payload

@@ -95,3 +95,21 @@ def test_no_answer_at_all_is_a_timeout_naming_the_board():
         with pytest.raises(ControlTimeout, match=f"127.0.0.1:{board.port} after 2 tries"):
             c.status()
     board.close()
+
+
+def test_with_a_key_every_request_is_signed_and_a_retry_is_the_same_signed_bytes():
+    import hashlib
+    import hmac
+    key = bytes(range(1, 33))
+    board = ScriptedBoard([lambda req: None, stop_answer, stop_answer])
+    with ControlClient("127.0.0.1", board.port, timeout=0.3, key=key) as c:
+        c.stream_stop()
+        c.stream_stop()
+    board.close()
+    first, retry, second = board.seen
+    assert first == retry  # Same seq, same counter, same MAC: the board's reply cache answers it.
+    for req in (first, second):
+        body, counter, mac = req[:-40], req[-40:-32], req[-32:]
+        assert len(body) == protocol.REQUEST_LENGTH[protocol.MSG_STREAM_STOP]
+        assert mac == hmac.new(key, body + counter, hashlib.sha256).digest()
+    assert int.from_bytes(second[-40:-32], "big") > int.from_bytes(first[-40:-32], "big")

@@ -28,7 +28,8 @@ def ctl_host(tmp_path_factory, repo):
     exe = d / "ctl_host"
     subprocess.run(["gcc", "-std=c99", "-Wall", "-Wextra", "-Werror", "-g", "-fsanitize=address,undefined",
                     "-fno-sanitize-recover=all", f"-I{d}", f"-I{repo}/software/firmware",
-                    str(repo / "software/firmware/ctl.c"), str(repo / "test/c/ctl_host.c"), "-o", str(exe)],
+                    str(repo / "software/firmware/ctl.c"), str(repo / "software/firmware/hmac_sha256.c"),
+                    str(repo / "test/c/ctl_host.c"), "-o", str(exe)],
                    check=True)
 
     def run(request, cap=2048, src_ip=0xC0A80164, stub_error=0):
@@ -181,7 +182,7 @@ def ctl_session(ctl_host, tmp_path_factory):
     (bytes; b"" for none), the counters and the board calls made."""
     exe = None
 
-    def run(requests, stub_error=0, ident="ethdaq sim test", allow=(), times=None):
+    def run(requests, stub_error=0, ident="ethdaq sim test", allow=(), times=None, key=b""):
         """times: the board's clock in ms at each request (default 0 for all)."""
         nonlocal exe
         if exe is None:
@@ -190,8 +191,8 @@ def ctl_session(ctl_host, tmp_path_factory):
         data = b"".join(struct.pack(">IHIH", ip, port, t, len(req)) + req
                         for ((ip, port), req), t in zip(requests, times))
         allow_arg = ",".join(f"{net}/{mask}" for net, mask in allow)
-        r = subprocess.run([str(exe), "2048", "session", str(stub_error), ident, allow_arg], input=data,
-                           capture_output=True, check=True)
+        r = subprocess.run([str(exe), "2048", "session", str(stub_error), ident, allow_arg, key.hex()],
+                           input=data, capture_output=True, check=True)
         out, answers = r.stdout, []
         while out:
             (n,) = struct.unpack_from(">H", out)
@@ -293,7 +294,8 @@ def test_standalone_fuzzer_keeps_every_invariant_and_reaches_the_reply_cache(ctl
     subprocess.run(["gcc", "-std=c99", "-D_DEFAULT_SOURCE", "-O1", "-g", "-Wall", "-Wextra", "-Werror",
                     "-fsanitize=address,undefined", "-fno-sanitize-recover=all", f"-I{gen}",
                     f"-I{repo}/software/firmware", str(repo / "software/firmware/ctl.c"),
-                    str(repo / "test/c/ctl_fuzz.c"), "-o", str(exe)], check=True)
+                    str(repo / "software/firmware/hmac_sha256.c"), str(repo / "test/c/ctl_fuzz.c"), "-o", str(exe)],
+                   check=True)
     r = subprocess.run([str(exe), "30000", "7"], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     got = dict((k, int(v)) for k, v in re.findall(r"(\w+)=(\d+)", r.stdout))
@@ -400,3 +402,99 @@ def test_a_refusal_is_cached_like_any_answer(ctl_session):
     ])
     assert answers[1] == answers[3] and error_of(answers[3], 9) == protocol.ERR_NOT_CONTROLLER
     assert calls == [] and cnt["replayed"] == 1
+
+
+# --- Shared-key authentication -----------------------------------------------------------------------
+
+KEY = bytes(range(32))
+
+
+def test_with_a_key_state_changes_need_a_right_signature_and_a_new_counter(ctl_session):
+    start = protocol.stream_start_request(1)
+    answers, cnt, calls = ctl_session([
+        (CONTROLLER, start),                                               # unsigned: refused
+        (CONTROLLER, protocol.status_request(2)),                          # reading needs none
+        (CONTROLLER, protocol.sign(protocol.stream_start_request(3), b"\x01" * 32, 100)),  # other key
+        (CONTROLLER, protocol.sign(protocol.stream_start_request(4), KEY, 100)),            # right
+        (CONTROLLER, protocol.sign(protocol.stream_stop_request(5), KEY, 100)),             # counter reused
+        (CONTROLLER, protocol.sign(protocol.stream_stop_request(6), KEY, 99)),              # counter older
+        (CONTROLLER, protocol.sign(protocol.stream_stop_request(7), KEY, 101)),             # right
+    ], key=KEY)
+    errors = [error_of(a, s) for a, s in zip(answers, range(1, 8))]
+    assert errors == [protocol.ERR_AUTH_REQUIRED, None, protocol.ERR_AUTH_FAILED, None,
+                      protocol.ERR_AUTH_FAILED, protocol.ERR_AUTH_FAILED, None]
+    assert calls == ["stream_start", "stream_stop"]
+    assert (cnt["auth_required"], cnt["auth_failed"]) == (1, 3)
+
+
+def test_a_retransmitted_signed_request_is_answered_from_the_cache_not_refused(ctl_session):
+    signed = protocol.sign(protocol.emulator_request(8, 1, 1 << 20), KEY, 5000)
+    answers, cnt, calls = ctl_session([(CONTROLLER, signed)] * 3, key=KEY)
+    assert calls == ["emulator"] and cnt["replayed"] == 2 and cnt["auth_failed"] == 0
+    assert answers[0] == answers[1] == answers[2] and error_of(answers[0], 8) is None
+
+
+def test_forged_unsigned_requests_do_not_disturb_the_controllers_reply_cache(ctl_session):
+    # A forger using the controller's address and port: unsigned, so refused and not remembered;
+    # the controller's retransmission is still answered from the cache, not run twice.
+    signed = protocol.sign(protocol.stream_start_request(20), KEY, 1)
+    forged = [(CONTROLLER, protocol.stream_stop_request(21 + i)) for i in range(protocol.REPLAY_HISTORY + 2)]
+    answers, cnt, calls = ctl_session([(CONTROLLER, signed)] + forged + [(CONTROLLER, signed)], key=KEY)
+    assert calls == ["stream_start"] and cnt["replayed"] == 1
+    assert answers[-1] == answers[0]
+
+
+def test_claim_and_release_need_a_signature_too_and_a_keyless_board_refuses_signed_requests(ctl_session):
+    answers, _, _ = ctl_session([(CONTROLLER, protocol.claim_request(1)),
+                                 (CONTROLLER, protocol.sign(protocol.claim_request(2), KEY, 7))], key=KEY)
+    assert error_of(answers[0], 1) == protocol.ERR_AUTH_REQUIRED
+    assert protocol.parse_response(answers[1], expect_seq=2)[2][0] == 1
+    answers, cnt, calls = ctl_session([(CONTROLLER, protocol.sign(protocol.stream_stop_request(3), KEY, 7))])
+    assert error_of(answers[0], 3) == protocol.ERR_UNSUPPORTED and calls == []
+
+
+@pytest.mark.parametrize("text, error", [
+    ("00" * 15, "16 to 64 bytes"), ("00" * 65, "16 to 64 bytes"), ("xyz" * 12, "hex digits"),
+])
+def test_key_files_are_checked(text, error):
+    with pytest.raises(ValueError, match=error):
+        protocol.parse_key(text)
+    assert protocol.parse_key(" 00" * 16 + "\n") == bytes(16)
+
+
+def test_hmac_sha256_matches_hashlib_hmac_and_rfc_4231(repo, tmp_path):
+    import hashlib
+    import hmac
+    exe = tmp_path / "hmac_host"
+    subprocess.run(["gcc", "-std=c99", "-O1", "-g", "-Wall", "-Wextra", "-Werror", "-fsanitize=address,undefined",
+                    "-fno-sanitize-recover=all", f"-I{repo}/software/firmware",
+                    str(repo / "software/firmware/hmac_sha256.c"), str(repo / "test/c/hmac_host.c"), "-o", str(exe)],
+                   check=True)
+    rfc4231 = [  # (key, data, HMAC-SHA256): test cases 1, 2, 3, 4, 6, 7
+        ("0b" * 20, b"Hi There".hex(), "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7"),
+        (b"Jefe".hex(), b"what do ya want for nothing?".hex(),
+         "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"),
+        ("aa" * 20, "dd" * 50, "773ea91e36800e46854db8ebd09181a72959098b3ef8c122d9635514ced565fe"),
+        ("0102030405060708090a0b0c0d0e0f10111213141516171819", "cd" * 50,
+         "82558a389a443c0ea4cc819899f2083a85f0faa3e578f8077a2e3ff46729665b"),
+        ("aa" * 131, b"Test Using Larger Than Block-Size Key - Hash Key First".hex(),
+         "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54"),
+        ("aa" * 131, b"This is a test using a larger than block-size key and a larger than block-size data. "
+                     b"The key needs to be hashed before being used by the HMAC algorithm.".hex(),
+         "9b09ffa71b942fcb27635fbcd5b0e944bfdc63644f0713938a7f51535c3a35e2"),
+    ]
+    rng = random.Random(4231)
+    cases = [(k, d) for k, d, _ in rfc4231]
+    for _ in range(300):  # Every length around the block and padding boundaries, and beyond.
+        n = rng.choice([rng.randrange(0, 200), rng.randrange(50, 70), rng.randrange(110, 135)])
+        data = bytes(rng.randrange(256) for _ in range(n)).hex()
+        key = "-" if rng.random() < 0.3 else bytes(rng.randrange(256) for _ in range(rng.randrange(1, 140))).hex()
+        cases.append((key, data))
+    r = subprocess.run([str(exe)], input="".join(f"{k} {d}\n" for k, d in cases), capture_output=True, text=True,
+                       check=True)
+    got = r.stdout.split()
+    for (key, data), digest in zip(cases, got):
+        want = (hashlib.sha256(bytes.fromhex(data)).hexdigest() if key == "-" else
+                hmac.new(bytes.fromhex(key), bytes.fromhex(data), hashlib.sha256).hexdigest())
+        assert digest == want, (key, data)
+    assert got[:len(rfc4231)] == [h for _, _, h in rfc4231] and len(got) == len(cases)

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "ctl.h"
+#include "hmac_sha256.h"
 
 static uint16_t get_be16(const uint8_t *p) { return (uint16_t)((p[0] << 8) | p[1]); }
 static uint32_t get_be32(const uint8_t *p)
@@ -123,11 +124,13 @@ static int stream_start(struct writer *w, const uint8_t *p, uint32_t seq, uint32
 	return answered(w, cnt);
 }
 
-/* Every request fits the cache, and so does every answer to a request that changes state. */
-_Static_assert(CTL_STREAM_START_REQ_LENGTH <= CTL_REPLAY_REQ_MAX && CTL_EMULATOR_REQ_LENGTH <= CTL_REPLAY_REQ_MAX &&
-	       CTL_STATUS_REQ_LENGTH <= CTL_REPLAY_REQ_MAX && CTL_IDENTIFY_REQ_LENGTH <= CTL_REPLAY_REQ_MAX &&
-	       CTL_STREAM_STOP_REQ_LENGTH <= CTL_REPLAY_REQ_MAX && CTL_CLAIM_REQ_LENGTH <= CTL_REPLAY_REQ_MAX &&
-	       CTL_RELEASE_REQ_LENGTH <= CTL_REPLAY_REQ_MAX, "a request does not fit the reply cache");
+/* Every request, signed or not, fits the cache, and so does every answer to a request that
+ * changes state. */
+#define FITS(len) ((len) + CTL_AUTH_LEN <= CTL_REPLAY_REQ_MAX)
+_Static_assert(FITS(CTL_STREAM_START_REQ_LENGTH) && FITS(CTL_EMULATOR_REQ_LENGTH) && FITS(CTL_STATUS_REQ_LENGTH) &&
+	       FITS(CTL_IDENTIFY_REQ_LENGTH) && FITS(CTL_STREAM_STOP_REQ_LENGTH) && FITS(CTL_CLAIM_REQ_LENGTH) &&
+	       FITS(CTL_RELEASE_REQ_LENGTH), "a request does not fit the reply cache");
+#undef FITS
 _Static_assert(CTL_HEADER_SIZE + CTL_STATUS_RSP_SIZE <= CTL_REPLAY_RSP_MAX,
 	       "STATUS (the longest answer but IDENTIFY's) does not fit the reply cache");
 
@@ -187,7 +190,28 @@ static void replay_store(struct ctl_replay_entry *e, int fresh, uint32_t seq, co
 }
 
 static int execute(struct ctl_state *st, const struct ctl_request *rq, uint8_t *rsp, size_t rsp_cap,
-		   uint8_t type, uint32_t seq, const struct ctl_identity *id, const struct ctl_ops *ops);
+		   uint8_t type, uint32_t seq, int authed, const struct ctl_identity *id, const struct ctl_ops *ops);
+
+static uint64_t get_be64(const uint8_t *p)
+{
+	return ((uint64_t)get_be32(p) << 32) | get_be32(p + 4);
+}
+
+/* AUTH at the end of a request of `body` bytes: 0 if it is right and new (then the counter is
+ * used up), else the error code. */
+static int authenticate(struct ctl_state *st, const uint8_t *req, size_t body)
+{
+	uint8_t mac[SHA256_DIGEST];
+	uint64_t counter = get_be64(req + body);
+
+	hmac_sha256(st->key, st->key_len, req, body + 8, NULL, 0, mac);
+	if (!equal_ct(mac, req + body + 8, SHA256_DIGEST) || counter <= st->auth_counter) {
+		st->cnt.auth_failed++;
+		return CTL_ERR_AUTH_FAILED;
+	}
+	st->auth_counter = counter;
+	return 0;
+}
 
 /* Access ------------------------------------------------------------------------------------------ */
 
@@ -255,7 +279,7 @@ int ctl_handle(struct ctl_state *st, const struct ctl_request *rq, uint8_t *rsp,
 	struct ctl_replay_entry *e;
 	uint8_t  version, type;
 	uint32_t seq;
-	int n, last, same;
+	int n, last, same, signed_req, authed = 0;
 
 	if (req == NULL || req_len < CTL_HEADER_SIZE) {
 		cnt->short_drop++;
@@ -282,7 +306,8 @@ int ctl_handle(struct ctl_state *st, const struct ctl_request *rq, uint8_t *rsp,
 		cnt->bad_type++;
 		return error_response(&w, seq, CTL_ERR_BAD_TYPE, cnt);
 	}
-	if (req_len != expected) {
+	signed_req = req_len == expected + CTL_AUTH_LEN;
+	if (req_len != expected && !signed_req) {
 		cnt->bad_length++;
 		return error_response(&w, seq, CTL_ERR_BAD_LENGTH, cnt);
 	}
@@ -311,8 +336,21 @@ int ctl_handle(struct ctl_state *st, const struct ctl_request *rq, uint8_t *rsp,
 		/* The last request with its answer not kept (an IDENTIFY, read-only) is answered
 		 * afresh. */
 	}
-	n = execute(st, rq, rsp, rsp_cap, type, seq, id, ops);
-	if (n > 0) {
+	/* After the reply cache: a retransmission of a signed request is answered from there, its
+	 * counter having been used up by the first copy. */
+	if (signed_req) {
+		int err;
+		if (st->key_len == 0)
+			return refuse(&w, seq, CTL_ERR_UNSUPPORTED, cnt);
+		err = authenticate(st, req, expected);
+		if (err)
+			return error_response(&w, seq, (uint8_t)err, cnt);
+		authed = 1;
+	}
+	n = execute(st, rq, rsp, rsp_cap, type, seq, authed, id, ops);
+	/* With a key, only signed requests enter the reply cache: forged ones (any source address
+	 * can be forged) must not push a controller's last request out of it. */
+	if (n > 0 && (st->key_len == 0 || authed)) {
 		int fresh = e == NULL;
 		if (fresh) {
 			e = replay_new(replay, rq->src_ip, rq->src_port);
@@ -325,7 +363,7 @@ int ctl_handle(struct ctl_state *st, const struct ctl_request *rq, uint8_t *rsp,
 
 /* The request's effect and its answer; the request was checked up to its length. */
 static int execute(struct ctl_state *st, const struct ctl_request *rq, uint8_t *rsp, size_t rsp_cap,
-		   uint8_t type, uint32_t seq, const struct ctl_identity *id, const struct ctl_ops *ops)
+		   uint8_t type, uint32_t seq, int authed, const struct ctl_identity *id, const struct ctl_ops *ops)
 {
 	struct writer w = { rsp, rsp_cap, 0, 0 };
 	struct ctl_counters *cnt = &st->cnt;
@@ -334,11 +372,20 @@ static int execute(struct ctl_state *st, const struct ctl_request *rq, uint8_t *
 	uint32_t src_ip = rq->src_ip, run = 0;
 	int err;
 
-	/* Everything that changes the board's state is the controller's alone. */
+	/* Everything that changes the board's state is the controller's alone, and signed if the
+	 * board has a key. */
 	switch (type) {
 	case CTL_MSG_STREAM_START:
 	case CTL_MSG_STREAM_STOP:
 	case CTL_MSG_EMULATOR:
+	case CTL_MSG_CLAIM:
+	case CTL_MSG_RELEASE:
+		if (st->key_len > 0 && !authed) {
+			cnt->auth_required++;
+			return error_response(&w, seq, CTL_ERR_AUTH_REQUIRED, cnt);
+		}
+		if (type == CTL_MSG_CLAIM || type == CTL_MSG_RELEASE)
+			break;  /* They check the controller themselves. */
 		err = take(a, src_ip, rq->now_ms, cnt);
 		if (err)
 			return error_response(&w, seq, (uint8_t)err, cnt);
@@ -404,7 +451,7 @@ static int execute(struct ctl_state *st, const struct ctl_request *rq, uint8_t *
 		put_be32(&w, cnt->requests);
 		put_be32(&w, cnt->short_drop + cnt->magic_drop + cnt->response_drop + cnt->bad_version +
 		             cnt->bad_type + cnt->bad_length + cnt->refused + cnt->no_room + cnt->stale_seq +
-		             cnt->not_allowed + cnt->not_controller);
+		             cnt->not_allowed + cnt->not_controller + cnt->auth_required + cnt->auth_failed);
 		put_be32(&w, sv.port_rx_dropped);
 		put_be32(&w, sv.port_tx_dropped);
 		put_be32(&w, sv.arp_timeouts);

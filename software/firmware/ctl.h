@@ -43,6 +43,8 @@ struct ctl_counters {
 	uint32_t not_allowed;   /* State-changing requests from outside the allow-list: CTL_ERR_NOT_ALLOWED. */
 	uint32_t not_controller; /* ... from another address than the controller's: CTL_ERR_NOT_CONTROLLER,
 	                          * or a CLAIM answered "not granted". */
+	uint32_t auth_required; /* State-changing requests without AUTH on a board with a key. */
+	uint32_t auth_failed;   /* AUTH with a wrong MAC or an old counter. */
 };
 
 /* Who may change the board's state. allow: networks (address & mask == net) whose addresses may
@@ -91,6 +93,9 @@ struct ctl_state {
 	struct ctl_counters cnt;
 	struct ctl_replay   replay;
 	struct ctl_access   access;
+	const uint8_t      *key;         /* Shared key; key_len 0: requests need no AUTH. */
+	size_t              key_len;
+	uint64_t            auth_counter; /* The last counter accepted. */
 };
 
 struct ctl_stream_cfg {

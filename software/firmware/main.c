@@ -13,6 +13,7 @@
 
 #include <generated/csr.h>
 #include <generated/soc.h>
+#include <generated/ctl_key.h>
 
 #include "ctl.h"
 #include "ctlport.h"
@@ -126,9 +127,16 @@ int main(void)
 	printf("  streamer : %u channels x %u-bit samples, datagrams up to %u bytes, udp/%u\n",
 	       (unsigned)id.nchannels, (unsigned)id.sample_bits, (unsigned)id.max_payload,
 	       (unsigned)ETHDAQ_DATA_PORT);
+	if (ETHDAQ_CTL_KEY_LEN > 0)
+		printf("  control: changes need requests signed with the shared key\n");
+	if (sizeof(ctl_allow) / sizeof(ctl_allow[0]) > 1)
+		printf("  control: only %u allowed network(s) may take control\n",
+		       (unsigned)(sizeof(ctl_allow) / sizeof(ctl_allow[0]) - 1));
 	ptpsvc_init(id.mac);
 	printf("ethdaq ready\n");
 
+	ctl.key = ethdaq_ctl_key;
+	ctl.key_len = ETHDAQ_CTL_KEY_LEN;
 	ctl.access.allow = ctl_allow;
 	ctl.access.nallow = sizeof(ctl_allow) / sizeof(ctl_allow[0]) - 1;
 	for (;;) {

@@ -16,8 +16,11 @@ class ControlTimeout(TimeoutError):
 
 
 class ControlClient:
-    def __init__(self, ip, port=7000, timeout=2.0, retries=3, bind=None):
-        """bind: the local address to send from (the board tells controllers apart by address)."""
+    def __init__(self, ip, port=7000, timeout=2.0, retries=3, bind=None, key=None):
+        """bind: the local address to send from (the board tells controllers apart by address).
+        key: the board's shared key (protocol.parse_key): every request is then signed."""
+        self.key     = key
+        self.counter = 0
         self.addr    = (ip, port)
         self.timeout = timeout
         self.retries = retries
@@ -46,9 +49,10 @@ class ControlClient:
         self.seq = (self.seq + 1) & 0xffffffff
         renewed = False
         tries = 0
+        datagram = self._build(payload_fn)
         while tries < self.retries:
             tries += 1
-            self.sock.sendto(payload_fn(self.seq), self.addr)
+            self.sock.sendto(datagram, self.addr)  # Byte for byte the same on a retry.
             try:
                 while True:
                     data, src = self.sock.recvfrom(2048)
@@ -64,11 +68,22 @@ class ControlClient:
             if rsp[0] == protocol.MSG_ERROR_RSP and rsp[2] == protocol.ERR_STALE_SEQ and not renewed:
                 renewed = True
                 self.seq = int.from_bytes(os.urandom(4), "big")
+                datagram = self._build(payload_fn)
                 tries -= 1
                 continue
             return rsp
         raise ControlTimeout(f"no answer from {self.addr[0]}:{self.addr[1]} after "
                              f"{self.retries} tries of {self.timeout:g} s")
+
+    def _build(self, payload_fn):
+        """The request for the current seq, signed with a new counter if there is a key: this
+        host's clock in ns, so several hosts sharing a key (with clocks in step) keep the board's
+        rule that each counter is larger than the last it accepted."""
+        request = payload_fn(self.seq)
+        if self.key is None:
+            return request
+        self.counter = max(time.time_ns(), self.counter + 1)
+        return protocol.sign(request, self.key, self.counter)
 
     def _expect(self, payload_fn, msg_type):
         got, _, body = self.request(payload_fn)

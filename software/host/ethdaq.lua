@@ -209,7 +209,7 @@ local CTL_HEADER_LEN = 8
 local CTL_RESPONSE = 0x80
 local CTL_PORT = 7000
 local CTL_MSG_ERROR_RSP = 0xFF
-local CTL_ERROR_NAMES = { [1] = "bad version", [2] = "unknown message type", [3] = "bad length", [4] = "value out of range", [5] = "busy (a run is going: stop it first)", [6] = "not supported by this build", [7] = "stale sequence number (not executed)", [8] = "another controller holds the board (ethdaq ctl claim shows which)", [9] = "this address is not in the board's allow-list" }
+local CTL_ERROR_NAMES = { [1] = "bad version", [2] = "unknown message type", [3] = "bad length", [4] = "value out of range", [5] = "busy (a run is going: stop it first)", [6] = "not supported by this build", [7] = "stale sequence number (not executed)", [8] = "another controller holds the board (ethdaq ctl claim shows which)", [9] = "this address is not in the board's allow-list", [10] = "the board needs signed requests (--key-file)", [11] = "authentication failed (wrong key, or an old counter: is this host's clock behind?)" }
 
 local CTL_HEADER = {
     { name = "magic", offset = 0, size = 2 },
@@ -293,7 +293,7 @@ local CTL_MESSAGES = {
     }, strings = {} },
     [0x87] = { name = "RELEASE_RSP", fields = {}, strings = {} },
     [0xFF] = { name = "ERROR_RSP", fields = {
-        { f = ProtoField.uint8("ethdaqctl.error_rsp.code", "code", base.DEC, { [1] = "bad version", [2] = "unknown message type", [3] = "bad length", [4] = "value out of range", [5] = "busy (a run is going: stop it first)", [6] = "not supported by this build", [7] = "stale sequence number (not executed)", [8] = "another controller holds the board (ethdaq ctl claim shows which)", [9] = "this address is not in the board's allow-list" }), size = 1, },
+        { f = ProtoField.uint8("ethdaqctl.error_rsp.code", "code", base.DEC, { [1] = "bad version", [2] = "unknown message type", [3] = "bad length", [4] = "value out of range", [5] = "busy (a run is going: stop it first)", [6] = "not supported by this build", [7] = "stale sequence number (not executed)", [8] = "another controller holds the board (ethdaq ctl claim shows which)", [9] = "this address is not in the board's allow-list", [10] = "the board needs signed requests (--key-file)", [11] = "authentication failed (wrong key, or an old counter: is this host's clock behind?)" }), size = 1, },
     }, strings = {} },
 }
 

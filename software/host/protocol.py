@@ -14,6 +14,8 @@ Header (8 bytes):
     seq     u32  chosen by the requester, echoed in the response
 """
 
+import hashlib
+import hmac
 import struct
 from dataclasses import dataclass
 
@@ -49,12 +51,22 @@ ERR_STALE_SEQ     = 7
 # state-changing request while nobody held it), until it releases it or its lease runs out.
 ERR_NOT_CONTROLLER = 8  # Another address holds the board (CLAIM says which, and for how long).
 ERR_NOT_ALLOWED    = 9  # The address is not in the board's allow-list (build option --ctl-allow).
+# With a shared key (build option --ctl-key-file), state-changing requests must be signed: AUTH
+# appended to the request, a counter and HMAC-SHA256(key, request || counter). The counter must be
+# larger than the last one the board accepted (any controller: the key is shared), which stops a
+# recorded request from being replayed; hosts use their clock in ns.
+ERR_AUTH_REQUIRED  = 10  # A state-changing request without AUTH on a board that has a key.
+ERR_AUTH_FAILED    = 11  # Wrong MAC (another key, or changed on the way), or an old counter.
+AUTH           = struct.Struct(">Q32s")
+KEY_MIN, KEY_MAX = 16, 64  # Key bytes.
 ERROR_NAMES = {ERR_BAD_VERSION: "bad version", ERR_BAD_TYPE: "unknown message type",
                ERR_BAD_LENGTH: "bad length", ERR_BAD_VALUE: "value out of range",
                ERR_BUSY: "busy (a run is going: stop it first)", ERR_UNSUPPORTED: "not supported by this build",
                ERR_STALE_SEQ: "stale sequence number (not executed)",
                ERR_NOT_CONTROLLER: "another controller holds the board (ethdaq ctl claim shows which)",
-               ERR_NOT_ALLOWED: "this address is not in the board's allow-list"}
+               ERR_NOT_ALLOWED: "this address is not in the board's allow-list",
+               ERR_AUTH_REQUIRED: "the board needs signed requests (--key-file)",
+               ERR_AUTH_FAILED: "authentication failed (wrong key, or an old counter: is this host's clock behind?)"}
 
 # CLAIM request: lease in seconds (0: DEFAULT_LEASE_S; at most MAX_LEASE_S). Every accepted
 # state-changing request from the controller renews the lease. CLAIM_RSP: granted (1) or held by
@@ -71,7 +83,7 @@ MAX_ALLOW       = 8      # Allow-list entries (address/prefix) a build takes.
 # again without being executed; one of the REPLAY_HISTORY seqs before it gets ERR_STALE_SEQ.
 REPLAY_SOURCES = 4
 REPLAY_HISTORY = 8
-REPLAY_REQ_MAX = 32
+REPLAY_REQ_MAX = 72       # The longest request (STREAM_START) with AUTH.
 REPLAY_RSP_MAX = 96
 
 # Identify response payload, fixed part; followed by three strings, each u8 length + bytes:
@@ -182,6 +194,26 @@ def format_mac(mac):
 
 def status_request(seq):
     return pack_header(MSG_STATUS, seq)
+
+
+def sign(request, key, counter):
+    """The request with AUTH appended: counter and HMAC-SHA256(key, request || counter)."""
+    tail = struct.pack(">Q", counter)
+    return request + tail + hmac.new(key, request + tail, hashlib.sha256).digest()
+
+
+def parse_key(text):
+    """A key file's text: KEY_MIN..KEY_MAX bytes as hex (whitespace ignored); ValueError why not."""
+    raw = "".join(str(text).split())
+    try:
+        key = bytes.fromhex(raw)
+    except ValueError:
+        raise ValueError("a key file holds the key as hex digits, e.g. from "
+                         "`python3 -c 'import secrets; print(secrets.token_hex(32))'`") from None
+    if not KEY_MIN <= len(key) <= KEY_MAX:
+        raise ValueError(f"a key must be {KEY_MIN} to {KEY_MAX} bytes ({2 * KEY_MIN} to {2 * KEY_MAX} hex digits), "
+                         f"not {len(key)}")
+    return key
 
 
 def claim_request(seq, lease_s=0):
@@ -309,6 +341,10 @@ def c_header():
         f"#define CTL_DEFAULT_LEASE_S  {DEFAULT_LEASE_S}u",
         f"#define CTL_MAX_LEASE_S      {MAX_LEASE_S}u",
         f"#define CTL_MAX_ALLOW        {MAX_ALLOW}u",
+        f"#define CTL_ERR_AUTH_REQUIRED {ERR_AUTH_REQUIRED}u",
+        f"#define CTL_ERR_AUTH_FAILED  {ERR_AUTH_FAILED}u",
+        f"#define CTL_AUTH_LEN         {AUTH.size}u",
+        f"#define CTL_KEY_MAX          {KEY_MAX}u",
         f"#define CTL_ERR_BAD_VALUE    {ERR_BAD_VALUE}u",
         f"#define CTL_ERR_BUSY         {ERR_BUSY}u",
         f"#define CTL_ERR_UNSUPPORTED  {ERR_UNSUPPORTED}u",

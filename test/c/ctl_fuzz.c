@@ -12,7 +12,8 @@
  *   gcc -fsanitize=address,undefined ...   ctl_fuzz <iterations> <seed>  (standalone: builds
  *       conversations from valid requests and mutates them, deterministically; CI runs it)
  *
- * Input: byte 0 = configuration (bits 0-2: the error code the board's operations return, 0-6;
+ * Input: byte 0 = configuration (bits 0-2: the error code the board's operations return, 0-6,
+ * or 7: none, and the board has a shared key, so state changes need signed requests;
  * bit 3: built without the streamer; bits 4-7: response buffer size class). Then records of
  * [who][len][len bytes]: (who & 0x3f) % 6 picks the requester; who bit 7: send that requester's
  * previous request again, byte for byte (a retransmission; len bytes are then skipped); who bit 6:
@@ -33,13 +34,25 @@
 #include <string.h>
 
 #include "ctl.h"
+#include "hmac_sha256.h"
 
 #define REQUESTERS 6
-#define MAX_REQ    64
+#define MAX_REQ    96
 
 static int ops_error;
 static unsigned ops_calls;
 static struct ctl_counters total;  /* Over all conversations: what the standalone run reached. */
+static const uint8_t fuzz_key[32] = "ethdaq fuzz key, 32 bytes long!";
+
+/* 1 if req ends in a right AUTH for fuzz_key (whatever its counter). */
+static int signed_right(const uint8_t *req, size_t len)
+{
+	uint8_t mac[SHA256_DIGEST];
+	if (len < CTL_HEADER_SIZE + CTL_AUTH_LEN)
+		return 0;
+	hmac_sha256(fuzz_key, sizeof(fuzz_key), req, len - SHA256_DIGEST, NULL, 0, mac);
+	return memcmp(mac, req + len - SHA256_DIGEST, SHA256_DIGEST) == 0;
+}
 
 static int op_start(const struct ctl_stream_cfg *c, uint32_t *run)
 {
@@ -75,7 +88,7 @@ static uint32_t counter_sum(const struct ctl_counters *c)
 {
 	return c->requests + c->short_drop + c->magic_drop + c->response_drop + c->bad_version +
 	       c->bad_type + c->bad_length + c->refused + c->no_room + c->stale_seq + c->replayed +
-	       c->not_allowed + c->not_controller;
+	       c->not_allowed + c->not_controller + c->auth_required + c->auth_failed;
 }
 
 static void fail(const char *why)
@@ -109,8 +122,11 @@ static void conversation(const uint8_t *data, size_t size)
 		st.access.nallow = 1;
 	}
 	ops_error = data[0] & 7;
-	if (ops_error == 7)
+	if (ops_error == 7) {
 		ops_error = 0;
+		st.key = fuzz_key;
+		st.key_len = sizeof(fuzz_key);
+	}
 	if ((data[0] & 0x18) == 0x18)
 		id.nchannels = 0;
 	cap = caps[data[0] >> 4];
@@ -143,6 +159,8 @@ static void conversation(const uint8_t *data, size_t size)
 			now_ms += (uint64_t)data[off - 1] * 1000u;
 		rq = (struct ctl_request){ req, len, 0x0A000001u + who, (uint16_t)(40000 + who), now_ms };
 		n = ctl_handle(&st, &rq, rsp, cap, &id, &ops);
+		if (ops_calls != before_calls && st.key_len && !signed_right(req, len))
+			fail("a board operation ran for a request without a right signature");
 		if (ops_calls != before_calls && st.access.holder != rq.src_ip)
 			fail("a board operation ran for another address than the controller's");
 		if (ops_calls != before_calls && holder != 0 && holder != rq.src_ip && now_ms < lease_end)
@@ -175,8 +193,10 @@ static void conversation(const uint8_t *data, size_t size)
 			memmove(last_req[who], req, len);  /* req may be last_req[who] itself. */
 			last_req_len[who] = len;
 		}
-		/* The answer the reply cache keeps: that of a request that was executed. */
-		if (n > 0 && c->requests + c->refused + c->not_allowed + c->not_controller != executed) {
+		/* The answer the reply cache keeps: that of a request that was executed (with a key:
+		 * and signed). */
+		if (n > 0 && c->requests + c->refused + c->not_allowed + c->not_controller != executed &&
+		    (!st.key_len || signed_right(req, len))) {
 			memcpy(last_rsp[who], rsp, (size_t)n);
 			last_rsp_len[who] = n;
 		}
@@ -190,6 +210,8 @@ static void conversation(const uint8_t *data, size_t size)
 	total.magic_drop += c->magic_drop;
 	total.not_allowed += c->not_allowed;
 	total.not_controller += c->not_controller;
+	total.auth_required += c->auth_required;
+	total.auth_failed += c->auth_failed;
 }
 
 #ifdef CTL_FUZZ_LIBFUZZER
@@ -226,6 +248,18 @@ static size_t valid_request(uint8_t *buf, unsigned *seed, uint32_t seq)
 	return lengths[k];
 }
 
+static uint64_t counter;
+
+/* req with AUTH for fuzz_key appended (a new counter, or sometimes an old one). */
+static size_t sign(uint8_t *req, size_t len, unsigned *seed)
+{
+	uint64_t c = rand_r(seed) % 8 ? ++counter : counter - (uint64_t)(rand_r(seed) % 3);
+	for (int i = 0; i < 8; i++)
+		req[len + (size_t)i] = (uint8_t)(c >> (56 - 8 * i));
+	hmac_sha256(fuzz_key, sizeof(fuzz_key), req, len + 8, NULL, 0, req + len + 8);
+	return len + CTL_AUTH_LEN;
+}
+
 int main(int argc, char **argv)
 {
 	long iterations = argc > 1 ? atol(argv[1]) : 100000;
@@ -246,6 +280,8 @@ int main(int argc, char **argv)
 			/* Mostly the next seq; sometimes the same again or an old one. */
 			uint32_t s = what < 11 ? ++seq[who] : what < 13 ? seq[who] : seq[who] - 1 - (uint32_t)rand_r(&seed) % 10;
 			len = valid_request(req, &seed, s);
+			if ((input[0] & 7) == 7 && rand_r(&seed) % 4)
+				len = sign(req, len, &seed);
 			switch (rand_r(&seed) % 8) {  /* Mutations: none most often. */
 			case 0: req[rand_r(&seed) % len] ^= (uint8_t)(1u << (rand_r(&seed) % 8)); break;
 			case 1: len = (size_t)rand_r(&seed) % (len + 1); break;
@@ -263,9 +299,10 @@ int main(int argc, char **argv)
 		conversation(input, size);
 	}
 	printf("ctl_fuzz: %ld conversations, no invariant broken: requests=%u refused=%u replayed=%u "
-	       "stale_seq=%u no_room=%u bad_length=%u magic=%u not_allowed=%u not_controller=%u\n", iterations,
+	       "stale_seq=%u no_room=%u bad_length=%u magic=%u not_allowed=%u not_controller=%u auth_required=%u "
+	       "auth_failed=%u\n", iterations,
 	       total.requests, total.refused, total.replayed, total.stale_seq, total.no_room, total.bad_length,
-	       total.magic_drop, total.not_allowed, total.not_controller);
+	       total.magic_drop, total.not_allowed, total.not_controller, total.auth_required, total.auth_failed);
 	return 0;
 }
 #endif

@@ -3,7 +3,7 @@
  * response (possibly empty) to stdout and the counters and the board calls it made to stderr,
  * so tests in Python can check the firmware's parser byte for byte against ethdaq.host.protocol.
  * Usage: ctl_host [response capacity] [src ip] [stub error code] [SoC identifier string]
- *                 [allow-list: NET/MASK,... as numbers]
+ *                 [allow-list: NET/MASK,... as numbers] [shared key as hex]
  *
  * With src ip "session": stdin holds several requests, each as src ip (u32), src port (u16),
  * time in ms (u32), length (u16) and the bytes, big-endian, handled in order with one handler
@@ -70,6 +70,18 @@ int main(int argc, char **argv)
 	stub_error = argc > 3 ? atoi(argv[3]) : 0;
 	if (argc > 4)
 		id.ident = argv[4];
+	static uint8_t key[CTL_KEY_MAX];
+	if (argc > 6) {
+		const char *h = argv[6];
+		while (h[0] && h[1] && st.key_len < sizeof(key)) {
+			unsigned v;
+			if (sscanf(h, "%2x", &v) != 1)
+				return 2;
+			key[st.key_len++] = (uint8_t)v;
+			h += 2;
+		}
+		st.key = key;
+	}
 	if (argc > 5) {
 		char *p = argv[5];
 		while (*p && st.access.nallow < CTL_MAX_ALLOW) {
@@ -110,9 +122,9 @@ int main(int argc, char **argv)
 		off += 12 + len;
 	}
 	fprintf(stderr, "ret=%d requests=%u short=%u magic=%u response=%u version=%u type=%u length=%u refused=%u "
-		"no_room=%u stale_seq=%u replayed=%u not_allowed=%u not_controller=%u\n",
+		"no_room=%u stale_seq=%u replayed=%u not_allowed=%u not_controller=%u auth_required=%u auth_failed=%u\n",
 		r, st.cnt.requests, st.cnt.short_drop, st.cnt.magic_drop, st.cnt.response_drop, st.cnt.bad_version,
 		st.cnt.bad_type, st.cnt.bad_length, st.cnt.refused, st.cnt.no_room, st.cnt.stale_seq, st.cnt.replayed,
-		st.cnt.not_allowed, st.cnt.not_controller);
+		st.cnt.not_allowed, st.cnt.not_controller, st.cnt.auth_required, st.cnt.auth_failed);
 	return 0;
 }
