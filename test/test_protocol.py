@@ -498,3 +498,18 @@ def test_hmac_sha256_matches_hashlib_hmac_and_rfc_4231(repo, tmp_path):
                 hmac.new(bytes.fromhex(key), bytes.fromhex(data), hashlib.sha256).hexdigest())
         assert digest == want, (key, data)
     assert got[:len(rfc4231)] == [h for _, _, h in rfc4231] and len(got) == len(cases)
+
+
+@pytest.mark.parametrize("key", [None, bytes(range(200, 232))])
+def test_the_key_header_the_firmware_includes_holds_the_key_and_is_private(tmp_path, key):
+    from ethdaq.soc.build import write_key_header
+    (tmp_path / "generated").mkdir()
+    path = write_key_header(tmp_path / "generated", key)
+    assert path.stat().st_mode & 0o077 == 0
+    (tmp_path / "k.c").write_text('#include <stdio.h>\n#include <generated/ctl_key.h>\n'
+                                  'int main(void) { for (unsigned i = 0; i < ETHDAQ_CTL_KEY_LEN; i++) '
+                                  'printf("%02x", ethdaq_ctl_key[i]); printf(".%u\\n", ETHDAQ_CTL_KEY_LEN); }\n')
+    subprocess.run(["gcc", "-Wall", "-Werror", f"-I{tmp_path}", str(tmp_path / "k.c"), "-o", str(tmp_path / "k")],
+                   check=True)
+    out = subprocess.run([str(tmp_path / "k")], capture_output=True, text=True, check=True).stdout
+    assert out == f"{(key or b'').hex()}.{len(key or b'')}\n"
