@@ -360,6 +360,19 @@ def cmd_ctl(args):
                 rate = min(int(args.rate*2**32), 2**32 - 1)
                 client.emulator(args.mode, rate, args.seed)
                 print(f"emulator: {args.mode}, {args.rate:g} samples/cycle per channel")
+            elif args.action == "ptp":
+                p = client.ptp_status()
+                d = dict(p.__dict__, state=p.state_name, servo_state=p.servo_name,
+                         role=protocol.PTP_ROLES.get(p.role, p.role), transport="l2" if p.transport else "udp4",
+                         freq_ppb=p.freq_scaled_ppb / 65536)
+                del d["freq_scaled_ppb"]
+                for k in ("clock_identity", "parent_identity", "gm_identity"):
+                    d[k] = d[k].hex()
+                if args.json:
+                    print(json.dumps(d))
+                else:
+                    for k, v in d.items():
+                        print(f"{k:<20}{v:.3f}" if isinstance(v, float) else f"{k:<20}{v}")
             elif args.action == "claim":
                 granted, holder, left = client.claim(args.lease)
                 if not granted:
@@ -451,7 +464,7 @@ def make_parser():
                               "  ethdaq ctl start --ip 192.168.1.50 --dst-port 5000 --payload 1472\n"
                               "  ethdaq ctl stop --ip 192.168.1.50",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("action", choices=["identify", "start", "stop", "status", "emulator", "claim", "release"],
+    p.add_argument("action", choices=["identify", "start", "stop", "status", "ptp", "emulator", "claim", "release"],
                    help="request to send (start, stop, emulator, claim and release only from the controller: "
                         "docs/protocol.md)")
     p.add_argument("--ip", type=_ip, required=True, help="board IP address")

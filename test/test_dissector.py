@@ -259,7 +259,7 @@ def from_board(payload, port=CLIENT_PORT):
 def response(payload, port=CLIENT_PORT):
     """A board's answer, with the fields protocol.parse_response finds in it."""
     msg_type, _, body = protocol.parse_response(payload)
-    if isinstance(body, (protocol.Identity, protocol.Status)):
+    if isinstance(body, (protocol.Identity, protocol.Status, protocol.PtpStatus)):
         fields = dict(vars(body))
     else:  # Plain tuples (or the error code): the names docs/protocol.md gives them.
         names = {protocol.MSG_STREAM_START | R: ["run", "dst_ip"], protocol.MSG_STREAM_STOP | R: ["run"],
@@ -284,6 +284,7 @@ CTL_GOOD = [
     to_board(P.status_request(15)),
     to_board(P.claim_request(17, lease_s=30), dict(lease_s=30)),
     to_board(P.release_request(18)),
+    to_board(P.ptp_status_request(19)),
     response(IDENT_RSP),
     response(P.pack_header(P.MSG_STREAM_START | R, 12) + P.STREAM_START_RSP.pack(9, 0xC0A80164)),
     response(P.pack_header(P.MSG_STREAM_STOP | R, 13) + P.STREAM_STOP_RSP.pack(9)),
@@ -292,6 +293,9 @@ CTL_GOOD = [
     response(P.pack_header(P.MSG_ERROR_RSP, 16) + bytes([P.ERR_BUSY])),
     response(P.pack_header(P.MSG_CLAIM | R, 17) + P.CLAIM_RSP.pack(0, 0xC0A80164, 29000)),
     response(P.pack_header(P.MSG_RELEASE | R, 18)),
+    response(P.pack_header(P.MSG_PTP_STATUS | R, 19) + P.PTP_STATUS_RSP.pack(
+        9, 2, 0, 0, -1234567, 5678, -(3 << 16), bytes(range(8)), bytes(range(8, 16)), 1, bytes(range(16, 24)),
+        128, 128, 1, 37, 0x0308, *range(1, 10))),
 ]
 CTL_BAD = [  # (datagram, expert); protocol.parse_response refuses the responses too.
     (to_board(P.identify_request(1)[:5]), "short"),
@@ -331,8 +335,8 @@ def test_every_control_message_type_has_a_good_case():
 
 def ctl_value(name, value):
     """A field value as tshark prints it."""
-    if isinstance(value, bytes):
-        return protocol.format_mac(value)
+    if isinstance(value, bytes):  # A MAC as Wireshark shows ether fields, other bytes as hex.
+        return protocol.format_mac(value) if len(value) == 6 else value.hex()
     if name in ("ip", "dst_ip", "controller_ip"):
         return ".".join(str(value >> s & 0xff) for s in (24, 16, 8, 0))
     return value

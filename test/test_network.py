@@ -362,3 +362,20 @@ print(json.dumps(out))
     assert out["other_claim"][:2] == [False, host]
     assert out["same_answers"] and out["replayed"] == 1 and out["status_controller"] == host
     assert out["other_claim_after_release"][:2] == [True, second]
+
+
+def test_ptp_status_over_the_control_protocol(board):
+    """`ethdaq ctl ptp`: the firmware's PTP port as the protocol carries it. Alone on the link the
+    board's clock becomes master (after the Announce receipt timeout)."""
+    deadline = time.monotonic() + 60
+    while True:
+        r = ctl(board, "ptp", "--json")
+        assert r.returncode == 0, r.stderr
+        p = json.loads(r.stdout)
+        if p["state"] == "MASTER" or time.monotonic() > deadline:
+            break
+        time.sleep(1)
+    assert p["state"] == "MASTER" and p["role"] == "auto" and p["transport"] == "udp4"
+    eui64 = MAC.replace(":", "")[:6] + "fffe" + MAC.replace(":", "")[6:]
+    assert p["clock_identity"] == p["gm_identity"] == eui64 and p["steps_removed"] == 0
+    assert p["hw_rx_overflows"] == p["hw_tx_overflows"] == p["faults"] == 0

@@ -129,7 +129,7 @@ static int stream_start(struct writer *w, const uint8_t *p, uint32_t seq, uint32
 #define FITS(len) ((len) + CTL_AUTH_LEN <= CTL_REPLAY_REQ_MAX)
 _Static_assert(FITS(CTL_STREAM_START_REQ_LENGTH) && FITS(CTL_EMULATOR_REQ_LENGTH) && FITS(CTL_STATUS_REQ_LENGTH) &&
 	       FITS(CTL_IDENTIFY_REQ_LENGTH) && FITS(CTL_STREAM_STOP_REQ_LENGTH) && FITS(CTL_CLAIM_REQ_LENGTH) &&
-	       FITS(CTL_RELEASE_REQ_LENGTH), "a request does not fit the reply cache");
+	       FITS(CTL_RELEASE_REQ_LENGTH) && FITS(CTL_PTP_STATUS_REQ_LENGTH), "a request does not fit the reply cache");
 #undef FITS
 _Static_assert(CTL_HEADER_SIZE + CTL_STATUS_RSP_SIZE <= CTL_REPLAY_RSP_MAX,
 	       "STATUS (the longest answer but IDENTIFY's) does not fit the reply cache");
@@ -264,6 +264,7 @@ static size_t request_length(uint8_t type)
 	case CTL_MSG_STATUS:       return CTL_STATUS_REQ_LENGTH;
 	case CTL_MSG_CLAIM:        return CTL_CLAIM_REQ_LENGTH;
 	case CTL_MSG_RELEASE:      return CTL_RELEASE_REQ_LENGTH;
+	case CTL_MSG_PTP_STATUS:   return CTL_PTP_STATUS_REQ_LENGTH;
 	default:                   return 0;
 	}
 }
@@ -362,6 +363,48 @@ int ctl_handle(struct ctl_state *st, const struct ctl_request *rq, uint8_t *rsp,
 }
 
 /* The request's effect and its answer; the request was checked up to its length. */
+static void put_be64(struct writer *w, uint64_t v)
+{
+	put_be32(w, (uint32_t)(v >> 32));
+	put_be32(w, (uint32_t)v);
+}
+
+static int ptp_status(struct writer *w, uint32_t seq, const struct ctl_ops *ops, struct ctl_counters *cnt)
+{
+	struct ctl_ptp_status p;
+
+	memset(&p, 0, sizeof(p));
+	if (ops == NULL || ops->ptp_status == NULL || ops->ptp_status(&p) != 0)
+		return refuse(w, seq, CTL_ERR_UNSUPPORTED, cnt);
+	put_header(w, CTL_MSG_PTP_STATUS | CTL_RESPONSE, seq);
+	put_u8(w, p.state);
+	put_u8(w, p.servo_state);
+	put_u8(w, p.role);
+	put_u8(w, p.transport);
+	put_be64(w, (uint64_t)p.offset_ns);
+	put_be64(w, (uint64_t)p.mean_path_delay_ns);
+	put_be64(w, (uint64_t)p.freq_scaled_ppb);
+	put_bytes(w, p.clock_identity, 8);
+	put_bytes(w, p.parent_identity, 8);
+	put_be16(w, p.parent_port);
+	put_bytes(w, p.gm_identity, 8);
+	put_u8(w, p.gm_priority1);
+	put_u8(w, p.gm_priority2);
+	put_be16(w, p.steps_removed);
+	put_be16(w, (uint16_t)p.utc_offset);
+	put_be16(w, p.time_flags);
+	put_be32(w, p.steps);
+	put_be32(w, p.announce_timeouts);
+	put_be32(w, p.servo_samples);
+	put_be32(w, p.delay_resp_missing);
+	put_be32(w, p.tx_ts_missing);
+	put_be32(w, p.faults);
+	put_be32(w, p.rx_ts_missing);
+	put_be32(w, p.hw_rx_overflows);
+	put_be32(w, p.hw_tx_overflows);
+	return answered(w, cnt);
+}
+
 static int execute(struct ctl_state *st, const struct ctl_request *rq, uint8_t *rsp, size_t rsp_cap,
 		   uint8_t type, uint32_t seq, int authed, const struct ctl_identity *id, const struct ctl_ops *ops)
 {
@@ -491,6 +534,8 @@ static int execute(struct ctl_state *st, const struct ctl_request *rq, uint8_t *
 			return answered(&w, cnt);
 		return finish(&w, cnt);
 	}
+	case CTL_MSG_PTP_STATUS:
+		return ptp_status(&w, seq, ops, cnt);
 	case CTL_MSG_RELEASE:
 		if (!allowed(a, src_ip)) {
 			cnt->not_allowed++;

@@ -136,6 +136,21 @@ struct ctl_request {
 	uint64_t now_ms;
 };
 
+/* The firmware's PTP port, as PTP_STATUS carries it (protocol.py PTP_STATUS_RSP). */
+struct ctl_ptp_status {
+	uint8_t  state, servo_state, role, transport;
+	int64_t  offset_ns, mean_path_delay_ns, freq_scaled_ppb;
+	uint8_t  clock_identity[8], parent_identity[8];
+	uint16_t parent_port;
+	uint8_t  gm_identity[8];
+	uint8_t  gm_priority1, gm_priority2;
+	uint16_t steps_removed;
+	int16_t  utc_offset;
+	uint16_t time_flags;
+	uint32_t steps, announce_timeouts, servo_samples, delay_resp_missing, tx_ts_missing, faults;
+	uint32_t rx_ts_missing, hw_rx_overflows, hw_tx_overflows;
+};
+
 /* What the handler asks of the board; the firmware drives CSRs, host tests record calls.
  * Functions return 0 or a CTL_ERR_* code. */
 struct ctl_ops {
@@ -143,6 +158,7 @@ struct ctl_ops {
 	int  (*stream_stop)(uint32_t *run);
 	int  (*emulator)(const struct ctl_emulator_cfg *cfg);
 	void (*status)(struct ctl_status *st);
+	int  (*ptp_status)(struct ctl_ptp_status *st);  /* NULL or non-zero: no PTP in this build. */
 };
 
 /*

@@ -108,6 +108,7 @@ int main(void)
 	id.sample_bits = ETHDAQ_SAMPLE_BITS;
 	id.max_payload = ETHDAQ_MAX_PAYLOAD;
 	daq_ops(&ops, &port_stats);
+	ops.ptp_status = ptpsvc_ctl_status;
 	id.board      = ETHDAQ_BOARD;
 	id.build_id   = ETHDAQ_BUILD_ID;
 	id.ident      = ident;

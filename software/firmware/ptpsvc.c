@@ -3,11 +3,13 @@
  * SPDX-License-Identifier: BSD-2-Clause
  */
 #include <stdio.h>
+#include <string.h>
 
 #include <generated/csr.h>
 #include <generated/soc.h>
 
 #include "console.h"
+#include "ctl.h"
 #include "ctlport.h"
 #include "ptpsvc.h"
 
@@ -460,6 +462,38 @@ uint64_t ptpsvc_uptime_ms(void)
 	return uptime_ns() / 1000000u;
 }
 
+int ptpsvc_ctl_status(struct ctl_ptp_status *out)
+{
+	const struct ptp_status *st = ptp_port_status(&port);
+
+	out->state = st->state;
+	out->servo_state = st->servo_state;
+	out->role = st->role;
+	out->transport = st->transport;
+	out->offset_ns = st->offset_ns;
+	out->mean_path_delay_ns = st->mean_path_delay_ns;
+	out->freq_scaled_ppb = st->freq_scaled_ppb;
+	memcpy(out->clock_identity, st->port_identity.clock_identity, 8);
+	memcpy(out->parent_identity, st->parent.clock_identity, 8);
+	out->parent_port = st->parent.port_number;
+	memcpy(out->gm_identity, st->gm_identity, 8);
+	out->gm_priority1 = st->gm_priority1;
+	out->gm_priority2 = st->gm_priority2;
+	out->steps_removed = st->steps_removed;
+	out->utc_offset = st->utc_offset;
+	out->time_flags = st->time_flags;
+	out->steps = st->cnt.steps;
+	out->announce_timeouts = st->cnt.announce_timeouts;
+	out->servo_samples = st->cnt.servo_samples;
+	out->delay_resp_missing = st->cnt.delay_resp_missing;
+	out->tx_ts_missing = st->cnt.tx_ts_missing;
+	out->faults = st->cnt.faults;
+	out->rx_ts_missing = cnt.rx_ts_missing;
+	out->hw_rx_overflows = cnt.hw_rx_overflows;
+	out->hw_tx_overflows = cnt.hw_tx_overflows;
+	return 0;
+}
+
 #else
 
 void ptpsvc_init(const uint8_t mac[6]) { (void)mac; }
@@ -469,5 +503,6 @@ void ptpsvc_print_status(void) {}
 const struct ptp_status *ptpsvc_status(void) { return 0; }
 const struct ptpsvc_counters *ptpsvc_counters(void) { static struct ptpsvc_counters c; return &c; }
 uint64_t ptpsvc_uptime_ms(void) { return 0; }  /* No clock: control leases do not lapse. */
+int ptpsvc_ctl_status(struct ctl_ptp_status *out) { (void)out; return -1; }
 
 #endif

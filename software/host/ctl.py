@@ -127,6 +127,10 @@ class ControlClient:
     def status(self):
         return self._expect(protocol.status_request, protocol.MSG_STATUS)
 
+    def ptp_status(self):
+        """The board's PTP port: a protocol.PtpStatus."""
+        return self._expect(protocol.ptp_status_request, protocol.MSG_PTP_STATUS)
+
     def claim(self, lease_s=0):
         """Ask to be the board's controller for lease_s seconds (0: the board's default). Returns
         (granted, controller IPv4 as int, lease milliseconds left); not granted: another address

@@ -36,6 +36,7 @@ MAX_SAMPLE_BITS_DECODED = 64  # Wider samples are shown as bytes only.
 
 _HEX_FIELDS = {"magic", "flags", "reserved"}
 _UINT = {1: "uint8", 2: "uint16", 3: "uint24", 4: "uint32", 8: "uint64"}
+_INT = {1: "int8", 2: "int16", 4: "int32", 8: "int64"}
 
 
 def _lua_str(text):
@@ -238,9 +239,10 @@ _STREAM_START_RSP_NAMES = ["run", "dst_ip"]               # STREAM_START_RSP
 _STREAM_STOP_RSP_NAMES = ["run"]                          # STREAM_STOP_RSP
 _CLAIM_RSP_NAMES = ["granted", "controller_ip", "lease_ms"]
 _CTL_ERROR_BODY = [("code", 1, "B")]  # MSG_ERROR_RSP's payload: the error code, u8.
-_CTL_HEX = {"magic", "type", "enable", "backpressure", "dst_flags"}
+_CTL_HEX = {"magic", "type", "enable", "backpressure", "dst_flags", "time_flags"}
 _CTL_BITS = {"dst_flags": "DST_"}     # Flag fields: protocol.py's constants with this prefix.
-_CTL_VALUES = {"mode": {v: k for k, v in protocol.EMULATOR_MODES.items()}, "code": protocol.ERROR_NAMES}
+_CTL_VALUES = {"mode": {v: k for k, v in protocol.EMULATOR_MODES.items()}, "code": protocol.ERROR_NAMES,
+               "state": protocol.PTP_STATES, "servo_state": protocol.SERVO_STATES, "role": protocol.PTP_ROLES}
 
 
 def _struct_fields(st, names):
@@ -278,6 +280,7 @@ def ctl_messages():
         P.MSG_STATUS | R:       _struct_fields(P.STATUS_RSP, [f.name for f in dataclasses.fields(P.Status)]),
         P.MSG_CLAIM:            _struct_fields(P.CLAIM, after_seq(P.claim_request)),
         P.MSG_CLAIM | R:        _struct_fields(P.CLAIM_RSP, _CLAIM_RSP_NAMES),
+        P.MSG_PTP_STATUS | R:   _struct_fields(P.PTP_STATUS_RSP, [f.name for f in dataclasses.fields(P.PtpStatus)]),
         P.MSG_ERROR_RSP:        _CTL_ERROR_BODY,
     }
     strings = {P.MSG_IDENTIFY_RSP: identity[n_fixed:]}
@@ -307,8 +310,10 @@ def _lua_ctl_field(abbr, name, count, code):
     if code == "I" and (name == "ip" or name.endswith("_ip")):
         return f"ProtoField.ipv4({_lua_str(abbr)}, {_lua_str(name)})"
     size = _size(count, code)
+    if code in "bhiq":
+        return f"ProtoField.{_INT[size]}({_lua_str(abbr)}, {_lua_str(name)}, base.DEC)"
     if code not in "BHIQ":
-        raise ValueError(f"{name}: struct code {code!r} is not an unsigned integer Wireshark can show")
+        raise ValueError(f"{name}: struct code {code!r} is not an integer Wireshark can show")
     base = "base.HEX" if name in _CTL_HEX else "base.DEC"
     values = _lua_table(_CTL_VALUES[name]) if name in _CTL_VALUES else "nil"
     return f"ProtoField.{_UINT[size]}({_lua_str(abbr)}, {_lua_str(name)}, {base}, {values})"

@@ -220,7 +220,7 @@ local CTL_HEADER = {
 local cf = {}
 cf.magic = ProtoField.uint16("ethdaqctl.magic", "magic", base.HEX, nil)
 cf.version = ProtoField.uint8("ethdaqctl.version", "version", base.DEC, nil)
-cf.type = ProtoField.uint8("ethdaqctl.type", "type", base.HEX, { [0x01] = "IDENTIFY", [0x02] = "STREAM_START", [0x03] = "STREAM_STOP", [0x04] = "EMULATOR", [0x05] = "STATUS", [0x06] = "CLAIM", [0x07] = "RELEASE", [0x81] = "IDENTIFY_RSP", [0x82] = "STREAM_START_RSP", [0x83] = "STREAM_STOP_RSP", [0x84] = "EMULATOR_RSP", [0x85] = "STATUS_RSP", [0x86] = "CLAIM_RSP", [0x87] = "RELEASE_RSP", [0xFF] = "ERROR_RSP" })
+cf.type = ProtoField.uint8("ethdaqctl.type", "type", base.HEX, { [0x01] = "IDENTIFY", [0x02] = "STREAM_START", [0x03] = "STREAM_STOP", [0x04] = "EMULATOR", [0x05] = "STATUS", [0x06] = "CLAIM", [0x07] = "RELEASE", [0x08] = "PTP_STATUS", [0x81] = "IDENTIFY_RSP", [0x82] = "STREAM_START_RSP", [0x83] = "STREAM_STOP_RSP", [0x84] = "EMULATOR_RSP", [0x85] = "STATUS_RSP", [0x86] = "CLAIM_RSP", [0x87] = "RELEASE_RSP", [0x88] = "PTP_STATUS_RSP", [0xFF] = "ERROR_RSP" })
 cf.seq = ProtoField.uint32("ethdaqctl.seq", "seq", base.DEC, nil)
 
 -- Message type -> name, payload fields in order (ProtoField, size), length-prefixed strings.
@@ -246,6 +246,7 @@ local CTL_MESSAGES = {
         { f = ProtoField.uint16("ethdaqctl.claim.lease_s", "lease_s", base.DEC, nil), size = 2, },
     }, strings = {} },
     [0x07] = { name = "RELEASE", fields = {}, strings = {} },
+    [0x08] = { name = "PTP_STATUS", fields = {}, strings = {} },
     [0x81] = { name = "IDENTIFY_RSP", fields = {
         { f = ProtoField.ether("ethdaqctl.identify_rsp.mac", "mac"), size = 6, },
         { f = ProtoField.ipv4("ethdaqctl.identify_rsp.ip", "ip"), size = 4, },
@@ -292,6 +293,33 @@ local CTL_MESSAGES = {
         { f = ProtoField.uint32("ethdaqctl.claim_rsp.lease_ms", "lease_ms", base.DEC, nil), size = 4, },
     }, strings = {} },
     [0x87] = { name = "RELEASE_RSP", fields = {}, strings = {} },
+    [0x88] = { name = "PTP_STATUS_RSP", fields = {
+        { f = ProtoField.uint8("ethdaqctl.ptp_status_rsp.state", "state", base.DEC, { [1] = "INITIALIZING", [2] = "FAULTY", [3] = "DISABLED", [4] = "LISTENING", [5] = "PRE_MASTER", [6] = "MASTER", [7] = "PASSIVE", [8] = "UNCALIBRATED", [9] = "SLAVE" }), size = 1, },
+        { f = ProtoField.uint8("ethdaqctl.ptp_status_rsp.servo_state", "servo_state", base.DEC, { [0] = "unlocked", [1] = "jump", [2] = "locked" }), size = 1, },
+        { f = ProtoField.uint8("ethdaqctl.ptp_status_rsp.role", "role", base.DEC, { [0] = "auto", [1] = "master", [2] = "slave" }), size = 1, },
+        { f = ProtoField.uint8("ethdaqctl.ptp_status_rsp.transport", "transport", base.DEC, nil), size = 1, },
+        { f = ProtoField.int64("ethdaqctl.ptp_status_rsp.offset_ns", "offset_ns", base.DEC), size = 8, },
+        { f = ProtoField.int64("ethdaqctl.ptp_status_rsp.mean_path_delay_ns", "mean_path_delay_ns", base.DEC), size = 8, },
+        { f = ProtoField.int64("ethdaqctl.ptp_status_rsp.freq_scaled_ppb", "freq_scaled_ppb", base.DEC), size = 8, },
+        { f = ProtoField.bytes("ethdaqctl.ptp_status_rsp.clock_identity", "clock_identity"), size = 8, },
+        { f = ProtoField.bytes("ethdaqctl.ptp_status_rsp.parent_identity", "parent_identity"), size = 8, },
+        { f = ProtoField.uint16("ethdaqctl.ptp_status_rsp.parent_port", "parent_port", base.DEC, nil), size = 2, },
+        { f = ProtoField.bytes("ethdaqctl.ptp_status_rsp.gm_identity", "gm_identity"), size = 8, },
+        { f = ProtoField.uint8("ethdaqctl.ptp_status_rsp.gm_priority1", "gm_priority1", base.DEC, nil), size = 1, },
+        { f = ProtoField.uint8("ethdaqctl.ptp_status_rsp.gm_priority2", "gm_priority2", base.DEC, nil), size = 1, },
+        { f = ProtoField.uint16("ethdaqctl.ptp_status_rsp.steps_removed", "steps_removed", base.DEC, nil), size = 2, },
+        { f = ProtoField.int16("ethdaqctl.ptp_status_rsp.utc_offset", "utc_offset", base.DEC), size = 2, },
+        { f = ProtoField.uint16("ethdaqctl.ptp_status_rsp.time_flags", "time_flags", base.HEX, nil), size = 2, },
+        { f = ProtoField.uint32("ethdaqctl.ptp_status_rsp.steps", "steps", base.DEC, nil), size = 4, },
+        { f = ProtoField.uint32("ethdaqctl.ptp_status_rsp.announce_timeouts", "announce_timeouts", base.DEC, nil), size = 4, },
+        { f = ProtoField.uint32("ethdaqctl.ptp_status_rsp.servo_samples", "servo_samples", base.DEC, nil), size = 4, },
+        { f = ProtoField.uint32("ethdaqctl.ptp_status_rsp.delay_resp_missing", "delay_resp_missing", base.DEC, nil), size = 4, },
+        { f = ProtoField.uint32("ethdaqctl.ptp_status_rsp.tx_ts_missing", "tx_ts_missing", base.DEC, nil), size = 4, },
+        { f = ProtoField.uint32("ethdaqctl.ptp_status_rsp.faults", "faults", base.DEC, nil), size = 4, },
+        { f = ProtoField.uint32("ethdaqctl.ptp_status_rsp.rx_ts_missing", "rx_ts_missing", base.DEC, nil), size = 4, },
+        { f = ProtoField.uint32("ethdaqctl.ptp_status_rsp.hw_rx_overflows", "hw_rx_overflows", base.DEC, nil), size = 4, },
+        { f = ProtoField.uint32("ethdaqctl.ptp_status_rsp.hw_tx_overflows", "hw_tx_overflows", base.DEC, nil), size = 4, },
+    }, strings = {} },
     [0xFF] = { name = "ERROR_RSP", fields = {
         { f = ProtoField.uint8("ethdaqctl.error_rsp.code", "code", base.DEC, { [1] = "bad version", [2] = "unknown message type", [3] = "bad length", [4] = "value out of range", [5] = "busy (a run is going: stop it first)", [6] = "not supported by this build", [7] = "stale sequence number (not executed)", [8] = "another controller holds the board (ethdaq ctl claim shows which)", [9] = "this address is not in the board's allow-list", [10] = "the board needs signed requests (--key-file)", [11] = "authentication failed (wrong key, or an old counter: is this host's clock behind?)" }), size = 1, },
     }, strings = {} },

@@ -33,6 +33,7 @@ MSG_EMULATOR      = 0x04
 MSG_STATUS        = 0x05
 MSG_CLAIM         = 0x06
 MSG_RELEASE       = 0x07
+MSG_PTP_STATUS    = 0x08
 MSG_IDENTIFY_RSP  = MSG_IDENTIFY | RESPONSE
 MSG_ERROR_RSP     = 0xFF
 
@@ -71,6 +72,20 @@ ERROR_NAMES = {ERR_BAD_VERSION: "bad version", ERR_BAD_TYPE: "unknown message ty
 # CLAIM request: lease in seconds (0: DEFAULT_LEASE_S; at most MAX_LEASE_S). Every accepted
 # state-changing request from the controller renews the lease. CLAIM_RSP: granted (1) or held by
 # another (0), the controller's IPv4 (0: none), the lease's remaining milliseconds.
+# PTP_STATUS response: the firmware's IEEE 1588 port (docs/ptp-firmware.md): port state
+# (PTP_STATES), servo state (SERVO_STATES), role (PTP_ROLES), transport (0 UDP/IPv4, 1 L2), last
+# offset from the master (ns, slave minus master), mean path delay (ns), frequency adjustment
+# (ppb x 2^16), our clock identity, parent port identity (clock, port), grandmaster identity and
+# priorities 1 and 2, steps removed, UTC offset (s), time property flags, clock steps, Announce
+# receipt timeouts, servo samples, Delay_Req without Delay_Resp, event messages without TX
+# timestamp, clock faults, event messages without RX timestamp, timestamp records lost in the
+# gateware (RX, TX).
+PTP_STATUS_RSP = struct.Struct(">BBBBqqq8s8sH8sBBHhHIIIIIIIII")
+PTP_STATES   = {1: "INITIALIZING", 2: "FAULTY", 3: "DISABLED", 4: "LISTENING", 5: "PRE_MASTER", 6: "MASTER",
+                7: "PASSIVE", 8: "UNCALIBRATED", 9: "SLAVE"}
+SERVO_STATES = {0: "unlocked", 1: "jump", 2: "locked"}
+PTP_ROLES    = {0: "auto", 1: "master", 2: "slave"}
+
 CLAIM          = struct.Struct(">H")
 CLAIM_RSP      = struct.Struct(">BII")
 DEFAULT_LEASE_S = 60
@@ -119,6 +134,7 @@ REQUEST_LENGTH = {
     MSG_STATUS:       HEADER.size,
     MSG_CLAIM:        HEADER.size + CLAIM.size,
     MSG_RELEASE:      HEADER.size,
+    MSG_PTP_STATUS:   HEADER.size,
 }
 EMULATOR_MODES = {"off": 0, "counter": 1, "ramp": 2, "pulse": 3}
 
@@ -243,6 +259,47 @@ class Status:
     lease_ms:       int
 
 
+@dataclass
+class PtpStatus:
+    state:          int
+    servo_state:    int
+    role:           int
+    transport:      int
+    offset_ns:      int
+    mean_path_delay_ns: int
+    freq_scaled_ppb: int
+    clock_identity: bytes
+    parent_identity: bytes
+    parent_port:    int
+    gm_identity:    bytes
+    gm_priority1:   int
+    gm_priority2:   int
+    steps_removed:  int
+    utc_offset:     int
+    time_flags:     int
+    steps:          int
+    announce_timeouts: int
+    servo_samples:  int
+    delay_resp_missing: int
+    tx_ts_missing:  int
+    faults:         int
+    rx_ts_missing:  int
+    hw_rx_overflows: int
+    hw_tx_overflows: int
+
+    @property
+    def state_name(self):
+        return PTP_STATES.get(self.state, f"state {self.state}")
+
+    @property
+    def servo_name(self):
+        return SERVO_STATES.get(self.servo_state, f"servo {self.servo_state}")
+
+
+def ptp_status_request(seq):
+    return pack_header(MSG_PTP_STATUS, seq)
+
+
 def unpack_header(data):
     if len(data) < HEADER.size:
         raise ProtocolError(f"datagram must be at least {HEADER.size} bytes, not {len(data)}")
@@ -304,6 +361,7 @@ def parse_response(data, expect_seq=None):
         MSG_STATUS       | RESPONSE: STATUS_RSP,
         MSG_CLAIM        | RESPONSE: CLAIM_RSP,
         MSG_RELEASE      | RESPONSE: None,
+        MSG_PTP_STATUS   | RESPONSE: PTP_STATUS_RSP,
     }
     if msg_type in fixed:
         st = fixed[msg_type]
@@ -313,7 +371,11 @@ def parse_response(data, expect_seq=None):
         if st is None:
             return msg_type, seq, ()
         body = st.unpack_from(data, HEADER.size)
-        return msg_type, seq, Status(*body) if msg_type == MSG_STATUS | RESPONSE else body
+        if msg_type == MSG_STATUS | RESPONSE:
+            return msg_type, seq, Status(*body)
+        if msg_type == MSG_PTP_STATUS | RESPONSE:
+            return msg_type, seq, PtpStatus(*body)
+        return msg_type, seq, body
     raise ProtocolError(f"unknown response type 0x{msg_type:02X}")
 
 
@@ -334,6 +396,9 @@ def c_header():
         f"#define CTL_MSG_STATUS       0x{MSG_STATUS:02X}u",
         f"#define CTL_MSG_CLAIM        0x{MSG_CLAIM:02X}u",
         f"#define CTL_MSG_RELEASE      0x{MSG_RELEASE:02X}u",
+        f"#define CTL_MSG_PTP_STATUS   0x{MSG_PTP_STATUS:02X}u",
+        f"#define CTL_PTP_STATUS_REQ_LENGTH {REQUEST_LENGTH[MSG_PTP_STATUS]}u",
+        f"#define CTL_PTP_STATUS_RSP_SIZE   {PTP_STATUS_RSP.size}u",
         f"#define CTL_CLAIM_REQ_LENGTH   {REQUEST_LENGTH[MSG_CLAIM]}u",
         f"#define CTL_RELEASE_REQ_LENGTH {REQUEST_LENGTH[MSG_RELEASE]}u",
         f"#define CTL_ERR_NOT_CONTROLLER {ERR_NOT_CONTROLLER}u",

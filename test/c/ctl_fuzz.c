@@ -82,7 +82,14 @@ static void op_status(struct ctl_status *st)
 	st->datagrams = 12345;
 }
 
-static const struct ctl_ops ops = { op_start, op_stop, op_emulator, op_status };
+static int op_ptp(struct ctl_ptp_status *p)
+{
+	p->state = 6;
+	p->offset_ns = -1;
+	return ops_error ? -1 : 0;
+}
+
+static const struct ctl_ops ops = { op_start, op_stop, op_emulator, op_status, op_ptp };
 
 static uint32_t counter_sum(const struct ctl_counters *c)
 {
@@ -225,11 +232,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 static size_t valid_request(uint8_t *buf, unsigned *seed, uint32_t seq)
 {
 	static const uint8_t types[] = { CTL_MSG_IDENTIFY, CTL_MSG_STREAM_START, CTL_MSG_STREAM_STOP,
-					 CTL_MSG_EMULATOR, CTL_MSG_STATUS, CTL_MSG_CLAIM, CTL_MSG_RELEASE };
+					 CTL_MSG_EMULATOR, CTL_MSG_STATUS, CTL_MSG_CLAIM, CTL_MSG_RELEASE,
+					 CTL_MSG_PTP_STATUS };
 	static const size_t lengths[] = { CTL_IDENTIFY_REQ_LENGTH, CTL_STREAM_START_REQ_LENGTH,
 					  CTL_STREAM_STOP_REQ_LENGTH, CTL_EMULATOR_REQ_LENGTH, CTL_STATUS_REQ_LENGTH,
-					  CTL_CLAIM_REQ_LENGTH, CTL_RELEASE_REQ_LENGTH };
-	unsigned k = (unsigned)rand_r(seed) % 7;
+					  CTL_CLAIM_REQ_LENGTH, CTL_RELEASE_REQ_LENGTH, CTL_PTP_STATUS_REQ_LENGTH };
+	unsigned k = (unsigned)rand_r(seed) % 8;
 	buf[0] = CTL_MAGIC >> 8;
 	buf[1] = CTL_MAGIC & 0xff;
 	buf[2] = CTL_VERSION;

@@ -49,6 +49,22 @@ static void status(struct ctl_status *st)
 		st->dst_mac[i] = (uint8_t)(0xa0 + i);
 }
 
+static int ptp_status(struct ctl_ptp_status *p)
+{
+	p->state = 9; p->servo_state = 2; p->role = 2; p->transport = 1;
+	p->offset_ns = -1234567890123LL; p->mean_path_delay_ns = 4567; p->freq_scaled_ppb = -(100LL << 16);
+	for (int i = 0; i < 8; i++) {
+		p->clock_identity[i] = (uint8_t)(0x10 + i);
+		p->parent_identity[i] = (uint8_t)(0x20 + i);
+		p->gm_identity[i] = (uint8_t)(0x30 + i);
+	}
+	p->parent_port = 1; p->gm_priority1 = 128; p->gm_priority2 = 127; p->steps_removed = 1;
+	p->utc_offset = -37; p->time_flags = 0x0308;
+	p->steps = 1; p->announce_timeouts = 2; p->servo_samples = 3; p->delay_resp_missing = 4;
+	p->tx_ts_missing = 5; p->faults = 6; p->rx_ts_missing = 7; p->hw_rx_overflows = 8; p->hw_tx_overflows = 9;
+	return stub_error ? -1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	static uint8_t req[65536], rsp[2048];
@@ -61,7 +77,7 @@ int main(int argc, char **argv)
 		.nchannels = 4, .sample_bits = 16, .max_payload = 8972,
 		.board = "sim", .build_id = "0123456789ab", .ident = "ethdaq sim test",
 	};
-	struct ctl_ops ops = { stream_start, stream_stop, emulator, status };
+	struct ctl_ops ops = { stream_start, stream_stop, emulator, status, ptp_status };
 	size_t cap = argc > 1 ? (size_t)atoi(argv[1]) : sizeof(rsp);
 	int session = argc > 2 && strcmp(argv[2], "session") == 0;
 	uint32_t src_ip = argc > 2 && !session ? (uint32_t)strtoul(argv[2], NULL, 0) : 0xC0A80164u;
