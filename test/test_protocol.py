@@ -513,3 +513,19 @@ def test_the_key_header_the_firmware_includes_holds_the_key_and_is_private(tmp_p
                    check=True)
     out = subprocess.run([str(tmp_path / "k")], capture_output=True, text=True, check=True).stdout
     assert out == f"{(key or b'').hex()}.{len(key or b'')}\n"
+
+
+def test_cmocka_unit_tests_of_the_handler(ctl_host, repo, tmp_path):
+    """test/c/ctl_unit.c: the handler's decisions one by one, with the board's operations mocked
+    (cmocka; `make test` installs libcmocka-dev)."""
+    if not Path("/usr/include/cmocka.h").exists():
+        pytest.fail("cmocka is required (make test installs libcmocka-dev)")
+    exe = tmp_path / "ctl_unit"
+    gen = Path(ctl_host.exe).parent
+    subprocess.run(["gcc", "-std=c99", "-O1", "-g", "-Wall", "-Wextra", "-Werror", "-fsanitize=address,undefined",
+                    "-fno-sanitize-recover=all", f"-I{gen}", f"-I{repo}/software/firmware",
+                    str(repo / "software/firmware/ctl.c"), str(repo / "software/firmware/hmac_sha256.c"),
+                    str(repo / "test/c/ctl_unit.c"), "-lcmocka", "-o", str(exe)], check=True)
+    r = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "[  PASSED  ] 8 test(s)." in r.stdout + r.stderr
