@@ -315,17 +315,21 @@ def cmd_load(args):
 
 
 def _print_identity(ident, as_json):
+    from ethdaq.host import protocol
     fields = {"board": ident.board, "build_id": ident.build_id, "ident": ident.ident,
               "mac": ident.mac_str, "ip": ident.ip_str, "ctl_port": ident.ctl_port,
               "sys_clk_hz": ident.sys_clk_hz, "eth_dw": ident.eth_dw, "nchannels": ident.nchannels,
-              "sample_bits": ident.sample_bits, "max_payload": ident.max_payload}
+              "sample_bits": ident.sample_bits, "max_payload": ident.max_payload,
+              "capabilities": [name for bit, name in protocol.CAP_NAMES.items() if ident.capabilities & bit]}
     if as_json:
         print(json.dumps(fields))
         return
     for key, label in [("board", "board"), ("build_id", "build"), ("ident", "ident"), ("mac", "mac"),
                        ("ip", "ip"), ("ctl_port", "control"), ("sys_clk_hz", "sys clock"),
-                       ("nchannels", "channels"), ("sample_bits", "sample bits"), ("max_payload", "max payload")]:
+                       ("nchannels", "channels"), ("sample_bits", "sample bits"), ("max_payload", "max payload"),
+                       ("capabilities", "capabilities")]:
         value = fields[key]
+        value = ", ".join(value) or "none" if key == "capabilities" else value
         value = f"udp/{value}" if key == "ctl_port" else f"{value} Hz" if key == "sys_clk_hz" else value
         print(f"{label:<12}{value}")
 

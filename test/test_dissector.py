@@ -240,7 +240,7 @@ CTL_PORT = dissector.CTL_PORT
 CLIENT_PORT = 40000
 CTL_EXPERTS = ["short", "bad_magic", "bad_version", "bad_type", "bad_length"]
 IDENTITY = protocol.Identity(mac=bytes.fromhex("10e2d5000002"), ip=0xC0A80132, ctl_port=7000, sys_clk_hz=50_000_000,
-                             eth_dw=8, nchannels=4, sample_bits=16, max_payload=1472, board="colorlight_i5",
+                             eth_dw=8, nchannels=4, sample_bits=16, max_payload=1472, capabilities=0x03, board="colorlight_i5",
                              build_id="0123abcd", ident="ethdaq DAQSoC")
 STATUS = protocol.STATUS_RSP.pack(1, 42, 2**40 + 1, 2**33, 17, 2, 3, 4, 5, protocol.DST_VALID,
                                   bytes.fromhex("020000000001"), 6, 9, 0xC0A80164, 59000)

@@ -14,7 +14,7 @@ import pytest
 from ethdaq.host import protocol
 
 IDENTITY = protocol.Identity(mac=bytes([0x10, 0xe2, 0xd5, 0, 0, 1]), ip=0xC0A80132, ctl_port=7000,
-    sys_clk_hz=125_000_000, eth_dw=8, nchannels=4, sample_bits=16, max_payload=8972,
+    sys_clk_hz=125_000_000, eth_dw=8, nchannels=4, sample_bits=16, max_payload=8972, capabilities=0x0B,
     board="sim", build_id="0123456789ab", ident="ethdaq sim test")
 
 

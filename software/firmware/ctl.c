@@ -448,6 +448,7 @@ static int execute(struct ctl_state *st, const struct ctl_request *rq, uint8_t *
 		put_u8(&w, id->nchannels);
 		put_u8(&w, id->sample_bits);
 		put_be16(&w, id->max_payload);
+		put_be32(&w, id->capabilities);
 		put_string(&w, id->board);
 		put_string(&w, id->build_id);
 		put_string(&w, id->ident);

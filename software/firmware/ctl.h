@@ -22,6 +22,7 @@ struct ctl_identity {
 	uint8_t     nchannels;    /* 0: built without the streamer. */
 	uint8_t     sample_bits;
 	uint16_t    max_payload;
+	uint32_t    capabilities; /* CTL_CAP_* */
 	const char *board;
 	const char *build_id;
 	const char *ident;

@@ -136,6 +136,11 @@ int main(void)
 	ptpsvc_init(id.mac);
 	printf("ethdaq ready\n");
 
+	id.capabilities = (id.nchannels ? CTL_CAP_STREAMER : 0) | (ETHDAQ_CTL_KEY_LEN ? CTL_CAP_AUTH : 0) |
+			  (sizeof(ctl_allow) / sizeof(ctl_allow[0]) > 1 ? CTL_CAP_ALLOW : 0);
+#ifdef CSR_PTP_BASE
+	id.capabilities |= CTL_CAP_PTP;
+#endif
 	ctl.key = ethdaq_ctl_key;
 	ctl.key_len = ETHDAQ_CTL_KEY_LEN;
 	ctl.access.allow = ctl_allow;

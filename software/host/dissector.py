@@ -239,7 +239,7 @@ _STREAM_START_RSP_NAMES = ["run", "dst_ip"]               # STREAM_START_RSP
 _STREAM_STOP_RSP_NAMES = ["run"]                          # STREAM_STOP_RSP
 _CLAIM_RSP_NAMES = ["granted", "controller_ip", "lease_ms"]
 _CTL_ERROR_BODY = [("code", 1, "B")]  # MSG_ERROR_RSP's payload: the error code, u8.
-_CTL_HEX = {"magic", "type", "enable", "backpressure", "dst_flags", "time_flags"}
+_CTL_HEX = {"magic", "type", "enable", "backpressure", "dst_flags", "time_flags", "capabilities"}
 _CTL_BITS = {"dst_flags": "DST_"}     # Flag fields: protocol.py's constants with this prefix.
 _CTL_VALUES = {"mode": {v: k for k, v in protocol.EMULATOR_MODES.items()}, "code": protocol.ERROR_NAMES,
                "state": protocol.PTP_STATES, "servo_state": protocol.SERVO_STATES, "role": protocol.PTP_ROLES}

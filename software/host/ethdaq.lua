@@ -256,6 +256,7 @@ local CTL_MESSAGES = {
         { f = ProtoField.uint8("ethdaqctl.identify_rsp.nchannels", "nchannels", base.DEC, nil), size = 1, },
         { f = ProtoField.uint8("ethdaqctl.identify_rsp.sample_bits", "sample_bits", base.DEC, nil), size = 1, },
         { f = ProtoField.uint16("ethdaqctl.identify_rsp.max_payload", "max_payload", base.DEC, nil), size = 2, },
+        { f = ProtoField.uint32("ethdaqctl.identify_rsp.capabilities", "capabilities", base.HEX, nil), size = 4, },
     },
     strings = {
         ProtoField.string("ethdaqctl.identify_rsp.board", "board"),

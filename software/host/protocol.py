@@ -103,8 +103,13 @@ REPLAY_RSP_MAX = 96
 
 # Identify response payload, fixed part; followed by three strings, each u8 length + bytes:
 # board name, build id (git hash), SoC identifier string.
-# mac, ip, ctl_port, sys_clk_hz, eth_dw, nchannels, sample_bits, max_payload
-IDENTIFY_FIXED = struct.Struct(">6sIHIBBBH")
+# mac, ip, ctl_port, sys_clk_hz, eth_dw, nchannels, sample_bits, max_payload, capabilities (CAP_*)
+IDENTIFY_FIXED = struct.Struct(">6sIHIBBBHI")
+CAP_STREAMER = 0x01  # DAQ streamer (nchannels channels).
+CAP_PTP      = 0x02  # PTP clock, timestamp unit and the firmware's IEEE 1588 port (PTP_STATUS).
+CAP_AUTH     = 0x04  # Built with a shared key: state changes need signed requests.
+CAP_ALLOW    = 0x08  # Built with an allow-list (--ctl-allow).
+CAP_NAMES    = {CAP_STREAMER: "streamer", CAP_PTP: "ptp", CAP_AUTH: "signed requests", CAP_ALLOW: "allow-list"}
 MAX_STRING     = 255
 
 # STREAM_START request: dst_ip (0: the requester's address), dst_port, payload bytes per datagram
@@ -153,6 +158,7 @@ class Identity:
     nchannels:  int
     sample_bits: int
     max_payload: int
+    capabilities: int
     board:      str
     build_id:   str
     ident:      str
@@ -324,7 +330,7 @@ def _take_string(data, offset):
 def pack_identify_response(seq, identity):
     out = pack_header(MSG_IDENTIFY_RSP, seq) + IDENTIFY_FIXED.pack(identity.mac, identity.ip,
         identity.ctl_port, identity.sys_clk_hz, identity.eth_dw, identity.nchannels,
-        identity.sample_bits, identity.max_payload)
+        identity.sample_bits, identity.max_payload, identity.capabilities)
     for text in (identity.board, identity.build_id, identity.ident):
         raw = text.encode("ascii")[:MAX_STRING]
         out += bytes([len(raw)]) + raw
@@ -406,6 +412,10 @@ def c_header():
         f"#define CTL_DEFAULT_LEASE_S  {DEFAULT_LEASE_S}u",
         f"#define CTL_MAX_LEASE_S      {MAX_LEASE_S}u",
         f"#define CTL_MAX_ALLOW        {MAX_ALLOW}u",
+        f"#define CTL_CAP_STREAMER     0x{CAP_STREAMER:02X}u",
+        f"#define CTL_CAP_PTP          0x{CAP_PTP:02X}u",
+        f"#define CTL_CAP_AUTH         0x{CAP_AUTH:02X}u",
+        f"#define CTL_CAP_ALLOW        0x{CAP_ALLOW:02X}u",
         f"#define CTL_ERR_AUTH_REQUIRED {ERR_AUTH_REQUIRED}u",
         f"#define CTL_ERR_AUTH_FAILED  {ERR_AUTH_FAILED}u",
         f"#define CTL_AUTH_LEN         {AUTH.size}u",

@@ -109,7 +109,7 @@ static void conversation(const uint8_t *data, size_t size)
 	static const size_t caps[16] = { 0, 1, 8, 9, 12, 16, 24, 40, 64, 80, 96, 128, 200, 512, 1024, 2048 };
 	struct ctl_identity id = {
 		.mac = {0x10, 0xe2, 0xd5, 0, 0, 1}, .ip = 0xC0A80132u, .ctl_port = 7000,
-		.sys_clk_hz = 125000000u, .eth_dw = 8, .nchannels = 4, .sample_bits = 16, .max_payload = 8972,
+		.sys_clk_hz = 125000000u, .eth_dw = 8, .nchannels = 4, .sample_bits = 16, .max_payload = 8972, .capabilities = 0x0B,
 		.board = "fuzz", .build_id = "0123456789ab", .ident = "ethdaq ctl fuzz",
 	};
 	static struct ctl_state st;

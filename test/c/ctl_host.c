@@ -74,7 +74,7 @@ int main(int argc, char **argv)
 	struct ctl_identity id = {
 		.mac = {0x10, 0xe2, 0xd5, 0x00, 0x00, 0x01},
 		.ip = 0xC0A80132u, .ctl_port = 7000, .sys_clk_hz = 125000000u, .eth_dw = 8,
-		.nchannels = 4, .sample_bits = 16, .max_payload = 8972,
+		.nchannels = 4, .sample_bits = 16, .max_payload = 8972, .capabilities = 0x0B,
 		.board = "sim", .build_id = "0123456789ab", .ident = "ethdaq sim test",
 	};
 	struct ctl_ops ops = { stream_start, stream_stop, emulator, status, ptp_status };

@@ -54,7 +54,7 @@ static const struct ctl_ops ops = { mock_start, mock_stop, mock_emulator, mock_s
 
 static const struct ctl_identity id = {
 	.mac = {0x10, 0xe2, 0xd5, 0, 0, 1}, .ip = 0xC0A80132u, .ctl_port = 7000, .sys_clk_hz = 125000000u,
-	.eth_dw = 8, .nchannels = 4, .sample_bits = 16, .max_payload = 8972,
+	.eth_dw = 8, .nchannels = 4, .sample_bits = 16, .max_payload = 8972, .capabilities = 0x0B,
 	.board = "unit", .build_id = "0123", .ident = "ethdaq unit",
 };
 
