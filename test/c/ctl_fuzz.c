@@ -91,6 +91,22 @@ static int op_ptp(struct ctl_ptp_status *p)
 
 static const struct ctl_ops ops = { op_start, op_stop, op_emulator, op_status, op_ptp };
 
+/* The request's length without AUTH, by type (0: unknown type). */
+static size_t plain_length(uint8_t type)
+{
+	switch (type) {
+	case CTL_MSG_IDENTIFY:     return CTL_IDENTIFY_REQ_LENGTH;
+	case CTL_MSG_STREAM_START: return CTL_STREAM_START_REQ_LENGTH;
+	case CTL_MSG_STREAM_STOP:  return CTL_STREAM_STOP_REQ_LENGTH;
+	case CTL_MSG_EMULATOR:     return CTL_EMULATOR_REQ_LENGTH;
+	case CTL_MSG_STATUS:       return CTL_STATUS_REQ_LENGTH;
+	case CTL_MSG_CLAIM:        return CTL_CLAIM_REQ_LENGTH;
+	case CTL_MSG_RELEASE:      return CTL_RELEASE_REQ_LENGTH;
+	case CTL_MSG_PTP_STATUS:   return CTL_PTP_STATUS_REQ_LENGTH;
+	default:                   return 0;
+	}
+}
+
 static uint32_t counter_sum(const struct ctl_counters *c)
 {
 	return c->requests + c->short_drop + c->magic_drop + c->response_drop + c->bad_version +
@@ -121,6 +137,9 @@ static void conversation(const uint8_t *data, size_t size)
 	int last_rsp_len[REQUESTERS] = {0};
 	size_t cap, off = 1;
 
+	static int trace = -1;
+	if (trace < 0)
+		trace = getenv("CTL_FUZZ_TRACE") != NULL;
 	if (size < 1)
 		return;
 	memset(&st, 0, sizeof(st));
@@ -174,6 +193,13 @@ static void conversation(const uint8_t *data, size_t size)
 			fail("a board operation ran while another address held an unexpired lease");
 		if (ops_calls != before_calls && st.access.nallow && !((rq.src_ip & allow[0].mask) == allow[0].net))
 			fail("a board operation ran for an address outside the allow-list");
+		if (trace)
+			fprintf(stderr, "who=%u len=%zu type=%02x seq=%02x%02x%02x%02x now=%llu n=%d rsp_type=%02x code=%u "
+				"replayed=%u executed=%u holder=%08x\n", who, len, len > 3 ? req[3] : 0,
+				len > 7 ? req[4] : 0, len > 7 ? req[5] : 0, len > 7 ? req[6] : 0, len > 7 ? req[7] : 0,
+				(unsigned long long)now_ms, n, n > 3 ? rsp[3] : 0, n > 8 ? rsp[8] : 0,
+				c->replayed - replayed, c->requests + c->refused + c->not_allowed + c->not_controller - executed,
+				(unsigned)st.access.holder);
 		if (n > (int)cap || n < -1)
 			fail("answer longer than the buffer");
 		if (counter_sum(c) - before_cnt < 1 || counter_sum(c) - before_cnt > 2)
@@ -202,8 +228,11 @@ static void conversation(const uint8_t *data, size_t size)
 		}
 		/* The answer the reply cache keeps: that of a request that was executed (with a key:
 		 * and signed). */
+		/* (A signed request to a board without a key is refused before it is executed.) */
+		int keyless_signed = !st.key_len && len >= CTL_HEADER_SIZE + CTL_AUTH_LEN &&
+				     len - CTL_AUTH_LEN == plain_length(req[3]);
 		if (n > 0 && c->requests + c->refused + c->not_allowed + c->not_controller != executed &&
-		    (!st.key_len || signed_right(req, len))) {
+		    (st.key_len ? signed_right(req, len) : !keyless_signed)) {
 			memcpy(last_rsp[who], rsp, (size_t)n);
 			last_rsp_len[who] = n;
 		}
