@@ -98,8 +98,10 @@ def run(harness, exe, runs, seed, timeout, workdir):
     execs = int(done.group(1)) if done else int((re.findall(r"stat::number_of_executed_units: (\d+)", text) or [0])[-1])
     cov, ft, corp = map(int, last[-1]) if last else (0, 0, 0)
     ok = r.returncode == 0 and done is not None and not crashes
+    # Stopped from outside (a signal, no crash input written): not a crash, but not complete.
+    interrupted = not crashes and done is None
     return dict(harness=harness, runs=execs, seconds=seconds, rate=execs / seconds if seconds else 0.0,
-                cov=cov, ft=ft, corpus=corp, crashes=len(crashes) if crashes or ok else 1,
+                cov=cov, ft=ft, corpus=corp, crashes=len(crashes), interrupted=interrupted,
                 artifacts=crashes, ok=ok, tail="\n".join(text.splitlines()[-15:]))
 
 
@@ -135,8 +137,8 @@ def main(argv=None):
     print(f"machine: {os.cpu_count()} CPUs ({cpu}), Linux {platform.release()}; {clang}; "
           f"ASan + UBSan + libFuzzer, one process per harness")
     head = ["harness", "inputs run", "seconds", "inputs/s", "coverage (edges)", "features", "corpus", "crashes"]
-    rows = [[m["harness"], f"{m['runs']:,}", f"{m['seconds']:.0f}", f"{m['rate']:,.0f}", str(m["cov"]),
-             str(m["ft"]), str(m["corpus"]), str(m["crashes"])] for m in results]
+    rows = [[m["harness"], f"{m['runs']:,}" + (" (interrupted)" if m["interrupted"] else ""), f"{m['seconds']:.0f}",
+             f"{m['rate']:,.0f}", str(m["cov"]), str(m["ft"]), str(m["corpus"]), str(m["crashes"])] for m in results]
     if args.markdown:
         print("| " + " | ".join(head) + " |")
         print("|" + "|".join("-" * (len(x) + 2) for x in head) + "|")
