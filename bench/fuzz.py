@@ -25,7 +25,6 @@ import os
 import platform
 import re
 import shutil
-import struct
 import subprocess
 import sys
 import time
@@ -34,6 +33,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench.table import print_table  # noqa: E402
 from ethdaq.host import protocol  # noqa: E402
 
 FW = REPO / "software" / "firmware"
@@ -139,15 +139,7 @@ def main(argv=None):
     head = ["harness", "inputs run", "seconds", "inputs/s", "coverage (edges)", "features", "corpus", "crashes"]
     rows = [[m["harness"], f"{m['runs']:,}" + (" (interrupted)" if m["interrupted"] else ""), f"{m['seconds']:.0f}",
              f"{m['rate']:,.0f}", str(m["cov"]), str(m["ft"]), str(m["corpus"]), str(m["crashes"])] for m in results]
-    if args.markdown:
-        print("| " + " | ".join(head) + " |")
-        print("|" + "|".join("-" * (len(x) + 2) for x in head) + "|")
-        for r in rows:
-            print("| " + " | ".join(r) + " |")
-    else:
-        widths = [max(len(r[i]) for r in [head] + rows) for i in range(len(head))]
-        for r in [head] + rows:
-            print("  ".join(c.rjust(w) for c, w in zip(r, widths)))
+    print_table(head, rows, args.markdown)
     for m in results:
         if m["artifacts"]:
             print(f"{m['harness']}: inputs that failed are in {Path(args.build_dir) / m['harness']}: "

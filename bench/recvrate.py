@@ -58,6 +58,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench.table import print_table  # noqa: E402
 from ethdaq.host.rxcore import RxCore  # noqa: E402
 
 MIB = 2**20
@@ -344,15 +345,7 @@ def report(rows, checks, args):
             pps = m["sent"] / m["seconds"]
             lines.append([str(payload), f"{pps:,.0f}", f"{pps * payload / MIB:.1f}", f"{m['rx_cpu']:.0f}",
                           f"{m['tx_cpu']:.0f}", limit, f"{m['per_buffer']:.1f}", f"{m['others']:.0f}"])
-    if args.markdown:
-        print("| " + " | ".join(head) + " |")
-        print("|" + "|".join("-" * (len(h) + 2) for h in head) + "|")
-        for line in lines:
-            print("| " + " | ".join(line) + " |")
-    else:
-        widths = [max(len(r[i]) for r in [head] + lines) for i in range(len(head))]
-        for r in [head] + lines:
-            print("  ".join(c.rjust(w) for c, w in zip(r, widths)))
+    print_table(head, lines, args.markdown)
     for m in checks:
         lost = m["sent"] - m["received"]
         verdict = "held" if m["held"] else "NOT held"

@@ -87,11 +87,13 @@ def _read_key(path):
 
 
 def _allow(text):
+    """--ctl-allow, checked here for a one-line error; DAQSoC takes the text as it is."""
     from ethdaq.soc.daqsoc import parse_allow
     try:
-        return parse_allow(text)
+        parse_allow(text)
     except ValueError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
+    return text
 
 
 def _add_network_options(p):
@@ -103,7 +105,7 @@ def _add_network_options(p):
     p.add_argument("--ctl-key-file", metavar="FILE",
                    help="shared key (hex, 16-64 bytes) the board requires on requests that change it "
                         "(HMAC-SHA256); it is built into the firmware, keep the build directory private")
-    p.add_argument("--ctl-allow", type=_allow, default=[], metavar="NET[,NET...]",
+    p.add_argument("--ctl-allow", type=_allow, default="", metavar="NET[,NET...]",
                    help="addresses that may control the board, e.g. 192.168.1.0/24,10.0.0.7 (default: any; "
                         "the first to claim it holds it, docs/protocol.md)")
     g = p.add_argument_group("PTP (docs/ptp-firmware.md)")
@@ -157,7 +159,7 @@ def _soc_kwargs(args):
     from ethdaq.soc.daqsoc import check_ports
     check_ports(args.ctl_port)
     kwargs = dict(ip_address=args.ip, mac_address=args.mac, ctl_port=args.ctl_port,
-                  ctl_allow=[f"{ipaddress.IPv4Address(n)}/{ipaddress.IPv4Address(m)}" for n, m in args.ctl_allow],
+                  ctl_allow=args.ctl_allow,
                   ctl_key=_read_key(args.ctl_key_file) if args.ctl_key_file else None,
                   ptp_role=args.ptp_role, ptp_transport=args.ptp_transport, ptp_domain=args.ptp_domain,
                   ptp_log_sync=args.ptp_log_sync, ptp_log_announce=args.ptp_log_announce,

@@ -177,16 +177,13 @@ CONTROLLER, OTHER = (0xC0A80164, 40000), (0xC0A80165, 40000)
 
 
 @pytest.fixture(scope="module")
-def ctl_session(ctl_host, tmp_path_factory):
+def ctl_session(ctl_host):
     """Runs requests [(src, request bytes)] through one ctl_handle state; returns the answers
     (bytes; b"" for none), the counters and the board calls made."""
-    exe = None
+    exe = ctl_host.exe
 
     def run(requests, stub_error=0, ident="ethdaq sim test", allow=(), times=None, key=b""):
         """times: the board's clock in ms at each request (default 0 for all)."""
-        nonlocal exe
-        if exe is None:
-            exe = ctl_host.exe
         times = times or [0] * len(requests)
         data = b"".join(struct.pack(">IHIH", ip, port, t, len(req)) + req
                         for ((ip, port), req), t in zip(requests, times))

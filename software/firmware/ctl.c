@@ -232,9 +232,9 @@ static uint32_t lease_left_ms(const struct ctl_access *a, uint64_t now_ms)
 	return a->expires_ms - now_ms > 0xFFFFFFFFu ? 0xFFFFFFFFu : (uint32_t)(a->expires_ms - now_ms);
 }
 
-/* 0 if ip may change the board's state now (and then it holds the board, its lease renewed), else
- * the error code. A lapsed lease frees the board first. */
-static int take(struct ctl_access *a, uint32_t ip, uint64_t now_ms, struct ctl_counters *cnt)
+/* 0 if ip may hold the board now (it is free or ip's), else the error code, counted. A lapsed
+ * lease frees the board first. */
+static int may_hold(struct ctl_access *a, uint32_t ip, uint64_t now_ms, struct ctl_counters *cnt)
 {
 	if (!allowed(a, ip)) {
 		cnt->not_allowed++;
@@ -246,6 +246,17 @@ static int take(struct ctl_access *a, uint32_t ip, uint64_t now_ms, struct ctl_c
 		cnt->not_controller++;
 		return CTL_ERR_NOT_CONTROLLER;
 	}
+	return 0;
+}
+
+/* 0 if ip may change the board's state now (and then it holds the board, its lease renewed), else
+ * the error code. */
+static int take(struct ctl_access *a, uint32_t ip, uint64_t now_ms, struct ctl_counters *cnt)
+{
+	int err = may_hold(a, ip, now_ms, cnt);
+
+	if (err)
+		return err;
 	if (a->holder == 0) {
 		a->holder = ip;
 		a->lease_ms = CTL_DEFAULT_LEASE_S * 1000u;
@@ -254,7 +265,7 @@ static int take(struct ctl_access *a, uint32_t ip, uint64_t now_ms, struct ctl_c
 	return 0;
 }
 
-static size_t request_length(uint8_t type)
+size_t ctl_request_length(uint8_t type)
 {
 	switch (type) {
 	case CTL_MSG_IDENTIFY:     return CTL_IDENTIFY_REQ_LENGTH;
@@ -302,7 +313,7 @@ int ctl_handle(struct ctl_state *st, const struct ctl_request *rq, uint8_t *rsp,
 		return error_response(&w, seq, CTL_ERR_BAD_VERSION, cnt);
 	}
 
-	expected = request_length(type);
+	expected = ctl_request_length(type);
 	if (expected == 0) {
 		cnt->bad_type++;
 		return error_response(&w, seq, CTL_ERR_BAD_TYPE, cnt);
@@ -513,19 +524,14 @@ static int execute(struct ctl_state *st, const struct ctl_request *rq, uint8_t *
 		uint8_t granted;
 		if (lease_s > CTL_MAX_LEASE_S)
 			return refuse(&w, seq, CTL_ERR_BAD_VALUE, cnt);
-		if (!allowed(a, src_ip)) {
-			cnt->not_allowed++;
-			return error_response(&w, seq, CTL_ERR_NOT_ALLOWED, cnt);
-		}
-		if (a->holder != 0 && rq->now_ms >= a->expires_ms)
-			a->holder = 0;
-		granted = a->holder == 0 || a->holder == src_ip;
+		err = may_hold(a, src_ip, rq->now_ms, cnt);
+		if (err == CTL_ERR_NOT_ALLOWED)
+			return error_response(&w, seq, (uint8_t)err, cnt);
+		granted = err == 0;  /* Held by another: answered "not granted", with who and how long. */
 		if (granted) {
 			a->holder = src_ip;
 			a->lease_ms = (lease_s ? lease_s : CTL_DEFAULT_LEASE_S) * 1000u;
 			a->expires_ms = rq->now_ms + a->lease_ms;
-		} else {
-			cnt->not_controller++;
 		}
 		put_header(&w, CTL_MSG_CLAIM | CTL_RESPONSE, seq);
 		put_u8(&w, granted);
@@ -538,16 +544,9 @@ static int execute(struct ctl_state *st, const struct ctl_request *rq, uint8_t *
 	case CTL_MSG_PTP_STATUS:
 		return ptp_status(&w, seq, ops, cnt);
 	case CTL_MSG_RELEASE:
-		if (!allowed(a, src_ip)) {
-			cnt->not_allowed++;
-			return error_response(&w, seq, CTL_ERR_NOT_ALLOWED, cnt);
-		}
-		if (a->holder != 0 && rq->now_ms >= a->expires_ms)
-			a->holder = 0;
-		if (a->holder != 0 && a->holder != src_ip) {
-			cnt->not_controller++;
-			return error_response(&w, seq, CTL_ERR_NOT_CONTROLLER, cnt);
-		}
+		err = may_hold(a, src_ip, rq->now_ms, cnt);
+		if (err)
+			return error_response(&w, seq, (uint8_t)err, cnt);
 		a->holder = 0;  /* Released (or already free: releasing twice is no error). */
 		put_header(&w, CTL_MSG_RELEASE | CTL_RESPONSE, seq);
 		return answered(&w, cnt);

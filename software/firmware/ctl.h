@@ -172,4 +172,7 @@ struct ctl_ops {
 int ctl_handle(struct ctl_state *st, const struct ctl_request *rq, uint8_t *rsp, size_t rsp_cap,
                const struct ctl_identity *id, const struct ctl_ops *ops);
 
+/* The length of a request of this type without AUTH (CTL_*_REQ_LENGTH); 0 for an unknown type. */
+size_t ctl_request_length(uint8_t type);
+
 #endif

@@ -60,6 +60,7 @@ static const struct ctl_net ctl_allow[] = {
 	{ 0, 0 }  /* Not counted: keeps the array non-empty. */
 #undef ALLOW
 };
+#define NALLOW (sizeof(ctl_allow) / sizeof(ctl_allow[0]) - 1)
 static struct ctlport_stats port_stats;
 
 static void read_ident(void)
@@ -130,21 +131,20 @@ int main(void)
 	       (unsigned)ETHDAQ_DATA_PORT);
 	if (ETHDAQ_CTL_KEY_LEN > 0)
 		printf("  control: changes need requests signed with the shared key\n");
-	if (sizeof(ctl_allow) / sizeof(ctl_allow[0]) > 1)
-		printf("  control: only %u allowed network(s) may take control\n",
-		       (unsigned)(sizeof(ctl_allow) / sizeof(ctl_allow[0]) - 1));
+	if (NALLOW > 0)
+		printf("  control: only %u allowed network(s) may take control\n", (unsigned)NALLOW);
 	ptpsvc_init(id.mac);
 	printf("ethdaq ready\n");
 
 	id.capabilities = (id.nchannels ? CTL_CAP_STREAMER : 0) | (ETHDAQ_CTL_KEY_LEN ? CTL_CAP_AUTH : 0) |
-			  (sizeof(ctl_allow) / sizeof(ctl_allow[0]) > 1 ? CTL_CAP_ALLOW : 0);
+			  (NALLOW > 0 ? CTL_CAP_ALLOW : 0);
 #ifdef CSR_PTP_BASE
 	id.capabilities |= CTL_CAP_PTP;
 #endif
 	ctl.key = ethdaq_ctl_key;
 	ctl.key_len = ETHDAQ_CTL_KEY_LEN;
 	ctl.access.allow = ctl_allow;
-	ctl.access.nallow = sizeof(ctl_allow) / sizeof(ctl_allow[0]) - 1;
+	ctl.access.nallow = NALLOW;
 	for (;;) {
 		struct ctlport_datagram d;
 		struct ctl_request rq;

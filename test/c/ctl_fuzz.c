@@ -91,22 +91,6 @@ static int op_ptp(struct ctl_ptp_status *p)
 
 static const struct ctl_ops ops = { op_start, op_stop, op_emulator, op_status, op_ptp };
 
-/* The request's length without AUTH, by type (0: unknown type). */
-static size_t plain_length(uint8_t type)
-{
-	switch (type) {
-	case CTL_MSG_IDENTIFY:     return CTL_IDENTIFY_REQ_LENGTH;
-	case CTL_MSG_STREAM_START: return CTL_STREAM_START_REQ_LENGTH;
-	case CTL_MSG_STREAM_STOP:  return CTL_STREAM_STOP_REQ_LENGTH;
-	case CTL_MSG_EMULATOR:     return CTL_EMULATOR_REQ_LENGTH;
-	case CTL_MSG_STATUS:       return CTL_STATUS_REQ_LENGTH;
-	case CTL_MSG_CLAIM:        return CTL_CLAIM_REQ_LENGTH;
-	case CTL_MSG_RELEASE:      return CTL_RELEASE_REQ_LENGTH;
-	case CTL_MSG_PTP_STATUS:   return CTL_PTP_STATUS_REQ_LENGTH;
-	default:                   return 0;
-	}
-}
-
 static uint32_t counter_sum(const struct ctl_counters *c)
 {
 	return c->requests + c->short_drop + c->magic_drop + c->response_drop + c->bad_version +
@@ -230,7 +214,7 @@ static void conversation(const uint8_t *data, size_t size)
 		 * and signed). */
 		/* (A signed request to a board without a key is refused before it is executed.) */
 		int keyless_signed = !st.key_len && len >= CTL_HEADER_SIZE + CTL_AUTH_LEN &&
-				     len - CTL_AUTH_LEN == plain_length(req[3]);
+				     len - CTL_AUTH_LEN == ctl_request_length(req[3]);
 		if (n > 0 && c->requests + c->refused + c->not_allowed + c->not_controller != executed &&
 		    (st.key_len ? signed_right(req, len) : !keyless_signed)) {
 			memcpy(last_rsp[who], rsp, (size_t)n);
