@@ -3,11 +3,17 @@
 # SPDX-License-Identifier: BSD-2-Clause
 
 """Clock and reset generators shared by the board files: the board names its oscillator, its
-reset button and what its PHY needs; the PLL set-up is the same on every board of a family."""
+reset button and what its PHY needs; the PLL set-up is the same on every board of a family.
+
+`rst` (LiteX's convention, and the reset button) resets the PLL. `soft_rst` (the watchdog's,
+gateware/watchdog.py) resets the sys domain only, with the clock running: the reset is held by a
+register in sys, which would stop with the PLL's outputs and hold the PLL in reset for good."""
 
 from migen import *
 
 from litex.gen import *
+
+from migen.genlib.resetsync import AsyncResetSynchronizer
 
 from litex.soc.cores.clock import ECP5PLL, S7PLL, S7IDELAYCTRL
 
@@ -16,8 +22,9 @@ class ECP5CRG(LiteXModule):
     """sys from the board oscillator (the platform's default clock) through the ECP5 PLL; held in
     reset while the (active-low) reset button is pressed."""
     def __init__(self, platform, sys_clk_freq, rst_n_name=None):
-        self.rst    = Signal()
-        self.cd_sys = ClockDomain()
+        self.rst      = Signal()
+        self.soft_rst = Signal()
+        self.cd_sys   = ClockDomain()
 
         # # #
 
@@ -26,7 +33,8 @@ class ECP5CRG(LiteXModule):
         self.pll = pll = ECP5PLL()
         self.comb += pll.reset.eq(~rst_n | self.rst)
         pll.register_clkin(clk, platform.default_clk_freq)
-        pll.create_clkout(self.cd_sys, sys_clk_freq)
+        pll.create_clkout(self.cd_sys, sys_clk_freq, with_reset=False)
+        self.specials += AsyncResetSynchronizer(self.cd_sys, ~pll.locked | self.soft_rst)
 
 
 class S7CRG(LiteXModule):
@@ -37,8 +45,9 @@ class S7CRG(LiteXModule):
     reference (MII PHYs without their own crystal, e.g. the Arty's DP83848J)."""
     def __init__(self, platform, sys_clk_freq, rst_name=None, rst_active_low=False,
         speedgrade=-1, with_idelay=False, eth_ref_clk_name=None):
-        self.rst    = Signal()
-        self.cd_sys = ClockDomain()
+        self.rst      = Signal()
+        self.soft_rst = Signal()
+        self.cd_sys   = ClockDomain()
 
         # # #
 
@@ -50,7 +59,8 @@ class S7CRG(LiteXModule):
         self.pll = pll = S7PLL(speedgrade=speedgrade)
         self.comb += pll.reset.eq(rst | self.rst)
         pll.register_clkin(clk, platform.default_clk_freq)
-        pll.create_clkout(self.cd_sys, sys_clk_freq)
+        pll.create_clkout(self.cd_sys, sys_clk_freq, with_reset=False)
+        self.specials += AsyncResetSynchronizer(self.cd_sys, ~pll.locked | self.soft_rst)
         platform.add_false_path_constraints(self.cd_sys.clk, pll.clkin)
         if with_idelay:
             self.cd_idelay = ClockDomain()

@@ -46,11 +46,21 @@ _io = [
 
 
 class _CRG(LiteXModule):
+    """soft_rst (the watchdog's, boards/crg.py) resets the whole design: sys and the GMII model's
+    eth_rx and eth_tx, which run on sys_clk and have no reset of their own."""
     def __init__(self, platform):
-        self.cd_sys = ClockDomain()
+        self.soft_rst = Signal()
+        self.cd_sys   = ClockDomain()
+
+        # # #
+
+        rst = Signal()
         self.comb += [
+            rst.eq(platform.request("sys_rst") | self.soft_rst),
             self.cd_sys.clk.eq(platform.request("sys_clk")),
-            self.cd_sys.rst.eq(platform.request("sys_rst")),
+            self.cd_sys.rst.eq(rst),
+            ResetSignal("eth_rx").eq(rst),
+            ResetSignal("eth_tx").eq(rst),
         ]
 
 
@@ -80,6 +90,9 @@ class Board:
     # for an unanswered destination to be reported within seconds of wall-clock time.
     arp_timeout        = 0.5e-3
     arp_retry_interval = 5e-3
+    # Watchdog timeout in simulated seconds (hardware boards: 1 s): short, so that a firmware that
+    # stops feeding it resets within seconds of wall-clock time and the tests see it.
+    watchdog_timeout   = 10e-3
 
     @staticmethod
     def platform(toolchain=None):

@@ -389,6 +389,13 @@ def cmd_ctl(args):
             elif args.action == "release":
                 client.release()
                 print("released: any allowed host may now control the board")
+            elif args.action == "reboot":
+                rebooted, st = client.reboot(wait=None if args.no_wait else args.wait)
+                if args.no_wait:
+                    print("rebooting" if rebooted else f"the board has rebooted already (boot {st.boots})")
+                else:
+                    print(f"{'rebooted' if rebooted else 'the board had rebooted already'}: boot {st.boots} "
+                          f"since power-on, reset cause {st.reset_cause_name}, up {st.uptime_ms} ms")
             elif args.action == "status":
                 st = client.status().__dict__
                 st["dst_mac"] = format_mac(st["dst_mac"])
@@ -470,9 +477,10 @@ def make_parser():
                               "  ethdaq ctl start --ip 192.168.1.50 --dst-port 5000 --payload 1472\n"
                               "  ethdaq ctl stop --ip 192.168.1.50",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("action", choices=["identify", "start", "stop", "status", "ptp", "emulator", "claim", "release"],
-                   help="request to send (start, stop, emulator, claim and release only from the controller: "
-                        "docs/protocol.md)")
+    p.add_argument("action", choices=["identify", "start", "stop", "status", "ptp", "emulator", "claim", "release",
+                                      "reboot"],
+                   help="request to send (start, stop, emulator, claim, release and reboot only from the "
+                        "controller: docs/protocol.md)")
     p.add_argument("--ip", type=_ip, required=True, help="board IP address")
     p.add_argument("--port", type=_port, default=7000, help="control port (default 7000)")
     p.add_argument("--timeout", type=float, default=2.0, help="seconds per try (3 tries)")
@@ -493,6 +501,10 @@ def make_parser():
     g = p.add_argument_group("claim")
     g.add_argument("--lease", type=_int_in(0, 3600, "lease"), default=0, metavar="S",
                    help="seconds the board stays this host's without a request (0: the board's default, 60)")
+    g = p.add_argument_group("reboot")
+    g.add_argument("--wait", type=float, default=30.0, metavar="S",
+                   help="seconds to wait for the board to answer after its reboot (default 30)")
+    g.add_argument("--no-wait", action="store_true", help="do not wait for the board to come back")
     p.set_defaults(func=cmd_ctl)
 
     from ethdaq.host import plot, recv

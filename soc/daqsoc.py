@@ -26,6 +26,7 @@ from ethdaq.gateware.emulator import add_emulators
 from ethdaq.gateware.streamer import DAQStreamer
 from ethdaq.gateware.tsu import PTPClock, PTPClockCSR, PTPTimestamper, phy_corrections_ns, tap
 from ethdaq.gateware.txpath import TXPath, connect_streamer
+from ethdaq.gateware.watchdog import Watchdog
 from ethdaq.host import daqformat, protocol
 
 # Helpers ------------------------------------------------------------------------------------------
@@ -184,6 +185,11 @@ class DAQSoC(SoCCore):
             ident         = f"ethdaq {board.name} {self.build_id} {options}",
             ident_version = False,
             **kwargs)
+
+        # Watchdog and reboot (the control protocol's REBOOT): a soft reset of every domain, the
+        # clocks running; why and how often it happened survive it (gateware/watchdog.py).
+        self.watchdog = Watchdog(int(getattr(board, "watchdog_timeout", 1.0) * sys_clk_freq))
+        self.comb += self.crg.soft_rst.eq(self.watchdog.reset)
 
         # Ethernet: LiteEth's hardware UDP/IP stack (ARP, ICMP, the CPU's control port) and, beside
         # its MAC, the data path's canned-header transmit path (gateware/txpath.py).

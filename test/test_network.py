@@ -380,3 +380,36 @@ def test_ptp_status_over_the_control_protocol(board):
     eui64 = MAC.replace(":", "")[:6] + "fffe" + MAC.replace(":", "")[6:]
     assert p["clock_identity"] == p["gm_identity"] == eui64 and p["steps_removed"] == 0
     assert p["hw_rx_overflows"] == p["hw_tx_overflows"] == p["faults"] == 0
+
+
+def test_reboot_resets_the_board_once_and_it_comes_back(board):
+    """Last in this module: it reboots the board. Until here no watchdog reset happened (every test
+    above ran on the first boot, the firmware feeding its 10 ms simulated-time watchdog); REBOOT
+    resets every core, the firmware boots again and says why, and a REBOOT sent again with the
+    old boot count (a retry after a lost answer) does not reboot it twice."""
+    before = status(board)
+    assert (before["boots"], before["reset_cause"], before["watchdog_resets"]) == (0, 0, 0)
+    assert before["uptime_ms"] > 0
+    banners = sum("ethdaq ready" in line for line in board.lines)
+    r = ctl(board, "reboot", timeout=180)
+    assert r.returncode == 0, r.stderr
+    assert "rebooted: boot 1 since power-on, reset cause reboot" in r.stdout
+    after = status(board)
+    assert (after["boots"], after["reset_cause"], after["watchdog_resets"]) == (1, 2, 0)
+    assert after["running"] == 0 and after["run"] == 0  # The streamer was reset too.
+    console = "\n".join(board.lines)
+    assert "control: reboot requested by " + HOST_IP in console
+    assert "reset    : reboot (boot 1 since power-on, 0 by the watchdog)" in console
+    assert sum("ethdaq ready" in line for line in board.lines) == banners + 1
+    # The same REBOOT again, as a retry whose first answer was lost: answered, not executed.
+    code = f"""
+import json
+from ethdaq.host import protocol
+from ethdaq.host.ctl import ControlClient
+with ControlClient({BOARD_IP!r}, {CTL_PORT}) as c:
+    print(json.dumps(c._expect(lambda seq: protocol.reboot_request(seq, 0), protocol.MSG_REBOOT)))
+"""
+    assert json.loads(ns_python(board, code)) == [0, 1]
+    assert status(board)["boots"] == 1
+    r = board.ns_run(["ping", "-c", "3", "-i", "0.2", "-W", "5", BOARD_IP], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout

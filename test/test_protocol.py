@@ -169,6 +169,7 @@ def test_stop_emulator_and_status_round_trip(ctl_host):
     assert (st.running, st.run, st.datagrams, st.dropped, st.port_rx_dropped, st.port_tx_dropped,
             st.arp_timeouts, st.dst_flags, st.dst_mac, st.stale) == (1, 42, 0x0000000100000002, 7, 3, 4, 5,
                                                           protocol.DST_VALID, bytes(range(0xa0, 0xa6)), 6)
+    assert (st.boots, st.reset_cause_name, st.watchdog_resets, st.uptime_ms) == (3, "reboot", 1, 0)
 
 
 # --- Retransmission safety: the reply cache --------------------------------------------------------
@@ -450,6 +451,43 @@ def test_claim_and_release_need_a_signature_too_and_a_keyless_board_refuses_sign
     assert error_of(answers[0], 3) == protocol.ERR_UNSUPPORTED and calls == []
 
 
+# --- REBOOT -----------------------------------------------------------------------------------------
+
+def test_reboot_reboots_once_even_when_retransmitted_after_the_reset(ctl_session):
+    # The harness boots at count 3 (ctl_host.c) and reboots as main.c does after the answer.
+    reboot = protocol.reboot_request(1, boots=3)
+    answers, cnt, calls = ctl_session([
+        (OTHER, protocol.claim_request(9)),
+        (CONTROLLER, protocol.reboot_request(0, boots=3)),  # Another holds the board: refused.
+        (OTHER, protocol.release_request(10)),
+        (CONTROLLER, reboot),                       # Accepted: answered, then the reset.
+        (CONTROLLER, reboot),                       # Its answer lost: sent again, after the reset.
+        (CONTROLLER, protocol.reboot_request(2, boots=2)),  # A stale count: nothing to do.
+        (CONTROLLER, protocol.status_request(3)),
+    ])
+    assert calls == ["reboot"]
+    assert error_of(answers[1], 0) == protocol.ERR_NOT_CONTROLLER
+    assert protocol.parse_response(answers[3], expect_seq=1)[2] == (1, 3)   # Rebooting, from boot 3.
+    assert protocol.parse_response(answers[4], expect_seq=1)[2] == (0, 4)   # Already did: now boot 4.
+    assert protocol.parse_response(answers[5], expect_seq=2)[2] == (0, 4)
+    st = protocol.parse_response(answers[6], expect_seq=3)[2]
+    assert (st.boots, st.reset_cause_name) == (4, "reboot")
+    assert cnt["requests"] == 3  # Counted since the reboot (the counters start afresh).
+
+
+def test_reboot_needs_a_signature_and_keeps_the_key_counter_across_the_reset(ctl_session):
+    first = protocol.sign(protocol.stream_stop_request(1), KEY, 500)
+    answers, cnt, calls = ctl_session([
+        (CONTROLLER, protocol.reboot_request(2, boots=3)),                        # unsigned
+        (CONTROLLER, first),
+        (CONTROLLER, protocol.sign(protocol.reboot_request(3, boots=3), KEY, 501)),
+        (OTHER, first),                       # Recorded before the reboot, replayed after it.
+    ], key=KEY)
+    assert error_of(answers[0], 2) == protocol.ERR_AUTH_REQUIRED
+    assert calls == ["stream_stop", "reboot"]
+    assert error_of(answers[3], 1) == protocol.ERR_AUTH_FAILED and cnt["auth_failed"] == 1
+
+
 @pytest.mark.parametrize("text, error", [
     ("00" * 15, "16 to 64 bytes"), ("00" * 65, "16 to 64 bytes"), ("xyz" * 12, "hex digits"),
 ])
@@ -525,4 +563,4 @@ def test_cmocka_unit_tests_of_the_handler(ctl_host, repo, tmp_path):
                     str(repo / "test/c/ctl_unit.c"), "-lcmocka", "-o", str(exe)], check=True)
     r = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "[  PASSED  ] 8 test(s)." in r.stdout + r.stderr
+    assert "[  PASSED  ] 9 test(s)." in r.stdout + r.stderr

@@ -276,6 +276,7 @@ size_t ctl_request_length(uint8_t type)
 	case CTL_MSG_CLAIM:        return CTL_CLAIM_REQ_LENGTH;
 	case CTL_MSG_RELEASE:      return CTL_RELEASE_REQ_LENGTH;
 	case CTL_MSG_PTP_STATUS:   return CTL_PTP_STATUS_REQ_LENGTH;
+	case CTL_MSG_REBOOT:       return CTL_REBOOT_REQ_LENGTH;
 	default:                   return 0;
 	}
 }
@@ -434,6 +435,7 @@ static int execute(struct ctl_state *st, const struct ctl_request *rq, uint8_t *
 	case CTL_MSG_EMULATOR:
 	case CTL_MSG_CLAIM:
 	case CTL_MSG_RELEASE:
+	case CTL_MSG_REBOOT:
 		if (st->key_len > 0 && !authed) {
 			cnt->auth_required++;
 			return error_response(&w, seq, CTL_ERR_AUTH_REQUIRED, cnt);
@@ -517,6 +519,21 @@ static int execute(struct ctl_state *st, const struct ctl_request *rq, uint8_t *
 		put_be32(&w, cnt->replayed);
 		put_be32(&w, lease_left_ms(a, rq->now_ms) ? a->holder : 0);
 		put_be32(&w, lease_left_ms(a, rq->now_ms));
+		put_be16(&w, id->boots);
+		put_u8(&w, id->reset_cause);
+		put_be16(&w, id->watchdog_resets);
+		put_be32(&w, (uint32_t)rq->now_ms);
+		return answered(&w, cnt);
+	}
+	case CTL_MSG_REBOOT: {
+		/* Only if the requester saw this boot: a retransmission reaching the board after the
+		 * reset (which emptied the reply cache) finds another count and reboots nothing. */
+		uint8_t now = get_be16(req + CTL_HEADER_SIZE) == id->boots;
+		if (now)
+			st->reboot_pending = 1;
+		put_header(&w, CTL_MSG_REBOOT | CTL_RESPONSE, seq);
+		put_u8(&w, now);
+		put_be16(&w, id->boots);
 		return answered(&w, cnt);
 	}
 	case CTL_MSG_CLAIM: {

@@ -26,6 +26,10 @@ struct ctl_identity {
 	const char *board;
 	const char *build_id;
 	const char *ident;
+	/* This boot (gateware/watchdog.py; constant until the next reset). */
+	uint16_t    boots;          /* Resets since power-on. */
+	uint8_t     reset_cause;    /* Why the last one happened: 0 power-on, 1 watchdog, 2 reboot. */
+	uint16_t    watchdog_resets;
 };
 
 /* Every request that does not produce its normal response is counted under one name. */
@@ -97,6 +101,8 @@ struct ctl_state {
 	const uint8_t      *key;         /* Shared key; key_len 0: requests need no AUTH. */
 	size_t              key_len;
 	uint64_t            auth_counter; /* The last counter accepted. */
+	/* Set by an accepted REBOOT: the caller sends the answer, then resets the board. */
+	uint8_t             reboot_pending;
 };
 
 struct ctl_stream_cfg {

@@ -20,6 +20,7 @@
 #include "daq.h"
 #include "console.h"
 #include "ptpsvc.h"
+#include "watchdog.h"
 
 #define IDENT_SIZE 256
 
@@ -88,6 +89,8 @@ int main(void)
 {
 	struct ctl_identity id;
 	struct ctl_ops ops;
+	struct boot_info boot;
+	uint32_t watchdog_cycles;
 	int i;
 
 #ifdef CONFIG_CPU_HAS_INTERRUPT
@@ -95,6 +98,9 @@ int main(void)
 	irq_setie(1);
 #endif
 	uart_init();
+	/* First: a firmware that hangs from here on is reset. */
+	watchdog_cycles = watchdog_start();
+	watchdog_boot_info(&boot);
 	read_ident();
 
 	for (i = 0; i < 2; i++)
@@ -113,6 +119,9 @@ int main(void)
 	id.board      = ETHDAQ_BOARD;
 	id.build_id   = ETHDAQ_BUILD_ID;
 	id.ident      = ident;
+	id.boots      = boot.boots;
+	id.reset_cause = boot.cause;
+	id.watchdog_resets = boot.watchdog_resets;
 
 	printf("\n");
 	printf("ethdaq firmware\n");
@@ -126,6 +135,9 @@ int main(void)
 	printf("\n");
 	printf("  control  : udp/%u\n", (unsigned)id.ctl_port);
 	printf("  sys clock: %u Hz\n", (unsigned)CONFIG_CLOCK_FREQUENCY);
+	printf("  reset    : %s (boot %u since power-on, %u by the watchdog)\n", watchdog_cause_name(boot.cause),
+	       (unsigned)boot.boots, (unsigned)boot.watchdog_resets);
+	printf("  watchdog : %u cycles\n", (unsigned)watchdog_cycles);
 	printf("  streamer : %u channels x %u-bit samples, datagrams up to %u bytes, udp/%u\n",
 	       (unsigned)id.nchannels, (unsigned)id.sample_bits, (unsigned)id.max_payload,
 	       (unsigned)ETHDAQ_DATA_PORT);
@@ -143,6 +155,8 @@ int main(void)
 #endif
 	ctl.key = ethdaq_ctl_key;
 	ctl.key_len = ETHDAQ_CTL_KEY_LEN;
+	/* The last signed request's counter survives a reboot: one recorded before it stays old. */
+	ctl.auth_counter = watchdog_retained();
 	ctl.access.allow = ctl_allow;
 	ctl.access.nallow = NALLOW;
 	for (;;) {
@@ -150,6 +164,7 @@ int main(void)
 		struct ctl_request rq;
 		int n;
 
+		watchdog_feed();
 		console_poll();
 		ptpsvc_poll();
 		if (!ctlport_receive(&d, rx_buf, sizeof(rx_buf), &port_stats))
@@ -167,6 +182,14 @@ int main(void)
 		n = ctl_handle(&ctl, &rq, tx_buf, sizeof(tx_buf), &id, &ops);
 		if (n > 0)
 			ctlport_send(d.ip, d.port, tx_buf, (size_t)n, &port_stats);
+		if (ctl.auth_counter != watchdog_retained())
+			watchdog_retain(ctl.auth_counter);
+		if (ctl.reboot_pending) {
+			printf("control: reboot requested by ");
+			print_ip(d.ip);
+			printf("\n");
+			watchdog_reboot();
+		}
 	}
 	return 0;
 }

@@ -142,6 +142,28 @@ class ControlClient:
         """Give up control of the board (no error if nobody held it)."""
         self._expect(protocol.release_request, protocol.MSG_RELEASE)
 
+    def reboot(self, wait=30.0, interval=0.2):
+        """Reboot the board (it resets every core; docs/protocol.md REBOOT) and, unless wait is
+        None, wait up to `wait` seconds until it answers again. Returns (rebooted, status):
+        rebooted False when the board had rebooted already since the boot count this asked
+        about (a retry of ours, or another's REBOOT); status is the Status after the reboot (or,
+        with wait None, the one before it)."""
+        before = self.status()
+        rebooting, boots = self._expect(lambda seq: protocol.reboot_request(seq, before.boots), protocol.MSG_REBOOT)
+        if wait is None:
+            return bool(rebooting), before
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                st = self.status()
+                if st.boots != before.boots:
+                    return bool(rebooting), st
+            except ControlTimeout:
+                pass
+            if time.monotonic() > deadline:
+                raise ControlTimeout(f"{self.addr[0]} did not answer within {wait:g} s of its reboot")
+            time.sleep(interval)
+
 
 class ControlRefused(RuntimeError):
     def __init__(self, code):

@@ -238,6 +238,7 @@ _CTL_HEADER_NAMES = ["magic", "version", "type", "seq"]  # HEADER
 _STREAM_START_RSP_NAMES = ["run", "dst_ip"]               # STREAM_START_RSP
 _STREAM_STOP_RSP_NAMES = ["run"]                          # STREAM_STOP_RSP
 _CLAIM_RSP_NAMES = ["granted", "controller_ip", "lease_ms"]
+_REBOOT_RSP_NAMES = ["rebooting", "boots"]
 _CTL_ERROR_BODY = [("code", 1, "B")]  # MSG_ERROR_RSP's payload: the error code, u8.
 _CTL_HEX = {"magic", "type", "enable", "backpressure", "dst_flags", "time_flags", "capabilities"}
 _CTL_BITS = {"dst_flags": "DST_"}     # Flag fields: protocol.py's constants with this prefix.
@@ -280,6 +281,8 @@ def ctl_messages():
         P.MSG_STATUS | R:       _struct_fields(P.STATUS_RSP, [f.name for f in dataclasses.fields(P.Status)]),
         P.MSG_CLAIM:            _struct_fields(P.CLAIM, after_seq(P.claim_request)),
         P.MSG_CLAIM | R:        _struct_fields(P.CLAIM_RSP, _CLAIM_RSP_NAMES),
+        P.MSG_REBOOT:           _struct_fields(P.REBOOT, after_seq(P.reboot_request)),
+        P.MSG_REBOOT | R:       _struct_fields(P.REBOOT_RSP, _REBOOT_RSP_NAMES),
         P.MSG_PTP_STATUS | R:   _struct_fields(P.PTP_STATUS_RSP, [f.name for f in dataclasses.fields(P.PtpStatus)]),
         P.MSG_ERROR_RSP:        _CTL_ERROR_BODY,
     }

@@ -220,7 +220,7 @@ local CTL_HEADER = {
 local cf = {}
 cf.magic = ProtoField.uint16("ethdaqctl.magic", "magic", base.HEX, nil)
 cf.version = ProtoField.uint8("ethdaqctl.version", "version", base.DEC, nil)
-cf.type = ProtoField.uint8("ethdaqctl.type", "type", base.HEX, { [0x01] = "IDENTIFY", [0x02] = "STREAM_START", [0x03] = "STREAM_STOP", [0x04] = "EMULATOR", [0x05] = "STATUS", [0x06] = "CLAIM", [0x07] = "RELEASE", [0x08] = "PTP_STATUS", [0x81] = "IDENTIFY_RSP", [0x82] = "STREAM_START_RSP", [0x83] = "STREAM_STOP_RSP", [0x84] = "EMULATOR_RSP", [0x85] = "STATUS_RSP", [0x86] = "CLAIM_RSP", [0x87] = "RELEASE_RSP", [0x88] = "PTP_STATUS_RSP", [0xFF] = "ERROR_RSP" })
+cf.type = ProtoField.uint8("ethdaqctl.type", "type", base.HEX, { [0x01] = "IDENTIFY", [0x02] = "STREAM_START", [0x03] = "STREAM_STOP", [0x04] = "EMULATOR", [0x05] = "STATUS", [0x06] = "CLAIM", [0x07] = "RELEASE", [0x08] = "PTP_STATUS", [0x09] = "REBOOT", [0x81] = "IDENTIFY_RSP", [0x82] = "STREAM_START_RSP", [0x83] = "STREAM_STOP_RSP", [0x84] = "EMULATOR_RSP", [0x85] = "STATUS_RSP", [0x86] = "CLAIM_RSP", [0x87] = "RELEASE_RSP", [0x88] = "PTP_STATUS_RSP", [0x89] = "REBOOT_RSP", [0xFF] = "ERROR_RSP" })
 cf.seq = ProtoField.uint32("ethdaqctl.seq", "seq", base.DEC, nil)
 
 -- Message type -> name, payload fields in order (ProtoField, size), length-prefixed strings.
@@ -247,6 +247,9 @@ local CTL_MESSAGES = {
     }, strings = {} },
     [0x07] = { name = "RELEASE", fields = {}, strings = {} },
     [0x08] = { name = "PTP_STATUS", fields = {}, strings = {} },
+    [0x09] = { name = "REBOOT", fields = {
+        { f = ProtoField.uint16("ethdaqctl.reboot.boots", "boots", base.DEC, nil), size = 2, },
+    }, strings = {} },
     [0x81] = { name = "IDENTIFY_RSP", fields = {
         { f = ProtoField.ether("ethdaqctl.identify_rsp.mac", "mac"), size = 6, },
         { f = ProtoField.ipv4("ethdaqctl.identify_rsp.ip", "ip"), size = 4, },
@@ -287,6 +290,10 @@ local CTL_MESSAGES = {
         { f = ProtoField.uint32("ethdaqctl.status_rsp.ctl_replayed", "ctl_replayed", base.DEC, nil), size = 4, },
         { f = ProtoField.ipv4("ethdaqctl.status_rsp.controller_ip", "controller_ip"), size = 4, },
         { f = ProtoField.uint32("ethdaqctl.status_rsp.lease_ms", "lease_ms", base.DEC, nil), size = 4, },
+        { f = ProtoField.uint16("ethdaqctl.status_rsp.boots", "boots", base.DEC, nil), size = 2, },
+        { f = ProtoField.uint8("ethdaqctl.status_rsp.reset_cause", "reset_cause", base.DEC, nil), size = 1, },
+        { f = ProtoField.uint16("ethdaqctl.status_rsp.watchdog_resets", "watchdog_resets", base.DEC, nil), size = 2, },
+        { f = ProtoField.uint32("ethdaqctl.status_rsp.uptime_ms", "uptime_ms", base.DEC, nil), size = 4, },
     }, strings = {} },
     [0x86] = { name = "CLAIM_RSP", fields = {
         { f = ProtoField.uint8("ethdaqctl.claim_rsp.granted", "granted", base.DEC, nil), size = 1, },
@@ -320,6 +327,10 @@ local CTL_MESSAGES = {
         { f = ProtoField.uint32("ethdaqctl.ptp_status_rsp.rx_ts_missing", "rx_ts_missing", base.DEC, nil), size = 4, },
         { f = ProtoField.uint32("ethdaqctl.ptp_status_rsp.hw_rx_overflows", "hw_rx_overflows", base.DEC, nil), size = 4, },
         { f = ProtoField.uint32("ethdaqctl.ptp_status_rsp.hw_tx_overflows", "hw_tx_overflows", base.DEC, nil), size = 4, },
+    }, strings = {} },
+    [0x89] = { name = "REBOOT_RSP", fields = {
+        { f = ProtoField.uint8("ethdaqctl.reboot_rsp.rebooting", "rebooting", base.DEC, nil), size = 1, },
+        { f = ProtoField.uint16("ethdaqctl.reboot_rsp.boots", "boots", base.DEC, nil), size = 2, },
     }, strings = {} },
     [0xFF] = { name = "ERROR_RSP", fields = {
         { f = ProtoField.uint8("ethdaqctl.error_rsp.code", "code", base.DEC, { [1] = "bad version", [2] = "unknown message type", [3] = "bad length", [4] = "value out of range", [5] = "busy (a run is going: stop it first)", [6] = "not supported by this build", [7] = "stale sequence number (not executed)", [8] = "another controller holds the board (ethdaq ctl claim shows which)", [9] = "this address is not in the board's allow-list", [10] = "the board needs signed requests (--key-file)", [11] = "authentication failed (wrong key, or an old counter: is this host's clock behind?)" }), size = 1, },

@@ -34,6 +34,7 @@ MSG_STATUS        = 0x05
 MSG_CLAIM         = 0x06
 MSG_RELEASE       = 0x07
 MSG_PTP_STATUS    = 0x08
+MSG_REBOOT        = 0x09
 MSG_IDENTIFY_RSP  = MSG_IDENTIFY | RESPONSE
 MSG_ERROR_RSP     = 0xFF
 
@@ -86,6 +87,12 @@ PTP_STATES   = {1: "INITIALIZING", 2: "FAULTY", 3: "DISABLED", 4: "LISTENING", 5
 SERVO_STATES = {0: "unlocked", 1: "jump", 2: "locked"}
 PTP_ROLES    = {0: "auto", 1: "master", 2: "slave"}
 
+# REBOOT request: the boot count (STATUS boots) the requester saw. The board reboots only if that
+# is still its count, so a REBOOT retransmitted after the board rebooted (its reply cache gone with
+# the reset) does not reboot it again: REBOOT_RSP says rebooting (1) or not (0: it has rebooted
+# since; boots tells the count now). The reply leaves before the reset.
+REBOOT         = struct.Struct(">H")
+REBOOT_RSP     = struct.Struct(">BH")
 CLAIM          = struct.Struct(">H")
 CLAIM_RSP      = struct.Struct(">BII")
 DEFAULT_LEASE_S = 60
@@ -125,7 +132,10 @@ EMULATOR       = struct.Struct(">BII")      # mode, rate (x 2**-32 per cycle), s
 # datagrams of an earlier run discarded unsent (queued for a destination that never answered),
 # control requests answered again from the reply cache (retransmissions, not executed again),
 # the controller's IPv4 (0: nobody holds the board), the lease's remaining milliseconds.
-STATUS_RSP     = struct.Struct(">BIQQIIIIIB6sIIII")
+# Then the board's resets since power-on (boots; a reboot or the watchdog), why the last one
+# happened (RESET_CAUSES), how many of them the watchdog made, and the time since this boot (ms).
+STATUS_RSP     = struct.Struct(">BIQQIIIIIB6sIIIIHBHI")
+RESET_CAUSES   = {0: "power-on", 1: "watchdog", 2: "reboot"}  # gateware/watchdog.py CAUSE_*
 DST_VALID       = 0x01  # The destination MAC is known: datagrams flow.
 DST_UNREACHABLE = 0x02  # The destination did not answer ARP: datagrams wait, samples are dropped.
 MIN_PAYLOAD    = 64
@@ -140,6 +150,7 @@ REQUEST_LENGTH = {
     MSG_CLAIM:        HEADER.size + CLAIM.size,
     MSG_RELEASE:      HEADER.size,
     MSG_PTP_STATUS:   HEADER.size,
+    MSG_REBOOT:       HEADER.size + REBOOT.size,
 }
 EMULATOR_MODES = {"off": 0, "counter": 1, "ramp": 2, "pulse": 3}
 
@@ -246,6 +257,10 @@ def release_request(seq):
     return pack_header(MSG_RELEASE, seq)
 
 
+def reboot_request(seq, boots):
+    return pack_header(MSG_REBOOT, seq) + REBOOT.pack(boots)
+
+
 @dataclass
 class Status:
     running:        int
@@ -263,6 +278,14 @@ class Status:
     ctl_replayed:   int
     controller_ip:  int
     lease_ms:       int
+    boots:          int
+    reset_cause:    int
+    watchdog_resets: int
+    uptime_ms:      int
+
+    @property
+    def reset_cause_name(self):
+        return RESET_CAUSES.get(self.reset_cause, f"cause {self.reset_cause}")
 
 
 @dataclass
@@ -368,6 +391,7 @@ def parse_response(data, expect_seq=None):
         MSG_CLAIM        | RESPONSE: CLAIM_RSP,
         MSG_RELEASE      | RESPONSE: None,
         MSG_PTP_STATUS   | RESPONSE: PTP_STATUS_RSP,
+        MSG_REBOOT       | RESPONSE: REBOOT_RSP,
     }
     if msg_type in fixed:
         st = fixed[msg_type]
@@ -404,6 +428,8 @@ def c_header():
         f"#define CTL_MSG_RELEASE      0x{MSG_RELEASE:02X}u",
         f"#define CTL_MSG_PTP_STATUS   0x{MSG_PTP_STATUS:02X}u",
         f"#define CTL_PTP_STATUS_REQ_LENGTH {REQUEST_LENGTH[MSG_PTP_STATUS]}u",
+        f"#define CTL_MSG_REBOOT       0x{MSG_REBOOT:02X}u",
+        f"#define CTL_REBOOT_REQ_LENGTH {REQUEST_LENGTH[MSG_REBOOT]}u",
         f"#define CTL_PTP_STATUS_RSP_SIZE   {PTP_STATUS_RSP.size}u",
         f"#define CTL_CLAIM_REQ_LENGTH   {REQUEST_LENGTH[MSG_CLAIM]}u",
         f"#define CTL_RELEASE_REQ_LENGTH {REQUEST_LENGTH[MSG_RELEASE]}u",

@@ -8,6 +8,9 @@
  * With src ip "session": stdin holds several requests, each as src ip (u32), src port (u16),
  * time in ms (u32), length (u16) and the bytes, big-endian, handled in order with one handler
  * state; stdout gets each answer as length (u16; 0: none, 0xFFFF: did not fit) and the bytes.
+ * An accepted REBOOT reboots the board as the firmware does (main.c): after its answer, the handler
+ * state starts afresh but for what the gateware retains (the key's last counter), and the boot
+ * count goes up (a "call=reboot" line).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,6 +79,7 @@ int main(int argc, char **argv)
 		.ip = 0xC0A80132u, .ctl_port = 7000, .sys_clk_hz = 125000000u, .eth_dw = 8,
 		.nchannels = 4, .sample_bits = 16, .max_payload = 8972, .capabilities = 0x0B,
 		.board = "sim", .build_id = "0123456789ab", .ident = "ethdaq sim test",
+		.boots = 3, .reset_cause = 2, .watchdog_resets = 1,
 	};
 	struct ctl_ops ops = { stream_start, stream_stop, emulator, status, ptp_status };
 	size_t cap = argc > 1 ? (size_t)atoi(argv[1]) : sizeof(rsp);
@@ -136,6 +140,15 @@ int main(int argc, char **argv)
 		if (r > 0)
 			fwrite(rsp, 1, (size_t)r, stdout);
 		off += 12 + len;
+		if (st.reboot_pending) {
+			struct ctl_state fresh = { .access = { .allow = st.access.allow, .nallow = st.access.nallow },
+						   .key = st.key, .key_len = st.key_len,
+						   .auth_counter = st.auth_counter };
+			fprintf(stderr, "call=reboot\n");
+			st = fresh;
+			id.boots++;
+			id.reset_cause = 2;
+		}
 	}
 	fprintf(stderr, "ret=%d requests=%u short=%u magic=%u response=%u version=%u type=%u length=%u refused=%u "
 		"no_room=%u stale_seq=%u replayed=%u not_allowed=%u not_controller=%u auth_required=%u auth_failed=%u\n",

@@ -55,7 +55,7 @@ static const struct ctl_ops ops = { mock_start, mock_stop, mock_emulator, mock_s
 static const struct ctl_identity id = {
 	.mac = {0x10, 0xe2, 0xd5, 0, 0, 1}, .ip = 0xC0A80132u, .ctl_port = 7000, .sys_clk_hz = 125000000u,
 	.eth_dw = 8, .nchannels = 4, .sample_bits = 16, .max_payload = 8972, .capabilities = 0x0B,
-	.board = "unit", .build_id = "0123", .ident = "ethdaq unit",
+	.board = "unit", .build_id = "0123", .ident = "ethdaq unit", .boots = 5, .reset_cause = 1,
 };
 
 /* --- Helpers ---------------------------------------------------------------------------------- */
@@ -225,6 +225,32 @@ static void a_build_without_ptp_answers_ptp_status_unsupported(void **state)
 	assert_int_equal(error_code(f, handle(f, req, CTL_PTP_STATUS_REQ_LENGTH, HOST, 1)), CTL_ERR_UNSUPPORTED);
 }
 
+static size_t reboot_req(uint8_t *b, uint32_t seq, uint16_t boots)
+{
+	size_t n = header(b, CTL_MSG_REBOOT, seq);
+	b[n] = (uint8_t)(boots >> 8);
+	b[n + 1] = (uint8_t)boots;
+	return CTL_REBOOT_REQ_LENGTH;
+}
+
+static void reboot_is_asked_of_the_caller_only_for_the_boot_the_requester_saw(void **state)
+{
+	struct fixture *f = *state;
+	uint8_t req[16];
+
+	/* Boot 4 was before this one (5): a late retransmission; answered, nothing to do. */
+	assert_int_equal(handle(f, req, reboot_req(req, 50, 4), HOST, 1), CTL_HEADER_SIZE + 3);
+	assert_int_equal(f->rsp[CTL_HEADER_SIZE], 0);
+	assert_int_equal(f->rsp[CTL_HEADER_SIZE + 2], 5);
+	assert_int_equal(f->st.reboot_pending, 0);
+	/* Another address, while HOST holds the board: refused. */
+	assert_int_equal(error_code(f, handle(f, req, reboot_req(req, 51, 5), OTHER, 1)), CTL_ERR_NOT_CONTROLLER);
+	assert_int_equal(f->st.reboot_pending, 0);
+	assert_int_equal(handle(f, req, reboot_req(req, 52, 5), HOST, 1), CTL_HEADER_SIZE + 3);
+	assert_int_equal(f->rsp[CTL_HEADER_SIZE], 1);
+	assert_int_equal(f->st.reboot_pending, 1);
+}
+
 static void an_answer_that_does_not_fit_is_counted_not_written_past_the_buffer(void **state)
 {
 	struct fixture *f = *state;
@@ -249,6 +275,7 @@ int main(void)
 		cmocka_unit_test_setup(another_address_cannot_stop_the_controllers_run_until_its_lease_lapses, setup),
 		cmocka_unit_test_setup(with_a_key_only_a_signed_request_with_a_new_counter_runs, setup),
 		cmocka_unit_test_setup(a_build_without_ptp_answers_ptp_status_unsupported, setup),
+		cmocka_unit_test_setup(reboot_is_asked_of_the_caller_only_for_the_boot_the_requester_saw, setup),
 		cmocka_unit_test_setup(an_answer_that_does_not_fit_is_counted_not_written_past_the_buffer, setup),
 	};
 	return cmocka_run_group_tests_name("ctl", tests, NULL, NULL);
