@@ -340,17 +340,26 @@ def cmd_ctl(args):
     from ethdaq.host import protocol
     from ethdaq.host.ctl import ControlClient, ControlRefused, ControlTimeout
     from ethdaq.host.protocol import format_mac
+    if args.settings and args.action != "config":
+        raise CLIError(f"ethdaq ctl {args.action} takes no arguments but options, not {' '.join(args.settings)!r}")
     key = _read_key(args.key_file) if args.key_file else None
     with ControlClient(args.ip, args.port, timeout=args.timeout, key=key) as client:
         try:
             if args.action == "identify":
                 _print_identity(client.identify(), args.json)
             elif args.action == "start":
-                dst = 0 if args.dst_ip is None else int(ipaddress.IPv4Address(args.dst_ip))
-                run, used = client.stream_start(dst, args.dst_port, args.payload, args.enable,
-                                                args.backpressure, args.gap, args.dst_mac)
-                print(f"run {run} started: datagrams of {args.payload} bytes to "
-                      f"{ipaddress.IPv4Address(used)}:{args.dst_port}")
+                # What the options leave out, the board's settings give (`ethdaq ctl config`).
+                given = {"dst_ip": None if args.dst_ip is None else int(ipaddress.IPv4Address(args.dst_ip)),
+                         "dst_port": args.dst_port, "payload": args.payload, "enable": args.enable,
+                         "backpressure": args.backpressure, "gap": args.gap, "dst_mac": args.dst_mac}
+                if None in given.values():
+                    cfg = client.config()
+                    given = {k: getattr(cfg, k) if v is None else v for k, v in given.items()}
+                if given["dst_mac"] == bytes(6):
+                    given["dst_mac"] = None
+                run, used = client.stream_start(**given)
+                print(f"run {run} started: datagrams of {given['payload']} bytes to "
+                      f"{ipaddress.IPv4Address(used)}:{given['dst_port']}")
                 st = client.wait_destination()
                 if st.dst_flags & protocol.DST_VALID:
                     print(f"destination MAC {format_mac(st.dst_mac)}")
@@ -389,6 +398,25 @@ def cmd_ctl(args):
             elif args.action == "release":
                 client.release()
                 print("released: any allowed host may now control the board")
+            elif args.action == "config":
+                verb = args.settings[0] if args.settings else "get"
+                if verb == "get" and len(args.settings) <= 1:
+                    cfg = client.config()
+                elif verb == "set" and len(args.settings) > 1:
+                    try:
+                        fields = dict(protocol.parse_config_assignment(t) for t in args.settings[1:])
+                    except ValueError as e:
+                        raise CLIError(str(e))
+                    cfg = client.config_set(**fields)
+                else:
+                    raise CLIError("usage: ethdaq ctl config [get] | config set NAME=VALUE [NAME=VALUE ...] "
+                                   f"(NAME one of {', '.join(n for n in protocol.CONFIG_FIELDS if n not in protocol.CONFIG_FIXED)})")
+                d = protocol.format_config(cfg)
+                if args.json:
+                    print(json.dumps(d))
+                else:
+                    for k, v in d.items():
+                        print(f"{k:<20}{v}")
             elif args.action == "reboot":
                 rebooted, st = client.reboot(wait=None if args.no_wait else args.wait)
                 if args.no_wait:
@@ -475,12 +503,16 @@ def make_parser():
                        epilog="examples:\n  ethdaq ctl identify --ip 192.168.1.50\n"
                               "  ethdaq ctl emulator --ip 192.168.1.50 --mode counter --rate 0.25\n"
                               "  ethdaq ctl start --ip 192.168.1.50 --dst-port 5000 --payload 1472\n"
-                              "  ethdaq ctl stop --ip 192.168.1.50",
+                              "  ethdaq ctl stop --ip 192.168.1.50\n"
+                              "  ethdaq ctl config --ip 192.168.1.50\n"
+                              "  ethdaq ctl config set payload=1024 dst_port=6000 ptp_role=slave --ip 192.168.1.50",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("action", choices=["identify", "start", "stop", "status", "ptp", "emulator", "claim", "release",
-                                      "reboot"],
-                   help="request to send (start, stop, emulator, claim, release and reboot only from the "
-                        "controller: docs/protocol.md)")
+                                      "reboot", "config"],
+                   help="request to send (start, stop, emulator, claim, release, reboot and config set only from "
+                        "the controller: docs/protocol.md)")
+    p.add_argument("settings", nargs="*", metavar="get|set NAME=VALUE",
+                   help="for config: get (the default), or set NAME=VALUE ... (e.g. payload=1024 ptp_role=slave)")
     p.add_argument("--ip", type=_ip, required=True, help="board IP address")
     p.add_argument("--port", type=_port, default=7000, help="control port (default 7000)")
     p.add_argument("--timeout", type=float, default=2.0, help="seconds per try (3 tries)")
@@ -488,12 +520,15 @@ def make_parser():
     p.add_argument("--key-file", metavar="FILE", help="the board's shared key (hex): sign every request")
     g = p.add_argument_group("start")
     g.add_argument("--dst-ip", type=_ip, help="where datagrams go (default: this host, as the board sees it)")
-    g.add_argument("--dst-port", type=_port, default=5000, help="destination UDP port (default 5000)")
-    g.add_argument("--payload", type=int, default=1472, help="UDP payload bytes per datagram, header included (default 1472)")
-    g.add_argument("--enable", type=lambda t: int(t, 0), default=0xF, help="channel mask (default 0xF)")
+    g.add_argument("--dst-port", type=_port, help="destination UDP port (default: the board's setting, 5000)")
+    g.add_argument("--payload", type=int, help="UDP payload bytes per datagram, header included "
+                                              "(default: the board's setting, 1472)")
+    g.add_argument("--enable", type=lambda t: int(t, 0), help="channel mask (default: the board's setting, all)")
     g.add_argument("--dst-mac", type=_dst_mac, help="destination MAC, skipping ARP (default: resolved by ARP)")
-    g.add_argument("--backpressure", type=lambda t: int(t, 0), default=0, help="channels that stall instead of dropping (mask)")
-    g.add_argument("--gap", type=int, default=0, help="idle clock cycles after each datagram (rate limit; default 0)")
+    g.add_argument("--backpressure", type=lambda t: int(t, 0), help="channels that stall instead of dropping (mask; "
+                                                                   "default: the board's setting, 0)")
+    g.add_argument("--gap", type=int, help="idle clock cycles after each datagram (rate limit; default: the board's "
+                                           "setting, 0)")
     g = p.add_argument_group("emulator")
     g.add_argument("--mode", choices=["off", "counter", "ramp", "pulse"], default="counter")
     g.add_argument("--rate", type=float, default=0.25, help="samples per clock cycle per channel, 0..1 (default 0.25)")

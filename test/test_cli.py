@@ -176,6 +176,32 @@ def test_ctl_timeout_is_one_line(tmp_path):
     assert len(r.stderr.strip().splitlines()) == 1 and r.stderr.startswith("Error: ")
 
 
+@pytest.mark.parametrize("args, message", [
+    (["config", "set", "payload"], "a setting must be NAME=VALUE, not 'payload'"),
+    (["config", "set", "colour=red"], "setting must be one of ip, mac, dst_ip"),
+    (["config", "set", "ip=10.0.0.2"], "ip is fixed at build time"),
+    (["config", "set", "ptp_role=boss"], "ptp_role must be a number (auto, master, slave or a number), not 'boss'"),
+    (["config", "set", "dst_ip=10.0.0"], "dst_ip must be dotted IPv4"),
+    (["config", "set", "dst_mac=10:e2"], "MAC address must be six hex bytes"),
+    (["config", "frobnicate"], "usage: ethdaq ctl config [get] | config set NAME=VALUE"),
+    (["status", "extra"], "ethdaq ctl status takes no arguments but options, not 'extra'"),
+])
+def test_ctl_config_arguments_are_checked_before_anything_is_sent(args, message):
+    # Port 9 on loopback: had anything been sent, the error would be a timeout instead.
+    assert_one_line_error(run("ctl", *args, "--ip", "127.0.0.1", "--port", "9", "--timeout", "0.2"), message)
+
+
+def test_config_assignments_parse_names_numbers_and_addresses():
+    from ethdaq.host import protocol
+    parse = protocol.parse_config_assignment
+    assert parse("ptp_role=slave") == ("ptp_role", 2)
+    assert parse("emulator_mode=pulse") == ("emulator_mode", 3)
+    assert parse("ptp_log_sync=-3") == ("ptp_log_sync", -3)
+    assert parse("enable=0x3") == ("enable", 3)
+    assert parse("dst_ip=192.168.1.7") == ("dst_ip", 0xC0A80107)
+    assert parse("dst_mac=02:00:00:00:00:01") == ("dst_mac", bytes.fromhex("020000000001"))
+
+
 @pytest.mark.parametrize("port", ["319", "320"])
 def test_control_port_clashing_with_ptp_is_refused(tmp_path, port):
     r = run("build", "--board", "sim", "--ctl-port", port, "--output-dir", str(tmp_path / "out"))

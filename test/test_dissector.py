@@ -260,13 +260,13 @@ def from_board(payload, port=CLIENT_PORT):
 def response(payload, port=CLIENT_PORT):
     """A board's answer, with the fields protocol.parse_response finds in it."""
     msg_type, _, body = protocol.parse_response(payload)
-    if isinstance(body, (protocol.Identity, protocol.Status, protocol.PtpStatus)):
+    if isinstance(body, (protocol.Identity, protocol.Status, protocol.PtpStatus, protocol.Config)):
         fields = dict(vars(body))
     else:  # Plain tuples (or the error code): the names docs/protocol.md gives them.
         names = {protocol.MSG_STREAM_START | R: ["run", "dst_ip"], protocol.MSG_STREAM_STOP | R: ["run"],
                  protocol.MSG_EMULATOR | R: [], protocol.MSG_ERROR_RSP: ["code"],
                  protocol.MSG_CLAIM | R: ["granted", "controller_ip", "lease_ms"],
-                 protocol.MSG_RELEASE | R: []}[msg_type]
+                 protocol.MSG_RELEASE | R: [], protocol.MSG_REBOOT | R: ["rebooting", "boots"]}[msg_type]
         fields = dict(zip(names, body if isinstance(body, tuple) else [body]))
     return dict(from_board(payload, port), fields=fields)
 
@@ -275,6 +275,12 @@ P = protocol
 MAC = bytes.fromhex("10e2d5000001")
 IDENT_RSP = P.pack_identify_response(11, IDENTITY)
 STATUS_RSP = P.pack_header(P.MSG_STATUS | R, 15) + STATUS
+CONFIG_VALUES = dict(ip=0xC0A80132, mac=MAC, dst_ip=0, dst_port=5000, payload=1472, enable=0xF, backpressure=0,
+                     gap=7, dst_mac=bytes(6), emulator_mode=1, emulator_rate=1 << 31, emulator_seed=1, ptp_role=0,
+                     ptp_transport=0, ptp_domain=4, ptp_log_sync=-7, ptp_log_announce=1, ptp_log_delay_req=-2,
+                     ptp_priority1=128, ptp_priority2=127)
+CONFIG_SET_VALUES = dict({k: (bytes(6) if isinstance(v, bytes) else 0) for k, v in CONFIG_VALUES.items()},
+                         dst_ip=0xC0A80107, payload=1024, ptp_role=2, ptp_log_sync=-3)
 CTL_GOOD = [
     to_board(P.identify_request(11)),
     to_board(P.stream_start_request(12, dst_ip=0xC0A80164, dst_port=5001, payload=1000, enable=0x5, backpressure=0x1,
@@ -286,6 +292,10 @@ CTL_GOOD = [
     to_board(P.claim_request(17, lease_s=30), dict(lease_s=30)),
     to_board(P.release_request(18)),
     to_board(P.ptp_status_request(19)),
+    to_board(P.reboot_request(20, boots=3), dict(boots=3)),
+    to_board(P.config_get_request(21)),
+    to_board(P.config_set_request(22, dst_ip=0xC0A80107, payload=1024, ptp_role=2, ptp_log_sync=-3),
+             dict(CONFIG_SET_VALUES, mask=0b1001000000010100)),
     response(IDENT_RSP),
     response(P.pack_header(P.MSG_STREAM_START | R, 12) + P.STREAM_START_RSP.pack(9, 0xC0A80164)),
     response(P.pack_header(P.MSG_STREAM_STOP | R, 13) + P.STREAM_STOP_RSP.pack(9)),
@@ -294,6 +304,9 @@ CTL_GOOD = [
     response(P.pack_header(P.MSG_ERROR_RSP, 16) + bytes([P.ERR_BUSY])),
     response(P.pack_header(P.MSG_CLAIM | R, 17) + P.CLAIM_RSP.pack(0, 0xC0A80164, 29000)),
     response(P.pack_header(P.MSG_RELEASE | R, 18)),
+    response(P.pack_header(P.MSG_REBOOT | R, 20) + P.REBOOT_RSP.pack(1, 3)),
+    response(P.pack_header(P.MSG_CONFIG_GET | R, 21) + P.CONFIG.pack(*CONFIG_VALUES.values())),
+    response(P.pack_header(P.MSG_CONFIG_SET | R, 22) + P.CONFIG.pack(*dict(CONFIG_VALUES, payload=1024).values())),
     response(P.pack_header(P.MSG_PTP_STATUS | R, 19) + P.PTP_STATUS_RSP.pack(
         9, 2, 0, 0, -1234567, 5678, -(3 << 16), bytes(range(8)), bytes(range(8, 16)), 1, bytes(range(16, 24)),
         128, 128, 1, 37, 0x0308, *range(1, 10))),

@@ -382,6 +382,44 @@ def test_ptp_status_over_the_control_protocol(board):
     assert p["hw_rx_overflows"] == p["hw_tx_overflows"] == p["faults"] == 0
 
 
+def test_config_get_set_and_a_start_that_uses_the_boards_settings(board):
+    """`ethdaq ctl config` shows the build's settings; `config set` changes them; `ethdaq ctl start`
+    without stream options starts the run with them (datagrams of the set size to the set port);
+    a PTP setting restarts the PTP port with it."""
+    r = ctl(board, "config", "--json")
+    assert r.returncode == 0, r.stderr
+    boot = json.loads(r.stdout)
+    assert (boot["ip"], boot["mac"], boot["dst_port"], boot["payload"], boot["enable"]) == (BOARD_IP, MAC, 5000, 1472, 15)
+    assert (boot["ptp_role"], boot["ptp_transport"], boot["ptp_log_sync"]) == ("auto", "udp4", -7)
+    r = ctl(board, "config", "set", "payload=512", "dst_port=5003", "enable=0x3", "ptp_log_sync=-6",
+            "ptp_priority1=100", "--json")
+    assert r.returncode == 0, r.stderr
+    changed = json.loads(r.stdout)
+    assert (changed["payload"], changed["dst_port"], changed["enable"], changed["ptp_log_sync"]) == (512, 5003, 3, -6)
+    r = ctl(board, "config", "set", "payload=9999")
+    assert r.returncode == 2 and "value out of range" in r.stderr
+    code = f"""
+import json, socket, subprocess
+rx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+rx.bind(("0.0.0.0", 5003))
+rx.settimeout(30)
+ctl = {ethdaq_cmd("ctl")!r}
+where = ["--ip", {BOARD_IP!r}, "--port", "{CTL_PORT}"]
+for cmd in (["emulator", "--mode", "counter", "--rate", "0.02"], ["start"]):
+    subprocess.run(ctl + cmd + where, check=True, capture_output=True)
+sizes = [len(rx.recvfrom(65536)[0]) for _ in range(8)]
+subprocess.run(ctl + ["stop"] + where, check=True, capture_output=True)
+print(json.dumps(sizes))
+"""
+    sizes = json.loads(ns_python(board, code, timeout=180).strip().splitlines()[-1])
+    assert sizes == [512] * 8  # All before the stop: full datagrams of the set size.
+    console = "\n".join(board.lines)
+    assert "delay_req 2^-7 s, priority 100/128" in console and "sync 2^-6 s" in console
+    r = ctl(board, "config", "set", "payload=1472", "dst_port=5000", "enable=0xf", "ptp_log_sync=-7",
+            "ptp_priority1=128")
+    assert r.returncode == 0, r.stderr
+
+
 def test_reboot_resets_the_board_once_and_it_comes_back(board):
     """Last in this module: it reboots the board. Until here no watchdog reset happened (every test
     above ran on the first boot, the firmware feeding its 10 ms simulated-time watchdog); REBOOT
@@ -391,12 +429,15 @@ def test_reboot_resets_the_board_once_and_it_comes_back(board):
     assert (before["boots"], before["reset_cause"], before["watchdog_resets"]) == (0, 0, 0)
     assert before["uptime_ms"] > 0
     banners = sum("ethdaq ready" in line for line in board.lines)
+    assert ctl(board, "config", "set", "payload=256").returncode == 0
     r = ctl(board, "reboot", timeout=180)
     assert r.returncode == 0, r.stderr
     assert "rebooted: boot 1 since power-on, reset cause reboot" in r.stdout
     after = status(board)
     assert (after["boots"], after["reset_cause"], after["watchdog_resets"]) == (1, 2, 0)
     assert after["running"] == 0 and after["run"] == 0  # The streamer was reset too.
+    r = ctl(board, "config", "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["payload"] == 1472  # The build's settings again.
     console = "\n".join(board.lines)
     assert "control: reboot requested by " + HOST_IP in console
     assert "reset    : reboot (boot 1 since power-on, 0 by the watchdog)" in console

@@ -175,6 +175,7 @@ def test_stop_emulator_and_status_round_trip(ctl_host):
 # --- Retransmission safety: the reply cache --------------------------------------------------------
 
 CONTROLLER, OTHER = (0xC0A80164, 40000), (0xC0A80165, 40000)
+KEY = bytes(range(32))
 
 
 @pytest.fixture(scope="module")
@@ -404,7 +405,7 @@ def test_a_refusal_is_cached_like_any_answer(ctl_session):
 
 # --- Shared-key authentication -----------------------------------------------------------------------
 
-KEY = bytes(range(32))
+
 
 
 def test_with_a_key_state_changes_need_a_right_signature_and_a_new_counter(ctl_session):
@@ -449,6 +450,94 @@ def test_claim_and_release_need_a_signature_too_and_a_keyless_board_refuses_sign
     assert protocol.parse_response(answers[1], expect_seq=2)[2][0] == 1
     answers, cnt, calls = ctl_session([(CONTROLLER, protocol.sign(protocol.stream_stop_request(3), KEY, 7))])
     assert error_of(answers[0], 3) == protocol.ERR_UNSUPPORTED and calls == []
+
+
+# --- CONFIG_GET / CONFIG_SET -------------------------------------------------------------------------
+
+def config_of(answer, seq):
+    msg_type, _, body = protocol.parse_response(answer, expect_seq=seq)
+    assert msg_type in (protocol.MSG_CONFIG_GET | protocol.RESPONSE, protocol.MSG_CONFIG_SET | protocol.RESPONSE)
+    return body
+
+
+def test_config_get_reports_the_build_settings_and_set_changes_only_the_masked_fields(ctl_session):
+    answers, cnt, calls = ctl_session([
+        (CONTROLLER, protocol.config_get_request(1)),
+        (CONTROLLER, protocol.config_set_request(2, payload=1024, dst_port=6001, gap=10)),
+        (OTHER, protocol.config_get_request(3)),      # Reading is anybody's.
+    ])
+    boot = config_of(answers[0], 1)
+    assert (boot.ip, boot.mac, boot.payload, boot.dst_port, boot.enable) == (0xC0A80132, bytes.fromhex("10e2d5000001"),
+                                                                           1472, 5000, 0x0F)
+    assert (boot.ptp_priority1, boot.ptp_log_announce, boot.emulator_rate) == (128, 1, 0x80000000)
+    changed = config_of(answers[1], 2)
+    assert changed == config_of(answers[2], 3)
+    assert (changed.payload, changed.dst_port, changed.gap) == (1024, 6001, 10)
+    assert {k: v for k, v in changed.__dict__.items() if k not in ("payload", "dst_port", "gap")} == \
+        {k: v for k, v in boot.__dict__.items() if k not in ("payload", "dst_port", "gap")}
+    assert calls == [] and cnt["requests"] == 3  # Stream settings wait for the next start.
+
+
+def test_config_set_applies_ptp_and_emulator_settings_at_once(ctl_session):
+    answers, _, calls = ctl_session([
+        (CONTROLLER, protocol.config_set_request(1, ptp_role=2, ptp_log_sync=-3, ptp_priority1=10,
+                                                 emulator_mode=3, emulator_rate=1 << 20)),
+    ])
+    assert calls == ["ptp_config", "emulator"]  # The PTP port restarted, the emulators set.
+    c = config_of(answers[0], 1)
+    assert (c.ptp_role, c.ptp_log_sync, c.ptp_priority1, c.emulator_mode, c.emulator_rate) == (2, -3, 10, 3, 1 << 20)
+
+
+def test_config_set_checks_everything_before_applying_anything(ctl_session):
+    answers, cnt, calls = ctl_session([
+        (CONTROLLER, protocol.config_set_request(1, payload=1024, ptp_log_sync=7)),   # one bad: none set
+        (CONTROLLER, protocol.config_set_request(2, enable=0x10)),                     # no channel 4
+        (CONTROLLER, protocol.config_set_request(3, payload=63)),
+        (CONTROLLER, protocol.config_set_request(4, emulator_mode=4)),
+        (CONTROLLER, protocol.config_set_request(5, ip=0x0A000001)),                   # fixed at build
+        (CONTROLLER, protocol.config_set_request(6, ptp_transport=1)),
+        (CONTROLLER, protocol.pack_header(protocol.MSG_CONFIG_SET, 7)
+            + struct.pack(">I", 1 << len(protocol.CONFIG_FIELDS)) + bytes(protocol.CONFIG.size)),  # unknown bit
+        (CONTROLLER, protocol.config_get_request(8)),
+    ])
+    codes = [error_of(a, s) for a, s in zip(answers[:7], range(1, 8))]
+    assert codes == [protocol.ERR_BAD_VALUE] * 4 + [protocol.ERR_UNSUPPORTED] * 2 + [protocol.ERR_BAD_VALUE]
+    c = config_of(answers[7], 8)
+    assert (c.payload, c.ptp_log_sync, c.enable, c.emulator_mode) == (1472, 0, 0x0F, 0)
+    assert calls == [] and cnt["refused"] == 7
+
+
+def test_config_set_is_the_controllers_alone_and_start_and_emulator_are_remembered(ctl_session):
+    answers, cnt, calls = ctl_session([
+        (CONTROLLER, protocol.claim_request(1)),
+        (OTHER, protocol.config_set_request(2, payload=512)),
+        (CONTROLLER, protocol.stream_start_request(3, dst_port=7777, payload=256, enable=0x3)),
+        (CONTROLLER, protocol.emulator_request(4, 2, 1 << 16, seed=9)),
+        (OTHER, protocol.config_get_request(5)),
+        (CONTROLLER, protocol.reboot_request(6, boots=3)),
+        (CONTROLLER, protocol.config_get_request(7)),   # After the reboot: the build's settings again.
+    ])
+    assert error_of(answers[1], 2) == protocol.ERR_NOT_CONTROLLER
+    c = config_of(answers[4], 5)
+    assert (c.dst_ip, c.dst_port, c.payload, c.enable) == (0, 7777, 256, 0x3)   # dst_ip as asked: the requester
+    assert (c.emulator_mode, c.emulator_rate, c.emulator_seed) == (2, 1 << 16, 9)
+    c = config_of(answers[6], 7)
+    assert (c.dst_port, c.payload, c.emulator_mode) == (5000, 1472, 0)
+    assert calls == ["stream_start", "emulator", "reboot"]
+
+
+def test_config_set_needs_a_signature_with_a_key(ctl_session):
+    answers, _, calls = ctl_session([
+        (CONTROLLER, protocol.config_set_request(1, ptp_domain=4)),
+        (CONTROLLER, protocol.sign(protocol.config_set_request(2, ptp_domain=4), KEY, 10)),
+    ], key=KEY)
+    assert error_of(answers[0], 1) == protocol.ERR_AUTH_REQUIRED
+    assert config_of(answers[1], 2).ptp_domain == 4 and calls == ["ptp_config"]
+
+
+def test_config_set_builder_names_unknown_fields():
+    with pytest.raises(ValueError, match="not colour"):
+        protocol.config_set_request(1, colour=3)
 
 
 # --- REBOOT -----------------------------------------------------------------------------------------

@@ -92,32 +92,48 @@ static int answered(struct writer *w, struct ctl_counters *cnt)
 	return finish(w, cnt);
 }
 
-static int stream_start(struct writer *w, const uint8_t *p, uint32_t seq, uint32_t src_ip,
-                        const struct ctl_identity *id, const struct ctl_ops *ops, struct ctl_counters *cnt)
+/* STREAM_START's fields (protocol.py STREAM_START), also part of CONFIG. */
+static void get_stream_cfg(const uint8_t *p, struct ctl_stream_cfg *cfg)
 {
-	struct ctl_stream_cfg cfg;
+	cfg->dst_ip       = get_be32(p);
+	cfg->dst_port     = get_be16(p + 4);
+	cfg->payload      = get_be16(p + 6);
+	cfg->enable       = p[8];
+	cfg->backpressure = p[9];
+	cfg->gap          = get_be32(p + 10);
+	memcpy(cfg->dst_mac, p + 14, sizeof(cfg->dst_mac));
+}
+
+/* dst_ip 0 stands for the requester of the start (resolved before the board is touched). */
+static int stream_cfg_valid(const struct ctl_stream_cfg *cfg, const struct ctl_identity *id)
+{
+	uint8_t all = (uint8_t)((1u << id->nchannels) - 1u);
+
+	return cfg->dst_ip != 0xFFFFFFFFu && cfg->dst_port != 0 &&
+	       cfg->payload >= CTL_MIN_PAYLOAD && cfg->payload <= id->max_payload &&
+	       cfg->enable != 0 && !(cfg->enable & (uint8_t)~all) && !(cfg->backpressure & (uint8_t)~all);
+}
+
+static int stream_start(struct writer *w, const uint8_t *p, uint32_t seq, uint32_t src_ip,
+                        const struct ctl_identity *id, const struct ctl_ops *ops, struct ctl_counters *cnt,
+                        struct ctl_config *conf)
+{
+	struct ctl_stream_cfg cfg, asked;
 	uint32_t run = 0;
-	uint8_t  all = (uint8_t)((1u << id->nchannels) - 1u);
 	int err;
 
 	if (id->nchannels == 0 || ops == NULL || ops->stream_start == NULL)
 		return refuse(w, seq, CTL_ERR_UNSUPPORTED, cnt);
-	cfg.dst_ip       = get_be32(p);
-	cfg.dst_port     = get_be16(p + 4);
-	cfg.payload      = get_be16(p + 6);
-	cfg.enable       = p[8];
-	cfg.backpressure = p[9];
-	cfg.gap          = get_be32(p + 10);
-	memcpy(cfg.dst_mac, p + 14, sizeof(cfg.dst_mac));
+	get_stream_cfg(p, &cfg);
+	asked = cfg;
 	if (cfg.dst_ip == 0)
 		cfg.dst_ip = src_ip;
-	if (cfg.dst_ip == 0 || cfg.dst_ip == 0xFFFFFFFFu || cfg.dst_port == 0 ||
-	    cfg.payload < CTL_MIN_PAYLOAD || cfg.payload > id->max_payload ||
-	    cfg.enable == 0 || (cfg.enable & (uint8_t)~all) || (cfg.backpressure & (uint8_t)~all))
+	if (cfg.dst_ip == 0 || !stream_cfg_valid(&cfg, id))
 		return refuse(w, seq, CTL_ERR_BAD_VALUE, cnt);
 	err = ops->stream_start(&cfg, &run);
 	if (err)
 		return refuse(w, seq, err, cnt);
+	conf->stream = asked;  /* CONFIG shows what the last run asked for. */
 	put_header(w, CTL_MSG_STREAM_START | CTL_RESPONSE, seq);
 	put_be32(w, run);
 	put_be32(w, cfg.dst_ip);
@@ -129,10 +145,12 @@ static int stream_start(struct writer *w, const uint8_t *p, uint32_t seq, uint32
 #define FITS(len) ((len) + CTL_AUTH_LEN <= CTL_REPLAY_REQ_MAX)
 _Static_assert(FITS(CTL_STREAM_START_REQ_LENGTH) && FITS(CTL_EMULATOR_REQ_LENGTH) && FITS(CTL_STATUS_REQ_LENGTH) &&
 	       FITS(CTL_IDENTIFY_REQ_LENGTH) && FITS(CTL_STREAM_STOP_REQ_LENGTH) && FITS(CTL_CLAIM_REQ_LENGTH) &&
-	       FITS(CTL_RELEASE_REQ_LENGTH) && FITS(CTL_PTP_STATUS_REQ_LENGTH), "a request does not fit the reply cache");
+	       FITS(CTL_RELEASE_REQ_LENGTH) && FITS(CTL_PTP_STATUS_REQ_LENGTH) && FITS(CTL_REBOOT_REQ_LENGTH) &&
+	       FITS(CTL_CONFIG_GET_REQ_LENGTH) && FITS(CTL_CONFIG_SET_REQ_LENGTH), "a request does not fit the reply cache");
 #undef FITS
-_Static_assert(CTL_HEADER_SIZE + CTL_STATUS_RSP_SIZE <= CTL_REPLAY_RSP_MAX,
-	       "STATUS (the longest answer but IDENTIFY's) does not fit the reply cache");
+_Static_assert(CTL_HEADER_SIZE + CTL_STATUS_RSP_SIZE <= CTL_REPLAY_RSP_MAX &&
+	       CTL_HEADER_SIZE + CTL_CONFIG_SIZE <= CTL_REPLAY_RSP_MAX,
+	       "STATUS or CONFIG (the longest answers but IDENTIFY's and PTP_STATUS's) do not fit the reply cache");
 
 static struct ctl_replay_entry *replay_find(struct ctl_replay *r, uint32_t ip, uint16_t port)
 {
@@ -277,6 +295,8 @@ size_t ctl_request_length(uint8_t type)
 	case CTL_MSG_RELEASE:      return CTL_RELEASE_REQ_LENGTH;
 	case CTL_MSG_PTP_STATUS:   return CTL_PTP_STATUS_REQ_LENGTH;
 	case CTL_MSG_REBOOT:       return CTL_REBOOT_REQ_LENGTH;
+	case CTL_MSG_CONFIG_GET:   return CTL_CONFIG_GET_REQ_LENGTH;
+	case CTL_MSG_CONFIG_SET:   return CTL_CONFIG_SET_REQ_LENGTH;
 	default:                   return 0;
 	}
 }
@@ -417,6 +437,114 @@ static int ptp_status(struct writer *w, uint32_t seq, const struct ctl_ops *ops,
 	return answered(w, cnt);
 }
 
+/* CONFIG (protocol.py), in CONFIG_FIELDS order. */
+static void put_config(struct writer *w, const struct ctl_config *c)
+{
+	put_be32(w, c->ip);
+	put_bytes(w, c->mac, 6);
+	put_be32(w, c->stream.dst_ip);
+	put_be16(w, c->stream.dst_port);
+	put_be16(w, c->stream.payload);
+	put_u8(w, c->stream.enable);
+	put_u8(w, c->stream.backpressure);
+	put_be32(w, c->stream.gap);
+	put_bytes(w, c->stream.dst_mac, 6);
+	put_u8(w, c->emulator.mode);
+	put_be32(w, c->emulator.rate);
+	put_be32(w, c->emulator.seed);
+	put_u8(w, c->ptp.role);
+	put_u8(w, c->ptp.transport);
+	put_u8(w, c->ptp.domain);
+	put_u8(w, (uint8_t)c->ptp.log_sync);
+	put_u8(w, (uint8_t)c->ptp.log_announce);
+	put_u8(w, (uint8_t)c->ptp.log_delay_req);
+	put_u8(w, c->ptp.priority1);
+	put_u8(w, c->ptp.priority2);
+}
+
+static void get_config(const uint8_t *p, struct ctl_config *c)
+{
+	c->ip = get_be32(p);
+	memcpy(c->mac, p + 4, 6);
+	get_stream_cfg(p + 10, &c->stream);
+	c->emulator.mode = p[30];
+	c->emulator.rate = get_be32(p + 31);
+	c->emulator.seed = get_be32(p + 35);
+	c->ptp.role = p[39];
+	c->ptp.transport = p[40];
+	c->ptp.domain = p[41];
+	c->ptp.log_sync = (int8_t)p[42];
+	c->ptp.log_announce = (int8_t)p[43];
+	c->ptp.log_delay_req = (int8_t)p[44];
+	c->ptp.priority1 = p[45];
+	c->ptp.priority2 = p[46];
+}
+_Static_assert(CTL_CONFIG_SIZE == 47, "get_config/put_config follow protocol.py CONFIG");
+
+#define CFG_STREAM (CTL_CFG_DST_IP | CTL_CFG_DST_PORT | CTL_CFG_PAYLOAD | CTL_CFG_ENABLE | \
+		    CTL_CFG_BACKPRESSURE | CTL_CFG_GAP | CTL_CFG_DST_MAC)
+#define CFG_EMULATOR (CTL_CFG_EMULATOR_MODE | CTL_CFG_EMULATOR_RATE | CTL_CFG_EMULATOR_SEED)
+#define CFG_PTP (CTL_CFG_PTP_ROLE | CTL_CFG_PTP_DOMAIN | CTL_CFG_PTP_LOG_SYNC | CTL_CFG_PTP_LOG_ANNOUNCE | \
+		 CTL_CFG_PTP_LOG_DELAY_REQ | CTL_CFG_PTP_PRIORITY1 | CTL_CFG_PTP_PRIORITY2)
+
+static int log_valid(int8_t v)
+{
+	return v >= CTL_PTP_LOG_MIN && v <= CTL_PTP_LOG_MAX;
+}
+
+/* CONFIG_SET: the fields in the mask, all checked before any is applied. 0 or the error code. */
+static int config_set(struct ctl_config *conf, const uint8_t *p, const struct ctl_identity *id,
+		      const struct ctl_ops *ops)
+{
+	uint32_t mask = get_be32(p);
+	struct ctl_config in, next = *conf;
+	int err;
+
+	if (mask >> CTL_CONFIG_NFIELDS)
+		return CTL_ERR_BAD_VALUE;
+	if ((mask & CTL_CONFIG_FIXED) ||
+	    ((mask & (CFG_STREAM | CFG_EMULATOR)) && (id->nchannels == 0 || ops == NULL || ops->emulator == NULL)) ||
+	    ((mask & CFG_PTP) && (ops == NULL || ops->ptp_config == NULL)))
+		return CTL_ERR_UNSUPPORTED;
+	get_config(p + 4, &in);
+#define TAKE(bit, field) do { if (mask & (bit)) next.field = in.field; } while (0)
+	TAKE(CTL_CFG_DST_IP, stream.dst_ip);
+	TAKE(CTL_CFG_DST_PORT, stream.dst_port);
+	TAKE(CTL_CFG_PAYLOAD, stream.payload);
+	TAKE(CTL_CFG_ENABLE, stream.enable);
+	TAKE(CTL_CFG_BACKPRESSURE, stream.backpressure);
+	TAKE(CTL_CFG_GAP, stream.gap);
+	if (mask & CTL_CFG_DST_MAC)
+		memcpy(next.stream.dst_mac, in.stream.dst_mac, 6);
+	TAKE(CTL_CFG_EMULATOR_MODE, emulator.mode);
+	TAKE(CTL_CFG_EMULATOR_RATE, emulator.rate);
+	TAKE(CTL_CFG_EMULATOR_SEED, emulator.seed);
+	TAKE(CTL_CFG_PTP_ROLE, ptp.role);
+	TAKE(CTL_CFG_PTP_DOMAIN, ptp.domain);
+	TAKE(CTL_CFG_PTP_LOG_SYNC, ptp.log_sync);
+	TAKE(CTL_CFG_PTP_LOG_ANNOUNCE, ptp.log_announce);
+	TAKE(CTL_CFG_PTP_LOG_DELAY_REQ, ptp.log_delay_req);
+	TAKE(CTL_CFG_PTP_PRIORITY1, ptp.priority1);
+	TAKE(CTL_CFG_PTP_PRIORITY2, ptp.priority2);
+#undef TAKE
+	if (((mask & CFG_STREAM) && !stream_cfg_valid(&next.stream, id)) ||
+	    next.emulator.mode > 3 || next.ptp.role > 2 || !log_valid(next.ptp.log_sync) ||
+	    !log_valid(next.ptp.log_announce) || !log_valid(next.ptp.log_delay_req))
+		return CTL_ERR_BAD_VALUE;
+	if (mask & CFG_PTP) {
+		err = ops->ptp_config(&next.ptp);
+		if (err)
+			return err;
+	}
+	if (mask & CFG_EMULATOR) {
+		err = ops->emulator(&next.emulator);
+		if (err)
+			return err;
+	}
+	*conf = next;
+	return 0;
+}
+
 static int execute(struct ctl_state *st, const struct ctl_request *rq, uint8_t *rsp, size_t rsp_cap,
 		   uint8_t type, uint32_t seq, int authed, const struct ctl_identity *id, const struct ctl_ops *ops)
 {
@@ -436,6 +564,7 @@ static int execute(struct ctl_state *st, const struct ctl_request *rq, uint8_t *
 	case CTL_MSG_CLAIM:
 	case CTL_MSG_RELEASE:
 	case CTL_MSG_REBOOT:
+	case CTL_MSG_CONFIG_SET:
 		if (st->key_len > 0 && !authed) {
 			cnt->auth_required++;
 			return error_response(&w, seq, CTL_ERR_AUTH_REQUIRED, cnt);
@@ -467,7 +596,7 @@ static int execute(struct ctl_state *st, const struct ctl_request *rq, uint8_t *
 		put_string(&w, id->ident);
 		return answered(&w, cnt);
 	case CTL_MSG_STREAM_START:
-		return stream_start(&w, req + CTL_HEADER_SIZE, seq, src_ip, id, ops, cnt);
+		return stream_start(&w, req + CTL_HEADER_SIZE, seq, src_ip, id, ops, cnt, &st->config);
 	case CTL_MSG_STREAM_STOP:
 		if (id->nchannels == 0 || ops == NULL || ops->stream_stop == NULL)
 			return refuse(&w, seq, CTL_ERR_UNSUPPORTED, cnt);
@@ -490,6 +619,7 @@ static int execute(struct ctl_state *st, const struct ctl_request *rq, uint8_t *
 		err = ops->emulator(&cfg);
 		if (err)
 			return refuse(&w, seq, err, cnt);
+		st->config.emulator = cfg;
 		put_header(&w, CTL_MSG_EMULATOR | CTL_RESPONSE, seq);
 		return answered(&w, cnt);
 	}
@@ -536,6 +666,17 @@ static int execute(struct ctl_state *st, const struct ctl_request *rq, uint8_t *
 		put_be16(&w, id->boots);
 		return answered(&w, cnt);
 	}
+	case CTL_MSG_CONFIG_GET:
+		put_header(&w, CTL_MSG_CONFIG_GET | CTL_RESPONSE, seq);
+		put_config(&w, &st->config);
+		return answered(&w, cnt);
+	case CTL_MSG_CONFIG_SET:
+		err = config_set(&st->config, req + CTL_HEADER_SIZE, id, ops);
+		if (err)
+			return refuse(&w, seq, err, cnt);
+		put_header(&w, CTL_MSG_CONFIG_SET | CTL_RESPONSE, seq);
+		put_config(&w, &st->config);
+		return answered(&w, cnt);
 	case CTL_MSG_CLAIM: {
 		uint32_t lease_s = get_be16(req + CTL_HEADER_SIZE);
 		uint8_t granted;

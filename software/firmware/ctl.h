@@ -93,17 +93,7 @@ struct ctl_replay {
 	uint32_t clock;
 };
 
-/* Everything the handler keeps between requests. Zeroed at start, then access.allow/nallow set. */
-struct ctl_state {
-	struct ctl_counters cnt;
-	struct ctl_replay   replay;
-	struct ctl_access   access;
-	const uint8_t      *key;         /* Shared key; key_len 0: requests need no AUTH. */
-	size_t              key_len;
-	uint64_t            auth_counter; /* The last counter accepted. */
-	/* Set by an accepted REBOOT: the caller sends the answer, then resets the board. */
-	uint8_t             reboot_pending;
-};
+
 
 struct ctl_stream_cfg {
 	uint32_t dst_ip;        /* Never 0 here: 0 in the request means the requester's address. */
@@ -121,6 +111,25 @@ struct ctl_emulator_cfg {
 	uint32_t seed;
 };
 
+/* The PTP port's settings (protocol.py CONFIG). */
+struct ctl_ptp_config {
+	uint8_t role;           /* 0 auto, 1 master, 2 slave */
+	uint8_t transport;      /* 0 UDP/IPv4, 1 L2: fixed at build time */
+	uint8_t domain;
+	int8_t  log_sync, log_announce, log_delay_req;
+	uint8_t priority1, priority2;
+};
+
+/* The board's settings, as CONFIG_GET reports them. The caller fills them in at boot from the
+ * build; STREAM_START, EMULATOR and CONFIG_SET change them. */
+struct ctl_config {
+	uint32_t ip;
+	uint8_t  mac[6];
+	struct ctl_stream_cfg   stream;     /* dst_ip 0: the requester of the start. */
+	struct ctl_emulator_cfg emulator;
+	struct ctl_ptp_config   ptp;
+};
+
 struct ctl_status {
 	uint8_t  running;
 	uint32_t run;
@@ -132,6 +141,20 @@ struct ctl_status {
 	uint8_t  dst_flags;       /* CTL_DST_VALID, CTL_DST_UNREACHABLE. */
 	uint8_t  dst_mac[6];      /* Destination MAC in use. */
 	uint32_t stale;           /* Datagrams of an earlier run discarded unsent. */
+};
+
+/* Everything the handler keeps between requests. Zeroed at start, then access.allow/nallow, the key
+ * and config (the build's settings) set. */
+struct ctl_state {
+	struct ctl_counters cnt;
+	struct ctl_replay   replay;
+	struct ctl_access   access;
+	const uint8_t      *key;         /* Shared key; key_len 0: requests need no AUTH. */
+	size_t              key_len;
+	uint64_t            auth_counter; /* The last counter accepted. */
+	/* Set by an accepted REBOOT: the caller sends the answer, then resets the board. */
+	uint8_t             reboot_pending;
+	struct ctl_config   config;
 };
 
 /* A request as it arrived. now_ms: a monotonic clock in milliseconds (the leases). */
@@ -166,6 +189,7 @@ struct ctl_ops {
 	int  (*emulator)(const struct ctl_emulator_cfg *cfg);
 	void (*status)(struct ctl_status *st);
 	int  (*ptp_status)(struct ctl_ptp_status *st);  /* NULL or non-zero: no PTP in this build. */
+	int  (*ptp_config)(const struct ctl_ptp_config *cfg);  /* Restart the PTP port so; NULL: no PTP. */
 };
 
 /*

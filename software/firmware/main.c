@@ -85,6 +85,22 @@ static void print_ip(uint32_t ip)
 	       (unsigned)(ip >> 8) & 0xff, (unsigned)ip & 0xff);
 }
 
+/* The build's settings: what CONFIG_GET reports until STREAM_START, EMULATOR or CONFIG_SET
+ * change them (and again after a reboot). */
+static void build_config(struct ctl_config *c, const struct ctl_identity *id)
+{
+	memset(c, 0, sizeof(*c));
+	c->ip = id->ip;
+	memcpy(c->mac, id->mac, sizeof(c->mac));
+	c->stream.dst_port = 5000;
+	c->stream.payload  = id->max_payload < 1472 ? id->max_payload : 1472;
+	c->stream.enable   = (uint8_t)((1u << id->nchannels) - 1u);
+	c->emulator.mode   = 0;           /* gateware/emulator.py's reset values */
+	c->emulator.rate   = 0x80000000u;
+	c->emulator.seed   = 1;
+	ptpsvc_default_config(&c->ptp);
+}
+
 int main(void)
 {
 	struct ctl_identity id;
@@ -116,6 +132,11 @@ int main(void)
 	id.max_payload = ETHDAQ_MAX_PAYLOAD;
 	daq_ops(&ops, &port_stats);
 	ops.ptp_status = ptpsvc_ctl_status;
+#ifdef CSR_PTP_BASE
+	ops.ptp_config = ptpsvc_configure;
+#else
+	ops.ptp_config = 0;
+#endif
 	id.board      = ETHDAQ_BOARD;
 	id.build_id   = ETHDAQ_BUILD_ID;
 	id.ident      = ident;
@@ -145,7 +166,8 @@ int main(void)
 		printf("  control: changes need requests signed with the shared key\n");
 	if (NALLOW > 0)
 		printf("  control: only %u allowed network(s) may take control\n", (unsigned)NALLOW);
-	ptpsvc_init(id.mac);
+	build_config(&ctl.config, &id);
+	ptpsvc_init(id.mac, &ctl.config.ptp);
 	printf("ethdaq ready\n");
 
 	id.capabilities = (id.nchannels ? CTL_CAP_STREAMER : 0) | (ETHDAQ_CTL_KEY_LEN ? CTL_CAP_AUTH : 0) |

@@ -342,43 +342,74 @@ static void update_synced(const struct ptp_status *st)
 	ptp_synced_write(synced);
 }
 
-void ptpsvc_init(const uint8_t mac[6])
+static uint8_t port_mac[6];
+
+/* (Re)start the port with these settings: 0, or -1 if the stack refuses them (the port then
+ * goes on as it was). */
+static int start_port(const struct ctl_ptp_config *c)
 {
 	struct ptp_config cfg;
 	uint64_t now = uptime_ns();
 
-	ptp_config_default(&cfg, mac);
-	cfg.role                       = ETHDAQ_PTP_ROLE;
+	ptp_config_default(&cfg, port_mac);
+	cfg.role                       = c->role;
 	cfg.transport                  = ETHDAQ_PTP_TRANSPORT;
-	cfg.domain                     = ETHDAQ_PTP_DOMAIN;
-	cfg.log_sync_interval          = ETHDAQ_PTP_LOG_SYNC;
-	cfg.log_announce_interval      = ETHDAQ_PTP_LOG_ANNOUNCE;
-	cfg.log_min_delay_req_interval = ETHDAQ_PTP_LOG_DELAY_REQ;
-	cfg.seed                       = (uint32_t)mac[4] << 8 | mac[5];
+	cfg.domain                     = c->domain;
+	cfg.priority1                  = c->priority1;
+	cfg.priority2                  = c->priority2;
+	cfg.log_sync_interval          = c->log_sync;
+	cfg.log_announce_interval      = c->log_announce;
+	cfg.log_min_delay_req_interval = c->log_delay_req;
+	cfg.seed                       = (uint32_t)port_mac[4] << 8 | port_mac[5];
 	/* ptp4l steps first only beyond 20 us, because stepping a software clock costs accuracy.
 	 * Our add is exact (one cycle, hardware), while pulling in microseconds with the PI loop
 	 * winds up its integral and takes hundreds of sync intervals to settle: step first from
 	 * 100 ns on. */
 	cfg.servo.first_step_threshold_ns = 100;
+	if (ptp_port_init(&port, &cfg, &ops, NULL, now) != 0) {
+		printf("ptp: configuration rejected (role %d, transport %d, log intervals %d/%d/%d)\n",
+		       c->role, ETHDAQ_PTP_TRANSPORT, c->log_sync, c->log_announce, c->log_delay_req);
+		return -1;
+	}
+	ptp_synced_write(0);
+	last_state = port.st.state;
+	last_servo = port.st.servo_state;
+	next_status_ns = now;
+	printf("ptp: %s over %s, domain %u, sync 2^%d s, announce 2^%d s, delay_req 2^%d s, priority %u/%u\n",
+	       cfg.role == PTP_ROLE_MASTER_ONLY ? "master" : cfg.role == PTP_ROLE_SLAVE_ONLY ? "slave" : "auto",
+	       cfg.transport == PTP_TRANSPORT_L2 ? "Ethernet (0x88F7)" : "UDP/IPv4 (224.0.1.129)",
+	       (unsigned)cfg.domain, cfg.log_sync_interval, cfg.log_announce_interval,
+	       cfg.log_min_delay_req_interval, (unsigned)cfg.priority1, (unsigned)cfg.priority2);
+	return 0;
+}
+
+void ptpsvc_default_config(struct ctl_ptp_config *c)
+{
+	c->role          = ETHDAQ_PTP_ROLE;
+	c->transport     = ETHDAQ_PTP_TRANSPORT;
+	c->domain        = ETHDAQ_PTP_DOMAIN;
+	c->log_sync      = ETHDAQ_PTP_LOG_SYNC;
+	c->log_announce  = ETHDAQ_PTP_LOG_ANNOUNCE;
+	c->log_delay_req = ETHDAQ_PTP_LOG_DELAY_REQ;
+	c->priority1     = 128;  /* ptp4l's defaults, as ptp_config_default() */
+	c->priority2     = 128;
+}
+
+void ptpsvc_init(const uint8_t mac[6], const struct ctl_ptp_config *c)
+{
+	memcpy(port_mac, mac, sizeof(port_mac));
 	ptp_synced_write(0);
 	/* PPS high for the first 100 ms of each second: long enough for any instrument input. */
 	ptp_pps_width_write(100000000);
 	/* A free-running clock starts at 0 s (1970); a master that is not told the time by anyone
 	 * keeps it so, and says so in its Announce (timeSource internal oscillator). */
-	if (ptp_port_init(&port, &cfg, &ops, NULL, now) != 0) {
-		printf("ptp: configuration rejected (role %d, transport %d, log intervals %d/%d/%d)\n",
-		       ETHDAQ_PTP_ROLE, ETHDAQ_PTP_TRANSPORT, ETHDAQ_PTP_LOG_SYNC, ETHDAQ_PTP_LOG_ANNOUNCE,
-		       ETHDAQ_PTP_LOG_DELAY_REQ);
-		return;
-	}
-	last_state = port.st.state;
-	last_servo = port.st.servo_state;
-	next_status_ns = now;
-	printf("ptp: %s over %s, domain %u, sync 2^%d s, announce 2^%d s, delay_req 2^%d s\n",
-	       cfg.role == PTP_ROLE_MASTER_ONLY ? "master" : cfg.role == PTP_ROLE_SLAVE_ONLY ? "slave" : "auto",
-	       cfg.transport == PTP_TRANSPORT_L2 ? "Ethernet (0x88F7)" : "UDP/IPv4 (224.0.1.129)",
-	       (unsigned)cfg.domain, cfg.log_sync_interval, cfg.log_announce_interval,
-	       cfg.log_min_delay_req_interval);
+	start_port(c);
+}
+
+int ptpsvc_configure(const struct ctl_ptp_config *c)
+{
+	/* The clock keeps its time and rate; the port starts afresh (state, master, counters). */
+	return start_port(c) == 0 ? 0 : CTL_ERR_BAD_VALUE;
 }
 
 static void handle(enum ptp_channel channel, const uint8_t *msg, size_t len)
@@ -496,7 +527,9 @@ int ptpsvc_ctl_status(struct ctl_ptp_status *out)
 
 #else
 
-void ptpsvc_init(const uint8_t mac[6]) { (void)mac; }
+void ptpsvc_default_config(struct ctl_ptp_config *c) { memset(c, 0, sizeof(*c)); }
+void ptpsvc_init(const uint8_t mac[6], const struct ctl_ptp_config *c) { (void)mac; (void)c; }
+int ptpsvc_configure(const struct ctl_ptp_config *c) { (void)c; return CTL_ERR_UNSUPPORTED; }
 void ptpsvc_poll(void) {}
 void ptpsvc_input(uint16_t local_port, const uint8_t *msg, size_t len) { (void)local_port; (void)msg; (void)len; }
 void ptpsvc_print_status(void) {}

@@ -27,8 +27,13 @@ struct ptpsvc_counters {
 	uint32_t port_rx_dropped;   /* datagrams/frames the CPU port had no room for (UDP: shared with control) */
 };
 
-/* Sets up the stack with the build's configuration (role, transport, intervals). */
-void ptpsvc_init(const uint8_t mac[6]);
+struct ctl_ptp_config;
+/* The build's settings (role, transport, domain, intervals, priorities). */
+void ptpsvc_default_config(struct ctl_ptp_config *c);
+/* Sets up the stack with these settings. */
+void ptpsvc_init(const uint8_t mac[6], const struct ctl_ptp_config *c);
+/* CONFIG_SET: restart the port with new settings; 0, or a CTL_ERR_* code (nothing changed). */
+int ptpsvc_configure(const struct ctl_ptp_config *c);
 /* Main-loop work; cheap when nothing happened. */
 void ptpsvc_poll(void);
 /* A datagram the control port's mailbox received on local port 319 or 320 (PTP over UDP). */

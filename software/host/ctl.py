@@ -142,6 +142,15 @@ class ControlClient:
         """Give up control of the board (no error if nobody held it)."""
         self._expect(protocol.release_request, protocol.MSG_RELEASE)
 
+    def config(self):
+        """The board's settings: a protocol.Config."""
+        return self._expect(protocol.config_get_request, protocol.MSG_CONFIG_GET)
+
+    def config_set(self, **fields):
+        """Change some of the board's settings (protocol.CONFIG_FIELDS names; all are checked before
+        any is applied). Returns the Config after the change."""
+        return self._expect(lambda seq: protocol.config_set_request(seq, **fields), protocol.MSG_CONFIG_SET)
+
     def reboot(self, wait=30.0, interval=0.2):
         """Reboot the board (it resets every core; docs/protocol.md REBOOT) and, unless wait is
         None, wait up to `wait` seconds until it answers again. Returns (rebooted, status):

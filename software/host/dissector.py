@@ -283,6 +283,9 @@ def ctl_messages():
         P.MSG_CLAIM | R:        _struct_fields(P.CLAIM_RSP, _CLAIM_RSP_NAMES),
         P.MSG_REBOOT:           _struct_fields(P.REBOOT, after_seq(P.reboot_request)),
         P.MSG_REBOOT | R:       _struct_fields(P.REBOOT_RSP, _REBOOT_RSP_NAMES),
+        P.MSG_CONFIG_SET:       _struct_fields(P.CONFIG_SET, ["mask", *P.CONFIG_FIELDS]),
+        P.MSG_CONFIG_GET | R:   _struct_fields(P.CONFIG, P.CONFIG_FIELDS),
+        P.MSG_CONFIG_SET | R:   _struct_fields(P.CONFIG, P.CONFIG_FIELDS),
         P.MSG_PTP_STATUS | R:   _struct_fields(P.PTP_STATUS_RSP, [f.name for f in dataclasses.fields(P.PtpStatus)]),
         P.MSG_ERROR_RSP:        _CTL_ERROR_BODY,
     }

@@ -220,7 +220,7 @@ local CTL_HEADER = {
 local cf = {}
 cf.magic = ProtoField.uint16("ethdaqctl.magic", "magic", base.HEX, nil)
 cf.version = ProtoField.uint8("ethdaqctl.version", "version", base.DEC, nil)
-cf.type = ProtoField.uint8("ethdaqctl.type", "type", base.HEX, { [0x01] = "IDENTIFY", [0x02] = "STREAM_START", [0x03] = "STREAM_STOP", [0x04] = "EMULATOR", [0x05] = "STATUS", [0x06] = "CLAIM", [0x07] = "RELEASE", [0x08] = "PTP_STATUS", [0x09] = "REBOOT", [0x81] = "IDENTIFY_RSP", [0x82] = "STREAM_START_RSP", [0x83] = "STREAM_STOP_RSP", [0x84] = "EMULATOR_RSP", [0x85] = "STATUS_RSP", [0x86] = "CLAIM_RSP", [0x87] = "RELEASE_RSP", [0x88] = "PTP_STATUS_RSP", [0x89] = "REBOOT_RSP", [0xFF] = "ERROR_RSP" })
+cf.type = ProtoField.uint8("ethdaqctl.type", "type", base.HEX, { [0x01] = "IDENTIFY", [0x02] = "STREAM_START", [0x03] = "STREAM_STOP", [0x04] = "EMULATOR", [0x05] = "STATUS", [0x06] = "CLAIM", [0x07] = "RELEASE", [0x08] = "PTP_STATUS", [0x09] = "REBOOT", [0x0A] = "CONFIG_GET", [0x0B] = "CONFIG_SET", [0x81] = "IDENTIFY_RSP", [0x82] = "STREAM_START_RSP", [0x83] = "STREAM_STOP_RSP", [0x84] = "EMULATOR_RSP", [0x85] = "STATUS_RSP", [0x86] = "CLAIM_RSP", [0x87] = "RELEASE_RSP", [0x88] = "PTP_STATUS_RSP", [0x89] = "REBOOT_RSP", [0x8A] = "CONFIG_GET_RSP", [0x8B] = "CONFIG_SET_RSP", [0xFF] = "ERROR_RSP" })
 cf.seq = ProtoField.uint32("ethdaqctl.seq", "seq", base.DEC, nil)
 
 -- Message type -> name, payload fields in order (ProtoField, size), length-prefixed strings.
@@ -249,6 +249,30 @@ local CTL_MESSAGES = {
     [0x08] = { name = "PTP_STATUS", fields = {}, strings = {} },
     [0x09] = { name = "REBOOT", fields = {
         { f = ProtoField.uint16("ethdaqctl.reboot.boots", "boots", base.DEC, nil), size = 2, },
+    }, strings = {} },
+    [0x0A] = { name = "CONFIG_GET", fields = {}, strings = {} },
+    [0x0B] = { name = "CONFIG_SET", fields = {
+        { f = ProtoField.uint32("ethdaqctl.config_set.mask", "mask", base.DEC, nil), size = 4, },
+        { f = ProtoField.ipv4("ethdaqctl.config_set.ip", "ip"), size = 4, },
+        { f = ProtoField.ether("ethdaqctl.config_set.mac", "mac"), size = 6, },
+        { f = ProtoField.ipv4("ethdaqctl.config_set.dst_ip", "dst_ip"), size = 4, },
+        { f = ProtoField.uint16("ethdaqctl.config_set.dst_port", "dst_port", base.DEC, nil), size = 2, },
+        { f = ProtoField.uint16("ethdaqctl.config_set.payload", "payload", base.DEC, nil), size = 2, },
+        { f = ProtoField.uint8("ethdaqctl.config_set.enable", "enable", base.HEX, nil), size = 1, },
+        { f = ProtoField.uint8("ethdaqctl.config_set.backpressure", "backpressure", base.HEX, nil), size = 1, },
+        { f = ProtoField.uint32("ethdaqctl.config_set.gap", "gap", base.DEC, nil), size = 4, },
+        { f = ProtoField.ether("ethdaqctl.config_set.dst_mac", "dst_mac"), size = 6, },
+        { f = ProtoField.uint8("ethdaqctl.config_set.emulator_mode", "emulator_mode", base.DEC, nil), size = 1, },
+        { f = ProtoField.uint32("ethdaqctl.config_set.emulator_rate", "emulator_rate", base.DEC, nil), size = 4, },
+        { f = ProtoField.uint32("ethdaqctl.config_set.emulator_seed", "emulator_seed", base.DEC, nil), size = 4, },
+        { f = ProtoField.uint8("ethdaqctl.config_set.ptp_role", "ptp_role", base.DEC, nil), size = 1, },
+        { f = ProtoField.uint8("ethdaqctl.config_set.ptp_transport", "ptp_transport", base.DEC, nil), size = 1, },
+        { f = ProtoField.uint8("ethdaqctl.config_set.ptp_domain", "ptp_domain", base.DEC, nil), size = 1, },
+        { f = ProtoField.int8("ethdaqctl.config_set.ptp_log_sync", "ptp_log_sync", base.DEC), size = 1, },
+        { f = ProtoField.int8("ethdaqctl.config_set.ptp_log_announce", "ptp_log_announce", base.DEC), size = 1, },
+        { f = ProtoField.int8("ethdaqctl.config_set.ptp_log_delay_req", "ptp_log_delay_req", base.DEC), size = 1, },
+        { f = ProtoField.uint8("ethdaqctl.config_set.ptp_priority1", "ptp_priority1", base.DEC, nil), size = 1, },
+        { f = ProtoField.uint8("ethdaqctl.config_set.ptp_priority2", "ptp_priority2", base.DEC, nil), size = 1, },
     }, strings = {} },
     [0x81] = { name = "IDENTIFY_RSP", fields = {
         { f = ProtoField.ether("ethdaqctl.identify_rsp.mac", "mac"), size = 6, },
@@ -331,6 +355,50 @@ local CTL_MESSAGES = {
     [0x89] = { name = "REBOOT_RSP", fields = {
         { f = ProtoField.uint8("ethdaqctl.reboot_rsp.rebooting", "rebooting", base.DEC, nil), size = 1, },
         { f = ProtoField.uint16("ethdaqctl.reboot_rsp.boots", "boots", base.DEC, nil), size = 2, },
+    }, strings = {} },
+    [0x8A] = { name = "CONFIG_GET_RSP", fields = {
+        { f = ProtoField.ipv4("ethdaqctl.config_get_rsp.ip", "ip"), size = 4, },
+        { f = ProtoField.ether("ethdaqctl.config_get_rsp.mac", "mac"), size = 6, },
+        { f = ProtoField.ipv4("ethdaqctl.config_get_rsp.dst_ip", "dst_ip"), size = 4, },
+        { f = ProtoField.uint16("ethdaqctl.config_get_rsp.dst_port", "dst_port", base.DEC, nil), size = 2, },
+        { f = ProtoField.uint16("ethdaqctl.config_get_rsp.payload", "payload", base.DEC, nil), size = 2, },
+        { f = ProtoField.uint8("ethdaqctl.config_get_rsp.enable", "enable", base.HEX, nil), size = 1, },
+        { f = ProtoField.uint8("ethdaqctl.config_get_rsp.backpressure", "backpressure", base.HEX, nil), size = 1, },
+        { f = ProtoField.uint32("ethdaqctl.config_get_rsp.gap", "gap", base.DEC, nil), size = 4, },
+        { f = ProtoField.ether("ethdaqctl.config_get_rsp.dst_mac", "dst_mac"), size = 6, },
+        { f = ProtoField.uint8("ethdaqctl.config_get_rsp.emulator_mode", "emulator_mode", base.DEC, nil), size = 1, },
+        { f = ProtoField.uint32("ethdaqctl.config_get_rsp.emulator_rate", "emulator_rate", base.DEC, nil), size = 4, },
+        { f = ProtoField.uint32("ethdaqctl.config_get_rsp.emulator_seed", "emulator_seed", base.DEC, nil), size = 4, },
+        { f = ProtoField.uint8("ethdaqctl.config_get_rsp.ptp_role", "ptp_role", base.DEC, nil), size = 1, },
+        { f = ProtoField.uint8("ethdaqctl.config_get_rsp.ptp_transport", "ptp_transport", base.DEC, nil), size = 1, },
+        { f = ProtoField.uint8("ethdaqctl.config_get_rsp.ptp_domain", "ptp_domain", base.DEC, nil), size = 1, },
+        { f = ProtoField.int8("ethdaqctl.config_get_rsp.ptp_log_sync", "ptp_log_sync", base.DEC), size = 1, },
+        { f = ProtoField.int8("ethdaqctl.config_get_rsp.ptp_log_announce", "ptp_log_announce", base.DEC), size = 1, },
+        { f = ProtoField.int8("ethdaqctl.config_get_rsp.ptp_log_delay_req", "ptp_log_delay_req", base.DEC), size = 1, },
+        { f = ProtoField.uint8("ethdaqctl.config_get_rsp.ptp_priority1", "ptp_priority1", base.DEC, nil), size = 1, },
+        { f = ProtoField.uint8("ethdaqctl.config_get_rsp.ptp_priority2", "ptp_priority2", base.DEC, nil), size = 1, },
+    }, strings = {} },
+    [0x8B] = { name = "CONFIG_SET_RSP", fields = {
+        { f = ProtoField.ipv4("ethdaqctl.config_set_rsp.ip", "ip"), size = 4, },
+        { f = ProtoField.ether("ethdaqctl.config_set_rsp.mac", "mac"), size = 6, },
+        { f = ProtoField.ipv4("ethdaqctl.config_set_rsp.dst_ip", "dst_ip"), size = 4, },
+        { f = ProtoField.uint16("ethdaqctl.config_set_rsp.dst_port", "dst_port", base.DEC, nil), size = 2, },
+        { f = ProtoField.uint16("ethdaqctl.config_set_rsp.payload", "payload", base.DEC, nil), size = 2, },
+        { f = ProtoField.uint8("ethdaqctl.config_set_rsp.enable", "enable", base.HEX, nil), size = 1, },
+        { f = ProtoField.uint8("ethdaqctl.config_set_rsp.backpressure", "backpressure", base.HEX, nil), size = 1, },
+        { f = ProtoField.uint32("ethdaqctl.config_set_rsp.gap", "gap", base.DEC, nil), size = 4, },
+        { f = ProtoField.ether("ethdaqctl.config_set_rsp.dst_mac", "dst_mac"), size = 6, },
+        { f = ProtoField.uint8("ethdaqctl.config_set_rsp.emulator_mode", "emulator_mode", base.DEC, nil), size = 1, },
+        { f = ProtoField.uint32("ethdaqctl.config_set_rsp.emulator_rate", "emulator_rate", base.DEC, nil), size = 4, },
+        { f = ProtoField.uint32("ethdaqctl.config_set_rsp.emulator_seed", "emulator_seed", base.DEC, nil), size = 4, },
+        { f = ProtoField.uint8("ethdaqctl.config_set_rsp.ptp_role", "ptp_role", base.DEC, nil), size = 1, },
+        { f = ProtoField.uint8("ethdaqctl.config_set_rsp.ptp_transport", "ptp_transport", base.DEC, nil), size = 1, },
+        { f = ProtoField.uint8("ethdaqctl.config_set_rsp.ptp_domain", "ptp_domain", base.DEC, nil), size = 1, },
+        { f = ProtoField.int8("ethdaqctl.config_set_rsp.ptp_log_sync", "ptp_log_sync", base.DEC), size = 1, },
+        { f = ProtoField.int8("ethdaqctl.config_set_rsp.ptp_log_announce", "ptp_log_announce", base.DEC), size = 1, },
+        { f = ProtoField.int8("ethdaqctl.config_set_rsp.ptp_log_delay_req", "ptp_log_delay_req", base.DEC), size = 1, },
+        { f = ProtoField.uint8("ethdaqctl.config_set_rsp.ptp_priority1", "ptp_priority1", base.DEC, nil), size = 1, },
+        { f = ProtoField.uint8("ethdaqctl.config_set_rsp.ptp_priority2", "ptp_priority2", base.DEC, nil), size = 1, },
     }, strings = {} },
     [0xFF] = { name = "ERROR_RSP", fields = {
         { f = ProtoField.uint8("ethdaqctl.error_rsp.code", "code", base.DEC, { [1] = "bad version", [2] = "unknown message type", [3] = "bad length", [4] = "value out of range", [5] = "busy (a run is going: stop it first)", [6] = "not supported by this build", [7] = "stale sequence number (not executed)", [8] = "another controller holds the board (ethdaq ctl claim shows which)", [9] = "this address is not in the board's allow-list", [10] = "the board needs signed requests (--key-file)", [11] = "authentication failed (wrong key, or an old counter: is this host's clock behind?)" }), size = 1, },

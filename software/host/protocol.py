@@ -35,6 +35,8 @@ MSG_CLAIM         = 0x06
 MSG_RELEASE       = 0x07
 MSG_PTP_STATUS    = 0x08
 MSG_REBOOT        = 0x09
+MSG_CONFIG_GET    = 0x0A
+MSG_CONFIG_SET    = 0x0B
 MSG_IDENTIFY_RSP  = MSG_IDENTIFY | RESPONSE
 MSG_ERROR_RSP     = 0xFF
 
@@ -87,6 +89,24 @@ PTP_STATES   = {1: "INITIALIZING", 2: "FAULTY", 3: "DISABLED", 4: "LISTENING", 5
 SERVO_STATES = {0: "unlocked", 1: "jump", 2: "locked"}
 PTP_ROLES    = {0: "auto", 1: "master", 2: "slave"}
 
+# CONFIG_GET response, CONFIG_SET request (after a u32 mask) and response: the board's settings.
+# Network addresses (ip, mac; fixed at build time: ethdaq build --ip --mac), the stream settings
+# STREAM_START takes (the last start's, or those set here: `ethdaq ctl start` without options
+# uses them; dst_ip 0 is the requester of the start), the emulator's (applied at once, on every
+# channel), and the PTP port's (role 0 auto 1 master 2 slave, transport 0 UDP/IPv4 1 L2 (fixed
+# at build time), domain, log2 intervals of Sync, Announce and Delay_Req (-10..6), priority1
+# and 2; a change restarts the PTP port, its counters too). CONFIG_SET's mask bit i sets
+# CONFIG_FIELDS[i]; other fields keep their value. Nothing is applied unless everything is
+# valid: ERR_BAD_VALUE for a value out of range, ERR_UNSUPPORTED for a fixed field (CONFIG_FIXED)
+# or a part the build lacks. Settings live in RAM: a reboot returns to the build's.
+CONFIG = struct.Struct(">I6sIHHBBI6sBIIBBBbbbBB")
+CONFIG_FIELDS = ("ip", "mac", "dst_ip", "dst_port", "payload", "enable", "backpressure", "gap", "dst_mac",
+                 "emulator_mode", "emulator_rate", "emulator_seed", "ptp_role", "ptp_transport", "ptp_domain",
+                 "ptp_log_sync", "ptp_log_announce", "ptp_log_delay_req", "ptp_priority1", "ptp_priority2")
+CONFIG_SET     = struct.Struct(">I" + CONFIG.format[1:])
+CONFIG_FIXED   = ("ip", "mac", "ptp_transport")
+PTP_LOG_MIN, PTP_LOG_MAX = -10, 6
+
 # REBOOT request: the boot count (STATUS boots) the requester saw. The board reboots only if that
 # is still its count, so a REBOOT retransmitted after the board rebooted (its reply cache gone with
 # the reset) does not reboot it again: REBOOT_RSP says rebooting (1) or not (0: it has rebooted
@@ -105,7 +125,7 @@ MAX_ALLOW       = 8      # Allow-list entries (address/prefix) a build takes.
 # again without being executed; one of the REPLAY_HISTORY seqs before it gets ERR_STALE_SEQ.
 REPLAY_SOURCES = 4
 REPLAY_HISTORY = 8
-REPLAY_REQ_MAX = 72       # The longest request (STREAM_START) with AUTH.
+REPLAY_REQ_MAX = 100      # The longest request (CONFIG_SET) with AUTH.
 REPLAY_RSP_MAX = 96
 
 # Identify response payload, fixed part; followed by three strings, each u8 length + bytes:
@@ -151,6 +171,8 @@ REQUEST_LENGTH = {
     MSG_RELEASE:      HEADER.size,
     MSG_PTP_STATUS:   HEADER.size,
     MSG_REBOOT:       HEADER.size + REBOOT.size,
+    MSG_CONFIG_GET:   HEADER.size,
+    MSG_CONFIG_SET:   HEADER.size + CONFIG_SET.size,
 }
 EMULATOR_MODES = {"off": 0, "counter": 1, "ramp": 2, "pulse": 3}
 
@@ -255,6 +277,100 @@ def claim_request(seq, lease_s=0):
 
 def release_request(seq):
     return pack_header(MSG_RELEASE, seq)
+
+
+@dataclass
+class Config:
+    ip:             int
+    mac:            bytes
+    dst_ip:         int
+    dst_port:       int
+    payload:        int
+    enable:         int
+    backpressure:   int
+    gap:            int
+    dst_mac:        bytes
+    emulator_mode:  int
+    emulator_rate:  int
+    emulator_seed:  int
+    ptp_role:       int
+    ptp_transport:  int
+    ptp_domain:     int
+    ptp_log_sync:   int
+    ptp_log_announce: int
+    ptp_log_delay_req: int
+    ptp_priority1:  int
+    ptp_priority2:  int
+
+
+assert tuple(f for f in Config.__dataclass_fields__) == CONFIG_FIELDS
+
+
+def config_get_request(seq):
+    return pack_header(MSG_CONFIG_GET, seq)
+
+
+def config_set_request(seq, **fields):
+    """CONFIG_SET of the given fields (CONFIG_FIELDS names); the others are sent as 0 and not set."""
+    unknown = set(fields) - set(CONFIG_FIELDS)
+    if unknown:
+        raise ValueError(f"configuration fields must be among {', '.join(CONFIG_FIELDS)}, not {', '.join(sorted(unknown))}")
+    mask = 0
+    values = []
+    for i, name in enumerate(CONFIG_FIELDS):
+        blank = b"\0" * 6 if name in ("mac", "dst_mac") else 0
+        if name in fields:
+            mask |= 1 << i
+        values.append(fields.get(name, blank))
+    return pack_header(MSG_CONFIG_SET, seq) + CONFIG_SET.pack(mask, *values)
+
+
+_CONFIG_NAMES = {"ptp_role": PTP_ROLES, "emulator_mode": {v: k for k, v in EMULATOR_MODES.items()},
+                 "ptp_transport": {0: "udp4", 1: "l2"}}
+
+
+def parse_config_assignment(text):
+    """'name=value' as `ethdaq ctl config set` takes it → (name, value for config_set_request):
+    addresses dotted (dst_ip) or colon-separated (dst_mac), role and mode by name, numbers in
+    decimal or 0x hex. ValueError naming what is wrong."""
+    import ipaddress
+    name, sep, value = str(text).partition("=")
+    name, value = name.strip(), value.strip()
+    if not sep or not name:
+        raise ValueError(f"a setting must be NAME=VALUE, not {text!r}")
+    if name not in CONFIG_FIELDS:
+        raise ValueError(f"setting must be one of {', '.join(CONFIG_FIELDS)}, not {name!r}")
+    if name in CONFIG_FIXED:
+        raise ValueError(f"{name} is fixed at build time (ethdaq build --ip/--mac/--ptp-transport)")
+    if name == "dst_ip":
+        try:
+            return name, int(ipaddress.IPv4Address(value))
+        except ValueError:
+            raise ValueError(f"dst_ip must be dotted IPv4 like 192.168.1.100 (0.0.0.0: the host that "
+                             f"starts the run), not {value!r}") from None
+    if name == "dst_mac":
+        return name, parse_mac(value)
+    names = _CONFIG_NAMES.get(name)
+    if names and value in names.values():
+        return name, next(k for k, v in names.items() if v == value)
+    try:
+        return name, int(value, 0)
+    except ValueError:
+        choices = f" ({', '.join(names.values())} or a number)" if names else ""
+        raise ValueError(f"{name} must be a number{choices}, not {value!r}") from None
+
+
+def format_config(config):
+    """A Config as a dict of readable values (addresses as text, role and mode by name)."""
+    import ipaddress
+    d = dict(config.__dict__)
+    d["ip"] = str(ipaddress.IPv4Address(d["ip"]))
+    d["dst_ip"] = str(ipaddress.IPv4Address(d["dst_ip"])) if d["dst_ip"] else "requester"
+    d["mac"] = format_mac(d["mac"])
+    d["dst_mac"] = format_mac(d["dst_mac"]) if any(d["dst_mac"]) else "arp"
+    for name, names in _CONFIG_NAMES.items():
+        d[name] = names.get(d[name], d[name])
+    return d
 
 
 def reboot_request(seq, boots):
@@ -392,6 +508,8 @@ def parse_response(data, expect_seq=None):
         MSG_RELEASE      | RESPONSE: None,
         MSG_PTP_STATUS   | RESPONSE: PTP_STATUS_RSP,
         MSG_REBOOT       | RESPONSE: REBOOT_RSP,
+        MSG_CONFIG_GET   | RESPONSE: CONFIG,
+        MSG_CONFIG_SET   | RESPONSE: CONFIG,
     }
     if msg_type in fixed:
         st = fixed[msg_type]
@@ -405,6 +523,8 @@ def parse_response(data, expect_seq=None):
             return msg_type, seq, Status(*body)
         if msg_type == MSG_PTP_STATUS | RESPONSE:
             return msg_type, seq, PtpStatus(*body)
+        if msg_type in (MSG_CONFIG_GET | RESPONSE, MSG_CONFIG_SET | RESPONSE):
+            return msg_type, seq, Config(*body)
         return msg_type, seq, body
     raise ProtocolError(f"unknown response type 0x{msg_type:02X}")
 
@@ -429,6 +549,16 @@ def c_header():
         f"#define CTL_MSG_PTP_STATUS   0x{MSG_PTP_STATUS:02X}u",
         f"#define CTL_PTP_STATUS_REQ_LENGTH {REQUEST_LENGTH[MSG_PTP_STATUS]}u",
         f"#define CTL_MSG_REBOOT       0x{MSG_REBOOT:02X}u",
+        f"#define CTL_MSG_CONFIG_GET   0x{MSG_CONFIG_GET:02X}u",
+        f"#define CTL_MSG_CONFIG_SET   0x{MSG_CONFIG_SET:02X}u",
+        f"#define CTL_CONFIG_GET_REQ_LENGTH {REQUEST_LENGTH[MSG_CONFIG_GET]}u",
+        f"#define CTL_CONFIG_SET_REQ_LENGTH {REQUEST_LENGTH[MSG_CONFIG_SET]}u",
+        f"#define CTL_CONFIG_SIZE      {CONFIG.size}u",
+        f"#define CTL_CONFIG_NFIELDS   {len(CONFIG_FIELDS)}u",
+        f"#define CTL_CONFIG_FIXED     0x{sum(1 << CONFIG_FIELDS.index(n) for n in CONFIG_FIXED):X}u",
+        f"#define CTL_PTP_LOG_MIN      ({PTP_LOG_MIN})",
+        f"#define CTL_PTP_LOG_MAX      {PTP_LOG_MAX}",
+        *(f"#define CTL_CFG_{name.upper():<20} (1u << {i})" for i, name in enumerate(CONFIG_FIELDS)),
         f"#define CTL_REBOOT_REQ_LENGTH {REQUEST_LENGTH[MSG_REBOOT]}u",
         f"#define CTL_PTP_STATUS_RSP_SIZE   {PTP_STATUS_RSP.size}u",
         f"#define CTL_CLAIM_REQ_LENGTH   {REQUEST_LENGTH[MSG_CLAIM]}u",

@@ -89,7 +89,14 @@ static int op_ptp(struct ctl_ptp_status *p)
 	return ops_error ? -1 : 0;
 }
 
-static const struct ctl_ops ops = { op_start, op_stop, op_emulator, op_status, op_ptp };
+static int op_ptp_config(const struct ctl_ptp_config *c)
+{
+	(void)c;
+	ops_calls++;
+	return ops_error;
+}
+
+static const struct ctl_ops ops = { op_start, op_stop, op_emulator, op_status, op_ptp, op_ptp_config };
 
 static uint32_t counter_sum(const struct ctl_counters *c)
 {

@@ -68,6 +68,23 @@ static int ptp_status(struct ctl_ptp_status *p)
 	return stub_error ? -1 : 0;
 }
 
+static int ptp_config(const struct ctl_ptp_config *c)
+{
+	fprintf(stderr, "call=ptp_config role=%u domain=%u log_sync=%d log_announce=%d log_delay_req=%d "
+		"priority1=%u priority2=%u\n", c->role, c->domain, c->log_sync, c->log_announce, c->log_delay_req,
+		c->priority1, c->priority2);
+	return stub_error;
+}
+
+/* The build's settings, as main.c sets them at boot. */
+static const struct ctl_config boot_config = {
+	.ip = 0xC0A80132u, .mac = {0x10, 0xe2, 0xd5, 0x00, 0x00, 0x01},
+	.stream = { .dst_port = 5000, .payload = 1472, .enable = 0x0F },
+	.emulator = { .mode = 0, .rate = 0x80000000u, .seed = 1 },
+	.ptp = { .role = 0, .transport = 0, .domain = 0, .log_sync = 0, .log_announce = 1, .log_delay_req = 0,
+		 .priority1 = 128, .priority2 = 128 },
+};
+
 int main(int argc, char **argv)
 {
 	static uint8_t req[65536], rsp[2048];
@@ -81,13 +98,14 @@ int main(int argc, char **argv)
 		.board = "sim", .build_id = "0123456789ab", .ident = "ethdaq sim test",
 		.boots = 3, .reset_cause = 2, .watchdog_resets = 1,
 	};
-	struct ctl_ops ops = { stream_start, stream_stop, emulator, status, ptp_status };
+	struct ctl_ops ops = { stream_start, stream_stop, emulator, status, ptp_status, ptp_config };
 	size_t cap = argc > 1 ? (size_t)atoi(argv[1]) : sizeof(rsp);
 	int session = argc > 2 && strcmp(argv[2], "session") == 0;
 	uint32_t src_ip = argc > 2 && !session ? (uint32_t)strtoul(argv[2], NULL, 0) : 0xC0A80164u;
 	size_t n = fread(req, 1, sizeof(req), stdin);
 	int r = 0;
 	stub_error = argc > 3 ? atoi(argv[3]) : 0;
+	st.config = boot_config;
 	if (argc > 4)
 		id.ident = argv[4];
 	static uint8_t key[CTL_KEY_MAX];
@@ -143,7 +161,7 @@ int main(int argc, char **argv)
 		if (st.reboot_pending) {
 			struct ctl_state fresh = { .access = { .allow = st.access.allow, .nallow = st.access.nallow },
 						   .key = st.key, .key_len = st.key_len,
-						   .auth_counter = st.auth_counter };
+						   .auth_counter = st.auth_counter, .config = boot_config };
 			fprintf(stderr, "call=reboot\n");
 			st = fresh;
 			id.boots++;
