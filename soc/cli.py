@@ -189,6 +189,10 @@ def cmd_build(args):
     if board.is_sim and args.sys_clk_freq:
         raise CLIError("the simulated board's sys clock is fixed at 125 MHz (it is the GMII clock)")
     soc_kwargs = _soc_kwargs(args)
+    if args.pin_probe:
+        if not board.is_sim:
+            raise CLIError(f"--pin-probe reports from the simulated board's pins; {board.name} is real hardware")
+        soc_kwargs["with_pin_probe"] = True
     build.preflight(board, output_dir)
     log = output_dir / "build.log"
     print(f"building {board.name} in {output_dir} (log: {log}) ...", flush=True)
@@ -259,6 +263,8 @@ def cmd_sim(args):
     sim.check_can_run(args.netns)  # Fail before the (long) build.
     output_dir = Path(args.output_dir or os.path.join("build", "sim"))
     soc_kwargs = _soc_kwargs(args)
+    if args.pin_probe:
+        soc_kwargs["with_pin_probe"] = True
     build.preflight(board, output_dir)
     log = output_dir / "build.log"
     print(f"building the simulated board in {output_dir} (log: {log}) ...", flush=True)
@@ -469,6 +475,9 @@ def make_parser():
     p.add_argument("--verbose", action="store_true", help="show the build's output instead of writing it to OUTPUT_DIR/build.log")
     p.add_argument("--strict-timing", action="store_true", help="exit with an error when a clock misses its frequency")
     p.add_argument("--sys-clk-freq", type=_freq, help="system clock in Hz (default: the board's, see docs/boards)")
+    p.add_argument("--pin-probe", action="store_true",
+                   help="simulated board only: print the cycle of every control frame at the GMII pins on the "
+                        "console (bench/ctllatency.py)")
     _add_network_options(p)
     p.set_defaults(func=cmd_build)
 
@@ -481,6 +490,8 @@ def make_parser():
     p.add_argument("--tap", default="ethdaq0", help="tap interface name inside the namespace (default ethdaq0)")
     p.add_argument("--output-dir", help="build directory (default build/sim)")
     p.add_argument("--verbose", action="store_true", help="show the build's output instead of writing it to OUTPUT_DIR/build.log")
+    p.add_argument("--pin-probe", action="store_true",
+                   help="print the cycle of every control frame at the GMII pins on the console (bench/ctllatency.py)")
     p.add_argument("--ping", type=int, default=0, metavar="N", help="after boot, ping the board N times")
     p.add_argument("--identify", action="store_true", help="after boot, send an identify request")
     p.add_argument("--stream", type=float, default=0, metavar="S",

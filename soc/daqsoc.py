@@ -12,7 +12,7 @@ import ipaddress
 import subprocess
 from pathlib import Path
 
-from migen import Mux
+from migen import ClockSignal, Instance, Mux
 
 from litex.build.generic_platform import ConstraintError
 from litex.soc.integration.soc_core import SoCCore
@@ -140,6 +140,7 @@ class DAQSoC(SoCCore):
         ptp_log_delay_req = None,
         ptp_status_log    = None,
         with_ptp_testbench = False,
+        with_pin_probe     = False,
         **kwargs):
         self.board        = board
         sys_clk_freq      = int(sys_clk_freq or board.sys_clk_freq)
@@ -166,6 +167,8 @@ class DAQSoC(SoCCore):
             "status interval": ptp_status_log})
         if not (0 <= ptp_domain <= 255):
             raise ValueError(f"PTP domain must be 0..255, not {ptp_domain!r}")
+        if with_pin_probe and not board.is_sim:
+            raise ValueError(f"with_pin_probe reports from the simulated board's pins; {board.name} is real hardware")
         if with_ptp_testbench and not board.is_sim:
             raise ValueError(f"with_ptp_testbench models a board in simulation; {board.name} is real hardware")
 
@@ -222,6 +225,15 @@ class DAQSoC(SoCCore):
                 platform.add_period_constraint(eth_rx_clk, 1e9/self.ethphy.rx_clk_freq)
                 platform.add_period_constraint(eth_tx_clk, 1e9/self.ethphy.tx_clk_freq)
             platform.add_false_path_constraints(self.crg.cd_sys.clk, eth_rx_clk, eth_tx_clk)
+
+        if with_pin_probe:
+            # The control port's frames at the GMII pins, in cycles, on the console
+            # (bench/ctllatency.py).
+            pads = platform.lookup_request("gmii_eth")
+            platform.add_source(str(Path(__file__).resolve().parent.parent / "gateware" / "verilog" /
+                                    "ethdaq_gmii_probe.v"))
+            self.specials += Instance("ethdaq_gmii_probe", p_PORT=ctl_port, i_clk=ClockSignal("sys"),
+                i_rx_dv=pads.rx_dv, i_rx_data=pads.rx_data, i_tx_en=pads.tx_en, i_tx_data=pads.tx_data)
 
         # CPU control port on the hardware UDP stack.
         # With PTP over UDP the same mailbox serves PTP's ports 319 (event) and 320 (general): one

@@ -30,7 +30,7 @@ def board():
     # Built by the CLI in its own process, as a user would: LiteX's generated names depend on
     # what else the process has elaborated, so an in-process build could differ from the CLI's.
     r = subprocess.run(ethdaq_cmd("build", "--board", "sim", "--ip", BOARD_IP, "--mac", MAC, "--ctl-port",
-                                  str(CTL_PORT), "--output-dir", str(REPO / "build" / "test-sim")),
+                                  str(CTL_PORT), "--pin-probe", "--output-dir", str(REPO / "build" / "test-sim")),
                        capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stdout + r.stderr
     # The tap name and host address are run-time settings of the simulation modules.
@@ -152,7 +152,7 @@ def test_sim_command_stops_cleanly_on_sigterm_and_removes_its_namespace():
     binary = REPO / "build" / "test-sim" / "gateware" / "obj_dir" / "Vsim"
     built = binary.stat().st_mtime_ns
     proc = subprocess.Popen(ethdaq_cmd("sim", "--netns", ns, "--tap", TAP, "--ip", BOARD_IP, "--host-ip", HOST_IP,
-                                       "--mac", MAC, "--ctl-port", str(CTL_PORT),
+                                       "--mac", MAC, "--ctl-port", str(CTL_PORT), "--pin-probe",
                                        "--output-dir", str(REPO / "build" / "test-sim")),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
@@ -418,6 +418,17 @@ print(json.dumps(sizes))
     r = ctl(board, "config", "set", "payload=1472", "dst_port=5000", "enable=0xf", "ptp_log_sync=-7",
             "ptp_priority1=128")
     assert r.returncode == 0, r.stderr
+
+
+def test_each_request_gets_one_reply_at_the_pins_within_a_millisecond(board):
+    """bench/ctllatency.py's measurement on this board (built with --pin-probe): each IDENTIFY and
+    STATUS crosses the GMII pins once and its reply once, in that order; the reply starts within
+    1 ms of simulated time of the request's last byte (docs/protocol.md has the figures)."""
+    sys.path.insert(0, str(REPO))
+    from bench.ctllatency import measure
+    res = measure(board, BOARD_IP, CTL_PORT, count=3)
+    for kind in ("identify", "status"):
+        assert len(res[kind]) == 3 and all(0 < c < 125_000 for c in res[kind]), (kind, res[kind])
 
 
 def test_reboot_resets_the_board_once_and_it_comes_back(board):

@@ -507,7 +507,7 @@ def test_config_set_checks_everything_before_applying_anything(ctl_session):
     assert calls == [] and cnt["refused"] == 7
 
 
-def test_config_set_is_the_controllers_alone_and_start_and_emulator_are_remembered(ctl_session):
+def test_config_set_is_the_controllers_alone_and_emulator_settings_are_remembered(ctl_session):
     answers, cnt, calls = ctl_session([
         (CONTROLLER, protocol.claim_request(1)),
         (OTHER, protocol.config_set_request(2, payload=512)),
@@ -519,7 +519,7 @@ def test_config_set_is_the_controllers_alone_and_start_and_emulator_are_remember
     ])
     assert error_of(answers[1], 2) == protocol.ERR_NOT_CONTROLLER
     c = config_of(answers[4], 5)
-    assert (c.dst_ip, c.dst_port, c.payload, c.enable) == (0, 7777, 256, 0x3)   # dst_ip as asked: the requester
+    assert (c.dst_ip, c.dst_port, c.payload, c.enable) == (0, 5000, 1472, 0xF)  # A start is one-off.
     assert (c.emulator_mode, c.emulator_rate, c.emulator_seed) == (2, 1 << 16, 9)
     c = config_of(answers[6], 7)
     assert (c.dst_port, c.payload, c.emulator_mode) == (5000, 1472, 0)

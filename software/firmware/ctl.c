@@ -115,17 +115,15 @@ static int stream_cfg_valid(const struct ctl_stream_cfg *cfg, const struct ctl_i
 }
 
 static int stream_start(struct writer *w, const uint8_t *p, uint32_t seq, uint32_t src_ip,
-                        const struct ctl_identity *id, const struct ctl_ops *ops, struct ctl_counters *cnt,
-                        struct ctl_config *conf)
+                        const struct ctl_identity *id, const struct ctl_ops *ops, struct ctl_counters *cnt)
 {
-	struct ctl_stream_cfg cfg, asked;
+	struct ctl_stream_cfg cfg;
 	uint32_t run = 0;
 	int err;
 
 	if (id->nchannels == 0 || ops == NULL || ops->stream_start == NULL)
 		return refuse(w, seq, CTL_ERR_UNSUPPORTED, cnt);
 	get_stream_cfg(p, &cfg);
-	asked = cfg;
 	if (cfg.dst_ip == 0)
 		cfg.dst_ip = src_ip;
 	if (cfg.dst_ip == 0 || !stream_cfg_valid(&cfg, id))
@@ -133,7 +131,6 @@ static int stream_start(struct writer *w, const uint8_t *p, uint32_t seq, uint32
 	err = ops->stream_start(&cfg, &run);
 	if (err)
 		return refuse(w, seq, err, cnt);
-	conf->stream = asked;  /* CONFIG shows what the last run asked for. */
 	put_header(w, CTL_MSG_STREAM_START | CTL_RESPONSE, seq);
 	put_be32(w, run);
 	put_be32(w, cfg.dst_ip);
@@ -596,7 +593,7 @@ static int execute(struct ctl_state *st, const struct ctl_request *rq, uint8_t *
 		put_string(&w, id->ident);
 		return answered(&w, cnt);
 	case CTL_MSG_STREAM_START:
-		return stream_start(&w, req + CTL_HEADER_SIZE, seq, src_ip, id, ops, cnt, &st->config);
+		return stream_start(&w, req + CTL_HEADER_SIZE, seq, src_ip, id, ops, cnt);
 	case CTL_MSG_STREAM_STOP:
 		if (id->nchannels == 0 || ops == NULL || ops->stream_stop == NULL)
 			return refuse(&w, seq, CTL_ERR_UNSUPPORTED, cnt);

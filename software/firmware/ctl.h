@@ -121,11 +121,12 @@ struct ctl_ptp_config {
 };
 
 /* The board's settings, as CONFIG_GET reports them. The caller fills them in at boot from the
- * build; STREAM_START, EMULATOR and CONFIG_SET change them. */
+ * build; CONFIG_SET changes them, EMULATOR its part. The stream part is what a start uses that
+ * does not say otherwise (the host reads it: STREAM_START always carries every field). */
 struct ctl_config {
 	uint32_t ip;
 	uint8_t  mac[6];
-	struct ctl_stream_cfg   stream;     /* dst_ip 0: the requester of the start. */
+	struct ctl_stream_cfg   stream;     /* dst_ip 0: the requester of the start. Not changed by STREAM_START. */
 	struct ctl_emulator_cfg emulator;
 	struct ctl_ptp_config   ptp;
 };

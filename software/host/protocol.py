@@ -90,10 +90,10 @@ SERVO_STATES = {0: "unlocked", 1: "jump", 2: "locked"}
 PTP_ROLES    = {0: "auto", 1: "master", 2: "slave"}
 
 # CONFIG_GET response, CONFIG_SET request (after a u32 mask) and response: the board's settings.
-# Network addresses (ip, mac; fixed at build time: ethdaq build --ip --mac), the stream settings
-# STREAM_START takes (the last start's, or those set here: `ethdaq ctl start` without options
-# uses them; dst_ip 0 is the requester of the start), the emulator's (applied at once, on every
-# channel), and the PTP port's (role 0 auto 1 master 2 slave, transport 0 UDP/IPv4 1 L2 (fixed
+# Network addresses (ip, mac; fixed at build time: ethdaq build --ip --mac), the stream settings a
+# start uses for what it does not give (`ethdaq ctl start` without options; dst_ip 0 is the
+# requester of the start; STREAM_START itself carries every field and does not change these),
+# the emulator's (applied at once, on every channel; EMULATOR changes them too), and the PTP port's (role 0 auto 1 master 2 slave, transport 0 UDP/IPv4 1 L2 (fixed
 # at build time), domain, log2 intervals of Sync, Announce and Delay_Req (-10..6), priority1
 # and 2; a change restarts the PTP port, its counters too). CONFIG_SET's mask bit i sets
 # CONFIG_FIELDS[i]; other fields keep their value. Nothing is applied unless everything is
