@@ -108,6 +108,10 @@ def _add_network_options(p):
     p.add_argument("--ctl-allow", type=_allow, default="", metavar="NET[,NET...]",
                    help="addresses that may control the board, e.g. 192.168.1.0/24,10.0.0.7 (default: any; "
                         "the first to claim it holds it, docs/protocol.md)")
+    p.add_argument("--with-etherbone", action="store_true",
+                   help="DEBUG ONLY: raw bus access over UDP (LiteX's litex_server --udp) for anyone on the network, "
+                        "past the controller, allow-list and key; the build, the firmware and identify say so")
+    p.add_argument("--etherbone-port", type=_port, default=1234, help="UDP port of --with-etherbone (default 1234)")
     g = p.add_argument_group("PTP (docs/ptp-firmware.md)")
     g.add_argument("--ptp-role", choices=["auto", "master", "slave"], default="auto",
                    help="auto: the best master clock algorithm decides (default); master: always master; slave: never master")
@@ -164,6 +168,14 @@ def _soc_kwargs(args):
                   ptp_role=args.ptp_role, ptp_transport=args.ptp_transport, ptp_domain=args.ptp_domain,
                   ptp_log_sync=args.ptp_log_sync, ptp_log_announce=args.ptp_log_announce,
                   ptp_log_delay_req=args.ptp_log_delay_req)
+    if args.with_etherbone:
+        from ethdaq.soc.daqsoc import ETHERBONE_WARNING, check_etherbone_port
+        try:
+            check_etherbone_port(args.etherbone_port, args.ctl_port)
+        except ValueError as e:
+            raise CLIError(str(e))
+        kwargs.update(with_etherbone=True, etherbone_port=args.etherbone_port)
+        print(ETHERBONE_WARNING.format(port=args.etherbone_port), file=sys.stderr, flush=True)
     if getattr(args, "sys_clk_freq", None):
         kwargs["sys_clk_freq"] = args.sys_clk_freq
     return kwargs

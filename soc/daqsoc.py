@@ -84,6 +84,20 @@ def parse_allow(networks):
     return out
 
 
+DEFAULT_ETHERBONE_PORT = 1234  # LiteX's (litex_server --udp)
+
+ETHERBONE_WARNING = ("WARNING: this build has Etherbone on udp/{port}: anyone who can reach the board can read "
+                     "and write its whole bus (every CSR, the firmware's memory), past the control protocol's "
+                     "controller, allow-list and key. For debugging on a private link only.")
+
+
+def check_etherbone_port(port, ctl_port, data_port=DEFAULT_DATA_PORT):
+    used = {ctl_port: "the control port", data_port: "the DAQ data stream", 319: "PTP", 320: "PTP"}
+    if not (0 < port < 65536) or port in used:
+        raise ValueError(f"Etherbone port must be in 1..65535 and free, not {port!r}"
+                         + (f" (used by {used[port]})" if port in used else ""))
+
+
 def check_ports(ctl_port, data_port=DEFAULT_DATA_PORT):
     """The hardware UDP stack dispatches by local port: each of ours must be distinct."""
     if not (0 < ctl_port < 65536):
@@ -141,6 +155,8 @@ class DAQSoC(SoCCore):
         ptp_status_log    = None,
         with_ptp_testbench = False,
         with_pin_probe     = False,
+        with_etherbone     = False,
+        etherbone_port     = DEFAULT_ETHERBONE_PORT,
         **kwargs):
         self.board        = board
         sys_clk_freq      = int(sys_clk_freq or board.sys_clk_freq)
@@ -155,6 +171,8 @@ class DAQSoC(SoCCore):
         self.ctl_key      = ctl_key
         self.build_id     = build_id or git_hash()
         check_ports(ctl_port, data_port if with_streamer else None)
+        if with_etherbone:
+            check_etherbone_port(etherbone_port, ctl_port, data_port)
         max_payload = max_payload or board.max_payload
         # PTP intervals: the board's (the simulated board runs about 1000x slower than real
         # time), else ptp4l's defaults.
@@ -176,6 +194,8 @@ class DAQSoC(SoCCore):
         self.crg = board.crg(platform, sys_clk_freq)
 
         options = f"ip={ipaddress.IPv4Address(self.ip_address)} ctl={ctl_port} eth_dw={eth_dw} sys={sys_clk_freq/1e6:g}MHz"
+        if with_etherbone:
+            options += f" ETHERBONE=udp/{etherbone_port}"
         kwargs.setdefault("cpu_type",             "vexriscv")
         kwargs.setdefault("cpu_variant",          "minimal")
         kwargs.setdefault("integrated_rom_size",  0x10000)
@@ -234,6 +254,16 @@ class DAQSoC(SoCCore):
                                     "ethdaq_gmii_probe.v"))
             self.specials += Instance("ethdaq_gmii_probe", p_PORT=ctl_port, i_clk=ClockSignal("sys"),
                 i_rx_dv=pads.rx_dv, i_rx_data=pads.rx_data, i_tx_en=pads.tx_en, i_tx_data=pads.tx_data)
+
+        # Raw bus access over UDP, for debugging only (build option --with-etherbone; LiteX's
+        # litex_server --udp talks to it). Without it the DAQ SoC has no way onto its bus from the
+        # network but the firmware's control protocol.
+        if with_etherbone:
+            from liteeth.frontend.etherbone import LiteEthEtherbone
+            self.etherbone = LiteEthEtherbone(self.ethcore.udp, etherbone_port, cd="sys")
+            self.bus.add_master(name="etherbone", master=self.etherbone.wishbone.bus)
+            self.add_constant("ETHDAQ_ETHERBONE_PORT", etherbone_port)
+            self.logger.warning(ETHERBONE_WARNING.format(port=etherbone_port))
 
         # CPU control port on the hardware UDP stack.
         # With PTP over UDP the same mailbox serves PTP's ports 319 (event) and 320 (general): one

@@ -202,6 +202,13 @@ def test_config_assignments_parse_names_numbers_and_addresses():
     assert parse("dst_mac=02:00:00:00:00:01") == ("dst_mac", bytes.fromhex("020000000001"))
 
 
+def test_etherbone_port_clash_is_one_line_before_any_build(tmp_path):
+    r = run("build", "--board", "sim", "--with-etherbone", "--etherbone-port", "7000",
+            "--output-dir", str(tmp_path / "out"))
+    assert_one_line_error(r, "Etherbone port must be in 1..65535 and free, not 7000 (used by the control port)")
+    assert not (tmp_path / "out").exists()
+
+
 @pytest.mark.parametrize("port", ["319", "320"])
 def test_control_port_clashing_with_ptp_is_refused(tmp_path, port):
     r = run("build", "--board", "sim", "--ctl-port", port, "--output-dir", str(tmp_path / "out"))

@@ -166,6 +166,11 @@ int main(void)
 		printf("  control: changes need requests signed with the shared key\n");
 	if (NALLOW > 0)
 		printf("  control: only %u allowed network(s) may take control\n", (unsigned)NALLOW);
+#ifdef ETHDAQ_ETHERBONE_PORT
+	printf("  WARNING: Etherbone on udp/%u: anyone who can reach this board can read and write its\n"
+	       "  WARNING: whole bus, past the controller, allow-list and key. Debug build only.\n",
+	       (unsigned)ETHDAQ_ETHERBONE_PORT);
+#endif
 	build_config(&ctl.config, &id);
 	ptpsvc_init(id.mac, &ctl.config.ptp);
 	printf("ethdaq ready\n");
@@ -174,6 +179,9 @@ int main(void)
 			  (NALLOW > 0 ? CTL_CAP_ALLOW : 0);
 #ifdef CSR_PTP_BASE
 	id.capabilities |= CTL_CAP_PTP;
+#endif
+#ifdef ETHDAQ_ETHERBONE_PORT
+	id.capabilities |= CTL_CAP_ETHERBONE;
 #endif
 	ctl.key = ethdaq_ctl_key;
 	ctl.key_len = ETHDAQ_CTL_KEY_LEN;

@@ -136,7 +136,9 @@ CAP_STREAMER = 0x01  # DAQ streamer (nchannels channels).
 CAP_PTP      = 0x02  # PTP clock, timestamp unit and the firmware's IEEE 1588 port (PTP_STATUS).
 CAP_AUTH     = 0x04  # Built with a shared key: state changes need signed requests.
 CAP_ALLOW    = 0x08  # Built with an allow-list (--ctl-allow).
-CAP_NAMES    = {CAP_STREAMER: "streamer", CAP_PTP: "ptp", CAP_AUTH: "signed requests", CAP_ALLOW: "allow-list"}
+CAP_ETHERBONE = 0x10  # Debug build with raw bus access over UDP (--with-etherbone): anyone can change anything.
+CAP_NAMES    = {CAP_STREAMER: "streamer", CAP_PTP: "ptp", CAP_AUTH: "signed requests", CAP_ALLOW: "allow-list",
+                CAP_ETHERBONE: "ETHERBONE (raw bus access for anyone: debug build)"}
 MAX_STRING     = 255
 
 # STREAM_START request: dst_ip (0: the requester's address), dst_port, payload bytes per datagram
@@ -572,6 +574,7 @@ def c_header():
         f"#define CTL_CAP_PTP          0x{CAP_PTP:02X}u",
         f"#define CTL_CAP_AUTH         0x{CAP_AUTH:02X}u",
         f"#define CTL_CAP_ALLOW        0x{CAP_ALLOW:02X}u",
+        f"#define CTL_CAP_ETHERBONE    0x{CAP_ETHERBONE:02X}u",
         f"#define CTL_ERR_AUTH_REQUIRED {ERR_AUTH_REQUIRED}u",
         f"#define CTL_ERR_AUTH_FAILED  {ERR_AUTH_FAILED}u",
         f"#define CTL_AUTH_LEN         {AUTH.size}u",

@@ -1,0 +1,31 @@
+"""DAQSoC options checked at elaboration (no build): the Etherbone debug option is absent unless
+asked for, and when asked for it is on the bus, announced, and cannot take a port in use."""
+
+import logging
+
+import pytest
+
+from ethdaq.boards import get_board
+from ethdaq.soc.daqsoc import DAQSoC
+
+
+def test_no_raw_bus_access_by_default():
+    soc = DAQSoC(get_board("sim"))
+    assert not hasattr(soc, "etherbone")
+    assert "etherbone" not in soc.bus.masters
+    assert "ETHDAQ_ETHERBONE_PORT" not in soc.constants
+
+
+def test_etherbone_debug_build_is_on_the_bus_and_says_so_loudly(caplog):
+    with caplog.at_level(logging.WARNING):
+        soc = DAQSoC(get_board("sim"), with_etherbone=True, etherbone_port=1235)
+    assert "etherbone" in soc.bus.masters
+    assert soc.constants["ETHDAQ_ETHERBONE_PORT"] == 1235
+    assert any("anyone who can reach the board can read and write its whole bus" in r.getMessage()
+               for r in caplog.records)
+
+
+@pytest.mark.parametrize("port, used", [(7000, "the control port"), (5000, "the DAQ data stream"), (319, "PTP")])
+def test_etherbone_port_must_be_free(port, used):
+    with pytest.raises(ValueError, match=f"used by {used}"):
+        DAQSoC(get_board("sim"), with_etherbone=True, etherbone_port=port)
