@@ -351,7 +351,7 @@ def _print_identity(ident, as_json):
         value = fields[key]
         value = ", ".join(value) or "none" if key == "capabilities" else value
         value = f"udp/{value}" if key == "ctl_port" else f"{value} Hz" if key == "sys_clk_hz" else value
-        print(f"{label:<12}{value}")
+        print(f"{label:<14}{value}")
 
 
 def cmd_ctl(args):

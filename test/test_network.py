@@ -382,6 +382,18 @@ def test_ptp_status_over_the_control_protocol(board):
     assert p["hw_rx_overflows"] == p["hw_tx_overflows"] == p["faults"] == 0
 
 
+def test_each_request_gets_one_reply_at_the_pins_within_10_ms(board):
+    """bench/ctllatency.py's measurement on this board (built with --pin-probe): each IDENTIFY and
+    STATUS crosses the GMII pins once and its reply once, in that order; the reply starts within
+    10 ms of simulated time of the request's last byte (typically 0.15 to 0.2 ms; up to 3 ms when
+    the firmware prints a PTP state change: docs/protocol.md has the figures)."""
+    sys.path.insert(0, str(REPO))
+    from bench.ctllatency import measure
+    res = measure(board, BOARD_IP, CTL_PORT, count=3)
+    for kind in ("identify", "status"):
+        assert len(res[kind]) == 3 and all(0 < c < 1_250_000 for c in res[kind]), (kind, res[kind])
+
+
 def test_config_get_set_and_a_start_that_uses_the_boards_settings(board):
     """`ethdaq ctl config` shows the build's settings; `config set` changes them; `ethdaq ctl start`
     without stream options starts the run with them (datagrams of the set size to the set port);
@@ -418,17 +430,6 @@ print(json.dumps(sizes))
     r = ctl(board, "config", "set", "payload=1472", "dst_port=5000", "enable=0xf", "ptp_log_sync=-7",
             "ptp_priority1=128")
     assert r.returncode == 0, r.stderr
-
-
-def test_each_request_gets_one_reply_at_the_pins_within_a_millisecond(board):
-    """bench/ctllatency.py's measurement on this board (built with --pin-probe): each IDENTIFY and
-    STATUS crosses the GMII pins once and its reply once, in that order; the reply starts within
-    1 ms of simulated time of the request's last byte (docs/protocol.md has the figures)."""
-    sys.path.insert(0, str(REPO))
-    from bench.ctllatency import measure
-    res = measure(board, BOARD_IP, CTL_PORT, count=3)
-    for kind in ("identify", "status"):
-        assert len(res[kind]) == 3 and all(0 < c < 125_000 for c in res[kind]), (kind, res[kind])
 
 
 def test_reboot_resets_the_board_once_and_it_comes_back(board):
