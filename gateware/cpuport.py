@@ -199,6 +199,7 @@ class CPUUDPPort(LiteXModule):
         self._rx_consume   = CSR()  # Write: discard the rest of the waiting datagram.
         self._rx_count     = CSRStatus(32, description="Datagrams accepted.")
         self._rx_dropped   = CSRStatus(32, description="Datagrams dropped because the buffer was full or they were too large.")
+        self._rx_errors    = CSRStatus(32, description="Datagrams discarded because the MAC flagged them (bad FCS).")
         self._rx_local_port = CSRStatus(16, description="Local UDP port the waiting datagram was sent to.")
 
         # TX CSRs.
@@ -217,7 +218,8 @@ class CPUUDPPort(LiteXModule):
         # -------------
         self.rx_data = rx_data = stream.SyncFIFO([("data", 8)], depth=rx_depth, buffered=True)
         self.rx_meta = rx_meta = stream.SyncFIFO(
-            [("ip", 32), ("port", 16), ("local_port", 16), ("length", 16), ("truncated", 1)], depth=rx_datagrams)
+            [("ip", 32), ("port", 16), ("local_port", 16), ("length", 16), ("truncated", 1), ("error", 1)],
+            depth=rx_datagrams)
 
         rx_free    = Signal(max=rx_depth + 2)
         rx_stored  = Signal(16)
@@ -228,6 +230,8 @@ class CPUUDPPort(LiteXModule):
         rx_local   = Signal(16)
         rx_dropped = Signal(32)
         rx_count   = Signal(32)
+        rx_bad     = Signal()    # The MAC flagged a beat of this datagram (bad FCS: on the last).
+        rx_errors  = Signal(32)
         self.comb += rx_free.eq(rx_depth - rx_data.level)
 
         self.rx_fsm = rx_fsm = FSM(reset_state="IDLE")
@@ -242,6 +246,7 @@ class CPUUDPPort(LiteXModule):
                     NextValue(rx_ip,     sink.ip_address),
                     NextValue(rx_port,   sink.src_port),
                     NextValue(rx_local,  sink.dst_port),
+                    NextValue(rx_bad,    0),
                     NextState("RECEIVE")
                 ).Else(
                     NextValue(rx_dropped, rx_dropped + 1),
@@ -261,11 +266,16 @@ class CPUUDPPort(LiteXModule):
                     ),
                 ),
                 NextValue(rx_seen, rx_seen + 1),
+                If(sink.error != 0,
+                    NextValue(rx_bad, 1)
+                ),
                 If(sink.last,
                     NextState("COMMIT")
                 )
             )
         )
+        # A flagged datagram is stored like the others (its error shows on its last byte, after
+        # the rest) and discarded unseen by the CPU when it reaches the head (rx_errors).
         rx_fsm.act("COMMIT",
             rx_meta.sink.valid.eq(1),
             rx_meta.sink.ip.eq(rx_ip),
@@ -273,7 +283,12 @@ class CPUUDPPort(LiteXModule):
             rx_meta.sink.local_port.eq(rx_local),
             rx_meta.sink.length.eq(rx_stored),
             rx_meta.sink.truncated.eq(rx_stored != rx_length),
-            NextValue(rx_count, rx_count + 1),
+            rx_meta.sink.error.eq(rx_bad),
+            If(rx_bad,
+                NextValue(rx_errors, rx_errors + 1)
+            ).Else(
+                NextValue(rx_count, rx_count + 1)
+            ),
             NextState("IDLE")
         )
         rx_fsm.act("DROP",
@@ -285,9 +300,10 @@ class CPUUDPPort(LiteXModule):
 
         # RX Control-Path (CPU side).
         # ---------------------------
-        _add_rx_reader(self, rx_data, rx_meta)
+        _add_rx_reader(self, rx_data, rx_meta, skip=rx_meta.source.error)
         self.comb += [
-            self._rx_ready.status.eq(rx_meta.source.valid & self.rx_cpu_fsm.ongoing("IDLE")),
+            self._rx_ready.status.eq(rx_meta.source.valid & ~rx_meta.source.error & self.rx_cpu_fsm.ongoing("IDLE")),
+            self._rx_errors.status.eq(rx_errors),
             self._rx_ip.status.eq(rx_meta.source.ip),
             self._rx_port.status.eq(rx_meta.source.port),
             self._rx_local_port.status.eq(rx_meta.source.local_port),

@@ -60,7 +60,12 @@ class TXPath(LiteXModule):
 
         # # #
 
-        self.comb += phy.source.connect(mac_phy.source)  # Receive: straight to LiteEth.
+        # Receive: straight to LiteEth. LiteEth's 8-bit PHYs (GMII, RGMII, MII) leave last_be at 0,
+        # and its FCS checker then checks nothing (its CRC engine is selected by last_be): a frame
+        # with a bad FCS went up the stack as good and was never counted. Mark the last byte valid.
+        self.comb += phy.source.connect(mac_phy.source)
+        if dw == 8:
+            self.comb += mac_phy.source.last_be.eq(phy.source.last)
 
         r = ClockDomainsRenamer(cd_tx)
         self.framer    = framer    = r(UDPFramer(mac_address, ip_address, dw=dw))

@@ -23,6 +23,7 @@ from liteeth.core import LiteEthUDPIPCore
 
 from ethdaq.gateware.cpuport import CPUMACPort, CPUUDPPort, connect_udp_ports
 from ethdaq.gateware.emulator import add_emulators
+from ethdaq.gateware.macstats import MACErrors
 from ethdaq.gateware.streamer import DAQStreamer
 from ethdaq.gateware.tsu import PTPClock, PTPClockCSR, PTPTimestamper, phy_corrections_ns, tap
 from ethdaq.gateware.txpath import TXPath, connect_streamer
@@ -233,6 +234,8 @@ class DAQSoC(SoCCore):
         # the MAC's clock-crossing FIFO (its AsyncFIFOBuffered reads on ready in the same cycle):
         # on ECP5 that chain was the sys clock's critical path (17 ns). A buffer with registered
         # valid and ready at the MAC core's output, the first element in sys, cuts it there.
+        # The MAC's receive error counts, which LiteEth builds but does not export.
+        self.eth_errors = MACErrors(self.ethcore.mac.core)
         rx_pipeline = self.ethcore.mac.core.rx_datapath.pipeline
         self.eth_rx_buffer = stream.Buffer(eth_phy_description(eth_dw), pipe_valid=True, pipe_ready=True)
         rx_pipeline.insert(len(rx_pipeline) - 1, self.eth_rx_buffer)

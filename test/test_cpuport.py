@@ -17,13 +17,16 @@ from liteeth.mac import LiteEthMAC
 from ethdaq.gateware.cpuport import CPUUDPPort, CPUMACPort, connect_udp_ports
 
 
-def send_datagram(sink, payload, ip=0xC0A80164, port=5555, declared=None, padding=0, dst_port=None):
-    """Drive one datagram into the port's sink as the LiteEth UDP crossbar would (dw=8)."""
+def send_datagram(sink, payload, ip=0xC0A80164, port=5555, declared=None, padding=0, dst_port=None, error_at=None):
+    """Drive one datagram into the port's sink as the LiteEth UDP crossbar would (dw=8). error_at:
+    the beat that carries the MAC's error flag (-1: the last, as a bad FCS does)."""
     data = list(payload) + [0xEE] * padding
     declared = len(payload) if declared is None else declared
+    flagged = None if error_at is None else error_at % len(data)
     for i, b in enumerate(data):
         yield sink.valid.eq(1)
         yield sink.data.eq(b)
+        yield sink.error.eq(i == flagged)
         yield sink.last.eq(i == len(data) - 1)
         yield sink.length.eq(declared)
         yield sink.ip_address.eq(ip)
@@ -94,6 +97,32 @@ def test_rx_datagrams_in_order_with_metadata_and_padding_stripped():
     assert [g[0] for g in got] == datagrams
     assert [g[1]["port"] for g in got] == [1000, 1001, 1002, 1003]
     assert all(g[1]["ip"] == 0xC0A80164 and g[1]["truncated"] == 0 for g in got)
+
+
+def test_rx_datagrams_the_mac_flagged_are_discarded_unseen_and_counted():
+    """A bad FCS reaches LiteEth's UDP layer as the error flag on the last beat (the data is
+    already stored by then): the CPU never sees such a datagram, and it is counted."""
+    dut = CPUUDPPort(udp_port=7000, rx_depth=512, rx_datagrams=4)
+    got = []
+
+    def producer():
+        yield from send_datagram(dut.sink, b"good one")
+        yield from send_datagram(dut.sink, b"bad fcs", error_at=-1)
+        yield from send_datagram(dut.sink, b"x" * 40, error_at=3)
+        yield from send_datagram(dut.sink, b"good two", padding=10)
+        yield from send_datagram(dut.sink, b"!", padding=17, error_at=-1)  # Flag on the padding.
+
+    def consumer():
+        for _ in range(2):
+            got.append((yield from cpu_read_datagram(dut)))
+        for _ in range(300):
+            yield
+        assert not (yield dut._rx_ready.status)
+        assert (yield dut._rx_errors.status) == 3
+        assert (yield dut._rx_count.status) == 2
+
+    run_simulation(dut, [producer(), consumer()])
+    assert [g[0] for g in got] == [b"good one", b"good two"]
 
 
 def test_rx_overload_drops_whole_datagrams_counts_them_and_never_stalls():

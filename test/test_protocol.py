@@ -170,6 +170,7 @@ def test_stop_emulator_and_status_round_trip(ctl_host):
             st.arp_timeouts, st.dst_flags, st.dst_mac, st.stale) == (1, 42, 0x0000000100000002, 7, 3, 4, 5,
                                                           protocol.DST_VALID, bytes(range(0xa0, 0xa6)), 6)
     assert (st.boots, st.reset_cause_name, st.watchdog_resets, st.uptime_ms) == (3, "reboot", 1, 0)
+    assert (st.rx_fcs_errors, st.rx_preamble_errors) == (11, 12)
 
 
 # --- Retransmission safety: the reply cache --------------------------------------------------------

@@ -650,6 +650,8 @@ static int execute(struct ctl_state *st, const struct ctl_request *rq, uint8_t *
 		put_u8(&w, id->reset_cause);
 		put_be16(&w, id->watchdog_resets);
 		put_be32(&w, (uint32_t)rq->now_ms);
+		put_be32(&w, sv.rx_fcs_errors);
+		put_be32(&w, sv.rx_preamble_errors);
 		return answered(&w, cnt);
 	}
 	case CTL_MSG_REBOOT: {

@@ -142,6 +142,8 @@ struct ctl_status {
 	uint8_t  dst_flags;       /* CTL_DST_VALID, CTL_DST_UNREACHABLE. */
 	uint8_t  dst_mac[6];      /* Destination MAC in use. */
 	uint32_t stale;           /* Datagrams of an earlier run discarded unsent. */
+	uint32_t rx_fcs_errors;   /* Received frames with a bad FCS (the MAC's count). */
+	uint32_t rx_preamble_errors;
 };
 
 /* Everything the handler keeps between requests. Zeroed at start, then access.allow/nallow, the key

@@ -318,6 +318,8 @@ local CTL_MESSAGES = {
         { f = ProtoField.uint8("ethdaqctl.status_rsp.reset_cause", "reset_cause", base.DEC, nil), size = 1, },
         { f = ProtoField.uint16("ethdaqctl.status_rsp.watchdog_resets", "watchdog_resets", base.DEC, nil), size = 2, },
         { f = ProtoField.uint32("ethdaqctl.status_rsp.uptime_ms", "uptime_ms", base.DEC, nil), size = 4, },
+        { f = ProtoField.uint32("ethdaqctl.status_rsp.rx_fcs_errors", "rx_fcs_errors", base.DEC, nil), size = 4, },
+        { f = ProtoField.uint32("ethdaqctl.status_rsp.rx_preamble_errors", "rx_preamble_errors", base.DEC, nil), size = 4, },
     }, strings = {} },
     [0x86] = { name = "CLAIM_RSP", fields = {
         { f = ProtoField.uint8("ethdaqctl.claim_rsp.granted", "granted", base.DEC, nil), size = 1, },

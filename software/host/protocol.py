@@ -156,7 +156,8 @@ EMULATOR       = struct.Struct(">BII")      # mode, rate (x 2**-32 per cycle), s
 # the controller's IPv4 (0: nobody holds the board), the lease's remaining milliseconds.
 # Then the board's resets since power-on (boots; a reboot or the watchdog), why the last one
 # happened (RESET_CAUSES), how many of them the watchdog made, and the time since this boot (ms).
-STATUS_RSP     = struct.Struct(">BIQQIIIIIB6sIIIIHBHI")
+# Then received frames the MAC found bad, by class: bad FCS, bad preamble (since the last reset).
+STATUS_RSP     = struct.Struct(">BIQQIIIIIB6sIIIIHBHIII")
 RESET_CAUSES   = {0: "power-on", 1: "watchdog", 2: "reboot"}  # gateware/watchdog.py CAUSE_*
 DST_VALID       = 0x01  # The destination MAC is known: datagrams flow.
 DST_UNREACHABLE = 0x02  # The destination did not answer ARP: datagrams wait, samples are dropped.
@@ -400,6 +401,8 @@ class Status:
     reset_cause:    int
     watchdog_resets: int
     uptime_ms:      int
+    rx_fcs_errors:  int
+    rx_preamble_errors: int
 
     @property
     def reset_cause_name(self):
