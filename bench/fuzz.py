@@ -6,9 +6,9 @@
 """libFuzzer runs over the firmware's packet parsers, built for the host exactly as the target
 builds them, with AddressSanitizer and UndefinedBehaviorSanitizer:
 
-- ctl: software/firmware/ctl.c, the control protocol handler with its reply cache; each input is
+- ctl: software/firmware/protocol/ctl.c, the control protocol handler with its reply cache; each input is
   a conversation of several requesters (test/c/ctl_fuzz.c, whose comment lists the invariants).
-- ptp: software/firmware/ptp/, the PTP stack; each input is a script of received messages,
+- ptp: software/firmware/services/ptp/, the PTP stack; each input is a script of received messages,
   time steps and TX timestamps (test/c/ptp_fuzz.c).
 
 Each harness starts from a small corpus of valid inputs written here, runs --runs inputs (default
@@ -52,10 +52,10 @@ def build(harness, out):
         gen = out / "generated"
         gen.mkdir(exist_ok=True)
         (gen / "ctl_protocol.h").write_text(protocol.c_header())
-        cmd = [clang, "-g", "-O1", *SANITIZE, "-DCTL_FUZZ_LIBFUZZER", f"-I{out}", f"-I{FW}",
-               str(FW / "ctl.c"), str(FW / "hmac_sha256.c"), str(REPO / "test" / "c" / "ctl_fuzz.c"), "-o", str(exe)]
+        cmd = [clang, "-g", "-O1", *SANITIZE, "-DCTL_FUZZ_LIBFUZZER", f"-I{out}", f"-I{FW / 'protocol'}",
+               str(FW / "protocol" / "ctl.c"), str(FW / "protocol" / "hmac_sha256.c"), str(REPO / "test" / "c" / "ctl_fuzz.c"), "-o", str(exe)]
     else:
-        ptp = FW / "ptp"
+        ptp = FW / "services" / "ptp"
         cmd = [clang, "-g", "-O1", *SANITIZE, "-DPTP_FUZZ_LIBFUZZER", f"-I{ptp}",
                *map(str, sorted(ptp.glob("*.c"))), str(REPO / "test" / "c" / "ptp_fuzz.c"), "-o", str(exe)]
     r = subprocess.run(cmd, capture_output=True, text=True)

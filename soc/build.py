@@ -66,6 +66,13 @@ class DAQBuilder(Builder):
         write_key_header(self.generated_dir, getattr(self.soc, "ctl_key", None))
 
     def _generate_rom_software(self, compile_bios=True):
+        # Dependency files of an earlier build can name sources that have moved since (a build
+        # directory kept across an update): make then stops with "No rule to make target". The
+        # firmware compiles in seconds; start it afresh (an unchanged binary keeps the Verilator
+        # build).
+        fw = Path(self.software_dir) / "firmware"
+        for stale in [*fw.glob("*.d"), *fw.glob("*.o")]:
+            stale.unlink()
         # The firmware replaces the BIOS; the LiteX libraries are still built and linked.
         Builder._generate_rom_software(self, compile_bios=False)
 

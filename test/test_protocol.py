@@ -27,8 +27,8 @@ def ctl_host(tmp_path_factory, repo):
     (d / "generated" / "ctl_protocol.h").write_text(protocol.c_header())
     exe = d / "ctl_host"
     subprocess.run(["gcc", "-std=c99", "-Wall", "-Wextra", "-Werror", "-g", "-fsanitize=address,undefined",
-                    "-fno-sanitize-recover=all", f"-I{d}", f"-I{repo}/software/firmware",
-                    str(repo / "software/firmware/ctl.c"), str(repo / "software/firmware/hmac_sha256.c"),
+                    "-fno-sanitize-recover=all", f"-I{d}", f"-I{repo}/software/firmware/protocol",
+                    str(repo / "software/firmware/protocol/ctl.c"), str(repo / "software/firmware/protocol/hmac_sha256.c"),
                     str(repo / "test/c/ctl_host.c"), "-o", str(exe)],
                    check=True)
 
@@ -293,8 +293,8 @@ def test_standalone_fuzzer_keeps_every_invariant_and_reaches_the_reply_cache(ctl
     gen = Path(ctl_host.exe).parent
     subprocess.run(["gcc", "-std=c99", "-D_DEFAULT_SOURCE", "-O1", "-g", "-Wall", "-Wextra", "-Werror",
                     "-fsanitize=address,undefined", "-fno-sanitize-recover=all", f"-I{gen}",
-                    f"-I{repo}/software/firmware", str(repo / "software/firmware/ctl.c"),
-                    str(repo / "software/firmware/hmac_sha256.c"), str(repo / "test/c/ctl_fuzz.c"), "-o", str(exe)],
+                    f"-I{repo}/software/firmware/protocol", str(repo / "software/firmware/protocol/ctl.c"),
+                    str(repo / "software/firmware/protocol/hmac_sha256.c"), str(repo / "test/c/ctl_fuzz.c"), "-o", str(exe)],
                    check=True)
     r = subprocess.run([str(exe), "30000", "7"], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
@@ -592,8 +592,8 @@ def test_hmac_sha256_matches_hashlib_hmac_and_rfc_4231(repo, tmp_path):
     import hmac
     exe = tmp_path / "hmac_host"
     subprocess.run(["gcc", "-std=c99", "-O1", "-g", "-Wall", "-Wextra", "-Werror", "-fsanitize=address,undefined",
-                    "-fno-sanitize-recover=all", f"-I{repo}/software/firmware",
-                    str(repo / "software/firmware/hmac_sha256.c"), str(repo / "test/c/hmac_host.c"), "-o", str(exe)],
+                    "-fno-sanitize-recover=all", f"-I{repo}/software/firmware/protocol",
+                    str(repo / "software/firmware/protocol/hmac_sha256.c"), str(repo / "test/c/hmac_host.c"), "-o", str(exe)],
                    check=True)
     rfc4231 = [  # (key, data, HMAC-SHA256): test cases 1, 2, 3, 4, 6, 7
         ("0b" * 20, b"Hi There".hex(), "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7"),
@@ -648,8 +648,8 @@ def test_cmocka_unit_tests_of_the_handler(ctl_host, repo, tmp_path):
     exe = tmp_path / "ctl_unit"
     gen = Path(ctl_host.exe).parent
     subprocess.run(["gcc", "-std=c99", "-O1", "-g", "-Wall", "-Wextra", "-Werror", "-fsanitize=address,undefined",
-                    "-fno-sanitize-recover=all", f"-I{gen}", f"-I{repo}/software/firmware",
-                    str(repo / "software/firmware/ctl.c"), str(repo / "software/firmware/hmac_sha256.c"),
+                    "-fno-sanitize-recover=all", f"-I{gen}", f"-I{repo}/software/firmware/protocol",
+                    str(repo / "software/firmware/protocol/ctl.c"), str(repo / "software/firmware/protocol/hmac_sha256.c"),
                     str(repo / "test/c/ctl_unit.c"), "-lcmocka", "-o", str(exe)], check=True)
     r = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stdout + r.stderr

@@ -1,4 +1,4 @@
-"""PTP firmware stack (software/firmware/ptp, IEEE 1588-2008): the C built for the host with
+"""PTP firmware stack (software/firmware/services/ptp, IEEE 1588-2008): the C built for the host with
 sanitizers and driven from here (test/c/ptp_host.c), checked against an independent encoder
 (struct, below, and scapy's PTP layer), the standard's dataset comparison and state machine, a
 servo plant model, fuzzing, a two-port simulation (test/c/ptp_sim.c) decoded by tshark, and a
@@ -18,7 +18,7 @@ import pytest
 
 from conftest import REPO
 
-PTP_DIR = REPO / "software" / "firmware" / "ptp"
+PTP_DIR = REPO / "software" / "firmware" / "services" / "ptp"
 SOURCES = sorted(PTP_DIR.glob("*.c"))
 HOST_CFLAGS = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-g", "-fsanitize=address,undefined",
                "-fno-sanitize-recover=all", f"-I{PTP_DIR}"]

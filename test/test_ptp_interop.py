@@ -1,4 +1,4 @@
-"""The simulated board's PTP stack (software/firmware/ptp behind ptpsvc.c) against linuxptp's
+"""The simulated board's PTP stack (software/firmware/services/ptp behind ptpsvc.c) against linuxptp's
 ptp4l on the simulation's tap, inside a private network namespace (docs/ptp-firmware.md,
 "Interop with linuxptp"). These tests prove the protocol, not the accuracy: ptp4l uses software
 timestamps and the board runs ~1000x slower than real time, so neither side can lock to the

@@ -15,12 +15,12 @@
 #include <generated/soc.h>
 #include <generated/ctl_key.h>
 
-#include "ctl.h"
-#include "ctlport.h"
-#include "daq.h"
-#include "console.h"
-#include "ptpsvc.h"
-#include "watchdog.h"
+#include "protocol/ctl.h"
+#include "drivers/ctlport.h"
+#include "drivers/daq.h"
+#include "drivers/console.h"
+#include "services/ptpsvc.h"
+#include "drivers/watchdog.h"
 
 #define IDENT_SIZE 256
 

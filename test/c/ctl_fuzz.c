@@ -2,7 +2,7 @@
  * This file is part of ethdaq.
  * SPDX-License-Identifier: BSD-2-Clause
  *
- * Fuzz harness for software/firmware/ctl.c, the firmware's control protocol handler, built
+ * Fuzz harness for software/firmware/protocol/ctl.c, the firmware's control protocol handler, built
  * unchanged for the host. One input is a conversation: several requesters sending requests
  * through one handler state (counters and reply cache), so mutations reach the retransmission
  * paths, not just the parser.

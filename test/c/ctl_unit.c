@@ -2,7 +2,7 @@
  * This file is part of ethdaq.
  * SPDX-License-Identifier: BSD-2-Clause
  *
- * Unit tests (cmocka) of software/firmware/ctl.c, the control protocol handler, built for the
+ * Unit tests (cmocka) of software/firmware/protocol/ctl.c, the control protocol handler, built for the
  * host as the firmware builds it. The board's operations are cmocka mocks, so each test states
  * which operations a request may run, with which arguments, and fails on any other call.
  * test/test_protocol.py builds and runs this (and checks the wire format against the Python

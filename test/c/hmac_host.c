@@ -1,5 +1,5 @@
 /*
- * Host harness for software/firmware/hmac_sha256.c: each stdin line is "KEYHEX MSGHEX" (KEYHEX "-"
+ * Host harness for software/firmware/protocol/hmac_sha256.c: each stdin line is "KEYHEX MSGHEX" (KEYHEX "-"
  * for a plain SHA-256 of MSG); each stdout line is the digest in hex. MSG is fed in two pieces
  * split at its middle, so hmac_sha256's two-part input is exercised too.
  */

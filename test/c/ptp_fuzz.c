@@ -1,5 +1,5 @@
 /*
- * Fuzz harness for software/firmware/ptp: one input is a script of operations on a port
+ * Fuzz harness for software/firmware/services/ptp: one input is a script of operations on a port
  * (receive a message, advance time, deliver a TX timestamp, format the status), so mutations
  * reach every state, not just the parser.
  *

@@ -1,5 +1,5 @@
 /*
- * Host driver for software/firmware/ptp, for test/test_ptp_fw.py: reads one command per line on
+ * Host driver for software/firmware/services/ptp, for test/test_ptp_fw.py: reads one command per line on
  * stdin, answers on stdout, and ends every answer with a line "." so that Python can drive it
  * interactively (e.g. a servo in a loop with a plant model written in Python).
  *

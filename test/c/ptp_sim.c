@@ -1,5 +1,5 @@
 /*
- * Two PTP ordinary clocks (software/firmware/ptp, unmodified) on a simulated link, each with a
+ * Two PTP ordinary clocks (software/firmware/services/ptp, unmodified) on a simulated link, each with a
  * software clock driven by its own oscillator, for test/test_ptp_fw.py: the fast pre-check of
  * what the cycle-accurate two-board simulation proves later.
  *

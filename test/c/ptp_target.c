@@ -1,6 +1,6 @@
 /*
  * Link probe for the RISC-V target (test/test_ptp_fw.py): references the stack's entry points so
- * that a --gc-sections link of software/firmware/ptp with libgcc shows what the firmware would
+ * that a --gc-sections link of software/firmware/services/ptp with libgcc shows what the firmware would
  * carry: the stack's code after linker relaxation, and which libgcc helpers it pulls in.
  * Never run.
  */

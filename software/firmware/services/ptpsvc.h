@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ptp_port.h"
+#include "ptp/ptp_port.h"
 
 struct ptpsvc_counters {
 	uint32_t rx_ts_missing;     /* event message with no matching RX timestamp record */

@@ -7,7 +7,7 @@
 #ifndef ETHDAQ_DAQ_H
 #define ETHDAQ_DAQ_H
 
-#include "ctl.h"
+#include "protocol/ctl.h"
 #include "ctlport.h"
 
 /* The ops the control protocol handler calls; status also reports the CPU port's counters. */

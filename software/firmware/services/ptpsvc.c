@@ -8,9 +8,9 @@
 #include <generated/csr.h>
 #include <generated/soc.h>
 
-#include "console.h"
-#include "ctl.h"
-#include "ctlport.h"
+#include "drivers/console.h"
+#include "protocol/ctl.h"
+#include "drivers/ctlport.h"
 #include "ptpsvc.h"
 
 #ifdef CSR_PTP_BASE
