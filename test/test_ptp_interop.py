@@ -317,7 +317,7 @@ def test_a_board_selects_ptp4l_as_parent_and_grandmaster(slave_run):
     transport = {"udp": "UDP/IPv4 (224.0.1.129)", "l2": "Ethernet (0x88F7)"}[slave_run.transport]
     banner = [line for line in console if line.startswith("ptp: slave over ")]
     assert len(banner) == 1 and banner[0].startswith(f"ptp: slave over {transport}, domain 0, sync ") and \
-        banner[0].endswith(", delay_req 2^-9 s"), banner
+        banner[0].endswith(", delay_req 2^-9 s, priority 128/128"), banner
     statuses = h.statuses(slave_run.console)
     assert statuses, describe(slave_run)
     for s in statuses:  # from the first state change (LISTENING -> UNCALIBRATED) on
@@ -473,8 +473,8 @@ def test_b_board_announces_itself_and_syncs_two_step(master_run):
 
 def test_b_board_stays_master(master_run):
     console = [line.strip() for line in master_run.console]
-    assert "ptp: master over UDP/IPv4 (224.0.1.129), domain 0, sync 2^-9 s, announce 2^-7 s, delay_req 2^0 s" \
-        in console
+    assert "ptp: master over UDP/IPv4 (224.0.1.129), domain 0, sync 2^-9 s, announce 2^-7 s, delay_req 2^0 s, " \
+        "priority 128/128" in console
     assert h.transitions(console) == [] and h.statuses(console) == []   # no state change at all
     periodic = [line for line in console if line.startswith("ptp: ") and "offset=" in line]
     assert all(line.startswith("ptp: MASTER ") for line in periodic), periodic
