@@ -24,11 +24,12 @@ from litex.gen import *
 
 from litex.soc.interconnect.csr import *
 
-# Why the last reset happened (the `cause` CSR).
-CAUSE_POWER_ON = 0
-CAUSE_WATCHDOG = 1
-CAUSE_REBOOT   = 2
-CAUSE_NAMES    = {CAUSE_POWER_ON: "power-on", CAUSE_WATCHDOG: "watchdog", CAUSE_REBOOT: "reboot"}
+from ethdaq.host import protocol
+
+# Why the last reset happened (the `cause` CSR): the values STATUS carries (protocol.RESET_CAUSES).
+CAUSE_POWER_ON = protocol.RESET_POWER_ON
+CAUSE_WATCHDOG = protocol.RESET_WATCHDOG
+CAUSE_REBOOT   = protocol.RESET_REBOOT
 
 RESET_CYCLES = 16
 

@@ -168,6 +168,8 @@ def _soc_kwargs(args):
                   ptp_role=args.ptp_role, ptp_transport=args.ptp_transport, ptp_domain=args.ptp_domain,
                   ptp_log_sync=args.ptp_log_sync, ptp_log_announce=args.ptp_log_announce,
                   ptp_log_delay_req=args.ptp_log_delay_req)
+    if getattr(args, "pin_probe", False):
+        kwargs["with_pin_probe"] = True
     if args.with_etherbone:
         from ethdaq.soc.daqsoc import ETHERBONE_WARNING, check_etherbone_port
         try:
@@ -201,10 +203,8 @@ def cmd_build(args):
     if board.is_sim and args.sys_clk_freq:
         raise CLIError("the simulated board's sys clock is fixed at 125 MHz (it is the GMII clock)")
     soc_kwargs = _soc_kwargs(args)
-    if args.pin_probe:
-        if not board.is_sim:
-            raise CLIError(f"--pin-probe reports from the simulated board's pins; {board.name} is real hardware")
-        soc_kwargs["with_pin_probe"] = True
+    if args.pin_probe and not board.is_sim:
+        raise CLIError(f"--pin-probe reports from the simulated board's pins; {board.name} is real hardware")
     build.preflight(board, output_dir)
     log = output_dir / "build.log"
     print(f"building {board.name} in {output_dir} (log: {log}) ...", flush=True)
@@ -275,8 +275,6 @@ def cmd_sim(args):
     sim.check_can_run(args.netns)  # Fail before the (long) build.
     output_dir = Path(args.output_dir or os.path.join("build", "sim"))
     soc_kwargs = _soc_kwargs(args)
-    if args.pin_probe:
-        soc_kwargs["with_pin_probe"] = True
     build.preflight(board, output_dir)
     log = output_dir / "build.log"
     print(f"building the simulated board in {output_dir} (log: {log}) ...", flush=True)

@@ -85,8 +85,8 @@ static void print_ip(uint32_t ip)
 	       (unsigned)(ip >> 8) & 0xff, (unsigned)ip & 0xff);
 }
 
-/* The build's settings: what CONFIG_GET reports until STREAM_START, EMULATOR or CONFIG_SET
- * change them (and again after a reboot). */
+/* The build's settings: what CONFIG_GET reports until CONFIG_SET (or EMULATOR, its emulator part)
+ * changes them, and again after a reboot. */
 static void build_config(struct ctl_config *c, const struct ctl_identity *id)
 {
 	memset(c, 0, sizeof(*c));
@@ -192,6 +192,7 @@ int main(void)
 	for (;;) {
 		struct ctlport_datagram d;
 		struct ctl_request rq;
+		uint64_t auth_counter;
 		int n;
 
 		watchdog_feed();
@@ -209,10 +210,11 @@ int main(void)
 		rq.src_ip = d.ip;
 		rq.src_port = d.port;
 		rq.now_ms = ptpsvc_uptime_ms();
+		auth_counter = ctl.auth_counter;
 		n = ctl_handle(&ctl, &rq, tx_buf, sizeof(tx_buf), &id, &ops);
 		if (n > 0)
 			ctlport_send(d.ip, d.port, tx_buf, (size_t)n, &port_stats);
-		if (ctl.auth_counter != watchdog_retained())
+		if (ctl.auth_counter != auth_counter)  /* A signed request was accepted. */
 			watchdog_retain(ctl.auth_counter);
 		if (ctl.reboot_pending) {
 			printf("control: reboot requested by ");

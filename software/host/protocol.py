@@ -16,6 +16,7 @@ Header (8 bytes):
 
 import hashlib
 import hmac
+import ipaddress
 import struct
 from dataclasses import dataclass
 
@@ -158,7 +159,8 @@ EMULATOR       = struct.Struct(">BII")      # mode, rate (x 2**-32 per cycle), s
 # happened (RESET_CAUSES), how many of them the watchdog made, and the time since this boot (ms).
 # Then received frames the MAC found bad, by class: bad FCS, bad preamble (since the last reset).
 STATUS_RSP     = struct.Struct(">BIQQIIIIIB6sIIIIHBHIII")
-RESET_CAUSES   = {0: "power-on", 1: "watchdog", 2: "reboot"}  # gateware/watchdog.py CAUSE_*
+RESET_POWER_ON, RESET_WATCHDOG, RESET_REBOOT = 0, 1, 2   # gateware/watchdog.py records them
+RESET_CAUSES   = {RESET_POWER_ON: "power-on", RESET_WATCHDOG: "watchdog", RESET_REBOOT: "reboot"}
 DST_VALID       = 0x01  # The destination MAC is known: datagrams flow.
 DST_UNREACHABLE = 0x02  # The destination did not answer ARP: datagrams wait, samples are dropped.
 MIN_PAYLOAD    = 64
@@ -336,7 +338,6 @@ def parse_config_assignment(text):
     """'name=value' as `ethdaq ctl config set` takes it → (name, value for config_set_request):
     addresses dotted (dst_ip) or colon-separated (dst_mac), role and mode by name, numbers in
     decimal or 0x hex. ValueError naming what is wrong."""
-    import ipaddress
     name, sep, value = str(text).partition("=")
     name, value = name.strip(), value.strip()
     if not sep or not name:
@@ -365,7 +366,6 @@ def parse_config_assignment(text):
 
 def format_config(config):
     """A Config as a dict of readable values (addresses as text, role and mode by name)."""
-    import ipaddress
     d = dict(config.__dict__)
     d["ip"] = str(ipaddress.IPv4Address(d["ip"]))
     d["dst_ip"] = str(ipaddress.IPv4Address(d["dst_ip"])) if d["dst_ip"] else "requester"
@@ -554,6 +554,9 @@ def c_header():
         f"#define CTL_MSG_PTP_STATUS   0x{MSG_PTP_STATUS:02X}u",
         f"#define CTL_PTP_STATUS_REQ_LENGTH {REQUEST_LENGTH[MSG_PTP_STATUS]}u",
         f"#define CTL_MSG_REBOOT       0x{MSG_REBOOT:02X}u",
+        f"#define CTL_RESET_POWER_ON   {RESET_POWER_ON}u",
+        f"#define CTL_RESET_WATCHDOG   {RESET_WATCHDOG}u",
+        f"#define CTL_RESET_REBOOT     {RESET_REBOOT}u",
         f"#define CTL_MSG_CONFIG_GET   0x{MSG_CONFIG_GET:02X}u",
         f"#define CTL_MSG_CONFIG_SET   0x{MSG_CONFIG_SET:02X}u",
         f"#define CTL_CONFIG_GET_REQ_LENGTH {REQUEST_LENGTH[MSG_CONFIG_GET]}u",

@@ -4,6 +4,7 @@
  */
 #include <generated/csr.h>
 #include <generated/soc.h>
+#include <generated/ctl_protocol.h>
 
 #include "console.h"
 #include "watchdog.h"
@@ -11,9 +12,9 @@
 const char *watchdog_cause_name(uint8_t cause)
 {
 	switch (cause) {
-	case 0:  return "power-on";
-	case 1:  return "watchdog";
-	case 2:  return "reboot";
+	case CTL_RESET_POWER_ON: return "power-on";
+	case CTL_RESET_WATCHDOG: return "watchdog";
+	case CTL_RESET_REBOOT:   return "reboot";
 	default: return "unknown";
 	}
 }
@@ -30,15 +31,15 @@ void watchdog_boot_info(struct boot_info *b)
 	b->watchdog_resets = (uint16_t)watchdog_watchdog_resets_read();
 }
 
-uint32_t watchdog_start(void)
-{
-	watchdog_control_write(ENABLE | FEED);
-	return watchdog_timeout_read();
-}
-
 void watchdog_feed(void)
 {
 	watchdog_control_write(ENABLE | FEED);
+}
+
+uint32_t watchdog_start(void)
+{
+	watchdog_feed();  /* Enabling loads the timeout. */
+	return watchdog_timeout_read();
 }
 
 /* The answer to REBOOT has to leave first: the port's buffer empties into LiteEth's UDP/IP/MAC

@@ -401,20 +401,23 @@ static int start_port(const struct ctl_ptp_config *c)
 
 void ptpsvc_default_config(struct ctl_ptp_config *c)
 {
+	static const uint8_t any_mac[6];
+	struct ptp_config stack;
+
+	ptp_config_default(&stack, any_mac);  /* For the stack's (ptp4l's) default priorities. */
 	c->role          = ETHDAQ_PTP_ROLE;
 	c->transport     = ETHDAQ_PTP_TRANSPORT;
 	c->domain        = ETHDAQ_PTP_DOMAIN;
 	c->log_sync      = ETHDAQ_PTP_LOG_SYNC;
 	c->log_announce  = ETHDAQ_PTP_LOG_ANNOUNCE;
 	c->log_delay_req = ETHDAQ_PTP_LOG_DELAY_REQ;
-	c->priority1     = 128;  /* ptp4l's defaults, as ptp_config_default() */
-	c->priority2     = 128;
+	c->priority1     = stack.priority1;
+	c->priority2     = stack.priority2;
 }
 
 void ptpsvc_init(const uint8_t mac[6], const struct ctl_ptp_config *c)
 {
 	memcpy(port_mac, mac, sizeof(port_mac));
-	ptp_synced_write(0);
 	/* PPS high for the first 100 ms of each second: long enough for any instrument input. */
 	ptp_pps_width_write(100000000);
 	/* A free-running clock starts at 0 s (1970); a master that is not told the time by anyone
