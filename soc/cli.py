@@ -441,8 +441,11 @@ def cmd_ctl(args):
                     print(f"{'rebooted' if rebooted else 'the board had rebooted already'}: boot {st.boots} "
                           f"since power-on, reset cause {st.reset_cause_name}, up {st.uptime_ms} ms")
             elif args.action == "status":
-                st = client.status().__dict__
+                status = client.status()
+                st = status.__dict__
                 st["dst_mac"] = format_mac(st["dst_mac"])
+                st["link"] = status.link_text
+                st["phy_id"] = f"0x{st['phy_id']:08x}"
                 st["controller_ip"] = str(ipaddress.IPv4Address(st["controller_ip"])) if st["controller_ip"] else None
                 if args.json:
                     print(json.dumps(st))

@@ -85,6 +85,8 @@ def parse_allow(networks):
     return out
 
 
+LINK_MBPS = {"1G": 1000, "100M": 100, "10G": 10000}  # Board.link
+
 DEFAULT_ETHERBONE_PORT = 1234  # LiteX's (litex_server --udp)
 
 ETHERBONE_WARNING = ("WARNING: this build has Etherbone on udp/{port}: anyone who can reach the board can read "
@@ -367,3 +369,8 @@ class DAQSoC(SoCCore):
         self.add_constant("ETHDAQ_SAMPLE_BITS", sample_width)
         self.add_constant("ETHDAQ_MAX_PAYLOAD", max_payload)
         self.add_constant("ETHDAQ_DATA_PORT",   data_port)
+        # PHY management (firmware services/phy.c): the speed this build's PHY interface runs at
+        # (a link negotiated at another speed passes no frames: the firmware warns), and how often
+        # the firmware looks at the link.
+        self.add_constant("ETHDAQ_LINK_MBPS",   LINK_MBPS[board.link])
+        self.add_constant("ETHDAQ_PHY_POLL_MS", max(1, round(getattr(board, "phy_poll_interval", 0.1) * 1e3)))

@@ -244,7 +244,9 @@ IDENTITY = protocol.Identity(mac=bytes.fromhex("10e2d5000002"), ip=0xC0A80132, c
                              build_id="0123abcd", ident="ethdaq DAQSoC")
 STATUS = protocol.STATUS_RSP.pack(1, 42, 2**40 + 1, 2**33, 17, 2, 3, 4, 5, protocol.DST_VALID,
                                   bytes.fromhex("020000000001"), 6, 9, 0xC0A80164, 59000,
-                                  3, 2, 1, 123456, 11, 12)
+                                  3, 2, 1, 123456, 11, 12,
+                                  protocol.LINK_PHY | protocol.LINK_UP | protocol.LINK_FULL_DUPLEX, 1000, 2, 1,
+                                  0x65646171)
 R = protocol.RESPONSE
 
 

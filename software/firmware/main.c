@@ -21,6 +21,7 @@
 #include "drivers/console.h"
 #include "services/ptpsvc.h"
 #include "drivers/watchdog.h"
+#include "services/phy.h"
 
 #define IDENT_SIZE 256
 
@@ -132,6 +133,7 @@ int main(void)
 	id.max_payload = ETHDAQ_MAX_PAYLOAD;
 	daq_ops(&ops, &port_stats);
 	ops.ptp_status = ptpsvc_ctl_status;
+	ops.link       = phy_link;
 #ifdef CSR_PTP_BASE
 	ops.ptp_config = ptpsvc_configure;
 #else
@@ -173,6 +175,7 @@ int main(void)
 #endif
 	build_config(&ctl.config, &id);
 	ptpsvc_init(id.mac, &ctl.config.ptp);
+	phy_init();
 	printf("ethdaq ready\n");
 
 	id.capabilities = (id.nchannels ? CTL_CAP_STREAMER : 0) | (ETHDAQ_CTL_KEY_LEN ? CTL_CAP_AUTH : 0) |
@@ -198,6 +201,7 @@ int main(void)
 		watchdog_feed();
 		console_poll();
 		ptpsvc_poll();
+		phy_poll(ptpsvc_uptime_ms());
 		if (!ctlport_receive(&d, rx_buf, sizeof(rx_buf), &port_stats))
 			continue;
 		if (d.local_port != ETHDAQ_CTL_PORT) {

@@ -320,6 +320,11 @@ local CTL_MESSAGES = {
         { f = ProtoField.uint32("ethdaqctl.status_rsp.uptime_ms", "uptime_ms", base.DEC, nil), size = 4, },
         { f = ProtoField.uint32("ethdaqctl.status_rsp.rx_fcs_errors", "rx_fcs_errors", base.DEC, nil), size = 4, },
         { f = ProtoField.uint32("ethdaqctl.status_rsp.rx_preamble_errors", "rx_preamble_errors", base.DEC, nil), size = 4, },
+        { f = ProtoField.uint8("ethdaqctl.status_rsp.link_flags", "link_flags", base.DEC, nil), size = 1, },
+        { f = ProtoField.uint16("ethdaqctl.status_rsp.link_speed", "link_speed", base.DEC, nil), size = 2, },
+        { f = ProtoField.uint32("ethdaqctl.status_rsp.link_losses", "link_losses", base.DEC, nil), size = 4, },
+        { f = ProtoField.uint8("ethdaqctl.status_rsp.phy_address", "phy_address", base.DEC, nil), size = 1, },
+        { f = ProtoField.uint32("ethdaqctl.status_rsp.phy_id", "phy_id", base.DEC, nil), size = 4, },
     }, strings = {} },
     [0x86] = { name = "CLAIM_RSP", fields = {
         { f = ProtoField.uint8("ethdaqctl.claim_rsp.granted", "granted", base.DEC, nil), size = 1, },

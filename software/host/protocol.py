@@ -127,7 +127,7 @@ MAX_ALLOW       = 8      # Allow-list entries (address/prefix) a build takes.
 REPLAY_SOURCES = 4
 REPLAY_HISTORY = 8
 REPLAY_REQ_MAX = 100      # The longest request (CONFIG_SET) with AUTH.
-REPLAY_RSP_MAX = 96
+REPLAY_RSP_MAX = 104     # STATUS (101 bytes) fits; PTP_STATUS (106) is read-only, answered afresh.
 
 # Identify response payload, fixed part; followed by three strings, each u8 length + bytes:
 # board name, build id (git hash), SoC identifier string.
@@ -158,9 +158,18 @@ EMULATOR       = struct.Struct(">BII")      # mode, rate (x 2**-32 per cycle), s
 # Then the board's resets since power-on (boots; a reboot or the watchdog), why the last one
 # happened (RESET_CAUSES), how many of them the watchdog made, and the time since this boot (ms).
 # Then received frames the MAC found bad, by class: bad FCS, bad preamble (since the last reset).
-STATUS_RSP     = struct.Struct(">BIQQIIIIIB6sIIIIHBHIII")
+# Then the link as the PHY reports it over MDIO (firmware services/phy.c): flags (LINK_*), speed
+# (Mb/s, 0 unknown), link losses since boot, the PHY's MDIO address (NO_PHY: none answered) and
+# its identifier (registers 2 and 3).
+STATUS_RSP     = struct.Struct(">BIQQIIIIIB6sIIIIHBHIIIBHIBI")
 RESET_POWER_ON, RESET_WATCHDOG, RESET_REBOOT = 0, 1, 2   # gateware/watchdog.py records them
 RESET_CAUSES   = {RESET_POWER_ON: "power-on", RESET_WATCHDOG: "watchdog", RESET_REBOOT: "reboot"}
+LINK_UP          = 0x01  # The PHY reports the link up.
+LINK_FULL_DUPLEX = 0x02
+LINK_AUTONEG     = 0x04  # Speed and duplex were auto-negotiated (else forced).
+LINK_PHY         = 0x08  # A PHY answers on MDIO: the other LINK_ flags are known.
+LINK_MISMATCH    = 0x10  # The link's speed is not the one this build's PHY interface runs at.
+NO_PHY           = 0xFF
 DST_VALID       = 0x01  # The destination MAC is known: datagrams flow.
 DST_UNREACHABLE = 0x02  # The destination did not answer ARP: datagrams wait, samples are dropped.
 MIN_PAYLOAD    = 64
@@ -403,6 +412,26 @@ class Status:
     uptime_ms:      int
     rx_fcs_errors:  int
     rx_preamble_errors: int
+    link_flags:     int
+    link_speed:     int
+    link_losses:    int
+    phy_address:    int
+    phy_id:         int
+
+    @property
+    def link_text(self):
+        """'up, 1000 Mb/s full duplex (auto-negotiated)', 'down', or why it is unknown."""
+        if not self.link_flags & LINK_PHY:
+            return "unknown (no PHY answers on MDIO)"
+        if not self.link_flags & LINK_UP:
+            return "down"
+        text = "up"
+        if self.link_speed:
+            text += (f", {self.link_speed} Mb/s {'full' if self.link_flags & LINK_FULL_DUPLEX else 'half'} duplex"
+                     f" ({'auto-negotiated' if self.link_flags & LINK_AUTONEG else 'forced'})")
+        if self.link_flags & LINK_MISMATCH:
+            text += ", NOT the speed of this build's PHY interface: no frames pass"
+        return text
 
     @property
     def reset_cause_name(self):
@@ -595,6 +624,12 @@ def c_header():
         f"#define CTL_REPLAY_RSP_MAX   {REPLAY_RSP_MAX}u",
         f"#define CTL_MIN_PAYLOAD      {MIN_PAYLOAD}u",
         f"#define CTL_DST_VALID        0x{DST_VALID:02X}u",
+        f"#define CTL_LINK_UP          0x{LINK_UP:02X}u",
+        f"#define CTL_LINK_FULL_DUPLEX 0x{LINK_FULL_DUPLEX:02X}u",
+        f"#define CTL_LINK_AUTONEG     0x{LINK_AUTONEG:02X}u",
+        f"#define CTL_LINK_PHY         0x{LINK_PHY:02X}u",
+        f"#define CTL_LINK_MISMATCH    0x{LINK_MISMATCH:02X}u",
+        f"#define CTL_NO_PHY           0x{NO_PHY:02X}u",
         f"#define CTL_DST_UNREACHABLE  0x{DST_UNREACHABLE:02X}u",
         f"#define CTL_STREAM_START_REQ_LENGTH {REQUEST_LENGTH[MSG_STREAM_START]}u",
         f"#define CTL_STREAM_STOP_REQ_LENGTH  {REQUEST_LENGTH[MSG_STREAM_STOP]}u",

@@ -96,7 +96,13 @@ static int op_ptp_config(const struct ctl_ptp_config *c)
 	return ops_error;
 }
 
-static const struct ctl_ops ops = { op_start, op_stop, op_emulator, op_status, op_ptp, op_ptp_config };
+static void op_link(struct ctl_link *l)
+{
+	l->flags = CTL_LINK_PHY | CTL_LINK_UP;
+	l->speed = 100;
+}
+
+static const struct ctl_ops ops = { op_start, op_stop, op_emulator, op_status, op_ptp, op_ptp_config, op_link };
 
 static uint32_t counter_sum(const struct ctl_counters *c)
 {

@@ -52,6 +52,12 @@ static void status(struct ctl_status *st)
 		st->dst_mac[i] = (uint8_t)(0xa0 + i);
 }
 
+static void link(struct ctl_link *l)
+{
+	l->flags = CTL_LINK_PHY | CTL_LINK_UP | CTL_LINK_FULL_DUPLEX | CTL_LINK_AUTONEG;
+	l->speed = 1000; l->losses = 13; l->phy_address = 1; l->phy_id = 0x65646171u;
+}
+
 static int ptp_status(struct ctl_ptp_status *p)
 {
 	p->state = 9; p->servo_state = 2; p->role = 2; p->transport = 1;
@@ -98,7 +104,7 @@ int main(int argc, char **argv)
 		.board = "sim", .build_id = "0123456789ab", .ident = "ethdaq sim test",
 		.boots = 3, .reset_cause = 2, .watchdog_resets = 1,
 	};
-	struct ctl_ops ops = { stream_start, stream_stop, emulator, status, ptp_status, ptp_config };
+	struct ctl_ops ops = { stream_start, stream_stop, emulator, status, ptp_status, ptp_config, link };
 	size_t cap = argc > 1 ? (size_t)atoi(argv[1]) : sizeof(rsp);
 	int session = argc > 2 && strcmp(argv[2], "session") == 0;
 	uint32_t src_ip = argc > 2 && !session ? (uint32_t)strtoul(argv[2], NULL, 0) : 0xC0A80164u;

@@ -652,6 +652,16 @@ static int execute(struct ctl_state *st, const struct ctl_request *rq, uint8_t *
 		put_be32(&w, (uint32_t)rq->now_ms);
 		put_be32(&w, sv.rx_fcs_errors);
 		put_be32(&w, sv.rx_preamble_errors);
+		struct ctl_link lk;
+		memset(&lk, 0, sizeof(lk));
+		lk.phy_address = CTL_NO_PHY;
+		if (ops != NULL && ops->link != NULL)
+			ops->link(&lk);
+		put_u8(&w, lk.flags);
+		put_be16(&w, lk.speed);
+		put_be32(&w, lk.losses);
+		put_u8(&w, lk.phy_address);
+		put_be32(&w, lk.phy_id);
 		return answered(&w, cnt);
 	}
 	case CTL_MSG_REBOOT: {

@@ -131,6 +131,15 @@ struct ctl_config {
 	struct ctl_ptp_config   ptp;
 };
 
+/* The link as the PHY reports it over MDIO (STATUS). */
+struct ctl_link {
+	uint8_t  flags;           /* CTL_LINK_*. */
+	uint16_t speed;           /* Mb/s; 0 unknown. */
+	uint32_t losses;          /* Times the link went down since boot. */
+	uint8_t  phy_address;     /* CTL_NO_PHY: no PHY answered on MDIO. */
+	uint32_t phy_id;
+};
+
 struct ctl_status {
 	uint8_t  running;
 	uint32_t run;
@@ -193,6 +202,7 @@ struct ctl_ops {
 	void (*status)(struct ctl_status *st);
 	int  (*ptp_status)(struct ctl_ptp_status *st);  /* NULL or non-zero: no PTP in this build. */
 	int  (*ptp_config)(const struct ctl_ptp_config *cfg);  /* Restart the PTP port so; NULL: no PTP. */
+	void (*link)(struct ctl_link *l);  /* NULL: link unknown (flags 0, no PHY). */
 };
 
 /*

@@ -1,0 +1,327 @@
+#
+# This file is part of ethdaq.
+# SPDX-License-Identifier: BSD-2-Clause
+
+"""The simulated board's PHY: LiteX's GMII model on the wire side, and what a real PHY chip adds
+on the management side: IEEE 802.3 clause 22 registers over MDIO, a link that goes up and down,
+and auto-negotiation with a link partner.
+
+The firmware manages the PHYs of real boards through LiteEth's `LiteEthPHYMDIO` (CSRs `mdio_w`
+and `mdio_r`: MDC and MDIO as bits). `SimPHY` has the same CSRs, so the same firmware runs on
+both. Behind them, `MDIOPHYModel` answers as a gigabit copper PHY would:
+
+  reg 0  BMCR    auto-negotiation enable, forced speed and duplex; bit 15 resets the registers
+  reg 1  BMSR    abilities, link status (latching low: a link that dropped reads 0 once, even if
+                 it is back), auto-negotiation complete
+  reg 2,3 PHYID  SIM_PHY_ID
+  reg 4  ANAR    what we advertise (10/100); reg 9 GBCR: 1000BASE-T
+  reg 5  ANLPAR  what the link partner advertises (10/100); reg 10 GBSR: 1000BASE-T
+  reg 6  ANER    the partner can auto-negotiate
+  reg 15 ESTATUS 1000BASE-T full and half duplex
+
+The cable (`ethdaq_sim_cable.v`) is how tests unplug it and choose the partner: every
+POLL_CYCLES it reads the file `cable` in the simulation's directory, "LINK SPEED DUPLEX" (for
+example "0 1000 1" unplugged, "1 100 1" a partner that does 100 Mb/s full duplex at most); without
+the file the cable is in and the partner does 1000 Mb/s full duplex. The partner advertises every
+mode up to its speed (half duplex only if DUPLEX is 0), as a switch port limited to that speed
+would; a partner that changes speed or duplex drops the link for one poll first, renegotiating
+as a real one does. While the link is down no frame crosses the pins, in either direction (a frame in flight
+when it drops is finished: the model of the wire cannot truncate one). The GMII model itself
+runs at 1000 Mb/s whatever the negotiated speed: the firmware warns when they differ.
+
+The PHY is not reset by the SoC's resets (watchdog, reboot): like a PHY chip beside the FPGA it
+keeps its registers and its link; it runs in a reset-less domain on the sys clock.
+"""
+
+from pathlib import Path
+
+from migen import *
+
+from litex.gen import *
+
+from litex.soc.interconnect.csr import *
+
+from liteeth.phy.gmii import LiteEthPHYGMII
+
+SIM_PHY_ADDRESS = 1            # Not 0: the firmware has to find it.
+SIM_PHY_ID      = 0x65646171   # "edaq": a model, not a chip (OUI bits of no vendor we know of).
+POLL_CYCLES     = 2**17        # The cable file is read every ~1 ms of simulated time at 125 MHz.
+
+# Clause 22 register numbers and bits (IEEE 802.3 22.2.4, 28.2.4, 40.5).
+BMCR, BMSR, PHYID1, PHYID2, ANAR, ANLPAR, ANER, GBCR, GBSR, ESTATUS = 0, 1, 2, 3, 4, 5, 6, 9, 10, 15
+BMCR_RESET, BMCR_SPEED_LSB, BMCR_ANENABLE, BMCR_ANRESTART, BMCR_FULLDPLX, BMCR_SPEED_MSB = \
+    1 << 15, 1 << 13, 1 << 12, 1 << 9, 1 << 8, 1 << 6
+BMSR_ABILITIES  = 0x7909       # 100TX FD/HD, 10 FD/HD, extended status, AN ability, extended regs.
+BMSR_LSTATUS, BMSR_ANEGCOMPLETE, BMSR_ESTATEN = 1 << 2, 1 << 5, 1 << 8
+ADV_10HALF, ADV_10FULL, ADV_100HALF, ADV_100FULL, ADV_ACK = 1 << 5, 1 << 6, 1 << 7, 1 << 8, 1 << 14
+ANAR_RESET      = ADV_100FULL | ADV_100HALF | ADV_10FULL | ADV_10HALF | 0x0001  # selector: 802.3
+ADV_1000HALF, ADV_1000FULL = 1 << 8, 1 << 9        # GBCR
+LPA_1000HALF, LPA_1000FULL = 1 << 10, 1 << 11      # GBSR
+GBSR_RX_OK      = (1 << 13) | (1 << 12)            # Local and remote receiver status OK.
+GBCR_RESET      = ADV_1000FULL | ADV_1000HALF
+ESTATUS_1000_T  = (1 << 13) | (1 << 12)
+BMCR_RESET_VALUE = BMCR_ANENABLE | BMCR_FULLDPLX | BMCR_SPEED_MSB
+
+# Speed codes of the cable's partner and of the resolved link.
+SPEED_10, SPEED_100, SPEED_1000 = 0, 1, 2
+SPEED_CODES = {10: SPEED_10, 100: SPEED_100, 1000: SPEED_1000}
+
+
+def cable_line(link=True, speed=1000, full_duplex=True):
+    """The text of the cable file (module docstring) for this state."""
+    if speed not in SPEED_CODES:
+        raise ValueError(f"the simulated PHY's partner runs at 10, 100 or 1000 Mb/s, not {speed!r}")
+    return f"{int(bool(link))} {speed} {int(bool(full_duplex))}\n"
+
+
+class MDIOPHYModel(LiteXModule):
+    """Clause 22 management interface of one PHY at `address`.
+
+    mdc, mdio_i: the management station's clock and data (sampled on MDC's rising edge);
+    mdio_o, mdio_oe: what this PHY drives (during a read's second turnaround bit and its data,
+    each bit set up after a rising edge for the station to sample before the next).
+    link, partner_speed, partner_full: the cable. Outputs: link_up (what BMSR reports now),
+    speed and full_duplex as negotiated (or forced through BMCR).
+    """
+    def __init__(self, address=SIM_PHY_ADDRESS, phy_id=SIM_PHY_ID):
+        self.mdc     = Signal()
+        self.mdio_i  = Signal(reset=1)
+        self.mdio_o  = Signal()
+        self.mdio_oe = Signal()
+        self.link          = Signal(reset=1)
+        self.partner_speed = Signal(2, reset=SPEED_1000)
+        self.partner_full  = Signal(reset=1)
+        self.link_up     = Signal()
+        self.speed       = Signal(2)
+        self.full_duplex = Signal()
+
+        # # #
+
+        sync = self.sync
+        bmcr = Signal(16, reset=BMCR_RESET_VALUE)
+        anar = Signal(16, reset=ANAR_RESET)
+        gbcr = Signal(16, reset=GBCR_RESET)
+        link_latch = Signal()  # BMSR.2: 0 once after the link dropped, until read.
+
+        # Auto-negotiation (28B.3 priority resolution): the best mode both sides advertise. The
+        # partner advertises every mode up to its speed; half duplex only when it is half duplex.
+        lp_10_half, lp_10_full, lp_100_half, lp_100_full, lp_1000_half, lp_1000_full = (Signal() for _ in range(6))
+        self.comb += [
+            lp_10_half.eq(1),
+            lp_10_full.eq(self.partner_full),
+            lp_100_half.eq(self.partner_speed >= SPEED_100),
+            lp_100_full.eq((self.partner_speed >= SPEED_100) & self.partner_full),
+            lp_1000_half.eq(self.partner_speed == SPEED_1000),
+            lp_1000_full.eq((self.partner_speed == SPEED_1000) & self.partner_full),
+        ]
+        anlpar = Signal(16)
+        gbsr   = Signal(16)
+        autoneg = Signal()
+        common = Signal()
+        self.comb += [
+            anlpar.eq(Mux(self.link_up & autoneg,
+                ADV_ACK | 0x0001 | Mux(lp_10_half, ADV_10HALF, 0) | Mux(lp_10_full, ADV_10FULL, 0) |
+                Mux(lp_100_half, ADV_100HALF, 0) | Mux(lp_100_full, ADV_100FULL, 0), 0)),
+            gbsr.eq(Mux(self.link_up & autoneg,
+                Mux(lp_1000_half, LPA_1000HALF, 0) | Mux(lp_1000_full, LPA_1000FULL, 0) |
+                Mux(self.speed == SPEED_1000, GBSR_RX_OK, 0), 0)),
+            autoneg.eq((bmcr & BMCR_ANENABLE) != 0),
+        ]
+        self.comb += [
+            common.eq(1),
+            If(~autoneg,
+                # Forced: the speed and duplex BMCR says; the partner must run the same speed.
+                self.speed.eq(Cat((bmcr & BMCR_SPEED_LSB) != 0, (bmcr & BMCR_SPEED_MSB) != 0)),
+                self.full_duplex.eq((bmcr & BMCR_FULLDPLX) != 0),
+                common.eq(self.speed == self.partner_speed),
+            ).Elif(((gbcr & ADV_1000FULL) != 0) & lp_1000_full,
+                self.speed.eq(SPEED_1000), self.full_duplex.eq(1),
+            ).Elif(((gbcr & ADV_1000HALF) != 0) & lp_1000_half,
+                self.speed.eq(SPEED_1000), self.full_duplex.eq(0),
+            ).Elif(((anar & ADV_100FULL) != 0) & lp_100_full,
+                self.speed.eq(SPEED_100), self.full_duplex.eq(1),
+            ).Elif(((anar & ADV_100HALF) != 0) & lp_100_half,
+                self.speed.eq(SPEED_100), self.full_duplex.eq(0),
+            ).Elif(((anar & ADV_10FULL) != 0) & lp_10_full,
+                self.speed.eq(SPEED_10), self.full_duplex.eq(1),
+            ).Elif(((anar & ADV_10HALF) != 0) & lp_10_half,
+                self.speed.eq(SPEED_10), self.full_duplex.eq(0),
+            ).Else(
+                common.eq(0),
+            ),
+            self.link_up.eq(self.link & common),
+        ]
+        bmsr = Signal(16)
+        self.comb += bmsr.eq(BMSR_ABILITIES | Mux(link_latch, BMSR_LSTATUS, 0) |
+                             Mux(self.link_up & autoneg, BMSR_ANEGCOMPLETE, 0))
+
+        # Management frames: 32 ones of preamble, ST 01, OP (10 read, 01 write), PHYAD, REGAD,
+        # turnaround, 16 bits of data (IEEE 802.3 22.2.4.5).
+        mdc_d   = Signal()
+        rising  = Signal()
+        ones    = Signal(6)
+        shift   = Signal(14)  # ST, OP, PHYAD, REGAD as they arrive.
+        count   = Signal(5)
+        data    = Signal(16)
+        regad   = Signal(5)
+        reading = Signal()
+        sync += mdc_d.eq(self.mdc)
+        self.comb += rising.eq(self.mdc & ~mdc_d)
+
+        read_value = Signal(16)
+        self.comb += Case(regad, {
+            BMCR:    read_value.eq(bmcr),
+            BMSR:    read_value.eq(bmsr),
+            PHYID1:  read_value.eq(phy_id >> 16),
+            PHYID2:  read_value.eq(phy_id & 0xffff),
+            ANAR:    read_value.eq(anar),
+            ANLPAR:  read_value.eq(anlpar),
+            ANER:    read_value.eq(Mux(self.link_up & autoneg, 1, 0)),
+            GBCR:    read_value.eq(gbcr),
+            GBSR:    read_value.eq(gbsr),
+            ESTATUS: read_value.eq(ESTATUS_1000_T),
+            "default": read_value.eq(0),
+        })
+
+        bmsr_read = Signal()
+        self.fsm = fsm = FSM(reset_state="PREAMBLE")
+        fsm.act("PREAMBLE",
+            If(rising,
+                If(self.mdio_i,
+                    If(ones != 63, NextValue(ones, ones + 1)),
+                ).Else(
+                    # The start's 0 after at least 32 ones: the frame begins.
+                    If(ones >= 32, NextValue(count, 0), NextState("HEADER")),
+                    NextValue(ones, 0),
+                )
+            )
+        )
+        # ST's 1, OP, PHYAD, REGAD: 13 more bits.
+        fsm.act("HEADER",
+            If(rising,
+                NextValue(shift, Cat(self.mdio_i, shift)),
+                NextValue(count, count + 1),
+                If(count == 12,
+                    # shift holds, oldest first (bit 11 down): ST's 1, OP (2), PHYAD (5), REGAD's
+                    # first 4 bits; this bit is REGAD's last.
+                    If((shift[11] == 1) & (shift[4:9] == address) & (shift[9] != shift[10]),
+                        NextValue(regad, Cat(self.mdio_i, shift[0:4])),
+                        NextValue(reading, shift[10]),  # OP 10: read.
+                        NextValue(count, 0),
+                        NextState("TURNAROUND"),
+                    ).Else(
+                        NextValue(ones, 0), NextState("PREAMBLE"),
+                    )
+                )
+            )
+        )
+        # Two turnaround bits: on a read the PHY drives the second one, 0.
+        fsm.act("TURNAROUND",
+            If(rising,
+                NextValue(count, count + 1),
+                If(count == 0,
+                    If(reading, NextValue(data, read_value), NextValue(self.mdio_oe, 1),
+                        NextValue(self.mdio_o, 0)),
+                ).Else(
+                    NextValue(count, 0),
+                    If(reading, NextValue(self.mdio_o, data[15]), NextValue(data, data << 1)),
+                    NextState("DATA"),
+                )
+            )
+        )
+        fsm.act("DATA",
+            If(rising,
+                NextValue(count, count + 1),
+                If(reading,
+                    NextValue(self.mdio_o, data[15]), NextValue(data, data << 1),
+                ).Else(
+                    NextValue(data, Cat(self.mdio_i, data[:15])),
+                ),
+                If(count == 15,
+                    NextValue(self.mdio_oe, 0),
+                    NextValue(ones, 0),
+                    NextState("END"),
+                )
+            )
+        )
+        fsm.act("END",  # A write takes effect here.
+            NextState("PREAMBLE"),
+        )
+        self.comb += bmsr_read.eq(fsm.ongoing("TURNAROUND") & rising & (count == 0) & reading & (regad == BMSR))
+        sync += [
+            # The link status latches low (22.2.4.2.13): a link that drops clears it at once;
+            # reading BMSR (which returns the latched value) sets it to the link as it is now.
+            If(~self.link_up, link_latch.eq(0)
+            ).Elif(bmsr_read, link_latch.eq(1)),
+            If(fsm.ongoing("END") & ~reading,
+                Case(regad, {
+                    BMCR: If(data & BMCR_RESET,
+                              bmcr.eq(BMCR_RESET_VALUE), anar.eq(ANAR_RESET), gbcr.eq(GBCR_RESET),
+                          ).Else(
+                              bmcr.eq(data & ~(BMCR_RESET | BMCR_ANRESTART))),
+                    ANAR: anar.eq(data),
+                    GBCR: gbcr.eq(data),
+                })
+            ),
+        ]
+
+
+class SimMDIO(LiteXModule):
+    """LiteEthPHYMDIO's CSRs (mdio_w: mdc, oe, w; mdio_r: r), wired to the PHY model instead of a
+    tristate pin; the line idles high (the board's pull-up) when nobody drives it."""
+    def __init__(self, model):
+        self._w = CSRStorage(fields=[
+            CSRField("mdc", size=1),
+            CSRField("oe",  size=1),
+            CSRField("w",   size=1)],
+            name="w")
+        self._r = CSRStatus(fields=[
+            CSRField("r", size=1)],
+            name="r")
+
+        # # #
+
+        line = Signal()
+        self.comb += [
+            model.mdc.eq(self._w.storage[0]),
+            line.eq(Mux(self._w.storage[1], self._w.storage[2], Mux(model.mdio_oe, model.mdio_o, 1))),
+            model.mdio_i.eq(line),
+        ]
+        self.sync += self._r.status[0].eq(line)
+
+
+class SimPHY(LiteEthPHYGMII):
+    """LiteX's GMII model, behind a cable that can be unplugged, with a clause 22 PHY on MDIO."""
+    def __init__(self, platform, pads):
+        gated = Record([(name, len(getattr(pads, name))) for name in ("rx_data", "rx_dv", "rx_er",
+                                                                       "tx_data", "tx_en", "tx_er")])
+        LiteEthPHYGMII.__init__(self, None, gated, model=True)
+        self.cd_simphy = ClockDomain(reset_less=True)
+        self.comb += self.cd_simphy.clk.eq(ClockSignal("sys"))
+        self.phy  = ClockDomainsRenamer("simphy")(MDIOPHYModel())
+        self.mdio = SimMDIO(self.phy)
+
+        # # #
+
+        # The cable file, read by the simulation in its own directory.
+        platform.add_source(str(Path(__file__).resolve().parent / "verilog" / "ethdaq_sim_cable.v"))
+        speed = Signal(2)
+        self.specials += Instance("ethdaq_sim_cable", p_POLL_CYCLES=POLL_CYCLES,
+            i_clk=ClockSignal("sys"), o_link=self.phy.link, o_speed=speed, o_full_duplex=self.phy.partner_full)
+        self.comb += self.phy.partner_speed.eq(speed)
+
+        # Frames cross only while the link is up, whole: the gate changes between frames.
+        rx_pass = Signal()
+        tx_pass = Signal()
+        self.sync.simphy += [
+            If(~pads.rx_dv, rx_pass.eq(self.phy.link_up)),
+            If(~gated.tx_en, tx_pass.eq(self.phy.link_up)),
+        ]
+        self.comb += [
+            gated.rx_data.eq(pads.rx_data),
+            gated.rx_dv.eq(pads.rx_dv & rx_pass),
+            gated.rx_er.eq(pads.rx_er & rx_pass),
+            pads.tx_data.eq(gated.tx_data),
+            pads.tx_en.eq(gated.tx_en & tx_pass),
+            pads.tx_er.eq(gated.tx_er & tx_pass),
+        ]

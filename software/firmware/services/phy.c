@@ -1,0 +1,187 @@
+/*
+ * This file is part of ethdaq.
+ * SPDX-License-Identifier: BSD-2-Clause
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include <generated/soc.h>
+#include <generated/ctl_protocol.h>
+
+#include "drivers/mdio.h"
+#include "phy.h"
+#include "phy_mode.h"
+
+/* What the main loop is doing with the PHY: finding it (reading the ID registers of each MDIO
+ * address in turn), waiting for the next look, or reading the registers of one look. */
+enum state {
+	S_NONE,        /* No MDIO, or no PHY answered: nothing to watch. */
+	S_SCAN_ID1, S_SCAN_ID2,
+	S_WAIT,
+	S_BMSR_LATCHED, S_BMSR_NOW, S_BMCR, S_ANAR, S_ANLPAR, S_GBCR, S_GBSR,
+};
+
+static struct {
+	enum state state;
+	uint8_t  address;
+	uint16_t id1;
+	uint32_t id;
+	uint8_t  known;    /* A look has completed: up/down is the PHY's. */
+	uint8_t  up;
+	uint8_t  lost;     /* This look's latched BMSR says the link dropped since the last one. */
+	uint32_t losses;
+	struct phy_regs regs;
+	struct phy_mode mode;
+	uint8_t  mismatch;
+	uint64_t next_ms;
+} p;
+
+static void read_reg(enum state next, uint8_t reg)
+{
+	p.state = next;
+	mdio_start_read(p.address, reg);
+}
+
+void phy_init(void)
+{
+	memset(&p, 0, sizeof(p));
+	if (!mdio_present()) {
+		printf("phy: this build has no MDIO pins: link state unknown\n");
+		p.state = S_NONE;
+		return;
+	}
+	p.address = 0;
+	read_reg(S_SCAN_ID1, PHY_ID1);
+}
+
+static void link_up(void)
+{
+	char text[64];
+
+	p.up = 1;
+	p.mismatch = 0;
+	if (phy_resolve(&p.regs, &p.mode) != 0) {
+		printf("phy: link up, mode unresolved (BMCR %04x BMSR %04x ANAR %04x ANLPAR %04x GBCR %04x GBSR %04x)\n",
+		       p.regs.bmcr, p.regs.bmsr, p.regs.anar, p.regs.anlpar, p.regs.gbcr, p.regs.gbsr);
+		return;
+	}
+	printf("phy: link up, %s\n", phy_mode_text(&p.mode, text, sizeof(text)));
+	if (p.mode.speed != ETHDAQ_LINK_MBPS) {
+		p.mismatch = 1;
+		printf("phy: WARNING: this build's PHY interface runs at %u Mb/s only: no frames pass at %u Mb/s\n",
+		       (unsigned)ETHDAQ_LINK_MBPS, (unsigned)p.mode.speed);
+	}
+}
+
+void phy_poll(uint64_t now_ms)
+{
+	uint16_t v;
+
+	if (p.state == S_NONE)
+		return;
+	if (p.state == S_WAIT) {
+		if (now_ms < p.next_ms)
+			return;
+		p.next_ms = now_ms + ETHDAQ_PHY_POLL_MS;
+		/* BMSR twice: its link bit latches low, so the first read tells whether the link dropped
+		 * since the last look (even if it is back), the second whether it is up now. */
+		read_reg(S_BMSR_LATCHED, PHY_BMSR);
+		return;
+	}
+	if (mdio_step())
+		return;
+	v = mdio_result();
+	switch (p.state) {
+	case S_SCAN_ID1:
+		p.id1 = v;
+		read_reg(S_SCAN_ID2, PHY_ID2);
+		break;
+	case S_SCAN_ID2:
+		if (phy_id_valid(p.id1, v)) {
+			p.id = (uint32_t)p.id1 << 16 | v;
+			printf("phy: PHY at MDIO address %u, id 0x%08lx\n", (unsigned)p.address, (unsigned long)p.id);
+			p.state = S_WAIT;
+			p.next_ms = now_ms;
+		} else if (++p.address < 32u) {
+			read_reg(S_SCAN_ID1, PHY_ID1);
+		} else {
+			printf("phy: no PHY answers on MDIO (addresses 0 to 31): link state unknown\n");
+			p.state = S_NONE;
+		}
+		break;
+	case S_BMSR_LATCHED:
+		p.lost = p.known && p.up && !(v & PHY_BMSR_LSTATUS);
+		read_reg(S_BMSR_NOW, PHY_BMSR);
+		break;
+	case S_BMSR_NOW:
+		p.regs.bmsr = v;
+		if (p.lost) {
+			p.losses++;
+			p.up = 0;
+			printf("phy: link %s (losses since boot: %lu)\n",
+			       (v & PHY_BMSR_LSTATUS) ? "lost and back since the last look" : "down", (unsigned long)p.losses);
+		} else if (!p.known && !(v & PHY_BMSR_LSTATUS)) {
+			printf("phy: link down\n");
+		}
+		p.known = 1;
+		if ((v & PHY_BMSR_LSTATUS) && !p.up)
+			read_reg(S_BMCR, PHY_BMCR);  /* Up: how fast, which duplex. */
+		else
+			p.state = S_WAIT;
+		break;
+	case S_BMCR:
+		p.regs.bmcr = v;
+		read_reg(S_ANAR, PHY_ANAR);
+		break;
+	case S_ANAR:
+		p.regs.anar = v;
+		read_reg(S_ANLPAR, PHY_ANLPAR);
+		break;
+	case S_ANLPAR:
+		p.regs.anlpar = v;
+		if (p.regs.bmsr & PHY_BMSR_ESTATEN) {
+			read_reg(S_GBCR, PHY_GBCR);
+		} else {
+			p.regs.gbcr = p.regs.gbsr = 0;  /* A 10/100 PHY. */
+			link_up();
+			p.state = S_WAIT;
+		}
+		break;
+	case S_GBCR:
+		p.regs.gbcr = v;
+		read_reg(S_GBSR, PHY_GBSR);
+		break;
+	case S_GBSR:
+		p.regs.gbsr = v;
+		link_up();
+		p.state = S_WAIT;
+		break;
+	default:
+		p.state = S_WAIT;
+		break;
+	}
+}
+
+void phy_link(struct ctl_link *l)
+{
+	memset(l, 0, sizeof(*l));
+	l->phy_address = CTL_NO_PHY;
+	if (p.id == 0)
+		return;
+	l->phy_address = p.address;
+	l->phy_id = p.id;
+	l->losses = p.losses;
+	if (!p.known)
+		return;
+	l->flags = CTL_LINK_PHY;
+	if (p.up) {
+		l->flags |= CTL_LINK_UP;
+		l->speed = p.mode.speed;
+		if (p.mode.full_duplex)
+			l->flags |= CTL_LINK_FULL_DUPLEX;
+		if (p.mode.autoneg)
+			l->flags |= CTL_LINK_AUTONEG;
+		if (p.mismatch)
+			l->flags |= CTL_LINK_MISMATCH;
+	}
+}
