@@ -36,6 +36,7 @@ from ethdaq.gateware.cdcfifo import LevelFIFO
 from ethdaq.gateware.csr import CSRConfig
 from ethdaq.gateware.framer import field_bytes
 from ethdaq.gateware.resolver import ARPResolver, MODE_ARP, MODE_FIXED
+from ethdaq.gateware.streamstats import StreamCounters
 from ethdaq.host import daqformat
 
 # Helpers ------------------------------------------------------------------------------------------
@@ -256,7 +257,7 @@ class DAQStreamer(LiteXModule):
     """
     def __init__(self, nchannels=4, sample_width=16, buffer_bytes=None, timestamp=None, ts_flags=0,
                  src_port=5000, max_payload=8972, cd_tx="sys", clk_freq=125e6,
-                 arp_timeout=0.1, arp_retry_interval=1.0, dw=8):
+                 arp_timeout=0.1, arp_retry_interval=1.0, dw=8, with_stream_counters=True):
         if nchannels < 1:
             raise ValueError(f"nchannels must be >= 1, not {nchannels!r}")
         if sample_width not in (8, 16, 32, 64):
@@ -416,6 +417,15 @@ class DAQStreamer(LiteXModule):
             ]
         self.underrun = self.serializer.underrun  # Must stay 0: checked by the tests.
 
+        # Per-stream counters: what each stream sent, and dropped (gateware/streamstats.py).
+        if with_stream_counters:
+            self.counters = StreamCounters(nchannels, [ch.dropped for ch in self.channels], cd=cd_tx)
+            self.comb += [
+                self.counters.event.eq(self.serializer.sent_event),
+                self.counters.channel.eq(self.serializer.sel),
+                self.counters.nbytes.eq(self.serializer.source.length),
+            ]
+
         # Status (sys). The total of dropped samples is kept by one counter (summing the
         # channels' 64-bit counters took three 64-bit adders), fed by the channels' drop pulses
         # registered (admission and a 64-bit adder in one cycle were the sys critical path).
@@ -463,6 +473,8 @@ class _Serializer(LiteXModule):
         self.underrun = Signal(32)
         self.stale    = Signal(32)
         self.sent     = Signal(64)  # Datagrams sent (not those discarded as stale).
+        self.sent_event = Signal()  # A datagram of channel `sel` with `source.length` bytes went out.
+        self.sel      = Signal(max=max(nchannels, 2))
 
         # # #
 
@@ -477,7 +489,7 @@ class _Serializer(LiteXModule):
             setattr(self, f"word_reg{i}", w)
             self.comb += ch.source.connect(w.sink)
             heads.append((ch.desc, w.source))
-        sel      = Signal(max=max(nchannels, 2))
+        sel      = self.sel
         desc     = Record(descriptor_layout() + [("seq", 64)])
         samples  = stream.Endpoint([("data", channels[0].word_width)])
         self.comb += [
@@ -574,6 +586,7 @@ class _Serializer(LiteXModule):
             """On the datagram's last word: count it and go on."""
             return [
                 NextValue(self.sent, self.sent + 1),
+                self.sent_event.eq(1),
                 If(self.gap != 0,
                     NextValue(gap_count, self.gap),
                     NextState("GAP")

@@ -447,11 +447,26 @@ def cmd_ctl(args):
                 st["link"] = status.link_text
                 st["phy_id"] = f"0x{st['phy_id']:08x}"
                 st["controller_ip"] = str(ipaddress.IPv4Address(st["controller_ip"])) if st["controller_ip"] else None
+                try:
+                    streams = client.streams()
+                except ControlRefused as e:
+                    if e.code != protocol.ERR_UNSUPPORTED:  # A build without a streamer has none.
+                        raise
+                    streams = None
+                st["streams"] = [dict(stream=c.stream, enabled=c.enabled, datagrams=c.datagrams, bytes=c.bytes,
+                                      dropped=c.dropped) for c in streams.streams] if streams else []
                 if args.json:
                     print(json.dumps(st))
                 else:
                     for k, v in st.items():
-                        print(f"{k:<16}{v}")
+                        if k != "streams":
+                            print(f"{k:<16}{v}")
+                    if streams:
+                        print(f"streams of run {streams.run}:")
+                        print(f"  {'stream':>6} {'enabled':>7} {'datagrams':>12} {'bytes':>16} {'dropped':>12}")
+                        for c in streams.streams:
+                            print(f"  {c.stream:>6} {'yes' if c.enabled else 'no':>7} {c.datagrams:>12} "
+                                  f"{c.bytes:>16} {c.dropped:>12}")
         except (ControlTimeout, ControlRefused) as e:
             raise CLIError(str(e))
     return 0

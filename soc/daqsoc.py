@@ -343,6 +343,9 @@ class DAQSoC(SoCCore):
         # data_port through the transmit path, not through LiteEth's UDP/IP layers. Timestamps
         # are the PTP clock's time, flagged TS_PTP while the firmware reports it synchronised.
         if with_streamer:
+            if not (1 <= nchannels <= protocol.MAX_STREAMS):
+                raise ValueError(f"the streamer takes 1 to {protocol.MAX_STREAMS} channels (the control protocol's "
+                                 f"channel mask is 8 bits), not {nchannels!r}")
             if eth_dw != 8:
                 raise ValueError(f"the streamer supports eth_dw=8 for now, not {eth_dw!r}")
             self.streamer = DAQStreamer(nchannels=nchannels, sample_width=sample_width,

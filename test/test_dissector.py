@@ -264,6 +264,11 @@ def response(payload, port=CLIENT_PORT):
     msg_type, _, body = protocol.parse_response(payload)
     if isinstance(body, (protocol.Identity, protocol.Status, protocol.PtpStatus, protocol.Config)):
         fields = dict(vars(body))
+    elif isinstance(body, protocol.Streams):  # Flat, as the dissector names them; unused records 0.
+        fields = dict(run=body.run, nstreams=len(body.streams))
+        for i in range(protocol.MAX_STREAMS):
+            s = body.streams[i] if i < len(body.streams) else None
+            fields.update({f"s{i}_{f}": getattr(s, f) if s else 0 for f in protocol.STREAM_FIELDS})
     else:  # Plain tuples (or the error code): the names docs/protocol.md gives them.
         names = {protocol.MSG_STREAM_START | R: ["run", "dst_ip"], protocol.MSG_STREAM_STOP | R: ["run"],
                  protocol.MSG_EMULATOR | R: [], protocol.MSG_ERROR_RSP: ["code"],
@@ -277,6 +282,8 @@ P = protocol
 MAC = bytes.fromhex("10e2d5000001")
 IDENT_RSP = P.pack_identify_response(11, IDENTITY)
 STATUS_RSP = P.pack_header(P.MSG_STATUS | R, 15) + STATUS
+STREAMS_RSP = P.pack_header(P.MSG_STREAMS | R, 16) + protocol.STREAMS_RSP.pack(
+    7, 2, P.STREAM_PRESENT | P.STREAM_ENABLED, 10, 14720, 0, P.STREAM_PRESENT, 0, 0, 5, *([0] * 4 * 6))
 CONFIG_VALUES = dict(ip=0xC0A80132, mac=MAC, dst_ip=0, dst_port=5000, payload=1472, enable=0xF, backpressure=0,
                      gap=7, dst_mac=bytes(6), emulator_mode=1, emulator_rate=1 << 31, emulator_seed=1, ptp_role=0,
                      ptp_transport=0, ptp_domain=4, ptp_log_sync=-7, ptp_log_announce=1, ptp_log_delay_req=-2,
@@ -296,6 +303,7 @@ CTL_GOOD = [
     to_board(P.ptp_status_request(19)),
     to_board(P.reboot_request(20, boots=3), dict(boots=3)),
     to_board(P.config_get_request(21)),
+    to_board(P.streams_request(16)),
     to_board(P.config_set_request(22, dst_ip=0xC0A80107, payload=1024, ptp_role=2, ptp_log_sync=-3),
              dict(CONFIG_SET_VALUES, mask=0b1001000000010100)),
     response(IDENT_RSP),
@@ -303,6 +311,7 @@ CTL_GOOD = [
     response(P.pack_header(P.MSG_STREAM_STOP | R, 13) + P.STREAM_STOP_RSP.pack(9)),
     response(P.pack_header(P.MSG_EMULATOR | R, 14)),
     response(STATUS_RSP, port=HEUR_PORT),
+    response(STREAMS_RSP),
     response(P.pack_header(P.MSG_ERROR_RSP, 16) + bytes([P.ERR_BUSY])),
     response(P.pack_header(P.MSG_CLAIM | R, 17) + P.CLAIM_RSP.pack(0, 0xC0A80164, 29000)),
     response(P.pack_header(P.MSG_RELEASE | R, 18)),

@@ -193,9 +193,14 @@ board, ctl_port, rate, count = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
 last = {}
 problems = []
 flags = {"first": 0, "last": 0, "overflow": 0}
+received = {}  # stream -> [datagrams, UDP payload bytes, dropped its last header reports]
 
 def check(h, payload):
     n = h.sample_bits // 8
+    r = received.setdefault(h.stream_id, [0, 0, 0])
+    r[0] += 1
+    r[1] += daqformat.HEADER_LEN + h.sample_count * n
+    r[2] = h.dropped
     s = [int.from_bytes(payload[i*n:(i+1)*n], "big") for i in range(h.sample_count)]
     prev = last.get(h.stream_id)
     if h.flags & daqformat.FLAG_FIRST: flags["first"] += 1
@@ -216,7 +221,10 @@ with Receiver(port=5000) as rx, ControlClient(board, ctl_port) as ctl:
     ctl.stream_stop()
     stats = rx.run(idle_timeout=3, on_datagram=check)
     status = ctl.status()
+    streams = ctl.streams()
 print(json.dumps(dict(run=run, problems=problems, flags=flags,
+    received={str(k): v for k, v in sorted(received.items())}, counters_run=streams.run,
+    counters={str(c.stream): [c.datagrams, c.bytes, c.dropped] for c in streams.streams},
     datagrams=stats.datagrams, malformed=stats.malformed_total, kernel=stats.kernel_dropped,
     missing=stats.missing, board_dropped=sum(s.board_dropped for s in stats.streams.values()),
     streams=sorted(stats.streams), status_datagrams=status.datagrams, status_dropped=status.dropped)))
@@ -243,6 +251,8 @@ def test_streaming_below_line_rate_arrives_complete_and_in_order(board):
     assert res["flags"]["first"] == 4 and res["flags"]["last"] == 4
     # Everything the board says it sent arrived (the board counts since reset, runs included).
     assert res["status_dropped"] == 0
+    # Stream by stream, this run: what the board counted sending is what arrived.
+    assert res["counters_run"] == res["run"] and res["counters"] == res["received"]
 
 
 def test_streaming_above_line_rate_drops_are_counted_never_silent(board):
@@ -252,6 +262,7 @@ def test_streaming_above_line_rate_drops_are_counted_never_silent(board):
     assert res["missing"] == 0 and res["malformed"] == 0 and res["kernel"] == 0
     assert res["board_dropped"] > 0 and res["flags"]["overflow"] > 0
     assert res["status_dropped"] == res["board_dropped"]
+    assert res["counters_run"] == res["run"] and res["counters"] == res["received"]
 
 
 def ctl(board, *args, timeout=60):

@@ -174,6 +174,16 @@ def test_stop_emulator_and_status_round_trip(ctl_host):
     assert (st.link_flags, st.link_speed, st.link_losses, st.phy_address, st.phy_id) == (
         protocol.LINK_PHY | protocol.LINK_UP | protocol.LINK_FULL_DUPLEX | protocol.LINK_AUTONEG, 1000, 13, 1, 0x65646171)
     assert st.link_text == "up, 1000 Mb/s full duplex (auto-negotiated)"
+    rsp, _ = ctl_host(protocol.streams_request(5))
+    assert len(rsp) == protocol.HEADER.size + protocol.STREAMS_RSP.size
+    _, _, ss = protocol.parse_response(rsp, expect_seq=5)
+    assert ss.run == 42 and len(ss.streams) == 4
+    assert [s.enabled for s in ss.streams] == [True, True, False, True]
+    assert [(s.stream, s.datagrams, s.bytes, s.dropped) for s in ss.streams] == [
+        (i, 100 + i, 2**40 + i, 7 * i) for i in range(4)]
+    # The records past the build's streams are zero, and say so.
+    body = protocol.STREAMS_RSP.unpack_from(rsp, protocol.HEADER.size)
+    assert body[1] == 4 and all(v == 0 for v in body[2 + 4 * 4:])
 
 
 # --- Retransmission safety: the reply cache --------------------------------------------------------

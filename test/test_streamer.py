@@ -86,6 +86,16 @@ def run_streamer(dut, setup, cycles, capture, tx_period=None):
         capture.underrun = yield dut.streamer.underrun
         capture.status = dict(datagrams=(yield dut.streamer._datagrams.status),
                               dropped=(yield dut.streamer._drop_count.status))
+        # Per-stream counters (gateware/streamstats.py), one stream at a time as the firmware reads.
+        counters = dut.streamer.counters
+        capture.streams = {}
+        for i in range(dut.streamer.nchannels):
+            yield counters._select.storage.eq(i)
+            for _ in range(10):  # Into the transmit domain and back (the firmware waits too).
+                yield
+            capture.streams[i] = dict(datagrams=(yield counters._datagrams.status),
+                                      bytes=(yield counters._bytes.status),
+                                      dropped=(yield counters._dropped.status))
     if tx_period is None:
         run_simulation(dut, [control(), capture.run()])
     else:
@@ -171,6 +181,20 @@ def test_overload_drops_whole_samples_before_framing_counted_and_flagged():
     assert cap.gaps_inside == 0
     # The status totals agree with the datagrams (sent since reset; dropped this run).
     assert cap.status == dict(datagrams=len(cap.datagrams), dropped=total_dropped)
+    check_stream_counters(cap)
+
+
+def check_stream_counters(cap):
+    """Each stream's counters agree with what the capture received of it: datagrams, UDP payload
+    bytes, and the dropped samples its last header reports."""
+    streams = per_stream(cap.datagrams)
+    by_stream = {}
+    for d in cap.datagrams:
+        by_stream.setdefault(daqformat.unpack_header(d).stream_id, []).append(len(d))
+    assert sorted(cap.streams) == sorted(streams)
+    for sid, stream in streams.items():
+        assert cap.streams[sid] == dict(datagrams=len(stream), bytes=sum(by_stream[sid]),
+                                        dropped=stream[-1][0].dropped), sid
 
 
 def test_backpressure_channel_stalls_detector_and_loses_nothing():
@@ -277,6 +301,12 @@ def test_datagrams_of_an_earlier_run_are_discarded_counted_and_never_sent():
             yield
         out["stale"] = (yield dut.streamer.serializer.stale)
         out["sent"] = (yield dut.streamer._datagrams.status)
+        out["stream_datagrams"] = []
+        for i in range(2):
+            yield dut.streamer.counters._select.storage.eq(i)
+            for _ in range(10):
+                yield
+            out["stream_datagrams"].append((yield dut.streamer.counters._datagrams.status))
 
     run_simulation(dut, [control(), cap.run(), count_closed()])
     run1 = sum(1 for run in closed if run == 1)
@@ -288,6 +318,8 @@ def test_datagrams_of_an_earlier_run_are_discarded_counted_and_never_sent():
     for stream in streams.values():
         assert all(h.run == 2 for h, _ in stream)
         check_stream_invariants(stream)
+    # Discarded datagrams are not counted as sent, per stream either.
+    assert sum(out["stream_datagrams"]) == len(cap.datagrams)
 
 
 @pytest.mark.parametrize("kwargs, message", [
@@ -323,3 +355,4 @@ def test_channel_buffers_cross_to_a_faster_or_slower_transmit_clock(tx_period):
     for stream in streams.values():
         assert len(stream) >= 5
         check_stream_invariants(stream)
+    check_stream_counters(cap)  # Counted in eth_tx, read from sys.

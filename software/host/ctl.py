@@ -127,6 +127,10 @@ class ControlClient:
     def status(self):
         return self._expect(protocol.status_request, protocol.MSG_STATUS)
 
+    def streams(self):
+        """This run's counters of each stream: a protocol.Streams."""
+        return self._expect(protocol.streams_request, protocol.MSG_STREAMS)
+
     def ptp_status(self):
         """The board's PTP port: a protocol.PtpStatus."""
         return self._expect(protocol.ptp_status_request, protocol.MSG_PTP_STATUS)

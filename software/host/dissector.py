@@ -287,6 +287,7 @@ def ctl_messages():
         P.MSG_CONFIG_GET | R:   _struct_fields(P.CONFIG, P.CONFIG_FIELDS),
         P.MSG_CONFIG_SET | R:   _struct_fields(P.CONFIG, P.CONFIG_FIELDS),
         P.MSG_PTP_STATUS | R:   _struct_fields(P.PTP_STATUS_RSP, [f.name for f in dataclasses.fields(P.PtpStatus)]),
+        P.MSG_STREAMS | R:      _struct_fields(P.STREAMS_RSP, P.streams_field_names()),
         P.MSG_ERROR_RSP:        _CTL_ERROR_BODY,
     }
     strings = {P.MSG_IDENTIFY_RSP: identity[n_fixed:]}

@@ -220,7 +220,7 @@ local CTL_HEADER = {
 local cf = {}
 cf.magic = ProtoField.uint16("ethdaqctl.magic", "magic", base.HEX, nil)
 cf.version = ProtoField.uint8("ethdaqctl.version", "version", base.DEC, nil)
-cf.type = ProtoField.uint8("ethdaqctl.type", "type", base.HEX, { [0x01] = "IDENTIFY", [0x02] = "STREAM_START", [0x03] = "STREAM_STOP", [0x04] = "EMULATOR", [0x05] = "STATUS", [0x06] = "CLAIM", [0x07] = "RELEASE", [0x08] = "PTP_STATUS", [0x09] = "REBOOT", [0x0A] = "CONFIG_GET", [0x0B] = "CONFIG_SET", [0x81] = "IDENTIFY_RSP", [0x82] = "STREAM_START_RSP", [0x83] = "STREAM_STOP_RSP", [0x84] = "EMULATOR_RSP", [0x85] = "STATUS_RSP", [0x86] = "CLAIM_RSP", [0x87] = "RELEASE_RSP", [0x88] = "PTP_STATUS_RSP", [0x89] = "REBOOT_RSP", [0x8A] = "CONFIG_GET_RSP", [0x8B] = "CONFIG_SET_RSP", [0xFF] = "ERROR_RSP" })
+cf.type = ProtoField.uint8("ethdaqctl.type", "type", base.HEX, { [0x01] = "IDENTIFY", [0x02] = "STREAM_START", [0x03] = "STREAM_STOP", [0x04] = "EMULATOR", [0x05] = "STATUS", [0x06] = "CLAIM", [0x07] = "RELEASE", [0x08] = "PTP_STATUS", [0x09] = "REBOOT", [0x0A] = "CONFIG_GET", [0x0B] = "CONFIG_SET", [0x0C] = "STREAMS", [0x81] = "IDENTIFY_RSP", [0x82] = "STREAM_START_RSP", [0x83] = "STREAM_STOP_RSP", [0x84] = "EMULATOR_RSP", [0x85] = "STATUS_RSP", [0x86] = "CLAIM_RSP", [0x87] = "RELEASE_RSP", [0x88] = "PTP_STATUS_RSP", [0x89] = "REBOOT_RSP", [0x8A] = "CONFIG_GET_RSP", [0x8B] = "CONFIG_SET_RSP", [0x8C] = "STREAMS_RSP", [0xFF] = "ERROR_RSP" })
 cf.seq = ProtoField.uint32("ethdaqctl.seq", "seq", base.DEC, nil)
 
 -- Message type -> name, payload fields in order (ProtoField, size), length-prefixed strings.
@@ -274,6 +274,7 @@ local CTL_MESSAGES = {
         { f = ProtoField.uint8("ethdaqctl.config_set.ptp_priority1", "ptp_priority1", base.DEC, nil), size = 1, },
         { f = ProtoField.uint8("ethdaqctl.config_set.ptp_priority2", "ptp_priority2", base.DEC, nil), size = 1, },
     }, strings = {} },
+    [0x0C] = { name = "STREAMS", fields = {}, strings = {} },
     [0x81] = { name = "IDENTIFY_RSP", fields = {
         { f = ProtoField.ether("ethdaqctl.identify_rsp.mac", "mac"), size = 6, },
         { f = ProtoField.ipv4("ethdaqctl.identify_rsp.ip", "ip"), size = 4, },
@@ -406,6 +407,42 @@ local CTL_MESSAGES = {
         { f = ProtoField.int8("ethdaqctl.config_set_rsp.ptp_log_delay_req", "ptp_log_delay_req", base.DEC), size = 1, },
         { f = ProtoField.uint8("ethdaqctl.config_set_rsp.ptp_priority1", "ptp_priority1", base.DEC, nil), size = 1, },
         { f = ProtoField.uint8("ethdaqctl.config_set_rsp.ptp_priority2", "ptp_priority2", base.DEC, nil), size = 1, },
+    }, strings = {} },
+    [0x8C] = { name = "STREAMS_RSP", fields = {
+        { f = ProtoField.uint32("ethdaqctl.streams_rsp.run", "run", base.DEC, nil), size = 4, },
+        { f = ProtoField.uint8("ethdaqctl.streams_rsp.nstreams", "nstreams", base.DEC, nil), size = 1, },
+        { f = ProtoField.uint8("ethdaqctl.streams_rsp.s0_flags", "s0_flags", base.DEC, nil), size = 1, },
+        { f = ProtoField.uint64("ethdaqctl.streams_rsp.s0_datagrams", "s0_datagrams", base.DEC, nil), size = 8, },
+        { f = ProtoField.uint64("ethdaqctl.streams_rsp.s0_bytes", "s0_bytes", base.DEC, nil), size = 8, },
+        { f = ProtoField.uint64("ethdaqctl.streams_rsp.s0_dropped", "s0_dropped", base.DEC, nil), size = 8, },
+        { f = ProtoField.uint8("ethdaqctl.streams_rsp.s1_flags", "s1_flags", base.DEC, nil), size = 1, },
+        { f = ProtoField.uint64("ethdaqctl.streams_rsp.s1_datagrams", "s1_datagrams", base.DEC, nil), size = 8, },
+        { f = ProtoField.uint64("ethdaqctl.streams_rsp.s1_bytes", "s1_bytes", base.DEC, nil), size = 8, },
+        { f = ProtoField.uint64("ethdaqctl.streams_rsp.s1_dropped", "s1_dropped", base.DEC, nil), size = 8, },
+        { f = ProtoField.uint8("ethdaqctl.streams_rsp.s2_flags", "s2_flags", base.DEC, nil), size = 1, },
+        { f = ProtoField.uint64("ethdaqctl.streams_rsp.s2_datagrams", "s2_datagrams", base.DEC, nil), size = 8, },
+        { f = ProtoField.uint64("ethdaqctl.streams_rsp.s2_bytes", "s2_bytes", base.DEC, nil), size = 8, },
+        { f = ProtoField.uint64("ethdaqctl.streams_rsp.s2_dropped", "s2_dropped", base.DEC, nil), size = 8, },
+        { f = ProtoField.uint8("ethdaqctl.streams_rsp.s3_flags", "s3_flags", base.DEC, nil), size = 1, },
+        { f = ProtoField.uint64("ethdaqctl.streams_rsp.s3_datagrams", "s3_datagrams", base.DEC, nil), size = 8, },
+        { f = ProtoField.uint64("ethdaqctl.streams_rsp.s3_bytes", "s3_bytes", base.DEC, nil), size = 8, },
+        { f = ProtoField.uint64("ethdaqctl.streams_rsp.s3_dropped", "s3_dropped", base.DEC, nil), size = 8, },
+        { f = ProtoField.uint8("ethdaqctl.streams_rsp.s4_flags", "s4_flags", base.DEC, nil), size = 1, },
+        { f = ProtoField.uint64("ethdaqctl.streams_rsp.s4_datagrams", "s4_datagrams", base.DEC, nil), size = 8, },
+        { f = ProtoField.uint64("ethdaqctl.streams_rsp.s4_bytes", "s4_bytes", base.DEC, nil), size = 8, },
+        { f = ProtoField.uint64("ethdaqctl.streams_rsp.s4_dropped", "s4_dropped", base.DEC, nil), size = 8, },
+        { f = ProtoField.uint8("ethdaqctl.streams_rsp.s5_flags", "s5_flags", base.DEC, nil), size = 1, },
+        { f = ProtoField.uint64("ethdaqctl.streams_rsp.s5_datagrams", "s5_datagrams", base.DEC, nil), size = 8, },
+        { f = ProtoField.uint64("ethdaqctl.streams_rsp.s5_bytes", "s5_bytes", base.DEC, nil), size = 8, },
+        { f = ProtoField.uint64("ethdaqctl.streams_rsp.s5_dropped", "s5_dropped", base.DEC, nil), size = 8, },
+        { f = ProtoField.uint8("ethdaqctl.streams_rsp.s6_flags", "s6_flags", base.DEC, nil), size = 1, },
+        { f = ProtoField.uint64("ethdaqctl.streams_rsp.s6_datagrams", "s6_datagrams", base.DEC, nil), size = 8, },
+        { f = ProtoField.uint64("ethdaqctl.streams_rsp.s6_bytes", "s6_bytes", base.DEC, nil), size = 8, },
+        { f = ProtoField.uint64("ethdaqctl.streams_rsp.s6_dropped", "s6_dropped", base.DEC, nil), size = 8, },
+        { f = ProtoField.uint8("ethdaqctl.streams_rsp.s7_flags", "s7_flags", base.DEC, nil), size = 1, },
+        { f = ProtoField.uint64("ethdaqctl.streams_rsp.s7_datagrams", "s7_datagrams", base.DEC, nil), size = 8, },
+        { f = ProtoField.uint64("ethdaqctl.streams_rsp.s7_bytes", "s7_bytes", base.DEC, nil), size = 8, },
+        { f = ProtoField.uint64("ethdaqctl.streams_rsp.s7_dropped", "s7_dropped", base.DEC, nil), size = 8, },
     }, strings = {} },
     [0xFF] = { name = "ERROR_RSP", fields = {
         { f = ProtoField.uint8("ethdaqctl.error_rsp.code", "code", base.DEC, { [1] = "bad version", [2] = "unknown message type", [3] = "bad length", [4] = "value out of range", [5] = "busy (a run is going: stop it first)", [6] = "not supported by this build", [7] = "stale sequence number (not executed)", [8] = "another controller holds the board (ethdaq ctl claim shows which)", [9] = "this address is not in the board's allow-list", [10] = "the board needs signed requests (--key-file)", [11] = "authentication failed (wrong key, or an old counter: is this host's clock behind?)" }), size = 1, },

@@ -38,6 +38,7 @@ MSG_PTP_STATUS    = 0x08
 MSG_REBOOT        = 0x09
 MSG_CONFIG_GET    = 0x0A
 MSG_CONFIG_SET    = 0x0B
+MSG_STREAMS       = 0x0C
 MSG_IDENTIFY_RSP  = MSG_IDENTIFY | RESPONSE
 MSG_ERROR_RSP     = 0xFF
 
@@ -162,6 +163,15 @@ EMULATOR       = struct.Struct(">BII")      # mode, rate (x 2**-32 per cycle), s
 # (Mb/s, 0 unknown), link losses since boot, the PHY's MDIO address (NO_PHY: none answered) and
 # its identifier (registers 2 and 3).
 STATUS_RSP     = struct.Struct(">BIQQIIIIIB6sIIIIHBHIIIBHIBI")
+# STREAMS response: the run the counters belong to, the build's number of streams, then MAX_STREAMS
+# records (those past the build's streams are zero): flags (STREAM_*), datagrams sent, UDP payload
+# bytes sent (DAQ header included), samples dropped. All this run: since its STREAM_START (before
+# the first run, since boot), and after its STOP what it sent.
+MAX_STREAMS    = 8      # STREAM_START's channel mask is 8 bits.
+STREAMS_RSP    = struct.Struct(">IB" + "BQQQ" * MAX_STREAMS)
+STREAM_PRESENT = 0x01   # The build has this stream.
+STREAM_ENABLED = 0x02   # Enabled in the run.
+STREAM_FIELDS  = ("flags", "datagrams", "bytes", "dropped")
 RESET_POWER_ON, RESET_WATCHDOG, RESET_REBOOT = 0, 1, 2   # gateware/watchdog.py records them
 RESET_CAUSES   = {RESET_POWER_ON: "power-on", RESET_WATCHDOG: "watchdog", RESET_REBOOT: "reboot"}
 LINK_UP          = 0x01  # The PHY reports the link up.
@@ -187,6 +197,7 @@ REQUEST_LENGTH = {
     MSG_REBOOT:       HEADER.size + REBOOT.size,
     MSG_CONFIG_GET:   HEADER.size,
     MSG_CONFIG_SET:   HEADER.size + CONFIG_SET.size,
+    MSG_STREAMS:      HEADER.size,
 }
 EMULATOR_MODES = {"off": 0, "counter": 1, "ramp": 2, "pulse": 3}
 
@@ -320,6 +331,10 @@ class Config:
 assert tuple(f for f in Config.__dataclass_fields__) == CONFIG_FIELDS
 
 
+def streams_request(seq):
+    return pack_header(MSG_STREAMS, seq)
+
+
 def config_get_request(seq):
     return pack_header(MSG_CONFIG_GET, seq)
 
@@ -439,6 +454,41 @@ class Status:
 
 
 @dataclass
+class StreamCounters:
+    stream:    int
+    flags:     int
+    datagrams: int
+    bytes:     int
+    dropped:   int
+
+    @property
+    def enabled(self):
+        return bool(self.flags & STREAM_ENABLED)
+
+
+@dataclass
+class Streams:
+    """STREAMS: this run's counters of each of the build's streams."""
+    run:      int
+    streams:  list
+
+    @classmethod
+    def unpack(cls, body):
+        run, n = body[:2]
+        records = [StreamCounters(i, *body[2 + 4*i:6 + 4*i]) for i in range(MAX_STREAMS)]
+        if n > MAX_STREAMS:
+            raise ProtocolError(f"STREAMS says {n} streams, at most {MAX_STREAMS} fit")
+        if any(r.flags & STREAM_PRESENT for r in records[n:]) or any(not r.flags & STREAM_PRESENT for r in records[:n]):
+            raise ProtocolError(f"STREAMS: the present flags disagree with its {n} streams")
+        return cls(run, records[:n])
+
+
+def streams_field_names():
+    """The STREAMS_RSP fields, flat (the dissector's names)."""
+    return ["run", "nstreams"] + [f"s{i}_{f}" for i in range(MAX_STREAMS) for f in STREAM_FIELDS]
+
+
+@dataclass
 class PtpStatus:
     state:          int
     servo_state:    int
@@ -544,6 +594,7 @@ def parse_response(data, expect_seq=None):
         MSG_REBOOT       | RESPONSE: REBOOT_RSP,
         MSG_CONFIG_GET   | RESPONSE: CONFIG,
         MSG_CONFIG_SET   | RESPONSE: CONFIG,
+        MSG_STREAMS      | RESPONSE: STREAMS_RSP,
     }
     if msg_type in fixed:
         st = fixed[msg_type]
@@ -557,6 +608,8 @@ def parse_response(data, expect_seq=None):
             return msg_type, seq, Status(*body)
         if msg_type == MSG_PTP_STATUS | RESPONSE:
             return msg_type, seq, PtpStatus(*body)
+        if msg_type == MSG_STREAMS | RESPONSE:
+            return msg_type, seq, Streams.unpack(body)
         if msg_type in (MSG_CONFIG_GET | RESPONSE, MSG_CONFIG_SET | RESPONSE):
             return msg_type, seq, Config(*body)
         return msg_type, seq, body
@@ -591,6 +644,12 @@ def c_header():
         f"#define CTL_CONFIG_GET_REQ_LENGTH {REQUEST_LENGTH[MSG_CONFIG_GET]}u",
         f"#define CTL_CONFIG_SET_REQ_LENGTH {REQUEST_LENGTH[MSG_CONFIG_SET]}u",
         f"#define CTL_CONFIG_SIZE      {CONFIG.size}u",
+        f"#define CTL_MSG_STREAMS      0x{MSG_STREAMS:02X}u",
+        f"#define CTL_STREAMS_REQ_LENGTH {REQUEST_LENGTH[MSG_STREAMS]}u",
+        f"#define CTL_STREAMS_RSP_SIZE {STREAMS_RSP.size}u",
+        f"#define CTL_MAX_STREAMS      {MAX_STREAMS}u",
+        f"#define CTL_STREAM_PRESENT   0x{STREAM_PRESENT:02X}u",
+        f"#define CTL_STREAM_ENABLED   0x{STREAM_ENABLED:02X}u",
         f"#define CTL_CONFIG_NFIELDS   {len(CONFIG_FIELDS)}u",
         f"#define CTL_CONFIG_FIXED     0x{sum(1 << CONFIG_FIELDS.index(n) for n in CONFIG_FIXED):X}u",
         f"#define CTL_PTP_LOG_MIN      ({PTP_LOG_MIN})",

@@ -102,7 +102,15 @@ static void op_link(struct ctl_link *l)
 	l->speed = 100;
 }
 
-static const struct ctl_ops ops = { op_start, op_stop, op_emulator, op_status, op_ptp, op_ptp_config, op_link };
+static int op_streams(struct ctl_stream_counters *s, uint32_t *run)
+{
+	s[0].datagrams = 1;
+	*run = 1;
+	return ops_error ? -1 : 2;
+}
+
+static const struct ctl_ops ops = { op_start, op_stop, op_emulator, op_status, op_ptp, op_ptp_config, op_link,
+				    op_streams };
 
 static uint32_t counter_sum(const struct ctl_counters *c)
 {

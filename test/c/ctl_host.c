@@ -58,6 +58,18 @@ static void link(struct ctl_link *l)
 	l->speed = 1000; l->losses = 13; l->phy_address = 1; l->phy_id = 0x65646171u;
 }
 
+static int streams(struct ctl_stream_counters *s, uint32_t *run)
+{
+	for (int i = 0; i < 4; i++) {
+		s[i].flags = i == 2 ? 0 : CTL_STREAM_ENABLED;
+		s[i].datagrams = 100u + (uint64_t)i;
+		s[i].bytes = (1ull << 40) + (uint64_t)i;
+		s[i].dropped = (uint64_t)i * 7u;
+	}
+	*run = 42;
+	return 4;
+}
+
 static int ptp_status(struct ctl_ptp_status *p)
 {
 	p->state = 9; p->servo_state = 2; p->role = 2; p->transport = 1;
@@ -104,7 +116,7 @@ int main(int argc, char **argv)
 		.board = "sim", .build_id = "0123456789ab", .ident = "ethdaq sim test",
 		.boots = 3, .reset_cause = 2, .watchdog_resets = 1,
 	};
-	struct ctl_ops ops = { stream_start, stream_stop, emulator, status, ptp_status, ptp_config, link };
+	struct ctl_ops ops = { stream_start, stream_stop, emulator, status, ptp_status, ptp_config, link, streams };
 	size_t cap = argc > 1 ? (size_t)atoi(argv[1]) : sizeof(rsp);
 	int session = argc > 2 && strcmp(argv[2], "session") == 0;
 	uint32_t src_ip = argc > 2 && !session ? (uint32_t)strtoul(argv[2], NULL, 0) : 0xC0A80164u;

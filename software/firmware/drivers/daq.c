@@ -40,10 +40,76 @@ static void wait_destination(void)
 			return;
 }
 
+/* Per-stream counters (gateware/streamstats.py): datagrams and bytes since power-on, counted in
+ * the transmit clock's domain; STREAMS reports them from the run's start. */
+static uint64_t base_datagrams[ETHDAQ_NCHANNELS], base_bytes[ETHDAQ_NCHANNELS];
+static uint8_t  run_enable = (uint8_t)((1u << ETHDAQ_NCHANNELS) - 1u);  /* The gateware's reset value. */
+
+#ifdef CSR_STREAMER_COUNTERS_SELECT_ADDR
+/* The selected stream's totals reach the CSRs a few transmit-clock cycles after the select (a
+ * synchroniser, then a register refreshed between datagrams): wait well over that, at the
+ * slowest transmit clock (25 MHz at 100 Mb/s) against the sys clock. */
+#define SELECT_SETTLE_LOOPS 64u
+
+static void read_counters(unsigned i, uint64_t *datagrams, uint64_t *bytes, uint64_t *dropped)
+{
+	streamer_counters_select_write(i);
+	for (volatile uint32_t k = 0; k < SELECT_SETTLE_LOOPS; k++)
+		;
+	/* Read without a handshake across clock domains, and in several CSR words: a read may catch a
+	 * total being written. Two reads that agree are a value that was there. */
+	for (int tries = 0; tries < 16; tries++) {
+		uint64_t d = streamer_counters_datagrams_read(), b = streamer_counters_bytes_read();
+		uint64_t x = streamer_counters_dropped_read();
+		*datagrams = streamer_counters_datagrams_read();
+		*bytes     = streamer_counters_bytes_read();
+		*dropped   = streamer_counters_dropped_read();
+		if (d == *datagrams && b == *bytes && x == *dropped)
+			return;
+	}
+	/* Still changing after 16 tries (drops counted every cycle): the last read, each word a
+	 * value from within a few cycles. */
+}
+#else
+static void read_counters(unsigned i, uint64_t *datagrams, uint64_t *bytes, uint64_t *dropped)
+{
+	(void)i;
+	*datagrams = *bytes = *dropped = 0;
+}
+#endif
+
+static int streams(struct ctl_stream_counters *s, uint32_t *run)
+{
+	unsigned n = ETHDAQ_NCHANNELS < CTL_MAX_STREAMS ? ETHDAQ_NCHANNELS : CTL_MAX_STREAMS;
+	for (unsigned i = 0; i < n; i++) {
+		read_counters(i, &s[i].datagrams, &s[i].bytes, &s[i].dropped);
+		s[i].datagrams -= base_datagrams[i];
+		s[i].bytes     -= base_bytes[i];
+		s[i].flags      = (run_enable >> i & 1u) ? CTL_STREAM_ENABLED : 0;
+	}
+	*run = streamer_run_read();
+	return (int)n;
+}
+
+/* Datagrams of the last run still queued (its stop flushes each channel's partial datagram) are
+ * the last run's: let them go before the new run's counts start. Bounded, like the ARP wait. */
+static void wait_sent(void)
+{
+	for (uint32_t i = 0; i < DST_WAIT_POLLS; i++)
+		if (!(streamer_status_read() & (1u << CSR_STREAMER_STATUS_BUSY_OFFSET)))
+			return;
+}
+
 static int stream_start(const struct ctl_stream_cfg *cfg, uint32_t *run)
 {
+	uint64_t dropped;
+
 	if (streamer_status_read() & (1u << CSR_STREAMER_STATUS_RUNNING_OFFSET))
 		return CTL_ERR_BUSY;
+	wait_sent();
+	for (unsigned i = 0; i < ETHDAQ_NCHANNELS; i++)
+		read_counters(i, &base_datagrams[i], &base_bytes[i], &dropped);
+	run_enable = cfg->enable;
 	streamer_dst_ip_write(cfg->dst_ip);
 	streamer_dst_port_write(cfg->dst_port);
 	streamer_payload_write(cfg->payload);
@@ -116,6 +182,7 @@ void daq_ops(struct ctl_ops *ops, const struct ctlport_stats *port)
 	ops->stream_stop  = stream_stop;
 	ops->emulator     = emulator;
 	ops->status       = status;
+	ops->streams      = streams;
 }
 
 #else
@@ -127,6 +194,7 @@ void daq_ops(struct ctl_ops *ops, const struct ctlport_stats *port)
 	ops->stream_stop  = 0;
 	ops->emulator     = 0;
 	ops->status       = 0;
+	ops->streams      = 0;
 }
 
 #endif

@@ -143,11 +143,12 @@ static int stream_start(struct writer *w, const uint8_t *p, uint32_t seq, uint32
 _Static_assert(FITS(CTL_STREAM_START_REQ_LENGTH) && FITS(CTL_EMULATOR_REQ_LENGTH) && FITS(CTL_STATUS_REQ_LENGTH) &&
 	       FITS(CTL_IDENTIFY_REQ_LENGTH) && FITS(CTL_STREAM_STOP_REQ_LENGTH) && FITS(CTL_CLAIM_REQ_LENGTH) &&
 	       FITS(CTL_RELEASE_REQ_LENGTH) && FITS(CTL_PTP_STATUS_REQ_LENGTH) && FITS(CTL_REBOOT_REQ_LENGTH) &&
-	       FITS(CTL_CONFIG_GET_REQ_LENGTH) && FITS(CTL_CONFIG_SET_REQ_LENGTH), "a request does not fit the reply cache");
+	       FITS(CTL_CONFIG_GET_REQ_LENGTH) && FITS(CTL_CONFIG_SET_REQ_LENGTH) &&
+	       FITS(CTL_STREAMS_REQ_LENGTH), "a request does not fit the reply cache");
 #undef FITS
 _Static_assert(CTL_HEADER_SIZE + CTL_STATUS_RSP_SIZE <= CTL_REPLAY_RSP_MAX &&
 	       CTL_HEADER_SIZE + CTL_CONFIG_SIZE <= CTL_REPLAY_RSP_MAX,
-	       "STATUS or CONFIG (the longest answers but IDENTIFY's and PTP_STATUS's) do not fit the reply cache");
+	       "STATUS or CONFIG do not fit the reply cache (only read-only answers may be too long for it: IDENTIFY's, PTP_STATUS's, STREAMS')");
 
 static struct ctl_replay_entry *replay_find(struct ctl_replay *r, uint32_t ip, uint16_t port)
 {
@@ -294,6 +295,7 @@ size_t ctl_request_length(uint8_t type)
 	case CTL_MSG_REBOOT:       return CTL_REBOOT_REQ_LENGTH;
 	case CTL_MSG_CONFIG_GET:   return CTL_CONFIG_GET_REQ_LENGTH;
 	case CTL_MSG_CONFIG_SET:   return CTL_CONFIG_SET_REQ_LENGTH;
+	case CTL_MSG_STREAMS:      return CTL_STREAMS_REQ_LENGTH;
 	default:                   return 0;
 	}
 }
@@ -396,6 +398,33 @@ static void put_be64(struct writer *w, uint64_t v)
 {
 	put_be32(w, (uint32_t)(v >> 32));
 	put_be32(w, (uint32_t)v);
+}
+
+static int streams(struct writer *w, uint32_t seq, const struct ctl_identity *id, const struct ctl_ops *ops,
+		   struct ctl_counters *cnt)
+{
+	struct ctl_stream_counters s[CTL_MAX_STREAMS];
+	uint32_t run = 0;
+	int n;
+
+	memset(s, 0, sizeof(s));
+	if (id->nchannels == 0 || ops == NULL || ops->streams == NULL)
+		return refuse(w, seq, CTL_ERR_UNSUPPORTED, cnt);
+	n = ops->streams(s, &run);
+	if (n < 0 || n > (int)CTL_MAX_STREAMS)
+		return refuse(w, seq, CTL_ERR_UNSUPPORTED, cnt);
+	put_header(w, CTL_MSG_STREAMS | CTL_RESPONSE, seq);
+	put_be32(w, run);
+	put_u8(w, (uint8_t)n);
+	for (int i = 0; i < (int)CTL_MAX_STREAMS; i++) {
+		struct ctl_stream_counters z = { 0, 0, 0, 0 };
+		const struct ctl_stream_counters *c = i < n ? &s[i] : &z;
+		put_u8(w, (uint8_t)(i < n ? ((c->flags & CTL_STREAM_ENABLED) | CTL_STREAM_PRESENT) : 0));
+		put_be64(w, c->datagrams);
+		put_be64(w, c->bytes);
+		put_be64(w, c->dropped);
+	}
+	return answered(w, cnt);
 }
 
 static int ptp_status(struct writer *w, uint32_t seq, const struct ctl_ops *ops, struct ctl_counters *cnt)
@@ -710,6 +739,8 @@ static int execute(struct ctl_state *st, const struct ctl_request *rq, uint8_t *
 	}
 	case CTL_MSG_PTP_STATUS:
 		return ptp_status(&w, seq, ops, cnt);
+	case CTL_MSG_STREAMS:
+		return streams(&w, seq, id, ops, cnt);
 	case CTL_MSG_RELEASE:
 		err = may_hold(a, src_ip, rq->now_ms, cnt);
 		if (err)

@@ -140,6 +140,14 @@ struct ctl_link {
 	uint32_t phy_id;
 };
 
+/* One stream's counters this run (STREAMS). */
+struct ctl_stream_counters {
+	uint8_t  flags;           /* CTL_STREAM_ENABLED (the handler adds CTL_STREAM_PRESENT). */
+	uint64_t datagrams;
+	uint64_t bytes;           /* UDP payload, DAQ header included. */
+	uint64_t dropped;         /* Samples. */
+};
+
 struct ctl_status {
 	uint8_t  running;
 	uint32_t run;
@@ -203,6 +211,8 @@ struct ctl_ops {
 	int  (*ptp_status)(struct ctl_ptp_status *st);  /* NULL or non-zero: no PTP in this build. */
 	int  (*ptp_config)(const struct ctl_ptp_config *cfg);  /* Restart the PTP port so; NULL: no PTP. */
 	void (*link)(struct ctl_link *l);  /* NULL: link unknown (flags 0, no PHY). */
+	/* This run's counters of each stream, up to CTL_MAX_STREAMS; returns how many (-1: none). */
+	int  (*streams)(struct ctl_stream_counters *s, uint32_t *run);
 };
 
 /*
