@@ -1,0 +1,155 @@
+"""A board built with a shared key and an allow-list (--ctl-key-file, --ctl-allow), simulated on
+its own tap: the firmware itself, not the handler in a harness, refuses what it should, counts it,
+and obeys the signed requests of an allowed controller; a signed request recorded before a reboot
+cannot be replayed after it."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO, background_build, ethdaq_cmd, requires_root
+from ethdaq.boards import get_board
+from ethdaq.host import protocol
+from ethdaq.soc import build, sim
+
+NETNS    = "ethdaq-test-sec"
+TAP      = "ethdaq1"
+BOARD_IP = "192.168.78.50"
+HOST_IP  = "192.168.78.1"     # On the allow-list.
+OTHER_IP = "192.168.78.2"     # Not on it.
+CTL_PORT = 7002
+KEY      = bytes(range(0x40, 0x60))
+OUT      = REPO / "build" / "test-sim-secure"
+KEY_FILE = OUT / "ctl.key"
+
+# The build runs in the background from collection on (test/conftest.py), beside the other tests;
+# it reads the key file, so that is written now.
+OUT.mkdir(parents=True, exist_ok=True)
+KEY_FILE.write_text(KEY.hex() + "\n")
+BUILD = ["build", "--board", "sim", "--ip", BOARD_IP, "--ctl-port", str(CTL_PORT), "--ctl-key-file", str(KEY_FILE),
+         "--ctl-allow", f"{HOST_IP}/32", "--output-dir", str(OUT)]
+pytestmark = [requires_root, pytest.mark.network, pytest.mark.background_build("sim-secure", BUILD)]
+
+
+@pytest.fixture(scope="module")
+def board():
+    code, log = background_build("sim-secure", timeout=1800)
+    assert code == 0, log
+    build.write_sim_config(get_board("sim"), OUT / "gateware", tap=TAP, host_ip=HOST_IP)
+    session = sim.SimSession(OUT / "gateware", netns=NETNS, echo=False, log=OUT / "console-fixture.log")
+    with session:
+        session.wait_for("ethdaq ready", timeout=180)
+        # A second host on the same link, outside the allow-list.
+        session.ns_run(["ip", "addr", "add", f"{OTHER_IP}/24", "dev", TAP], check=True)
+        yield session
+    assert NETNS not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+
+
+def run_client(board, body, bind=HOST_IP, key=None):
+    """Run `body` (Python using `c`, a ControlClient) inside the namespace; returns its JSON output."""
+    code = f"""
+import json
+from ethdaq.host import protocol
+from ethdaq.host.ctl import ControlClient, ControlRefused
+out = {{}}
+def refused(fn):
+    try:
+        fn()
+    except ControlRefused as e:
+        return e.code
+    return 0
+with ControlClient({BOARD_IP!r}, {CTL_PORT}, bind={bind!r}, key={key!r}) as c:
+{body}
+print(json.dumps(out))
+"""
+    r = board.ns_run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def status(board):
+    return run_client(board, "    st = c.status(); out.update(refused=st.ctl_refused, running=st.running, "
+                             "controller=st.controller_ip, boots=st.boots)")
+
+
+def test_banner_says_what_protects_the_board(board):
+    console = "\n".join(board.lines)
+    assert "control: changes need requests signed with the shared key" in console
+    assert "control: only 1 allowed network(s) may take control" in console
+
+
+def test_reads_need_no_key_but_changes_do(board):
+    before = status(board)["refused"]
+    out = run_client(board, """
+    ident = c.identify()
+    out["caps"] = ident.capabilities
+    out["unsigned"] = refused(lambda: c.stream_start(dst_port=5000))
+""")
+    assert out["caps"] & protocol.CAP_AUTH and out["caps"] & protocol.CAP_ALLOW
+    assert out["unsigned"] == protocol.ERR_AUTH_REQUIRED
+    wrong = run_client(board, "    out['code'] = refused(lambda: c.stream_start(dst_port=5000))", key=bytes(32))
+    assert wrong["code"] == protocol.ERR_AUTH_FAILED
+    after = status(board)
+    assert after["refused"] == before + 2 and after["running"] == 0 and after["controller"] == 0
+
+
+def test_the_cli_with_the_key_file_controls_the_board_and_without_it_says_why(board):
+    r = board.ns_run(ethdaq_cmd("ctl", "start", "--ip", BOARD_IP, "--port", str(CTL_PORT)),
+                     capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0 and "the board needs signed requests (--key-file)" in r.stderr
+    key_file = str(KEY_FILE)
+    for action in ("start", "stop"):
+        r = board.ns_run(ethdaq_cmd("ctl", action, "--ip", BOARD_IP, "--port", str(CTL_PORT), "--key-file", key_file),
+                         capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+    st = status(board)
+    assert st["running"] == 0
+    r = board.ns_run(ethdaq_cmd("ctl", "release", "--ip", BOARD_IP, "--port", str(CTL_PORT), "--key-file", key_file),
+                     capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+
+
+def test_an_address_off_the_allow_list_is_refused_even_with_the_key(board):
+    before = status(board)["refused"]
+    out = run_client(board, """
+    out["code"] = refused(lambda: c.claim(30))
+    out["start"] = refused(lambda: c.stream_start(dst_port=5000))
+    out["status_running"] = c.status().running   # Reads are still answered.
+""", bind=OTHER_IP, key=KEY)
+    assert out == dict(code=protocol.ERR_NOT_ALLOWED, start=protocol.ERR_NOT_ALLOWED, status_running=0)
+    assert status(board)["refused"] == before + 2
+
+
+def test_a_recorded_signed_request_is_not_accepted_again_even_after_a_reboot(board):
+    """The counter of the last accepted signed request survives the reboot (gateware/watchdog.py
+    retained word), so a copy recorded on the wire is refused before and after it."""
+    out = run_client(board, """
+    import socket, time
+    c.claim(30)
+    boots = c.status().boots
+    recorded = protocol.sign(protocol.stream_stop_request(12345), c.key, time.time_ns())
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(({HOST_IP!r}, 0))
+    s.settimeout(2)
+    def send(datagram):
+        s.sendto(datagram, ({BOARD_IP!r}, {CTL_PORT}))
+        return protocol.parse_response(s.recv(2048))
+    out["first"] = send(recorded)[0]
+    # The same bytes again are a retransmission: answered from the reply cache, not executed.
+    out["again"] = send(recorded)[0]
+    # Its counter under a new seq: a replay.
+    seq2 = protocol.sign(protocol.stream_stop_request(12346), c.key, int.from_bytes(recorded[-40:-32], "big"))
+    out["replay"] = send(seq2)[2]
+    c.reboot(wait=120)
+    out["boots"] = c.status().boots - boots
+    out["after_reboot"] = send(seq2)[2]
+    out["recorded_after_reboot"] = send(recorded)[2]
+""".replace("{HOST_IP!r}", repr(HOST_IP)).replace("{BOARD_IP!r}", repr(BOARD_IP)).replace("{CTL_PORT}", str(CTL_PORT)),
+        key=KEY)
+    assert out["first"] == out["again"] == protocol.MSG_STREAM_STOP | protocol.RESPONSE
+    assert out["replay"] == protocol.ERR_AUTH_FAILED
+    assert out["boots"] == 1
+    assert out["after_reboot"] == protocol.ERR_AUTH_FAILED
+    assert out["recorded_after_reboot"] == protocol.ERR_AUTH_FAILED
