@@ -43,7 +43,7 @@ from litex.soc.interconnect.csr import *
 
 from liteeth.phy.gmii import LiteEthPHYGMII
 
-SIM_PHY_ADDRESS = 1            # Not 0: the firmware has to find it.
+SIM_PHY_ADDRESS = 3            # Not the first the firmware tries (1): it has to find it.
 SIM_PHY_ID      = 0x65646171   # "edaq": a model, not a chip (OUI bits of no vendor we know of).
 POLL_CYCLES     = 2**17        # The cable file is read every ~1 ms of simulated time at 125 MHz.
 

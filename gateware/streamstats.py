@@ -12,8 +12,10 @@ five). The same read port serves the CPU between datagrams: the stream it select
 register in the transmit domain, which sys reads without a handshake, so a read can catch it
 being written; the firmware reads until two reads agree. On the colorlight_i5, which has about
 4,000 LUTs left, registers with per-stream adders and read multiplexers cost 820 LUT4
-equivalents; this way 340 (yosys synth_ecp5 of this module alone, 4 streams; a carry cell counts
-as 2 LUT4, a 16x4 RAM as 4).
+equivalents (yosys synth_ecp5 of this module alone, 4 streams; a carry cell counts as 2 LUT4, a
+16x4 RAM as 4); this way 340 alone, and in the full SoC +447 LUT4, +47 carry cells and +24 RAMs
+(about 640). The dropped-samples multiplexer is registered: combinational, it cost 2,800 LUT4 more
+in the full SoC (docs/liteeth-notes.md).
 """
 
 from migen import *
@@ -76,5 +78,6 @@ class StreamCounters(LiteXModule):
         self.comb += [
             self._datagrams.status.eq(shown[:COUNTER_BITS]),
             self._bytes.status.eq(shown[COUNTER_BITS:]),
-            self._dropped.status.eq(Array(d[:COUNTER_BITS] for d in dropped)[self._select.storage]),
         ]
+        # Registered: a CSR read takes several cycles anyway.
+        self.sync += self._dropped.status.eq(Array(d[:COUNTER_BITS] for d in dropped)[self._select.storage])

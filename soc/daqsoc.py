@@ -377,3 +377,6 @@ class DAQSoC(SoCCore):
         # the firmware looks at the link.
         self.add_constant("ETHDAQ_LINK_MBPS",   LINK_MBPS[board.link])
         self.add_constant("ETHDAQ_PHY_POLL_MS", max(1, round(getattr(board, "phy_poll_interval", 0.1) * 1e3)))
+        # A board whose MDIO bus has several PHYs names ours; otherwise the firmware scans for it.
+        if getattr(board, "phy_address", None) is not None:
+            self.add_constant("ETHDAQ_PHY_ADDRESS", board.phy_address)

@@ -13,6 +13,7 @@ from ethdaq.gateware.simphy import (ANAR, ANLPAR, BMCR, BMSR, ESTATUS, GBCR, GBS
                                     SPEED_10, SPEED_100, SPEED_1000, MDIOPHYModel)
 
 HALF = 3  # sys cycles per MDC half period
+A = simphy.SIM_PHY_ADDRESS
 
 
 class Station:
@@ -95,19 +96,19 @@ def test_identifies_itself_at_its_address_only():
 def test_link_status_latches_low_until_read():
     def body(dut, st, out):
         reads = []
-        reads.append((yield from st.read(1, BMSR))[1])   # power-on: latched low
-        reads.append((yield from st.read(1, BMSR))[1])   # now up
+        reads.append((yield from st.read(A, BMSR))[1])   # power-on: latched low
+        reads.append((yield from st.read(A, BMSR))[1])   # now up
         yield dut.link.eq(0)
         for _ in range(10):
             yield
         yield dut.link.eq(1)                               # back before anyone looked
         yield
-        reads.append((yield from st.read(1, BMSR))[1])   # the drop is remembered
-        reads.append((yield from st.read(1, BMSR))[1])
+        reads.append((yield from st.read(A, BMSR))[1])   # the drop is remembered
+        reads.append((yield from st.read(A, BMSR))[1])
         yield dut.link.eq(0)
         yield
-        reads.append((yield from st.read(1, BMSR))[1])
-        reads.append((yield from st.read(1, BMSR))[1])
+        reads.append((yield from st.read(A, BMSR))[1])
+        reads.append((yield from st.read(A, BMSR))[1])
         out["reads"] = reads
     up = simphy.BMSR_LSTATUS
     reads = run(body)["reads"]
@@ -119,7 +120,7 @@ def test_link_status_latches_low_until_read():
 def test_partner_abilities_and_negotiated_mode():
     def body(dut, st, out):
         for name, reg in (("anlpar", ANLPAR), ("gbsr", GBSR), ("estatus", ESTATUS)):
-            out[name] = (yield from st.read(1, reg))[1]
+            out[name] = (yield from st.read(A, reg))[1]
         out["mode"] = ((yield dut.speed), (yield dut.full_duplex), (yield dut.link_up))
     gig = run(body)
     assert gig["gbsr"] & (simphy.LPA_1000FULL | simphy.LPA_1000HALF) == simphy.LPA_1000FULL | simphy.LPA_1000HALF
@@ -138,21 +139,21 @@ def test_partner_abilities_and_negotiated_mode():
 
 def test_writes_change_what_is_advertised_and_reset_restores_it():
     def body(dut, st, out):
-        yield from st.write(1, GBCR, 0)           # no 1000BASE-T
-        out["gbcr"] = (yield from st.read(1, GBCR))[1]
+        yield from st.write(A, GBCR, 0)           # no 1000BASE-T
+        out["gbcr"] = (yield from st.read(A, GBCR))[1]
         out["mode_no_gig"] = ((yield dut.speed), (yield dut.full_duplex))
-        yield from st.write(1, ANAR, 0x0001 | simphy.ADV_10HALF)
+        yield from st.write(A, ANAR, 0x0001 | simphy.ADV_10HALF)
         out["mode_10half"] = ((yield dut.speed), (yield dut.full_duplex))
         # Forced 100 Mb/s full duplex: auto-negotiation off.
-        yield from st.write(1, BMCR, simphy.BMCR_SPEED_LSB | simphy.BMCR_FULLDPLX)
-        out["bmcr"] = (yield from st.read(1, BMCR))[1]
+        yield from st.write(A, BMCR, simphy.BMCR_SPEED_LSB | simphy.BMCR_FULLDPLX)
+        out["bmcr"] = (yield from st.read(A, BMCR))[1]
         out["mode_forced"] = ((yield dut.speed), (yield dut.full_duplex), (yield dut.link_up))
         yield from st.write(0, BMCR, simphy.BMCR_RESET)   # another PHY's: ignored
-        out["bmcr_other"] = (yield from st.read(1, BMCR))[1]
-        yield from st.write(1, BMCR, simphy.BMCR_RESET)
+        out["bmcr_other"] = (yield from st.read(A, BMCR))[1]
+        yield from st.write(A, BMCR, simphy.BMCR_RESET)
         out["after_reset"] = []
         for r in (BMCR, ANAR, GBCR):
-            out["after_reset"].append((yield from st.read(1, r))[1])
+            out["after_reset"].append((yield from st.read(A, r))[1])
         out["mode_reset"] = ((yield dut.speed), (yield dut.full_duplex))
     out = run(body)
     assert out["gbcr"] == 0

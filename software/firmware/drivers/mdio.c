@@ -61,8 +61,8 @@ void mdio_start_write(uint8_t phy, uint8_t reg, uint16_t value)
 }
 
 /* Bits per mdio_step(): a frame in 5 calls. A pass of the main loop takes thousands of cycles, so
- * one bit per pass made a frame take ~60 us; 16 bits block the loop ~10 us at most (MDC's
- * 400 ns period and the CSR writes). */
+ * one bit per pass made a frame take ~4 ms of simulated time; 16 bits hold the loop up for at
+ * most ~1,600 cycles (a bit: three CSR writes and two half periods). */
 #define BITS_PER_STEP 16u
 
 static void bit(void)

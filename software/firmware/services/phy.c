@@ -50,8 +50,26 @@ void phy_init(void)
 		p.state = S_NONE;
 		return;
 	}
-	p.address = 0;
+#ifdef ETHDAQ_PHY_ADDRESS
+	p.address = ETHDAQ_PHY_ADDRESS;  /* The board's (several PHYs share its MDIO). */
+#else
+	p.address = 1;
+#endif
 	read_reg(S_SCAN_ID1, PHY_ID1);
+}
+
+/* Scan order: 1 to 31, then 0. Many PHYs also answer at 0 as a broadcast address: on a bus with
+ * two PHYs, reading 0 first could have both drive the line. */
+static int next_address(void)
+{
+#ifdef ETHDAQ_PHY_ADDRESS
+	return 0;
+#else
+	if (p.address == 0)
+		return 0;
+	p.address = (uint8_t)((p.address + 1u) & 31u);
+	return 1;
+#endif
 }
 
 static void link_up(void)
@@ -102,10 +120,14 @@ void phy_poll(uint64_t now_ms)
 			printf("phy: PHY at MDIO address %u, id 0x%08lx\n", (unsigned)p.address, (unsigned long)p.id);
 			p.state = S_WAIT;
 			p.next_ms = now_ms;
-		} else if (++p.address < 32u) {
+		} else if (next_address()) {
 			read_reg(S_SCAN_ID1, PHY_ID1);
 		} else {
+#ifdef ETHDAQ_PHY_ADDRESS
+			printf("phy: no PHY answers at MDIO address %u: link state unknown\n", (unsigned)p.address);
+#else
 			printf("phy: no PHY answers on MDIO (addresses 0 to 31): link state unknown\n");
+#endif
 			p.state = S_NONE;
 		}
 		break;
