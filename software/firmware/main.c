@@ -201,7 +201,7 @@ int main(void)
 		watchdog_feed();
 		console_poll();
 		ptpsvc_poll();
-		phy_poll(ptpsvc_uptime_ms());
+		phy_poll(ptpsvc_uptime_ns());
 		if (!ctlport_receive(&d, rx_buf, sizeof(rx_buf), &port_stats))
 			continue;
 		if (d.local_port != ETHDAQ_CTL_PORT) {

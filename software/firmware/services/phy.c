@@ -33,7 +33,7 @@ static struct {
 	struct phy_regs regs;
 	struct phy_mode mode;
 	uint8_t  mismatch;
-	uint64_t next_ms;
+	uint64_t next_ns;
 } p;
 
 static void read_reg(enum state next, uint8_t reg)
@@ -91,16 +91,16 @@ static void link_up(void)
 	}
 }
 
-void phy_poll(uint64_t now_ms)
+void phy_poll(uint64_t now_ns)
 {
 	uint16_t v;
 
 	if (p.state == S_NONE)
 		return;
 	if (p.state == S_WAIT) {
-		if (now_ms < p.next_ms)
+		if (now_ns != 0 && now_ns < p.next_ns)
 			return;
-		p.next_ms = now_ms + ETHDAQ_PHY_POLL_MS;
+		p.next_ns = now_ns + (uint64_t)ETHDAQ_PHY_POLL_MS * 1000000u;
 		/* BMSR twice: its link bit latches low, so the first read tells whether the link dropped
 		 * since the last look (even if it is back), the second whether it is up now. */
 		read_reg(S_BMSR_LATCHED, PHY_BMSR);
@@ -119,7 +119,7 @@ void phy_poll(uint64_t now_ms)
 			p.id = (uint32_t)p.id1 << 16 | v;
 			printf("phy: PHY at MDIO address %u, id 0x%08lx\n", (unsigned)p.address, (unsigned long)p.id);
 			p.state = S_WAIT;
-			p.next_ms = now_ms;
+			p.next_ns = now_ns;
 		} else if (next_address()) {
 			read_reg(S_SCAN_ID1, PHY_ID1);
 		} else {

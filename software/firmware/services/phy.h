@@ -14,7 +14,9 @@
 #include "protocol/ctl.h"
 
 void phy_init(void);
-void phy_poll(uint64_t now_ms);
+/* now_ns: a monotonic clock (ns); 0 when the build has none: then the link is looked at on every
+ * call. */
+void phy_poll(uint64_t now_ns);
 void phy_link(struct ctl_link *l);
 
 #endif

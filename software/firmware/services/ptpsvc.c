@@ -507,6 +507,11 @@ const struct ptpsvc_counters *ptpsvc_counters(void)
 	return &cnt;
 }
 
+uint64_t ptpsvc_uptime_ns(void)
+{
+	return uptime_ns();
+}
+
 uint64_t ptpsvc_uptime_ms(void)
 {
 	return uptime_ns() / 1000000u;
@@ -555,6 +560,7 @@ void ptpsvc_print_status(void) {}
 const struct ptp_status *ptpsvc_status(void) { return 0; }
 const struct ptpsvc_counters *ptpsvc_counters(void) { static struct ptpsvc_counters c; return &c; }
 uint64_t ptpsvc_uptime_ms(void) { return 0; }  /* No clock: control leases do not lapse. */
+uint64_t ptpsvc_uptime_ns(void) { return 0; }
 int ptpsvc_ctl_status(struct ctl_ptp_status *out) { (void)out; return -1; }
 
 #endif

@@ -45,6 +45,8 @@ const struct ptp_status *ptpsvc_status(void);
 const struct ptpsvc_counters *ptpsvc_counters(void);
 /* Milliseconds of a clock that is never stepped (the PTP clock minus the steps applied). */
 uint64_t ptpsvc_uptime_ms(void);
+/* The same in ns: no 64-bit division (a software routine on the VexRiscv), for the main loop. */
+uint64_t ptpsvc_uptime_ns(void);
 struct ctl_ptp_status;
 /* The port's state and counters for the control protocol's PTP_STATUS; -1 without PTP. */
 int ptpsvc_ctl_status(struct ctl_ptp_status *out);
