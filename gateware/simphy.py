@@ -287,7 +287,9 @@ class SimMDIO(LiteXModule):
             line.eq(Mux(self._w.storage[1], self._w.storage[2], Mux(model.mdio_oe, model.mdio_o, 1))),
             model.mdio_i.eq(line),
         ]
-        self.sync += self._r.status[0].eq(line)
+        line_r = Signal(reset=1)
+        self.sync += line_r.eq(line)
+        self.comb += self._r.fields.r.eq(line_r)
 
 
 class SimPHY(LiteEthPHYGMII):
