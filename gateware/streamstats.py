@@ -44,11 +44,12 @@ class StreamCounters(LiteXModule):
         # # #
 
         sync = getattr(self.sync, cd)
-        # Each entry: bytes (high), datagrams (low). Zero at power-on; a RAM, so a reboot does not
-        # clear it: the firmware counts a run from its start anyway.
+        # Each entry: bytes (high), datagrams (low). A RAM: no reset, and no init file (Verilator
+        # benches run where it is not; the FPGA's RAMs start at 0 anyway). The firmware counts a
+        # run from its start, modulo 2**COUNTER_BITS, so the start value does not matter.
         # Not an attribute: LiteX would export it as a CSR memory.
         depth = max(nchannels, 2)  # Migen needs an address bit.
-        mem  = Memory(2*COUNTER_BITS, depth, init=[0]*depth)
+        mem  = Memory(2*COUNTER_BITS, depth)
         port = mem.get_port(write_capable=True, async_read=True, clock_domain=cd)
         self.specials += mem, port
 

@@ -25,6 +25,7 @@ from ethdaq.gateware.cpuport import CPUMACPort, CPUUDPPort, connect_udp_ports
 from ethdaq.gateware.emulator import add_emulators
 from ethdaq.gateware.macstats import MACErrors
 from ethdaq.gateware.streamer import DAQStreamer
+from ethdaq.gateware.streamstats import COUNTER_BITS
 from ethdaq.gateware.tsu import PTPClock, PTPClockCSR, PTPTimestamper, phy_corrections_ns, tap
 from ethdaq.gateware.txpath import TXPath, connect_streamer
 from ethdaq.gateware.watchdog import Watchdog
@@ -355,6 +356,7 @@ class DAQSoC(SoCCore):
                 arp_timeout=getattr(board, "arp_timeout", 0.1),
                 arp_retry_interval=getattr(board, "arp_retry_interval", 1.0))
             add_emulators(self, self.streamer)
+            self.add_constant("ETHDAQ_STREAM_COUNTER_BITS", COUNTER_BITS)
             connect_streamer(self, self.streamer, self.txpath, self.ethcore)
 
         # Facts the firmware prints and reports (generated into soc.h).

@@ -44,6 +44,7 @@ static void wait_destination(void)
  * the transmit clock's domain; STREAMS reports them from the run's start. */
 static uint64_t base_datagrams[ETHDAQ_NCHANNELS], base_bytes[ETHDAQ_NCHANNELS];
 static uint8_t  run_enable = (uint8_t)((1u << ETHDAQ_NCHANNELS) - 1u);  /* The gateware's reset value. */
+#define COUNTER_MASK ((1ull << ETHDAQ_STREAM_COUNTER_BITS) - 1u)
 
 #ifdef CSR_STREAMER_COUNTERS_SELECT_ADDR
 /* The selected stream's totals reach the CSRs a few transmit-clock cycles after the select (a
@@ -83,8 +84,9 @@ static int streams(struct ctl_stream_counters *s, uint32_t *run)
 	unsigned n = ETHDAQ_NCHANNELS < CTL_MAX_STREAMS ? ETHDAQ_NCHANNELS : CTL_MAX_STREAMS;
 	for (unsigned i = 0; i < n; i++) {
 		read_counters(i, &s[i].datagrams, &s[i].bytes, &s[i].dropped);
-		s[i].datagrams -= base_datagrams[i];
-		s[i].bytes     -= base_bytes[i];
+		/* The gateware's counters are 48 bits wide and wrap. */
+		s[i].datagrams = (s[i].datagrams - base_datagrams[i]) & COUNTER_MASK;
+		s[i].bytes     = (s[i].bytes - base_bytes[i]) & COUNTER_MASK;
 		s[i].flags      = (run_enable >> i & 1u) ? CTL_STREAM_ENABLED : 0;
 	}
 	*run = streamer_run_read();
