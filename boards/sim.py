@@ -94,8 +94,11 @@ class Board:
     # stops feeding it resets within seconds of wall-clock time and the tests see it.
     watchdog_timeout   = 10e-3
     # How often the firmware looks at the PHY's link, in simulated seconds (hardware boards:
-    # 100 ms); the simulated cable is read every ~1 ms (gateware/simphy.py).
-    phy_poll_interval  = 2e-3
+    # 100 ms); the simulated cable is read every ~1 ms (gateware/simphy.py). Not shorter: the
+    # VexRiscv "minimal" (no caches) takes thousands of cycles to clock 16 MDIO bits, and a look
+    # reads BMSR twice (10 such steps): at 2 ms the control requests' mean latency rose by half
+    # (bench/ctllatency.py: IDENTIFY 19,979 -> 30,018 cycles).
+    phy_poll_interval  = 10e-3
 
     @staticmethod
     def platform(toolchain=None):

@@ -25,6 +25,7 @@ static struct ptp_port port;
 static struct ptpsvc_counters cnt;
 static uint8_t last_state, last_servo;
 static uint64_t next_status_ns;
+static uint64_t poll_now_ns;  /* The uptime at the last ptpsvc_poll(). */
 
 /* Monotonic time ------------------------------------------------------------------------------ */
 
@@ -465,6 +466,7 @@ void ptpsvc_poll(void)
 	}
 #endif
 	now = uptime_ns();
+	poll_now_ns = now;
 	ptp_port_tick(&port, now);
 	tx_timestamps();
 
@@ -509,7 +511,7 @@ const struct ptpsvc_counters *ptpsvc_counters(void)
 
 uint64_t ptpsvc_uptime_ns(void)
 {
-	return uptime_ns();
+	return poll_now_ns;
 }
 
 uint64_t ptpsvc_uptime_ms(void)

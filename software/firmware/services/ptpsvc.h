@@ -45,7 +45,9 @@ const struct ptp_status *ptpsvc_status(void);
 const struct ptpsvc_counters *ptpsvc_counters(void);
 /* Milliseconds of a clock that is never stepped (the PTP clock minus the steps applied). */
 uint64_t ptpsvc_uptime_ms(void);
-/* The same in ns: no 64-bit division (a software routine on the VexRiscv), for the main loop. */
+/* The uptime in ns as ptpsvc_poll() last read it: for the main loop's other services, without a
+ * second read of the clock and the 64-bit multiply and division (software routines on the
+ * VexRiscv) that the ms take. */
 uint64_t ptpsvc_uptime_ns(void);
 struct ctl_ptp_status;
 /* The port's state and counters for the control protocol's PTP_STATUS; -1 without PTP. */
