@@ -18,6 +18,7 @@ module ethdaq_sim_cable #(
 );
     reg [31:0] count = 0;
     integer fd, n, l, s, d;
+    reg [1:0] code;  // s as a speed code
 
     always @(posedge clk) begin
         if (count == POLL_CYCLES - 1) begin
@@ -27,12 +28,12 @@ module ethdaq_sim_cable #(
                 n = $fscanf(fd, "%d %d %d", l, s, d);
                 $fclose(fd);
                 if (n == 3 && (s == 10 || s == 100 || s == 1000)) begin
-                    if (link && l != 0 && (speed != ((s == 1000) ? 2'd2 : (s == 100) ? 2'd1 : 2'd0) ||
-                                           full_duplex != (d != 0))) begin
+                    code = (s == 1000) ? 2'd2 : (s == 100) ? 2'd1 : 2'd0;
+                    if (link && l != 0 && (speed != code || full_duplex != (d != 0))) begin
                         link <= 1'b0;  // renegotiating: the new mode comes at the next poll
                     end else begin
                         link        <= (l != 0);
-                        speed       <= (s == 1000) ? 2'd2 : (s == 100) ? 2'd1 : 2'd0;
+                        speed       <= code;
                         full_duplex <= (d != 0);
                     end
                 end

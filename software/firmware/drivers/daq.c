@@ -32,12 +32,18 @@ static void mac_from_u64(uint8_t mac[6], uint64_t v)
  * (CTL_DST_UNREACHABLE) while the run goes on, never a hang of the control loop. */
 #define DST_WAIT_POLLS (CONFIG_CLOCK_FREQUENCY/1000u/16u)  /* About 1 ms: >= 16 cycles per poll. */
 
-static void wait_destination(void)
+/* Poll the streamer's status until one of `mask`'s bits is set (set = 1) or all are clear
+ * (set = 0), for at most DST_WAIT_POLLS reads. */
+static void wait_status(uint32_t mask, int set)
 {
 	for (uint32_t i = 0; i < DST_WAIT_POLLS; i++)
-		if (streamer_status_read() & ((1u << CSR_STREAMER_STATUS_DST_VALID_OFFSET) |
-		                              (1u << CSR_STREAMER_STATUS_UNREACHABLE_OFFSET)))
+		if (((streamer_status_read() & mask) != 0) == set)
 			return;
+}
+
+static void wait_destination(void)
+{
+	wait_status((1u << CSR_STREAMER_STATUS_DST_VALID_OFFSET) | (1u << CSR_STREAMER_STATUS_UNREACHABLE_OFFSET), 1);
 }
 
 /* Per-stream counters (gateware/streamstats.py): datagrams and bytes since power-on, counted in
@@ -97,9 +103,7 @@ static int streams(struct ctl_stream_counters *s, uint32_t *run)
  * the last run's: let them go before the new run's counts start. Bounded, like the ARP wait. */
 static void wait_sent(void)
 {
-	for (uint32_t i = 0; i < DST_WAIT_POLLS; i++)
-		if (!(streamer_status_read() & (1u << CSR_STREAMER_STATUS_BUSY_OFFSET)))
-			return;
+	wait_status(1u << CSR_STREAMER_STATUS_BUSY_OFFSET, 0);
 }
 
 static int stream_start(const struct ctl_stream_cfg *cfg, uint32_t *run)

@@ -18,7 +18,8 @@ enum state {
 	S_NONE,        /* No MDIO, or no PHY answered: nothing to watch. */
 	S_SCAN_ID1, S_SCAN_ID2,
 	S_WAIT,
-	S_BMSR_LATCHED, S_BMSR_NOW, S_BMCR, S_ANAR, S_ANLPAR, S_GBCR, S_GBSR,
+	S_BMSR_LATCHED, S_BMSR_NOW,
+	S_MODE,        /* Reading mode_regs[mode_reg]. */
 };
 
 static struct {
@@ -31,10 +32,18 @@ static struct {
 	uint8_t  lost;     /* This look's latched BMSR says the link dropped since the last one. */
 	uint32_t losses;
 	struct phy_regs regs;
+	uint8_t  mode_reg;
 	struct phy_mode mode;
 	uint8_t  mismatch;
 	uint64_t next_ns;
 } p;
+
+/* What an up link's speed and duplex come from, in the order they are read; a 10/100 PHY (BMSR
+ * without extended status) has only the first MODE_REGS_10_100. */
+static const uint8_t mode_regs[] = { PHY_BMCR, PHY_ANAR, PHY_ANLPAR, PHY_GBCR, PHY_GBSR };
+static uint16_t *const mode_dst[] = { &p.regs.bmcr, &p.regs.anar, &p.regs.anlpar, &p.regs.gbcr, &p.regs.gbsr };
+#define MODE_REGS_10_100 3u
+_Static_assert(sizeof(mode_regs) == sizeof(mode_dst) / sizeof(mode_dst[0]), "one place per register");
 
 static void read_reg(enum state next, uint8_t reg)
 {
@@ -146,37 +155,23 @@ void phy_poll(uint64_t now_ns)
 			printf("phy: link down\n");
 		}
 		p.known = 1;
-		if ((v & PHY_BMSR_LSTATUS) && !p.up)
-			read_reg(S_BMCR, PHY_BMCR);  /* Up: how fast, which duplex. */
-		else
-			p.state = S_WAIT;
-		break;
-	case S_BMCR:
-		p.regs.bmcr = v;
-		read_reg(S_ANAR, PHY_ANAR);
-		break;
-	case S_ANAR:
-		p.regs.anar = v;
-		read_reg(S_ANLPAR, PHY_ANLPAR);
-		break;
-	case S_ANLPAR:
-		p.regs.anlpar = v;
-		if (p.regs.bmsr & PHY_BMSR_ESTATEN) {
-			read_reg(S_GBCR, PHY_GBCR);
+		if ((v & PHY_BMSR_LSTATUS) && !p.up) {
+			/* Up: how fast, which duplex. */
+			p.mode_reg = 0;
+			p.regs.gbcr = p.regs.gbsr = 0;  /* Stay 0 on a 10/100 PHY. */
+			read_reg(S_MODE, mode_regs[0]);
 		} else {
-			p.regs.gbcr = p.regs.gbsr = 0;  /* A 10/100 PHY. */
-			link_up();
 			p.state = S_WAIT;
 		}
 		break;
-	case S_GBCR:
-		p.regs.gbcr = v;
-		read_reg(S_GBSR, PHY_GBSR);
-		break;
-	case S_GBSR:
-		p.regs.gbsr = v;
-		link_up();
-		p.state = S_WAIT;
+	case S_MODE:
+		*mode_dst[p.mode_reg] = v;
+		if (++p.mode_reg < ((p.regs.bmsr & PHY_BMSR_ESTATEN) ? sizeof(mode_regs) : MODE_REGS_10_100)) {
+			read_reg(S_MODE, mode_regs[p.mode_reg]);
+		} else {
+			link_up();
+			p.state = S_WAIT;
+		}
 		break;
 	default:
 		p.state = S_WAIT;
