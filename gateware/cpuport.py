@@ -375,8 +375,9 @@ class CPUMACPort(LiteXModule):
     ----------
     ethernet_type : int
         EtherType received and transmitted (0x0600..0xFFFF).
-    mac_address : int
-        Own unicast MAC address (48 bits); source of transmitted frames.
+    mac_address : int or Signal(48)
+        Own unicast MAC address; source of transmitted frames (a Signal when it can change at
+        run time: gateware/netaddr.py).
     rx_depth : int
         Receive buffer in bytes (all stored frames together).
     rx_frames : int
@@ -390,7 +391,7 @@ class CPUMACPort(LiteXModule):
         if not (0x0600 <= ethernet_type <= 0xFFFF):
             # Values below 0x0600 are IEEE 802.3 length fields, not EtherTypes.
             raise ValueError(f"ethernet_type must be in 0x0600..0xFFFF, not {ethernet_type!r}")
-        if not (0 <= mac_address < 2**48) or (mac_address >> 40) & 1:
+        if isinstance(mac_address, int) and (not (0 <= mac_address < 2**48) or (mac_address >> 40) & 1):
             raise ValueError(f"mac_address must be a 48-bit unicast address, not {mac_address!r}")
         _check_depths(rx_depth=rx_depth, tx_depth=tx_depth)
         if not (1 <= rx_max <= min(rx_depth, 65535)):

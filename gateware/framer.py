@@ -202,42 +202,65 @@ class UDPFramer(LiteXModule):
 
 class ARPRequester(LiteXModule):
     """Broadcast an ARP who-has `target_ip` (padded to the 60-byte minimum frame) once per
-    `request` pulse (requests arriving while one waits are merged)."""
+    `request` pulse (requests arriving while one waits are merged), and an ARP announcement (RFC
+    5227: who-has our own address, from it) once per `announce` pulse, first if both wait.
+    `ip_address` and `mac_address` may be Signals (gateware/netaddr.py), held while a frame goes
+    out. `announced` is high for the cycle an announcement's last byte is accepted."""
     def __init__(self, mac_address, ip_address, dw=8):
         assert dw in (8, 64)
         self.source    = source = stream.Endpoint(eth_phy_description(dw))
         self.request   = Signal()
         self.target_ip = Signal(32)
+        self.announce  = Signal()
+        self.announced = Signal()
         self.sent      = Signal(32)
 
         # # #
 
+        pending          = Signal()
+        announce_pending = Signal()
+        busy             = Signal()
+        announcing       = Signal()  # Chosen when the frame starts; held to its end.
         frame = field_bytes([
             (0xffffffffffff, 6), (mac_address, 6), (ETHERTYPE_ARP, 2),
             (1, 2), (ETHERTYPE_IPV4, 2), (6, 1), (4, 1), (1, 2),  # Ethernet/IPv4, who-has.
-            (mac_address, 6), (ip_address, 4), (0, 6), (self.target_ip, 4),
+            (mac_address, 6), (ip_address, 4), (0, 6),
+            (Mux(announcing, ip_address, self.target_ip), 4),
         ])
         nb     = dw//8
         nwords = (60 + nb - 1)//nb
         frame += [C(0, 8)]*(nwords*nb - len(frame))  # Padding to the 60-byte minimum frame.
         frame  = Array([Cat(*frame[i*nb:(i + 1)*nb]) for i in range(nwords)])
         count   = Signal(max=nwords)
-        pending = Signal()
         last_lane = (60 - 1) % nb
         self.comb += [
-            source.valid.eq(pending),
+            source.valid.eq(busy),
             source.data.eq(frame[count]),
             source.last.eq(count == nwords - 1),
             source.last_be.eq(Mux(source.last, 1 << last_lane, 0)),
+            self.announced.eq(source.valid & source.ready & source.last & announcing),
         ]
         self.sync += [
+            If(~busy,
+                If(announce_pending,
+                    busy.eq(1),
+                    announcing.eq(1),
+                ).Elif(pending,
+                    busy.eq(1),
+                    announcing.eq(0),
+                )
+            ),
             If(source.valid & source.ready,
                 count.eq(count + 1),
                 If(source.last,
                     count.eq(0),
-                    pending.eq(0),
+                    busy.eq(0),
                     self.sent.eq(self.sent + 1),
                 )
             ),
-            If(self.request, pending.eq(1)),  # Last: a request during the final byte is kept.
+            # A pending flag clears when its frame starts, so a pulse during the frame is kept.
+            If(~busy & announce_pending, announce_pending.eq(0)),
+            If(~busy & ~announce_pending & pending, pending.eq(0)),
+            If(self.request,  pending.eq(1)),
+            If(self.announce, announce_pending.eq(1)),
         ]

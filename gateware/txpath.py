@@ -44,7 +44,10 @@ class _MACPHY:
 
 
 class TXPath(LiteXModule):
-    """Inputs (eth_tx): `data` (UDP datagrams), `dst_mac`/`dst_valid`, `arp_request`/`arp_target`."""
+    """Inputs (eth_tx): `data` (UDP datagrams), `dst_mac`/`dst_valid`, `arp_request`/`arp_target`,
+    `announce` (an ARP announcement of our address). `mac_address` and `ip_address` are ints or
+    Signals in cd_tx (gateware/netaddr.py: changeable at run time); `announced` is high for the
+    cycle an announcement has gone."""
     def __init__(self, phy, mac_address, ip_address, cd_tx="eth_tx"):
         dw = phy.dw
         if isinstance(ip_address, str):
@@ -57,6 +60,8 @@ class TXPath(LiteXModule):
         self.dst_valid   = Signal()
         self.arp_request = Signal()
         self.arp_target  = Signal(32)
+        self.announce    = Signal()
+        self.announced   = Signal()
 
         # # #
 
@@ -81,6 +86,8 @@ class TXPath(LiteXModule):
             framer.mac_valid.eq(self.dst_valid),
             requester.request.eq(self.arp_request),
             requester.target_ip.eq(self.arp_target),
+            requester.announce.eq(self.announce),
+            self.announced.eq(requester.announced),
         ]
 
         # Our frames: ARP request before data (it is rare and data may be waiting for it).

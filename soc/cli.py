@@ -424,6 +424,11 @@ def cmd_ctl(args):
                     except ValueError as e:
                         raise CLIError(str(e))
                     cfg = client.config_set(**fields)
+                    if "ip" in fields or "mac" in fields:
+                        # On stderr: --json output stays one JSON document.
+                        print(f"the board now answers at {ipaddress.IPv4Address(cfg.ip)} "
+                              f"({protocol.format_mac(cfg.mac)}) and has announced it by ARP; "
+                              f"a reboot returns it to its build's address", file=sys.stderr)
                 else:
                     raise CLIError("usage: ethdaq ctl config [get] | config set NAME=VALUE [NAME=VALUE ...] "
                                    f"(NAME one of {', '.join(n for n in protocol.CONFIG_FIELDS if n not in protocol.CONFIG_FIXED)})")
@@ -552,7 +557,8 @@ def make_parser():
                         "the controller: docs/protocol.md)")
     p.add_argument("settings", nargs="*", metavar="get|set NAME=VALUE",
                    help="for config: get (the default), or set NAME=VALUE ... (e.g. payload=1024 ptp_role=slave)")
-    p.add_argument("--ip", type=_ip, required=True, help="board IP address")
+    p.add_argument("--ip", "--board", dest="ip", type=_ip, required=True, metavar="ADDR",
+                   help="board IP address (--board ADDR is the same)")
     p.add_argument("--port", type=_port, default=7000, help="control port (default 7000)")
     p.add_argument("--timeout", type=float, default=2.0, help="seconds per try (3 tries)")
     p.add_argument("--json", action="store_true", help="print JSON")

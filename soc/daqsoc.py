@@ -24,6 +24,7 @@ from liteeth.core import LiteEthUDPIPCore
 from ethdaq.gateware.cpuport import CPUMACPort, CPUUDPPort, connect_udp_ports
 from ethdaq.gateware.emulator import add_emulators
 from ethdaq.gateware.macstats import MACErrors
+from ethdaq.gateware.netaddr import NetAddress
 from ethdaq.gateware.streamer import DAQStreamer
 from ethdaq.gateware.streamstats import COUNTER_BITS
 from ethdaq.gateware.tsu import PTPClock, PTPClockCSR, PTPTimestamper, phy_corrections_ns, tap
@@ -220,12 +221,19 @@ class DAQSoC(SoCCore):
 
         # Ethernet: LiteEth's hardware UDP/IP stack (ARP, ICMP, the CPU's control port) and, beside
         # its MAC, the data path's canned-header transmit path (gateware/txpath.py).
+        # The board's addresses are the build's until the control protocol changes them
+        # (gateware/netaddr.py): LiteEth's MAC filter, ARP and IP layers take them as signals.
         self.ethphy  = board.ethphy(platform)
-        self.txpath  = TXPath(self.ethphy, self.mac_address, self.ip_address)
+        self.netaddr = NetAddress(self.ip_address, self.mac_address, cd_tx="eth_tx")
+        self.txpath  = TXPath(self.ethphy, self.netaddr.mac_tx, self.netaddr.ip_tx)
+        self.comb += [
+            self.txpath.announce.eq(self.netaddr.announce),
+            self.netaddr.announced.eq(self.txpath.announced),
+        ]
         self.ethcore = LiteEthUDPIPCore(
             phy         = self.txpath.mac_phy,
-            mac_address = self.mac_address,
-            ip_address  = self.ip_address,
+            mac_address = self.netaddr.mac,
+            ip_address  = self.netaddr.ip,
             clk_freq    = sys_clk_freq,
             dw          = eth_dw,
             with_sys_datapath = (eth_dw != 8),
@@ -308,7 +316,7 @@ class DAQSoC(SoCCore):
             # connects mismatched streams without an error).
             if eth_dw != 8:
                 raise ValueError(f"PTP over Ethernet (l2) needs eth_dw=8 for now, not {eth_dw!r}; use ptp_transport='udp'")
-            self.ptp_l2 = CPUMACPort(ethernet_type=0x88F7, mac_address=self.mac_address,
+            self.ptp_l2 = CPUMACPort(ethernet_type=0x88F7, mac_address=self.netaddr.mac,
                 rx_depth=256, rx_frames=4, rx_max=128, tx_depth=PTP_TX_MAX)
             l2_port = self.ethcore.mac.crossbar.get_port(0x88F7, dw=8)
             self.comb += [

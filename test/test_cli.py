@@ -169,17 +169,21 @@ def test_sim_refuses_host_ip_outside_board_subnet():
                           "must share a /24 subnet")
 
 
-def test_ctl_timeout_is_one_line(tmp_path):
+@pytest.mark.parametrize("where", ["--ip", "--board"])
+def test_ctl_timeout_is_one_line(where):
     # Loopback only: nothing listens on this port, so the request times out (or is refused).
-    r = run("ctl", "identify", "--ip", "127.0.0.1", "--port", "9", "--timeout", "0.2")
+    r = run("ctl", "identify", where, "127.0.0.1", "--port", "9", "--timeout", "0.2")
     assert r.returncode == 2
-    assert len(r.stderr.strip().splitlines()) == 1 and r.stderr.startswith("Error: ")
+    assert len(r.stderr.strip().splitlines()) == 1 and r.stderr.startswith("Error: no answer from 127.0.0.1:9")
 
 
 @pytest.mark.parametrize("args, message", [
     (["config", "set", "payload"], "a setting must be NAME=VALUE, not 'payload'"),
     (["config", "set", "colour=red"], "setting must be one of ip, mac, dst_ip"),
-    (["config", "set", "ip=10.0.0.2"], "ip is fixed at build time"),
+    (["config", "set", "ptp_transport=l2"], "ptp_transport is fixed at build time"),
+    (["config", "set", "ip=224.0.0.1"], "ip must be a unicast host address"),
+    (["config", "set", "ip=192.168.1"], "ip must be dotted IPv4"),
+    (["config", "set", "mac=01:00:5e:00:00:01"], "mac must be a unicast address"),
     (["config", "set", "ptp_role=boss"], "ptp_role must be a number (auto, master, slave or a number), not 'boss'"),
     (["config", "set", "dst_ip=10.0.0"], "dst_ip must be dotted IPv4"),
     (["config", "set", "dst_mac=10:e2"], "MAC address must be six hex bytes"),

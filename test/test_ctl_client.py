@@ -15,9 +15,9 @@ from ethdaq.host.ctl import ControlClient, ControlTimeout
 class ScriptedBoard:
     """Answers the requests it gets with script[i](request) (None: no answer); records them."""
 
-    def __init__(self, script):
+    def __init__(self, script, addr=("127.0.0.1", 0)):
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self.sock.bind(("127.0.0.1", 0))
+        self.sock.bind(addr)
         self.sock.settimeout(5)
         self.port = self.sock.getsockname()[1]
         self.script, self.seen = list(script), []
@@ -113,3 +113,32 @@ def test_with_a_key_every_request_is_signed_and_a_retry_is_the_same_signed_bytes
         assert len(body) == protocol.REQUEST_LENGTH[protocol.MSG_STREAM_STOP]
         assert mac == hmac.new(key, body + counter, hashlib.sha256).digest()
     assert int.from_bytes(second[-40:-32], "big") > int.from_bytes(first[-40:-32], "big")
+
+
+def config_answer(req):
+    _, _, _, seq = protocol.HEADER.unpack_from(req)
+    mask, *values = protocol.CONFIG_SET.unpack_from(req, protocol.HEADER.size)
+    return protocol.pack_header(protocol.MSG_CONFIG_SET | protocol.RESPONSE, seq) + protocol.CONFIG.pack(*values)
+
+
+def test_an_address_change_whose_answer_was_lost_is_asked_again_at_the_new_address():
+    # The board switched to 127.0.0.2 but its answer from 127.0.0.1 was lost: the client sends
+    # the same request (same seq) to the new address, and talks to it from then on.
+    old = ScriptedBoard([lambda req: None] * 3)
+    new = ScriptedBoard([config_answer, stop_answer], addr=("127.0.0.2", old.port))
+    with ControlClient("127.0.0.1", old.port, timeout=0.3, retries=3) as c:
+        cfg = c.config_set(ip="127.0.0.2")
+        assert cfg.ip == 0x7F000002 and c.addr == ("127.0.0.2", old.port)
+        assert c.stream_stop() == 5
+    old.close()
+    new.close()
+    assert len(old.seen) == 3 and len(set(old.seen)) == 1
+    assert new.seen[0] == old.seen[0]     # Byte for byte: the board's reply cache answers it.
+
+
+def test_an_address_change_answered_from_the_old_address_moves_the_client():
+    board = ScriptedBoard([config_answer])
+    with ControlClient("127.0.0.1", board.port, timeout=0.3, retries=3) as c:
+        c.config_set(ip=0x7F000003)
+        assert c.addr == ("127.0.0.3", board.port)
+    board.close()

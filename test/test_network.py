@@ -94,7 +94,8 @@ def test_identify_round_trip_over_udp(board):
     assert ident["build_id"] == git_hash()
     assert ident["ip"] == BOARD_IP and ident["mac"] == MAC and ident["ctl_port"] == CTL_PORT
     assert ident["ident"].startswith(f"ethdaq sim {git_hash()}")
-    assert ident["capabilities"] == ["streamer", "ptp"]  # No key, no allow-list in this build.
+    # No key, no allow-list in this build.
+    assert ident["capabilities"] == ["streamer", "ptp", "address change"]
 
 
 def test_malformed_and_wrong_version_datagrams_do_not_break_the_control_port(board):
@@ -448,6 +449,121 @@ print(json.dumps(sizes))
     r = ctl(board, "config", "set", "payload=1472", "dst_port=5000", "enable=0xf", "ptp_log_sync=-7",
             "ptp_priority1=128")
     assert r.returncode == 0, r.stderr
+
+
+NEW_IP, NEW_MAC = "192.168.77.51", "02:ab:00:00:00:42"
+
+ADDRESS_CHANGE = """
+import json, socket, sys
+from ethdaq.host import protocol
+old, port, new_ip, new_mac = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.settimeout(10)
+s.sendto(protocol.config_set_request(4242, ip=int(protocol.ipaddress.IPv4Address(new_ip)),
+                                     mac=protocol.parse_mac(new_mac)), (old, port))
+data, src = s.recvfrom(2048)
+msg_type, seq, cfg = protocol.parse_response(data, expect_seq=4242)
+print(json.dumps(dict(src=src[0], ip=cfg.ip, mac=protocol.format_mac(cfg.mac))))
+"""
+
+DATA_SOURCE = """
+import json, socket, sys
+from ethdaq.host.ctl import ControlClient
+board, port = sys.argv[1], int(sys.argv[2])
+rx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+rx.bind(("0.0.0.0", 5000))
+rx.settimeout(30)
+with ControlClient(board, port) as c:
+    c.emulator("counter", int(0.02 * 2**32))
+    c.stream_start(dst_port=5000, payload=256)
+    sources = {rx.recvfrom(65536)[1][0] for _ in range(8)}
+    c.stream_stop()
+print(json.dumps(sorted(sources)))
+"""
+
+
+def neighbour_mac(board, ip):
+    r = board.ns_run(["ip", "neigh", "show", ip], capture_output=True, text=True, timeout=30)
+    m = re.search(r"lladdr ([0-9a-f:]{17})", r.stdout)
+    return m.group(1) if m else None
+
+
+def test_the_boards_addresses_change_at_run_time_and_are_announced(board, tmp_path):
+    """CONFIG_SET ip/mac: the answer leaves from the old address, then the board answers ping, ARP,
+    control and sends its data only at the new one, after an ARP announcement that tcpdump
+    captures and scapy decodes; a MAC change alone moves Linux's neighbour entry by that
+    announcement, without Linux asking. Set back at the end."""
+    from scapy.layers.l2 import ARP, Ether
+    from scapy.utils import rdpcap
+    pcap = tmp_path / "arp.pcap"
+    dump = subprocess.Popen(["ip", "netns", "exec", NETNS, "tcpdump", "-i", TAP, "-U", "-n", "-w", str(pcap), "arp"],
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        dump.stderr.readline()
+        marks = len(board.lines)
+        out = json.loads(ns_python_args(board, ADDRESS_CHANGE, [BOARD_IP, str(CTL_PORT), NEW_IP, NEW_MAC]))
+        assert out == {"src": BOARD_IP, "ip": int(ipaddress.IPv4Address(NEW_IP)), "mac": NEW_MAC}
+        board.wait_for(f"net: now {NEW_IP} at {NEW_MAC} (set by {HOST_IP})", timeout=120)
+        deadline = time.monotonic() + 30   # The PTP port restarts under the new clock identity.
+        while not any("ptp: auto over" in line for line in board.lines[marks:]) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert any("ptp: auto over" in line for line in board.lines[marks:])
+        time.sleep(1)
+    finally:
+        dump.terminate()
+        dump.wait(timeout=10)
+    try:
+        check_moved_board(board, pcap)
+    finally:
+        if not any(f"net: now {BOARD_IP} at {MAC}" in line for line in board.lines[marks:]):
+            # Failed half-way: put the board back for the tests after this one.
+            board.ns_run(ethdaq_cmd("ctl", "config", "set", f"ip={BOARD_IP}", f"mac={MAC}", "--ip", NEW_IP,
+                                    "--port", str(CTL_PORT)), capture_output=True, timeout=60)
+
+
+def check_moved_board(board, pcap):
+    from scapy.layers.l2 import ARP, Ether
+    from scapy.utils import rdpcap
+    announcements = [f for f in rdpcap(str(pcap)) if f.haslayer(ARP) and f[Ether].src == NEW_MAC]
+    assert announcements, "no ARP announcement captured"
+    a = announcements[0]
+    assert a[Ether].dst == "ff:ff:ff:ff:ff:ff"
+    assert (a[ARP].op, a[ARP].hwsrc, a[ARP].psrc, a[ARP].pdst) == (1, NEW_MAC, NEW_IP, NEW_IP)
+
+    r = board.ns_run(["ping", "-c", "3", "-i", "0.2", "-W", "5", NEW_IP], capture_output=True, text=True, timeout=60)
+    assert "3 packets transmitted, 3 received" in r.stdout, r.stdout
+    r = board.ns_run(["arping", "-c", "2", "-w", "10", "-I", TAP, NEW_IP], capture_output=True, text=True, timeout=60)
+    assert r.stdout.count(f"from {NEW_MAC}") == 2, r.stdout
+    r = board.ns_run(["arping", "-c", "2", "-w", "3", "-I", TAP, BOARD_IP], capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0 and "from " not in r.stdout, r.stdout   # The old address is gone.
+    r = board.ns_run(ethdaq_cmd("ctl", "identify", "--ip", NEW_IP, "--port", str(CTL_PORT), "--json"),
+                     capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    ident = json.loads(r.stdout)
+    assert (ident["ip"], ident["mac"]) == (NEW_IP, NEW_MAC)
+    assert json.loads(ns_python_args(board, DATA_SOURCE, [NEW_IP, str(CTL_PORT)], timeout=180)) == [NEW_IP]
+
+    # The MAC alone, back to the build's: Linux's entry for the address follows the announcement.
+    assert neighbour_mac(board, NEW_IP) == NEW_MAC
+    r = board.ns_run(ethdaq_cmd("ctl", "config", "set", f"mac={MAC}", "--ip", NEW_IP, "--port", str(CTL_PORT)),
+                     capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and f"now answers at {NEW_IP} ({MAC})" in r.stderr, r.stderr
+    board.wait_for(f"net: now {NEW_IP} at {MAC}", timeout=120)
+    deadline = time.monotonic() + 20
+    while neighbour_mac(board, NEW_IP) != MAC and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert neighbour_mac(board, NEW_IP) == MAC
+
+    # Back to the build's address through the CLI, which then talks to the board there.
+    r = board.ns_run(ethdaq_cmd("ctl", "config", "set", f"ip={BOARD_IP}", "--ip", NEW_IP, "--port", str(CTL_PORT),
+                                "--json"), capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["ip"] == BOARD_IP
+    board.wait_for(f"net: now {BOARD_IP} at {MAC}", timeout=120)
+    r = board.ns_run(["ping", "-c", "2", "-W", "5", BOARD_IP], capture_output=True, text=True, timeout=60)
+    assert "2 packets transmitted, 2 received" in r.stdout, r.stdout
+    r = ctl(board, "config", "set", "ip=224.0.0.9")
+    assert r.returncode == 2 and "unicast host address" in r.stderr
 
 
 def test_phy_link_is_watched_and_a_pulled_cable_is_logged_and_counted(board):

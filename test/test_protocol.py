@@ -14,7 +14,7 @@ import pytest
 from ethdaq.host import protocol
 
 IDENTITY = protocol.Identity(mac=bytes([0x10, 0xe2, 0xd5, 0, 0, 1]), ip=0xC0A80132, ctl_port=7000,
-    sys_clk_hz=125_000_000, eth_dw=8, nchannels=4, sample_bits=16, max_payload=8972, capabilities=0x0B,
+    sys_clk_hz=125_000_000, eth_dw=8, nchannels=4, sample_bits=16, max_payload=8972, capabilities=0x2B,
     board="sim", build_id="0123456789ab", ident="ethdaq sim test")
 
 
@@ -508,14 +508,14 @@ def test_config_set_checks_everything_before_applying_anything(ctl_session):
         (CONTROLLER, protocol.config_set_request(2, enable=0x10)),                     # no channel 4
         (CONTROLLER, protocol.config_set_request(3, payload=63)),
         (CONTROLLER, protocol.config_set_request(4, emulator_mode=4)),
-        (CONTROLLER, protocol.config_set_request(5, ip=0x0A000001)),                   # fixed at build
+        (CONTROLLER, protocol.config_set_request(5, ip=0xE0000001)),                   # multicast
         (CONTROLLER, protocol.config_set_request(6, ptp_transport=1)),
         (CONTROLLER, protocol.pack_header(protocol.MSG_CONFIG_SET, 7)
             + struct.pack(">I", 1 << len(protocol.CONFIG_FIELDS)) + bytes(protocol.CONFIG.size)),  # unknown bit
         (CONTROLLER, protocol.config_get_request(8)),
     ])
     codes = [error_of(a, s) for a, s in zip(answers[:7], range(1, 8))]
-    assert codes == [protocol.ERR_BAD_VALUE] * 4 + [protocol.ERR_UNSUPPORTED] * 2 + [protocol.ERR_BAD_VALUE]
+    assert codes == [protocol.ERR_BAD_VALUE] * 5 + [protocol.ERR_UNSUPPORTED] + [protocol.ERR_BAD_VALUE]
     c = config_of(answers[7], 8)
     assert (c.payload, c.ptp_log_sync, c.enable, c.emulator_mode) == (1472, 0, 0x0F, 0)
     assert calls == [] and cnt["refused"] == 7
@@ -547,6 +547,31 @@ def test_config_set_needs_a_signature_with_a_key(ctl_session):
     ], key=KEY)
     assert error_of(answers[0], 1) == protocol.ERR_AUTH_REQUIRED
     assert config_of(answers[1], 2).ptp_domain == 4 and calls == ["ptp_config"]
+
+
+def test_address_change_is_taken_after_the_answer_and_bad_addresses_change_nothing(ctl_session):
+    new_mac = bytes.fromhex("02ab00000042")
+    answers, _, calls = ctl_session([
+        (CONTROLLER, protocol.config_set_request(1, ip=0x7F000001)),                   # loopback
+        (CONTROLLER, protocol.config_set_request(2, ip=0xFFFFFFFF)),                   # broadcast
+        (CONTROLLER, protocol.config_set_request(3, ip=0x00000000)),
+        (CONTROLLER, protocol.config_set_request(4, mac=bytes.fromhex("01005e000001"))),  # group
+        (CONTROLLER, protocol.config_set_request(5, mac=bytes(6))),
+        (CONTROLLER, protocol.config_set_request(6, ip=0xC0A80133, mac=new_mac, payload=1024)),
+        (CONTROLLER, protocol.config_set_request(6, ip=0xC0A80133, mac=new_mac, payload=1024)),  # again
+        (CONTROLLER, protocol.identify_request(7)),
+        (CONTROLLER, protocol.reboot_request(8, boots=3)),
+        (CONTROLLER, protocol.identify_request(9)),
+    ])
+    assert [error_of(a, s) for a, s in zip(answers[:5], range(1, 6))] == [protocol.ERR_BAD_VALUE] * 5
+    c = config_of(answers[5], 6)
+    assert (c.ip, c.mac, c.payload) == (0xC0A80133, new_mac, 1024)
+    assert answers[6] == answers[5]
+    assert calls == ["net", "reboot"]     # The retransmission was answered, not run again.
+    ident = protocol.parse_response(answers[7], expect_seq=7)[2]
+    assert (ident.ip, ident.mac) == (0xC0A80133, new_mac)
+    ident = protocol.parse_response(answers[9], expect_seq=9)[2]
+    assert (ident.ip, ident.mac) == (0xC0A80132, bytes.fromhex("10e2d5000001"))   # The build's again.
 
 
 def test_config_set_builder_names_unknown_fields():

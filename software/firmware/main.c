@@ -22,6 +22,7 @@
 #include "services/ptpsvc.h"
 #include "drivers/watchdog.h"
 #include "services/phy.h"
+#include "drivers/netaddr.h"
 
 #define IDENT_SIZE 256
 
@@ -84,6 +85,27 @@ static void print_ip(uint32_t ip)
 {
 	printf("%u.%u.%u.%u", (unsigned)(ip >> 24) & 0xff, (unsigned)(ip >> 16) & 0xff,
 	       (unsigned)(ip >> 8) & 0xff, (unsigned)ip & 0xff);
+}
+
+/* CONFIG_SET changed ip or mac (ctl.net_pending) and its answer is on its way: switch the board to
+ * them, announce them, and restart PTP under the identity made from a new MAC. IDENTIFY tells
+ * the new ones from now on; a reboot returns to the build's. */
+static void apply_addresses(struct ctl_identity *id, struct ctl_state *c, uint32_t by)
+{
+	int new_mac = memcmp(id->mac, c->config.mac, sizeof(id->mac)) != 0;
+
+	c->net_pending = 0;
+	netaddr_apply(c->config.ip, c->config.mac, ptpsvc_uptime_ns());
+	id->ip = c->config.ip;
+	memcpy(id->mac, c->config.mac, sizeof(id->mac));
+	printf("net: now ");
+	print_ip(id->ip);
+	printf(" at %02x:%02x:%02x:%02x:%02x:%02x (set by ", id->mac[0], id->mac[1], id->mac[2], id->mac[3],
+	       id->mac[4], id->mac[5]);
+	print_ip(by);
+	printf("), announced by ARP\n");
+	if (new_mac)
+		ptpsvc_set_mac(id->mac, &c->config.ptp);
 }
 
 /* The build's settings: what CONFIG_GET reports until CONFIG_SET (or EMULATOR, its emulator part)
@@ -186,6 +208,8 @@ int main(void)
 #ifdef ETHDAQ_ETHERBONE_PORT
 	id.capabilities |= CTL_CAP_ETHERBONE;
 #endif
+	if (netaddr_available())
+		id.capabilities |= CTL_CAP_NET_CONFIG;
 	ctl.key = ethdaq_ctl_key;
 	ctl.key_len = ETHDAQ_CTL_KEY_LEN;
 	/* The last signed request's counter survives a reboot: one recorded before it stays old. */
@@ -202,6 +226,7 @@ int main(void)
 		console_poll();
 		ptpsvc_poll();
 		phy_poll(ptpsvc_uptime_ns());
+		netaddr_poll(ptpsvc_uptime_ns());
 		if (!ctlport_receive(&d, rx_buf, sizeof(rx_buf), &port_stats))
 			continue;
 		if (d.local_port != ETHDAQ_CTL_PORT) {
@@ -220,6 +245,8 @@ int main(void)
 			ctlport_send(d.ip, d.port, tx_buf, (size_t)n, &port_stats);
 		if (ctl.auth_counter != auth_counter)  /* A signed request was accepted. */
 			watchdog_retain(ctl.auth_counter);
+		if (ctl.net_pending)
+			apply_addresses(&id, &ctl, d.ip);
 		if (ctl.reboot_pending) {
 			printf("control: reboot requested by ");
 			print_ip(d.ip);

@@ -4,6 +4,7 @@
 
 """Control client: talks to a board's control port (see ethdaq.host.protocol)."""
 
+import ipaddress
 import os
 import socket
 import time
@@ -47,9 +48,15 @@ class ControlClient:
         had it before) has not executed it: the request goes again once with a new random seq.
         Responses with another sequence number, or from another address, are skipped."""
         self.seq = (self.seq + 1) & 0xffffffff
+        self._payload_fn = payload_fn
+        self._datagram = self._build(payload_fn)
+        return self._exchange()
+
+    def _exchange(self):
+        """Send self._datagram (for self.seq) until answered; see request()."""
         renewed = False
         tries = 0
-        datagram = self._build(payload_fn)
+        datagram = self._datagram
         while tries < self.retries:
             tries += 1
             self.sock.sendto(datagram, self.addr)  # Byte for byte the same on a retry.
@@ -68,7 +75,7 @@ class ControlClient:
             if rsp[0] == protocol.MSG_ERROR_RSP and rsp[2] == protocol.ERR_STALE_SEQ and not renewed:
                 renewed = True
                 self.seq = int.from_bytes(os.urandom(4), "big")
-                datagram = self._build(payload_fn)
+                datagram = self._datagram = self._build(self._payload_fn)
                 tries -= 1
                 continue
             return rsp
@@ -86,7 +93,10 @@ class ControlClient:
         return protocol.sign(request, self.key, self.counter)
 
     def _expect(self, payload_fn, msg_type):
-        got, _, body = self.request(payload_fn)
+        return self._check(self.request(payload_fn), msg_type)
+
+    def _check(self, rsp, msg_type):
+        got, _, body = rsp
         if got == protocol.MSG_ERROR_RSP:
             raise ControlRefused(body)
         if got != msg_type | protocol.RESPONSE:
@@ -152,8 +162,32 @@ class ControlClient:
 
     def config_set(self, **fields):
         """Change some of the board's settings (protocol.CONFIG_FIELDS names; all are checked before
-        any is applied). Returns the Config after the change."""
-        return self._expect(lambda seq: protocol.config_set_request(seq, **fields), protocol.MSG_CONFIG_SET)
+        any is applied). Returns the Config after the change.
+
+        A new `ip` (int or dotted text) moves this client to it: the board answers from its old
+        address, then switches. If no answer comes from the old address, the board may have
+        switched with the answer lost, so the same request (same seq, same signature) goes to
+        the new address, where the board answers it from its reply cache without running it
+        again."""
+        if "ip" in fields and isinstance(fields["ip"], str):
+            fields["ip"] = int(ipaddress.IPv4Address(fields["ip"]))
+        request = lambda seq: protocol.config_set_request(seq, **fields)
+        if "ip" not in fields:
+            return self._expect(request, protocol.MSG_CONFIG_SET)
+        new_addr = (str(ipaddress.IPv4Address(fields["ip"])), self.addr[1])
+        try:
+            rsp = self.request(request)
+        except ControlTimeout:
+            old_addr, self.addr = self.addr, new_addr
+            try:
+                rsp = self._exchange()
+            except ControlTimeout:
+                self.addr = old_addr
+                raise ControlTimeout(f"no answer from {old_addr[0]}:{old_addr[1]}, nor from the new address "
+                                     f"{new_addr[0]}, after {self.retries} tries of {self.timeout:g} s each") from None
+        body = self._check(rsp, protocol.MSG_CONFIG_SET)
+        self.addr = new_addr
+        return body
 
     def reboot(self, wait=30.0, interval=0.2):
         """Reboot the board (it resets every core; docs/protocol.md REBOOT) and, unless wait is

@@ -92,7 +92,9 @@ SERVO_STATES = {0: "unlocked", 1: "jump", 2: "locked"}
 PTP_ROLES    = {0: "auto", 1: "master", 2: "slave"}
 
 # CONFIG_GET response, CONFIG_SET request (after a u32 mask) and response: the board's settings.
-# Network addresses (ip, mac; fixed at build time: ethdaq build --ip --mac), the stream settings a
+# Network addresses (ip, mac: the build's, --ip --mac, until CONFIG_SET changes them on a board
+# with CAP_NET_CONFIG; the reply leaves from the old ones, then the board switches and announces
+# the new ones by ARP; a unicast host address (BOARD_IP_INVALID) and a unicast MAC), the stream settings a
 # start uses for what it does not give (`ethdaq ctl start` without options; dst_ip 0 is the
 # requester of the start; STREAM_START itself carries every field and does not change these),
 # the emulator's (applied at once, on every channel; EMULATOR changes them too), and the PTP port's (role 0 auto 1 master 2 slave, transport 0 UDP/IPv4 1 L2 (fixed
@@ -106,7 +108,10 @@ CONFIG_FIELDS = ("ip", "mac", "dst_ip", "dst_port", "payload", "enable", "backpr
                  "emulator_mode", "emulator_rate", "emulator_seed", "ptp_role", "ptp_transport", "ptp_domain",
                  "ptp_log_sync", "ptp_log_announce", "ptp_log_delay_req", "ptp_priority1", "ptp_priority2")
 CONFIG_SET     = struct.Struct(">I" + CONFIG.format[1:])
-CONFIG_FIXED   = ("ip", "mac", "ptp_transport")
+CONFIG_FIXED   = ("ptp_transport",)
+# Networks a board's own address may not be in: "this network", loopback, multicast, reserved
+# and broadcast (RFC 1122, 5771, 1112). The firmware refuses them too (ERR_BAD_VALUE).
+BOARD_IP_INVALID = (("0.0.0.0", 8), ("127.0.0.0", 8), ("224.0.0.0", 4), ("240.0.0.0", 4))
 PTP_LOG_MIN, PTP_LOG_MAX = -10, 6
 
 # REBOOT request: the boot count (STATUS boots) the requester saw. The board reboots only if that
@@ -139,8 +144,10 @@ CAP_PTP      = 0x02  # PTP clock, timestamp unit and the firmware's IEEE 1588 po
 CAP_AUTH     = 0x04  # Built with a shared key: state changes need signed requests.
 CAP_ALLOW    = 0x08  # Built with an allow-list (--ctl-allow).
 CAP_ETHERBONE = 0x10  # Debug build with raw bus access over UDP (--with-etherbone): anyone can change anything.
+CAP_NET_CONFIG = 0x20  # CONFIG_SET changes the board's own IP and MAC (gateware/netaddr.py).
 CAP_NAMES    = {CAP_STREAMER: "streamer", CAP_PTP: "ptp", CAP_AUTH: "signed requests", CAP_ALLOW: "allow-list",
-                CAP_ETHERBONE: "ETHERBONE (raw bus access for anyone: debug build)"}
+                CAP_ETHERBONE: "ETHERBONE (raw bus access for anyone: debug build)",
+                CAP_NET_CONFIG: "address change"}
 MAX_STRING     = 255
 
 # STREAM_START request: dst_ip (0: the requester's address), dst_port, payload bytes per datagram
@@ -268,6 +275,17 @@ def parse_mac(text):
         raise ValueError(f"MAC address must be {example}, not {text!r}") from None
 
 
+def board_ip_valid(ip):
+    """Whether a board may take this IPv4 address (int) as its own."""
+    return not any((ip >> (32 - bits)) == (int(ipaddress.IPv4Address(net)) >> (32 - bits))
+                   for net, bits in BOARD_IP_INVALID)
+
+
+def board_mac_valid(mac):
+    """Whether a board may take this MAC (6 bytes) as its own: unicast, not all zero."""
+    return len(mac) == 6 and not (mac[0] & 1) and any(mac)
+
+
 def format_mac(mac):
     return ":".join(f"{b:02x}" for b in mac)
 
@@ -369,7 +387,22 @@ def parse_config_assignment(text):
     if name not in CONFIG_FIELDS:
         raise ValueError(f"setting must be one of {', '.join(CONFIG_FIELDS)}, not {name!r}")
     if name in CONFIG_FIXED:
-        raise ValueError(f"{name} is fixed at build time (ethdaq build --ip/--mac/--ptp-transport)")
+        raise ValueError(f"{name} is fixed at build time (ethdaq build --ptp-transport)")
+    if name == "ip":
+        try:
+            ip = ipaddress.IPv4Address(value)
+        except ValueError:
+            raise ValueError(f"ip must be dotted IPv4 like 192.168.1.50, not {value!r}") from None
+        if not board_ip_valid(int(ip)):
+            raise ValueError(f"ip must be a unicast host address, not {value} (loopback, multicast, "
+                             f"broadcast and 0.0.0.0/8 are refused)")
+        return name, int(ip)
+    if name == "mac":
+        mac = parse_mac(value)
+        if not board_mac_valid(mac):
+            raise ValueError(f"mac must be a unicast address (bit 0 of the first byte clear) and not all "
+                             f"zero, not {value}")
+        return name, mac
     if name == "dst_ip":
         try:
             return name, int(ipaddress.IPv4Address(value))
@@ -652,6 +685,9 @@ def c_header():
         f"#define CTL_STREAM_ENABLED   0x{STREAM_ENABLED:02X}u",
         f"#define CTL_CONFIG_NFIELDS   {len(CONFIG_FIELDS)}u",
         f"#define CTL_CONFIG_FIXED     0x{sum(1 << CONFIG_FIELDS.index(n) for n in CONFIG_FIXED):X}u",
+        "/* Networks a board's own address may not be in: { net, prefix bits }. */",
+        "#define CTL_BOARD_IP_INVALID { " + ", ".join(
+            f"{{ 0x{int(ipaddress.IPv4Address(n)):08X}u, {b} }}" for n, b in BOARD_IP_INVALID) + " }",
         f"#define CTL_PTP_LOG_MIN      ({PTP_LOG_MIN})",
         f"#define CTL_PTP_LOG_MAX      {PTP_LOG_MAX}",
         *(f"#define CTL_CFG_{name.upper():<20} (1u << {i})" for i, name in enumerate(CONFIG_FIELDS)),
@@ -669,6 +705,7 @@ def c_header():
         f"#define CTL_CAP_AUTH         0x{CAP_AUTH:02X}u",
         f"#define CTL_CAP_ALLOW        0x{CAP_ALLOW:02X}u",
         f"#define CTL_CAP_ETHERBONE    0x{CAP_ETHERBONE:02X}u",
+        f"#define CTL_CAP_NET_CONFIG   0x{CAP_NET_CONFIG:02X}u",
         f"#define CTL_ERR_AUTH_REQUIRED {ERR_AUTH_REQUIRED}u",
         f"#define CTL_ERR_AUTH_FAILED  {ERR_AUTH_FAILED}u",
         f"#define CTL_AUTH_LEN         {AUTH.size}u",

@@ -112,7 +112,7 @@ int main(int argc, char **argv)
 	struct ctl_identity id = {
 		.mac = {0x10, 0xe2, 0xd5, 0x00, 0x00, 0x01},
 		.ip = 0xC0A80132u, .ctl_port = 7000, .sys_clk_hz = 125000000u, .eth_dw = 8,
-		.nchannels = 4, .sample_bits = 16, .max_payload = 8972, .capabilities = 0x0B,
+		.nchannels = 4, .sample_bits = 16, .max_payload = 8972, .capabilities = 0x2B,
 		.board = "sim", .build_id = "0123456789ab", .ident = "ethdaq sim test",
 		.boots = 3, .reset_cause = 2, .watchdog_resets = 1,
 	};
@@ -176,12 +176,20 @@ int main(int argc, char **argv)
 		if (r > 0)
 			fwrite(rsp, 1, (size_t)r, stdout);
 		off += 12 + len;
+		if (st.net_pending) {  /* As main.c: the board takes the addresses after answering. */
+			fprintf(stderr, "call=net\n");
+			id.ip = st.config.ip;
+			memcpy(id.mac, st.config.mac, sizeof(id.mac));
+			st.net_pending = 0;
+		}
 		if (st.reboot_pending) {
 			struct ctl_state fresh = { .access = { .allow = st.access.allow, .nallow = st.access.nallow },
 						   .key = st.key, .key_len = st.key_len,
 						   .auth_counter = st.auth_counter, .config = boot_config };
 			fprintf(stderr, "call=reboot\n");
 			st = fresh;
+			id.ip = boot_config.ip;
+			memcpy(id.mac, boot_config.mac, sizeof(id.mac));
 			id.boots++;
 			id.reset_cause = 2;
 		}

@@ -507,6 +507,7 @@ static void get_config(const uint8_t *p, struct ctl_config *c)
 }
 _Static_assert(CTL_CONFIG_SIZE == 47, "get_config/put_config follow protocol.py CONFIG");
 
+#define CFG_NET (CTL_CFG_IP | CTL_CFG_MAC)
 #define CFG_STREAM (CTL_CFG_DST_IP | CTL_CFG_DST_PORT | CTL_CFG_PAYLOAD | CTL_CFG_ENABLE | \
 		    CTL_CFG_BACKPRESSURE | CTL_CFG_GAP | CTL_CFG_DST_MAC)
 #define CFG_EMULATOR (CTL_CFG_EMULATOR_MODE | CTL_CFG_EMULATOR_RATE | CTL_CFG_EMULATOR_SEED)
@@ -516,6 +517,24 @@ _Static_assert(CTL_CONFIG_SIZE == 47, "get_config/put_config follow protocol.py 
 static int log_valid(int8_t v)
 {
 	return v >= CTL_PTP_LOG_MIN && v <= CTL_PTP_LOG_MAX;
+}
+
+/* A board's own address: a unicast host address (protocol.py BOARD_IP_INVALID). */
+static int board_ip_valid(uint32_t ip)
+{
+	static const struct { uint32_t net; unsigned bits; } invalid[] = CTL_BOARD_IP_INVALID;
+	size_t i;
+
+	for (i = 0; i < sizeof(invalid) / sizeof(invalid[0]); i++)
+		if ((ip >> (32 - invalid[i].bits)) == (invalid[i].net >> (32 - invalid[i].bits)))
+			return 0;
+	return 1;
+}
+
+/* A board's own MAC: unicast (the group bit of the first byte clear) and not all zero. */
+static int board_mac_valid(const uint8_t mac[6])
+{
+	return !(mac[0] & 1) && (mac[0] | mac[1] | mac[2] | mac[3] | mac[4] | mac[5]) != 0;
 }
 
 /* CONFIG_SET: the fields in the mask, all checked before any is applied. 0 or the error code. */
@@ -529,11 +548,15 @@ static int config_set(struct ctl_config *conf, const uint8_t *p, const struct ct
 	if (mask >> CTL_CONFIG_NFIELDS)
 		return CTL_ERR_BAD_VALUE;
 	if ((mask & CTL_CONFIG_FIXED) ||
+	    ((mask & CFG_NET) && !(id->capabilities & CTL_CAP_NET_CONFIG)) ||
 	    ((mask & (CFG_STREAM | CFG_EMULATOR)) && (id->nchannels == 0 || ops == NULL || ops->emulator == NULL)) ||
 	    ((mask & CFG_PTP) && (ops == NULL || ops->ptp_config == NULL)))
 		return CTL_ERR_UNSUPPORTED;
 	get_config(p + 4, &in);
 #define TAKE(bit, field) do { if (mask & (bit)) next.field = in.field; } while (0)
+	TAKE(CTL_CFG_IP, ip);
+	if (mask & CTL_CFG_MAC)
+		memcpy(next.mac, in.mac, 6);
 	TAKE(CTL_CFG_DST_IP, stream.dst_ip);
 	TAKE(CTL_CFG_DST_PORT, stream.dst_port);
 	TAKE(CTL_CFG_PAYLOAD, stream.payload);
@@ -553,7 +576,8 @@ static int config_set(struct ctl_config *conf, const uint8_t *p, const struct ct
 	TAKE(CTL_CFG_PTP_PRIORITY1, ptp.priority1);
 	TAKE(CTL_CFG_PTP_PRIORITY2, ptp.priority2);
 #undef TAKE
-	if (((mask & CFG_STREAM) && !stream_cfg_valid(&next.stream, id)) ||
+	if (((mask & CTL_CFG_IP) && !board_ip_valid(next.ip)) || ((mask & CTL_CFG_MAC) && !board_mac_valid(next.mac)) ||
+	    ((mask & CFG_STREAM) && !stream_cfg_valid(&next.stream, id)) ||
 	    next.emulator.mode > 3 || next.ptp.role > 2 || !log_valid(next.ptp.log_sync) ||
 	    !log_valid(next.ptp.log_announce) || !log_valid(next.ptp.log_delay_req))
 		return CTL_ERR_BAD_VALUE;
@@ -712,6 +736,8 @@ static int execute(struct ctl_state *st, const struct ctl_request *rq, uint8_t *
 		err = config_set(&st->config, req + CTL_HEADER_SIZE, id, ops);
 		if (err)
 			return refuse(&w, seq, err, cnt);
+		if (get_be32(req + CTL_HEADER_SIZE) & CFG_NET)
+			st->net_pending = 1;  /* The answer leaves from the old addresses first. */
 		put_header(&w, CTL_MSG_CONFIG_SET | CTL_RESPONSE, seq);
 		put_config(&w, &st->config);
 		return answered(&w, cnt);

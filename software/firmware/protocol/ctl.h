@@ -174,6 +174,9 @@ struct ctl_state {
 	uint64_t            auth_counter; /* The last counter accepted. */
 	/* Set by an accepted REBOOT: the caller sends the answer, then resets the board. */
 	uint8_t             reboot_pending;
+	/* Set by an accepted CONFIG_SET of ip or mac (config holds them): the caller sends the
+	 * answer, then switches the board to them and announces them. */
+	uint8_t             net_pending;
 	struct ctl_config   config;
 };
 

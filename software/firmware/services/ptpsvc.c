@@ -426,6 +426,12 @@ void ptpsvc_init(const uint8_t mac[6], const struct ctl_ptp_config *c)
 	start_port(c);
 }
 
+void ptpsvc_set_mac(const uint8_t mac[6], const struct ctl_ptp_config *c)
+{
+	memcpy(port_mac, mac, sizeof(port_mac));
+	start_port(c);
+}
+
 int ptpsvc_configure(const struct ctl_ptp_config *c)
 {
 	/* The clock keeps its time and rate; the port starts afresh (state, master, counters). */
@@ -555,6 +561,7 @@ int ptpsvc_ctl_status(struct ctl_ptp_status *out)
 
 void ptpsvc_default_config(struct ctl_ptp_config *c) { memset(c, 0, sizeof(*c)); }
 void ptpsvc_init(const uint8_t mac[6], const struct ctl_ptp_config *c) { (void)mac; (void)c; }
+void ptpsvc_set_mac(const uint8_t mac[6], const struct ctl_ptp_config *c) { (void)mac; (void)c; }
 int ptpsvc_configure(const struct ctl_ptp_config *c) { (void)c; return CTL_ERR_UNSUPPORTED; }
 void ptpsvc_poll(void) {}
 void ptpsvc_input(uint16_t local_port, const uint8_t *msg, size_t len) { (void)local_port; (void)msg; (void)len; }

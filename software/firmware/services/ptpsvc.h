@@ -32,6 +32,9 @@ struct ctl_ptp_config;
 void ptpsvc_default_config(struct ctl_ptp_config *c);
 /* Sets up the stack with these settings. */
 void ptpsvc_init(const uint8_t mac[6], const struct ctl_ptp_config *c);
+/* The board's MAC changed (CONFIG_SET mac): the clock identity is made from it (EUI-64), so the
+ * port restarts under the new one. */
+void ptpsvc_set_mac(const uint8_t mac[6], const struct ctl_ptp_config *c);
 /* CONFIG_SET: restart the port with new settings; 0, or a CTL_ERR_* code (nothing changed). */
 int ptpsvc_configure(const struct ctl_ptp_config *c);
 /* Main-loop work; cheap when nothing happened. */

@@ -1,0 +1,75 @@
+#
+# This file is part of ethdaq.
+# SPDX-License-Identifier: BSD-2-Clause
+
+"""The board's own network addresses, changeable at run time (the control protocol's CONFIG_SET
+ip/mac).
+
+    CPU ─► ip, mac (staged CSRs) ─► apply ─► ip, mac (sys: LiteEth's MAC filter, ARP, IP, PTP port)
+                                        └──► ip_tx, mac_tx, announce (cd_tx: the DAQ framer and
+                                             the ARP requester)
+
+Writing the two staged registers changes nothing; `apply` switches every user to the new pair at
+once (a 48-bit CSR is written word by word, so a live register would be half old, half new in
+between). The copies in `cd_tx` follow a toggle through a synchroniser: by the time it has
+crossed, the sys values have been stable for two `cd_tx` cycles, so they are sampled whole.
+Every apply, once the transmit side has the new pair, sends one ARP announcement (RFC 5227: a
+who-has for our own address from our own MAC), which moves the neighbours' caches to a new MAC
+at once; applying the same pair again repeats it. Reset returns to the build's addresses.
+"""
+
+from migen import *
+from migen.genlib.cdc import MultiReg
+
+from litex.gen import *
+
+from litex.soc.interconnect.csr import CSR, CSRStatus, CSRStorage
+
+
+class NetAddress(LiteXModule):
+    def __init__(self, ip_address, mac_address, cd_tx="eth_tx"):
+        if not (0 <= ip_address < 2**32):
+            raise ValueError(f"ip_address must be a 32-bit IPv4 address, not {ip_address!r}")
+        if not (0 <= mac_address < 2**48) or (mac_address >> 40) & 1:
+            raise ValueError(f"mac_address must be a 48-bit unicast address, not {mac_address!r}")
+        self._ip      = CSRStorage(32, reset=ip_address,  description="Next IPv4 address (taken at `apply`).")
+        self._mac     = CSRStorage(48, reset=mac_address, description="Next MAC address (taken at `apply`).")
+        self._apply   = CSR()  # Write: switch to `ip`/`mac` and announce them.
+        self._pending = CSRStatus(description="1 until the transmit side has taken the last apply and sent its announcement.")
+        self.ip       = Signal(32, reset=ip_address)
+        self.mac      = Signal(48, reset=mac_address)
+        self.ip_tx    = Signal(32, reset=ip_address)
+        self.mac_tx   = Signal(48, reset=mac_address)
+        self.announce = Signal()  # cd_tx: one cycle, once the new pair is in ip_tx/mac_tx.
+        self.announced = Signal() # cd_tx input: the requester has sent the announcement.
+
+        # # #
+
+        toggle = Signal()
+        self.sync += If(self._apply.re,
+            self.ip.eq(self._ip.storage),
+            self.mac.eq(self._mac.storage),
+            toggle.eq(~toggle),
+        )
+
+        # Transmit side: sample the (stable) sys values when the toggle has crossed.
+        toggle_tx = Signal()
+        seen_tx   = Signal()
+        self.specials += MultiReg(toggle, toggle_tx, cd_tx)
+        sync_tx = getattr(self.sync, cd_tx)
+        sync_tx += [
+            self.announce.eq(0),
+            If(toggle_tx != seen_tx,
+                seen_tx.eq(toggle_tx),
+                self.ip_tx.eq(self.ip),
+                self.mac_tx.eq(self.mac),
+                self.announce.eq(1),
+            )
+        ]
+
+        # Done: the announcement has left the requester, reported back across as a toggle too.
+        done_tx = Signal()
+        done    = Signal()
+        sync_tx += If(self.announced, done_tx.eq(seen_tx))
+        self.specials += MultiReg(done_tx, done)
+        self.comb += self._pending.status.eq(done != toggle)

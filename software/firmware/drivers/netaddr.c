@@ -1,0 +1,77 @@
+/*
+ * This file is part of ethdaq.
+ * SPDX-License-Identifier: BSD-2-Clause
+ */
+#include <generated/csr.h>
+#include <generated/soc.h>
+
+#include "drivers/console.h"
+#include "netaddr.h"
+
+#ifdef CSR_NETADDR_BASE
+
+#define ANNOUNCE_INTERVAL_NS 2000000000ull  /* RFC 5227 ANNOUNCE_INTERVAL */
+
+static uint32_t cur_ip;
+static uint64_t cur_mac;
+static uint64_t reannounce_ns;  /* 0: none due. */
+static uint32_t announcements;
+
+/* The answer to CONFIG_SET has to leave from the old addresses: the mailbox empties into LiteEth's
+ * UDP/IP/MAC pipeline, whose IP layer writes our address into the header as the datagram passes
+ * and may first wait for ARP to resolve the requester (a LAN answers in well under 1 ms). 1 ms
+ * covers both; a change of address is rare, and the watchdog allows a second. */
+#define SEND_WAIT_CYCLES (CONFIG_CLOCK_FREQUENCY / 1000u)
+
+static void switch_to(uint32_t ip, uint64_t mac)
+{
+	netaddr_ip_write(ip);
+	netaddr_mac_write(mac);
+	netaddr_apply_write(1);
+	announcements++;
+}
+
+int netaddr_available(void)
+{
+	return 1;
+}
+
+void netaddr_apply(uint32_t ip, const uint8_t mac[6], uint64_t now_ns)
+{
+	uint32_t i;
+
+	for (i = 0; i < SEND_WAIT_CYCLES / 16u && ctlport_tx_busy_read(); i++)
+		console_poll();
+	for (i = 0; i < SEND_WAIT_CYCLES / 16u; i++)
+		console_poll();
+	cur_ip = ip;
+	cur_mac = 0;
+	for (i = 0; i < 6; i++)
+		cur_mac = cur_mac << 8 | mac[i];
+	switch_to(cur_ip, cur_mac);
+	reannounce_ns = now_ns + ANNOUNCE_INTERVAL_NS;
+}
+
+void netaddr_poll(uint64_t now_ns)
+{
+	/* A second announcement, for neighbours that missed the first (RFC 5227 ANNOUNCE_NUM 2). */
+	if (reannounce_ns != 0 && now_ns >= reannounce_ns) {
+		reannounce_ns = 0;
+		if (!netaddr_pending_read())
+			switch_to(cur_ip, cur_mac);
+	}
+}
+
+uint32_t netaddr_announcements(void)
+{
+	return announcements;
+}
+
+#else
+
+int netaddr_available(void) { return 0; }
+void netaddr_apply(uint32_t ip, const uint8_t mac[6], uint64_t now_ns) { (void)ip; (void)mac; (void)now_ns; }
+void netaddr_poll(uint64_t now_ns) { (void)now_ns; }
+uint32_t netaddr_announcements(void) { return 0; }
+
+#endif
