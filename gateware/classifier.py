@@ -1,0 +1,306 @@
+#
+# This file is part of ethdaq.
+# SPDX-License-Identifier: BSD-2-Clause
+
+"""Receive classifier: a small rule table matched against every received frame, in the PHY's
+receive clock, right after LiteEth's FCS checker.
+
+    PHY ─► preamble ─► FCS checker ─► RXClassifier ─► (LiteEth: padding, CDC, ARP/IP/UDP, CPU)
+                                           └─► fasttrack (eth_rx): rule, UDP source, payload
+
+A rule matches on any of EtherType, IP protocol, UDP destination port and IPv4 source address
+(each one used or not), in frames addressed to the board (its MAC, or a group address). The
+first enabled rule that matches decides:
+
+- ACTION_CPU: the frame goes on to LiteEth as if there were no rule (counted).
+- ACTION_FASTTRACK: the UDP payload's first `payload_bytes` bytes go to `fasttrack` at the
+  frame's last byte, once the FCS has been checked: `fasttrack.valid` is high for one cycle one
+  clock after the last byte leaves the FCS checker, and never for a frame with a bad FCS, a
+  fragment, or a UDP length that the frame does not hold. The frame is also flagged `error`
+  towards LiteEth, which then does not hand it to the CPU.
+- ACTION_DROP: the frame is flagged `error` towards LiteEth and goes nowhere else.
+
+Frames no rule matches pass untouched. Counters per rule (in sys): frames matched and taken,
+and frames matched but refused (bad FCS, fragment, truncated UDP), and frames no rule matched.
+
+The rule table is written from sys one rule at a time: the rule's fields into staging registers,
+then `rule_write`; the receive side takes the whole rule at once through a synchroniser (like
+gateware/netaddr.py), so a frame never sees half a rule.
+
+`fasttrack.payload` holds payload byte 0 in its lowest 8 bits; bytes at and beyond `length` are
+left from earlier frames. It stays as it is for at least 20 byte times after `valid` (the next
+frame's inter-frame gap and preamble), so a consumer in eth_rx takes it in the valid cycle or
+the few after it.
+"""
+
+from migen import *
+from migen.genlib.cdc import MultiReg, PulseSynchronizer
+
+from litex.gen import *
+
+from litex.soc.interconnect import stream
+from litex.soc.interconnect.csr import CSR, CSRField, CSRStatus, CSRStorage
+
+from liteeth.common import eth_phy_description
+
+ACTION_CPU       = 0
+ACTION_FASTTRACK = 1
+ACTION_DROP      = 2
+ACTIONS = {"cpu": ACTION_CPU, "fasttrack": ACTION_FASTTRACK, "drop": ACTION_DROP}
+
+ETHERTYPE_IPV4 = 0x0800
+IP_PROTO_UDP   = 17
+
+
+def fasttrack_layout(nrules, payload_bytes):
+    return [
+        ("valid",    1),
+        ("rule",     bits_for(nrules - 1)),
+        ("src_ip",   32),
+        ("src_port", 16),
+        ("length",   16),   # UDP payload bytes of the datagram (payload holds the first ones).
+        ("payload",  8*payload_bytes),
+    ]
+
+
+class RXClassifier(LiteXModule):
+    def __init__(self, nrules=4, payload_bytes=16, cd_rx="eth_rx"):
+        if not (1 <= nrules <= 16):
+            raise ValueError(f"nrules must be 1..16, not {nrules!r}")
+        if not (1 <= payload_bytes <= 64):
+            raise ValueError(f"payload_bytes must be 1..64, not {payload_bytes!r}")
+        self.nrules        = nrules
+        self.payload_bytes = payload_bytes
+        self.sink      = sink   = stream.Endpoint(eth_phy_description(8))   # cd_rx, from the FCS checker.
+        self.source    = source = stream.Endpoint(eth_phy_description(8))   # cd_rx, to LiteEth.
+        self.mac       = Signal(48)                                         # cd_rx: the board's MAC.
+        self.fasttrack = Record(fasttrack_layout(nrules, payload_bytes))    # cd_rx.
+
+        self._rule_select = CSRStorage(bits_for(nrules - 1), description="Rule that rule_write writes, and whose counters the counter registers show.")
+        self._rule_control = CSRStorage(fields=[
+            CSRField("enable",      size=1, description="The rule takes part."),
+            CSRField("action",      size=2, description="0 CPU (counted only), 1 fast-track, 2 drop."),
+            CSRField("match_type",  size=1, description="Match the EtherType."),
+            CSRField("match_proto", size=1, description="Match the IPv4 protocol (IPv4 frames only)."),
+            CSRField("match_port",  size=1, description="Match the UDP destination port (UDP in unfragmented IPv4 only)."),
+            CSRField("match_src",   size=1, description="Match the IPv4 source address."),
+        ])
+        self._rule_ethertype = CSRStorage(16)
+        self._rule_proto     = CSRStorage(8)
+        self._rule_port      = CSRStorage(16)
+        self._rule_src_ip    = CSRStorage(32)
+        self._rule_write     = CSR()   # Write: the staged rule becomes rule `rule_select`.
+        self._rule_pending   = CSRStatus(description="1 until the receive side has taken the last rule_write.")
+        self._matched   = CSRStatus(32, description="Frames rule `rule_select` matched and acted on.")
+        self._refused   = CSRStatus(32, description="Frames rule `rule_select` matched but refused: bad FCS, or (fast-track) a fragment or a UDP length the frame does not hold.")
+        self._unmatched = CSRStatus(32, description="Frames no rule matched (passed on).")
+
+        # # #
+
+        sync_rx = getattr(self.sync, cd_rx)
+        rule_bits = len(self._rule_select.storage)
+
+        # Rule table (cd_rx), written through a toggle synchroniser from the staged CSRs.
+        rules = [Record([("enable", 1), ("action", 2), ("match_type", 1), ("match_proto", 1),
+                         ("match_port", 1), ("match_src", 1), ("ethertype", 16), ("proto", 8),
+                         ("port", 16), ("src_ip", 32)]) for _ in range(nrules)]
+        toggle, toggle_rx, seen_rx, done_rx, done = Signal(), Signal(), Signal(), Signal(), Signal()
+        self.sync += If(self._rule_write.re, toggle.eq(~toggle))
+        self.specials += MultiReg(toggle, toggle_rx, cd_rx)
+        ctl = self._rule_control.fields
+        sync_rx += If(toggle_rx != seen_rx,
+            seen_rx.eq(toggle_rx),
+            done_rx.eq(toggle_rx),
+            Case(self._rule_select.storage, {i: [
+                r.enable.eq(ctl.enable), r.action.eq(ctl.action), r.match_type.eq(ctl.match_type),
+                r.match_proto.eq(ctl.match_proto), r.match_port.eq(ctl.match_port), r.match_src.eq(ctl.match_src),
+                r.ethertype.eq(self._rule_ethertype.storage), r.proto.eq(self._rule_proto.storage),
+                r.port.eq(self._rule_port.storage), r.src_ip.eq(self._rule_src_ip.storage),
+            ] for i, r in enumerate(rules)}),
+        )
+        self.specials += MultiReg(done_rx, done)
+        self.comb += self._rule_pending.status.eq(done != toggle)
+
+        # Pass-through; the error flag on the last byte carries the drop decision to LiteEth.
+        drop = Signal()
+        self.comb += [
+            sink.connect(source),
+            If(sink.last & drop, source.error.eq(1)),
+        ]
+
+        # Parser (cd_rx): the header fields of the frame passing, each with a flag saying the
+        # frame had it.
+        beat = Signal()
+        b    = sink.data
+        self.comb += beat.eq(sink.valid & sink.ready)
+        cnt       = Signal(8)
+        hi        = Signal(8)
+        word      = Cat(b, hi)   # Big-endian 16-bit field ending at this byte.
+        group     = Signal()     # Destination: a group (multicast, broadcast) address...
+        mac_eq    = Signal()     # ...or ours.
+        mac_ok    = Signal()
+        self.comb += mac_ok.eq(group | mac_eq)
+        ethertype = Signal(16)
+        has_type  = Signal()
+        proto     = Signal(8)
+        src_ip    = Signal(32)
+        is_ipv4   = Signal()
+        fragment  = Signal()
+        ihl_m1    = Signal(4)
+        src_port  = Signal(16)
+        dst_port  = Signal(16)
+        udp_len   = Signal(16)
+        has_port  = Signal()     # The UDP header's first 4 bytes arrived (IPv4, not a fragment).
+        has_len   = Signal()
+        received  = Signal(16)   # UDP bytes received so far (header included).
+        payload   = [Signal(8, name=f"payload{i}") for i in range(payload_bytes)]
+        mac_b     = Array(self.mac[8*(5 - i):8*(6 - i)] for i in range(6))
+
+        sync_rx += If(beat, hi.eq(b))
+        parse = ClockDomainsRenamer(cd_rx)(FSM(reset_state="ETH"))
+        self.parse = parse
+        parse.act("ETH",  # Destination MAC (0..5), source MAC, EtherType (12..13).
+            If(beat,
+                NextValue(cnt, cnt + 1),
+                If(cnt == 0, NextValue(group, b[0]), NextValue(mac_eq, b == mac_b[0])),
+                If((cnt > 0) & (cnt < 6) & (b != mac_b[cnt[:3]]), NextValue(mac_eq, 0)),
+                If(cnt == 13,
+                    NextValue(ethertype, word), NextValue(has_type, 1), NextValue(cnt, 0),
+                    If(word == ETHERTYPE_IPV4, NextState("IPV4")).Else(NextState("REST")),
+                ),
+            )
+        )
+        parse.act("IPV4",
+            If(beat,
+                NextValue(cnt, cnt + 1),
+                If(cnt == 0,
+                    NextValue(ihl_m1, b[:4] - 1),
+                    If((b[4:] != 4) | (b[:4] < 5), NextState("REST")),
+                ),
+                If(cnt == 6, NextValue(fragment, b[:6] != 0)),          # MF flag, offset bits 12..8.
+                If((cnt == 7) & (b != 0), NextValue(fragment, 1)),      # Offset bits 7..0.
+                If(cnt == 9, NextValue(proto, b)),
+                If((cnt >= 12) & (cnt < 16), NextValue(src_ip, Cat(b, src_ip[:24]))),
+                If(cnt == 15, NextValue(is_ipv4, 1)),
+                # Last header byte: (IHL - 1)*4 + 3. Options are skipped.
+                If((cnt[2:] == ihl_m1) & (cnt[:2] == 3) & (cnt >= 19),
+                    NextValue(cnt, 0),
+                    If((proto == IP_PROTO_UDP) & ~fragment, NextState("UDP")).Else(NextState("REST")),
+                ),
+            )
+        )
+        payload_index = Signal(max=payload_bytes + 1)
+        parse.act("UDP",
+            If(beat,
+                NextValue(cnt, cnt + 1),
+                NextValue(received, received + 1),
+                If(cnt == 1, NextValue(src_port, word)),
+                If(cnt == 3, NextValue(dst_port, word), NextValue(has_port, 1)),
+                If(cnt == 5, NextValue(udp_len, word), NextValue(has_len, 1)),
+                If(cnt == 7, NextValue(payload_index, 0), NextState("PAYLOAD")),
+            )
+        )
+        parse.act("PAYLOAD",
+            If(beat,
+                NextValue(received, received + 1),
+                If(payload_index != payload_bytes,
+                    Case(payload_index, {i: NextValue(payload[i], b) for i in range(payload_bytes)}),
+                    NextValue(payload_index, payload_index + 1),
+                ),
+            )
+        )
+        parse.act("REST")
+        # Whatever the state, the last beat ends the frame (after the state's own actions), and
+        # the next beat starts one.
+        for state in list(parse.actions):
+            parse.act(state, If(beat & sink.last,
+                NextValue(cnt, 0), NextValue(group, 0), NextValue(mac_eq, 0), NextValue(has_type, 0), NextValue(is_ipv4, 0),
+                NextValue(fragment, 0), NextValue(has_port, 0), NextValue(has_len, 0), NextValue(received, 0),
+                NextState("ETH"),
+            ))
+
+        # Rule matching, registered: the fields it reads settle at least a few bytes before the
+        # frame's last byte (a frame holds at least the UDP length and checksum after the port).
+        match = Signal(nrules)
+        sync_rx += [match[i].eq(r.enable & mac_ok &
+            (~r.match_type  | (has_type & (ethertype == r.ethertype))) &
+            (~r.match_proto | (is_ipv4 & (proto == r.proto))) &
+            (~r.match_src   | (is_ipv4 & (src_ip == r.src_ip))) &
+            (~r.match_port  | (has_port & (dst_port == r.port)))) for i, r in enumerate(rules)]
+        first  = Signal(max=max(nrules, 2))
+        action = Signal(2)
+        any_match = Signal()
+        self.comb += [
+            any_match.eq(match != 0),
+            # The lowest-numbered matching rule decides.
+            *[If(match[i], first.eq(i), action.eq(rules[i].action)) for i in reversed(range(nrules))],
+        ]
+        # The last byte: is the datagram whole (UDP length within what arrived)? `received`
+        # counts the UDP bytes before this one.
+        whole = Signal()
+        self.comb += whole.eq(has_len & (udp_len >= 8) & (received + 1 >= udp_len) &
+                              parse.ongoing("PAYLOAD") | (has_len & (udp_len == 8) & parse.ongoing("UDP")))
+        last_good = Signal()
+        self.comb += [
+            last_good.eq(beat & sink.last & ~sink.error),
+            drop.eq(any_match & (action != ACTION_CPU)),
+        ]
+
+        ft = self.fasttrack
+        length = Signal(16)
+        self.comb += [
+            length.eq(udp_len - 8),
+            ft.payload.eq(Cat(*payload)),
+        ]
+        sync_rx += [
+            ft.valid.eq(last_good & any_match & (action == ACTION_FASTTRACK) & whole),
+            If(beat & sink.last,
+                ft.rule.eq(first),
+                ft.src_ip.eq(src_ip),
+                ft.src_port.eq(src_port),
+                ft.length.eq(length),
+            ),
+        ]
+
+        # Counters (sys): one event per frame, its kind and rule held until the next frame's end
+        # (at least 64 byte times), carried across by a toggle.
+        ev_toggle, ev_kind, ev_rule = Signal(), Signal(2), Signal(rule_bits)
+        refused = Signal()
+        self.comb += refused.eq(sink.error | ((action == ACTION_FASTTRACK) & ~whole))
+        sync_rx += If(beat & sink.last,
+            ev_toggle.eq(~ev_toggle),
+            ev_rule.eq(first),
+            ev_kind.eq(Mux(any_match, Mux(refused, 2, 1), 0)),   # 0 unmatched, 1 taken, 2 refused.
+        )
+        ev_sys, ev_seen = Signal(), Signal()
+        self.specials += MultiReg(ev_toggle, ev_sys)
+        matched   = Array(Signal(32, name=f"matched{i}") for i in range(nrules))
+        refusedc  = Array(Signal(32, name=f"refused{i}") for i in range(nrules))
+        unmatched = Signal(32)
+        self.sync += If(ev_sys != ev_seen,
+            ev_seen.eq(ev_sys),
+            Case(ev_kind, {
+                0: unmatched.eq(unmatched + 1),
+                1: matched[ev_rule].eq(matched[ev_rule] + 1),
+                2: refusedc[ev_rule].eq(refusedc[ev_rule] + 1),
+            }),
+        )
+        self.comb += [
+            self._matched.status.eq(matched[self._rule_select.storage]),
+            self._refused.status.eq(refusedc[self._rule_select.storage]),
+            self._unmatched.status.eq(unmatched),
+        ]
+
+
+def insert_classifier(mac_core, classifier):
+    """Put `classifier` into LiteEth's MAC core receive pipeline right after its FCS checker (in
+    the receive clock: LiteEth's 8-bit datapath, with_sys_datapath False). Before the core is
+    finalized."""
+    from liteeth.mac.crc import LiteEthMACCRC32Checker
+    pipeline = mac_core.rx_datapath.pipeline
+    crcs = [i for i, m in enumerate(pipeline) if isinstance(m, LiteEthMACCRC32Checker)]
+    if len(crcs) != 1:
+        raise ValueError("RXClassifier needs LiteEth's MAC core with its FCS checker (with_preamble_crc=True)")
+    if len(crcs and pipeline[crcs[0]].source.data) != 8:
+        raise ValueError("RXClassifier needs the MAC's 8-bit receive datapath (eth_dw=8)")
+    pipeline.insert(crcs[0] + 1, classifier)
