@@ -1,0 +1,196 @@
+"""Frame gate (gateware/framegate.py) in Migen simulation: frames of random lengths at line rate,
+some flagged bad, some too long, against a consumer that stalls at random: exactly the good
+frames come out, whole and in order, and every other frame is counted in its class. Then the
+upstream LiteEth behaviour the gate exists for, pinned: LiteEth's IP core answers a ping whose
+FCS is bad; behind the gate it does not (scapy builds the frames, zlib the FCS)."""
+
+import random
+import zlib
+
+import pytest
+from migen import *
+from migen.sim import passive, run_simulation
+
+from litex.gen import LiteXModule
+from litex.soc.interconnect import stream
+
+from liteeth.common import eth_phy_description
+from liteeth.core import LiteEthIPCore
+from scapy.layers.inet import ICMP, IP
+from scapy.layers.l2 import ARP, Ether
+from scapy.packet import Raw
+
+from ethdaq.gateware.framegate import FrameGate
+
+
+def gate_sim(frames, ready_prob, depth=2048, max_frame=1536, gap=12, seed=1):
+    dut = FrameGate(depth=depth, max_frame=max_frame)
+    rng = random.Random(seed)
+    result = {"out": [], "cur": []}
+    state = {"in": False}
+
+    def feed():
+        for data, error in frames:
+            for i, b in enumerate(data):
+                yield dut.sink.valid.eq(1)
+                yield dut.sink.data.eq(b)
+                yield dut.sink.last.eq(i == len(data) - 1)
+                yield dut.sink.error.eq(int(error and i == len(data) - 1))
+                yield
+            yield dut.sink.valid.eq(0)
+            yield dut.sink.error.eq(0)
+            for _ in range(gap):
+                yield
+        state["in"] = True
+
+    def drain():
+        idle = 0
+        while idle < 3*depth:
+            ready = int(rng.random() < ready_prob)
+            yield dut.source.ready.eq(ready)
+            yield
+            if ready and (yield dut.source.valid):
+                idle = 0
+                result["cur"].append((yield dut.source.data))
+                if (yield dut.source.last):
+                    result["out"].append(bytes(result["cur"]))
+                    result["cur"] = []
+            elif state["in"]:
+                idle += 1
+        for name in ("passed", "dropped_error", "dropped_full", "dropped_oversize"):
+            result[name] = yield getattr(dut, name)
+
+    run_simulation(dut, [feed(), drain()])
+    return result
+
+
+def random_frames(n, seed, max_len=1700, error_rate=0.2):
+    rng = random.Random(seed)
+    frames = []
+    for k in range(n):
+        length = rng.choice([60, 64, rng.randint(60, max_len), 1536, 1537])
+        data = bytes([k & 0xff]) + bytes(rng.getrandbits(8) for _ in range(length - 1))
+        frames.append((data, rng.random() < error_rate))
+    return frames
+
+
+def test_a_free_flowing_consumer_gets_every_good_frame_whole_and_in_order():
+    frames = random_frames(24, seed=2)
+    r = gate_sim(frames, ready_prob=1.0)
+    good = [d for d, e in frames if not e and len(d) <= 1536]
+    assert r["out"] == good
+    assert r["passed"] == len(good) and r["dropped_full"] == 0
+    assert r["dropped_error"] == sum(1 for d, e in frames if e and len(d) <= 1536)
+    assert r["dropped_oversize"] == sum(1 for d, e in frames if len(d) > 1536)
+
+
+def test_a_stalling_consumer_loses_whole_frames_only_and_counts_them():
+    frames = random_frames(40, seed=3, max_len=400, error_rate=0.1)
+    r = gate_sim(frames, ready_prob=0.15)
+    good = [d for d, e in frames if not e]
+    assert r["dropped_full"] > 0                                   # The buffer did fill.
+    # What came out is an in-order subsequence of the good frames, each one whole.
+    it = iter(good)
+    assert all(any(f == g for g in it) for f in r["out"])
+    assert r["passed"] == len(r["out"])
+    assert r["passed"] + r["dropped_full"] + r["dropped_error"] + r["dropped_oversize"] == len(frames)
+
+
+def test_bad_parameters_are_refused():
+    with pytest.raises(ValueError, match="power of two"):
+        FrameGate(depth=1000)
+    with pytest.raises(ValueError, match="max_frame"):
+        FrameGate(depth=1024, max_frame=2000)
+
+
+# --- LiteEth answers a ping with a bad FCS; behind the gate it does not ----------------------------
+
+BOARD_MAC, BOARD_IP = 0x10E2D5000077, "192.168.77.50"
+
+
+class _PHY:
+    dw = 8
+
+    def __init__(self):
+        self.sink   = stream.Endpoint(eth_phy_description(8))
+        self.source = stream.Endpoint(eth_phy_description(8))
+
+
+class IPCoreDut(LiteXModule):
+    def __init__(self, with_gate):
+        for cd in ("sys", "eth_rx", "eth_tx"):
+            setattr(self, f"cd_{cd}", ClockDomain(cd))
+        self.phy  = _PHY()
+        self.rx   = stream.Endpoint(eth_phy_description(8))   # What the bench puts on the wire.
+        self.comb += [self.rx.connect(self.phy.source), self.phy.source.last_be.eq(self.rx.last)]
+        self.core = LiteEthIPCore(self.phy, BOARD_MAC, BOARD_IP, clk_freq=100e6, dw=8)
+        if with_gate:
+            from liteeth.mac.crc import LiteEthMACCRC32Checker
+            pipeline = self.core.mac.core.rx_datapath.pipeline
+            crc = next(i for i, m in enumerate(pipeline) if isinstance(m, LiteEthMACCRC32Checker))
+            self.gate = ClockDomainsRenamer("eth_rx")(FrameGate())
+            pipeline.insert(crc + 1, self.gate)
+
+
+def wire(frame, fcs_flip=0):
+    body = bytes(frame) + bytes(max(0, 60 - len(bytes(frame))))
+    return bytes([0x55] * 7 + [0xD5]) + body + (zlib.crc32(body) ^ fcs_flip).to_bytes(4, "little")
+
+
+def pings_answered(with_gate, fcs_flip):
+    dut = IPCoreDut(with_gate)
+    ping = Ether(dst="10:e2:d5:00:00:77", src="02:00:00:00:00:01") / IP(src="192.168.77.1", dst=BOARD_IP) / \
+        ICMP(type=8, id=7, seq=1) / b"ethdaq!"
+    # LiteEth resolves the sender before it answers: the bench answers its ARP request.
+    arp_reply = Ether(dst="10:e2:d5:00:00:77", src="02:00:00:00:00:01") / ARP(
+        op=2, hwsrc="02:00:00:00:00:01", psrc="192.168.77.1", hwdst="10:e2:d5:00:00:77", pdst=BOARD_IP)
+    sent = []
+    stats = {}
+
+    def send(f):
+        for i, b in enumerate(f):
+            yield dut.rx.valid.eq(1)
+            yield dut.rx.data.eq(b)
+            yield dut.rx.last.eq(i == len(f) - 1)
+            yield
+        yield dut.rx.valid.eq(0)
+
+    def feed():
+        for _ in range(50):
+            yield
+        yield from send(wire(ping, fcs_flip))
+        for _ in range(1500):
+            if any(len(f) > 12 and Ether(f[8:-4]).haslayer(ARP) for f in sent):
+                yield from send(wire(arp_reply))
+                break
+            yield
+
+    def watch():
+        cur = []
+        yield dut.phy.sink.ready.eq(1)
+        for cycle in range(1500):   # A reply comes after about 500.
+            yield
+            if (yield dut.phy.sink.valid):
+                cur.append((yield dut.phy.sink.data))
+                if (yield dut.phy.sink.last):
+                    sent.append(bytes(cur))
+                    cur = []
+                    if Ether(sent[-1][8:-4]).haslayer(ICMP):
+                        stats["cycles"] = cycle
+                        return
+
+    run_simulation(dut, {"eth_rx": [feed()], "eth_tx": [watch()]},
+                   clocks={"sys": 10, "eth_rx": 8, "eth_tx": 8})
+    print("reply after", stats.get("cycles"), "cycles")
+    replies = [Ether(f[8:-4]) for f in sent if len(f) > 12]
+    return [r for r in replies if r.haslayer(ICMP) and r[ICMP].type == 0]
+
+
+def test_upstream_liteeth_answers_a_ping_whose_fcs_is_bad():
+    assert len(pings_answered(with_gate=False, fcs_flip=0x100)) == 1
+
+
+def test_behind_the_gate_only_the_good_ping_is_answered():
+    good = pings_answered(with_gate=True, fcs_flip=0)
+    assert len(good) == 1 and good[0][Raw].load == b"ethdaq!"
+    assert pings_answered(with_gate=True, fcs_flip=0x100) == []
