@@ -301,6 +301,41 @@ def insert_classifier(mac_core, classifier):
     crcs = [i for i, m in enumerate(pipeline) if isinstance(m, LiteEthMACCRC32Checker)]
     if len(crcs) != 1:
         raise ValueError("RXClassifier needs LiteEth's MAC core with its FCS checker (with_preamble_crc=True)")
-    if len(crcs and pipeline[crcs[0]].source.data) != 8:
+    if len(pipeline[crcs[0]].source.data) != 8:
         raise ValueError("RXClassifier needs the MAC's 8-bit receive datapath (eth_dw=8)")
     pipeline.insert(crcs[0] + 1, classifier)
+
+
+class FastTrackSink(LiteXModule):
+    """The SoC's fast-track consumer, for the firmware and tests: counts deliveries and keeps the
+    last one's rule, UDP source, length and first 8 payload bytes, in CSRs (sys). A detector
+    design takes `fasttrack` (cd_rx) straight from the classifier instead, with no CPU."""
+    def __init__(self, fasttrack, cd_rx="eth_rx"):
+        self._count   = CSRStatus(32, description="Fast-track datagrams delivered.")
+        self._rule    = CSRStatus(len(fasttrack.rule), description="The last one's rule.")
+        self._src_ip  = CSRStatus(32, description="The last one's IPv4 source.")
+        self._length  = CSRStatus(16, description="The last one's UDP payload length.")
+        self._payload = CSRStatus(64, description="The last one's first 8 payload bytes (byte 0 in bits 7..0).")
+
+        # # #
+
+        # Held in cd_rx from the delivery to the next (at least a frame apart), carried by a toggle.
+        toggle, toggle_sys, seen = Signal(), Signal(), Signal()
+        held = Record([("rule", len(fasttrack.rule)), ("src_ip", 32), ("length", 16), ("payload", 64)])
+        sync_rx = getattr(self.sync, cd_rx)
+        sync_rx += If(fasttrack.valid,
+            toggle.eq(~toggle),
+            held.rule.eq(fasttrack.rule),
+            held.src_ip.eq(fasttrack.src_ip),
+            held.length.eq(fasttrack.length),
+            held.payload.eq(fasttrack.payload[:64]),
+        )
+        self.specials += MultiReg(toggle, toggle_sys)
+        self.sync += If(toggle_sys != seen,
+            seen.eq(toggle_sys),
+            self._count.status.eq(self._count.status + 1),
+            self._rule.status.eq(held.rule),
+            self._src_ip.status.eq(held.src_ip),
+            self._length.status.eq(held.length),
+            self._payload.status.eq(held.payload),
+        )

@@ -25,10 +25,12 @@ in the gate for its own length (store and forward): 0.5 us for a 64-byte frame a
 """
 
 from migen import *
+from migen.genlib.cdc import PulseSynchronizer
 
 from litex.gen import *
 
 from litex.soc.interconnect import stream
+from litex.soc.interconnect.csr import CSRStatus
 
 from liteeth.common import eth_phy_description
 
@@ -45,6 +47,10 @@ class FrameGate(LiteXModule):
         self.dropped_full     = Signal(32)
         self.dropped_oversize = Signal(32)
         self.passed           = Signal(32)
+        # One cycle per frame dropped, by class (for counters in another clock).
+        self.ev_error    = Signal()
+        self.ev_full     = Signal()
+        self.ev_oversize = Signal()
 
         # # #
 
@@ -61,6 +67,7 @@ class FrameGate(LiteXModule):
         room     = Signal()
         cut      = Signal()
         admit    = Signal()          # This byte is stored.
+        full_drop = Signal()         # At the last byte: the frame found no room.
         self.comb += [
             sink.ready.eq(1),        # The PHY does not wait.
             beat.eq(sink.valid),
@@ -90,7 +97,7 @@ class FrameGate(LiteXModule):
                 count.eq(0),
                 oversize.eq(0),
                 overflow.eq(0),
-                If(~Mux(first, room, storing | oversize | overflow) | overflow,
+                If(full_drop,
                     self.dropped_full.eq(self.dropped_full + 1),
                 ).Elif(oversize,
                     self.dropped_oversize.eq(self.dropped_oversize + 1),
@@ -99,6 +106,16 @@ class FrameGate(LiteXModule):
                 ),
             ),
         )
+        end = Signal()
+        self.comb += [
+            end.eq(beat & sink.last),
+            full_drop.eq(~Mux(first, room, storing | oversize | overflow) | overflow),
+        ]
+        self.sync += [
+            self.ev_full.eq(end & full_drop),
+            self.ev_oversize.eq(end & ~full_drop & oversize),
+            self.ev_error.eq(end & ~full_drop & ~oversize & sink.error),
+        ]
 
         # Out: a frame whose verdict has come; a dropped one is read out unseen.
         drop = verdict_fifo.source.drop
@@ -111,3 +128,20 @@ class FrameGate(LiteXModule):
             verdict_fifo.source.ready.eq(data_fifo.source.valid & data_fifo.source.ready & data_fifo.source.last),
         ]
         self.sync += If(source.valid & source.ready & source.last, self.passed.eq(self.passed + 1))
+
+
+class FrameGateCounters(LiteXModule):
+    """The gate's drops by class as CSRs (sys), counted from its per-frame pulses in `cd`."""
+    def __init__(self, gate, cd="eth_rx"):
+        self._dropped_error    = CSRStatus(32, description="Received frames dropped whole: bad FCS, or the classifier's drop/fast-track flag.")
+        self._dropped_full     = CSRStatus(32, description="Received frames dropped whole: the gate's buffer had no room.")
+        self._dropped_oversize = CSRStatus(32, description="Received frames dropped whole: longer than the gate's max_frame.")
+
+        # # #
+
+        for ev, csr in ((gate.ev_error, self._dropped_error), (gate.ev_full, self._dropped_full),
+                        (gate.ev_oversize, self._dropped_oversize)):
+            ps = PulseSynchronizer(cd, "sys")
+            self.submodules += ps
+            self.comb += ps.i.eq(ev)
+            self.sync += If(ps.o, csr.status.eq(csr.status + 1))

@@ -27,7 +27,7 @@ from litex.soc.interconnect.csr import CSR, CSRStatus, CSRStorage
 
 
 class NetAddress(LiteXModule):
-    def __init__(self, ip_address, mac_address, cd_tx="eth_tx"):
+    def __init__(self, ip_address, mac_address, cd_tx="eth_tx", cd_rx=None):
         if not (0 <= ip_address < 2**32):
             raise ValueError(f"ip_address must be a 32-bit IPv4 address, not {ip_address!r}")
         if not (0 <= mac_address < 2**48) or (mac_address >> 40) & 1:
@@ -42,6 +42,7 @@ class NetAddress(LiteXModule):
         self.mac_tx   = Signal(48, reset=mac_address)
         self.announce = Signal()  # cd_tx: one cycle, once the new pair is in ip_tx/mac_tx.
         self.announced = Signal() # cd_tx input: the requester has sent the announcement.
+        self.mac_rx   = Signal(48, reset=mac_address)  # cd_rx (if given): for the receive classifier.
 
         # # #
 
@@ -66,6 +67,16 @@ class NetAddress(LiteXModule):
                 self.announce.eq(1),
             )
         ]
+
+        # Receive side, the same way.
+        if cd_rx is not None:
+            toggle_rx, seen_rx = Signal(), Signal()
+            self.specials += MultiReg(toggle, toggle_rx, cd_rx)
+            sync_rx = getattr(self.sync, cd_rx)
+            sync_rx += If(toggle_rx != seen_rx,
+                seen_rx.eq(toggle_rx),
+                self.mac_rx.eq(self.mac),
+            )
 
         # Done: the announcement has left the requester, reported back across as a toggle too.
         done_tx = Signal()

@@ -112,6 +112,13 @@ def _add_network_options(p):
                    help="DEBUG ONLY: raw bus access over UDP (LiteX's litex_server --udp) for anyone on the network, "
                         "past the controller, allow-list and key; the build, the firmware and identify say so")
     p.add_argument("--etherbone-port", type=_port, default=1234, help="UDP port of --with-etherbone (default 1234)")
+    g = p.add_argument_group("receive classifier (issue 7; gateware/classifier.py)")
+    g.add_argument("--with-classifier", action="store_true",
+                   help="receive rules and the frame gate in front of LiteEth (only whole, good frames reach the "
+                        "stack); about 800 more LUT4 on ECP5, so off by default")
+    g.add_argument("--fasttrack-port", type=_port, action="append", default=[], metavar="PORT",
+                   help="UDP port whose datagrams go to the hardware fast-track sink, never to the CPU "
+                        "(repeatable, up to 4; implies --with-classifier)")
     g = p.add_argument_group("PTP (docs/ptp-firmware.md)")
     g.add_argument("--ptp-role", choices=["auto", "master", "slave"], default="auto",
                    help="auto: the best master clock algorithm decides (default); master: always master; slave: never master")
@@ -170,6 +177,14 @@ def _soc_kwargs(args):
                   ptp_log_delay_req=args.ptp_log_delay_req)
     if getattr(args, "pin_probe", False):
         kwargs["with_pin_probe"] = True
+    if args.with_classifier or args.fasttrack_port:
+        from ethdaq.soc.daqsoc import DEFAULT_DATA_PORT, check_fasttrack_ports
+        try:
+            check_fasttrack_ports(tuple(args.fasttrack_port), args.ctl_port, DEFAULT_DATA_PORT, 8)
+        except ValueError as e:
+            raise CLIError(str(e))
+        kwargs["with_classifier"] = True
+        kwargs["fasttrack_ports"] = tuple(args.fasttrack_port)
     if args.with_etherbone:
         from ethdaq.soc.daqsoc import ETHERBONE_WARNING, check_etherbone_port
         try:

@@ -12,7 +12,7 @@ import ipaddress
 import subprocess
 from pathlib import Path
 
-from migen import ClockSignal, Instance, Mux
+from migen import ClockDomainsRenamer, ClockSignal, Instance, Mux
 
 from litex.build.generic_platform import ConstraintError
 from litex.soc.integration.soc_core import SoCCore
@@ -23,6 +23,8 @@ from liteeth.core import LiteEthUDPIPCore
 
 from ethdaq.gateware.cpuport import CPUMACPort, CPUUDPPort, connect_udp_ports
 from ethdaq.gateware.emulator import add_emulators
+from ethdaq.gateware.classifier import FastTrackSink, RXClassifier, insert_classifier
+from ethdaq.gateware.framegate import FrameGate, FrameGateCounters
 from ethdaq.gateware.macstats import MACErrors
 from ethdaq.gateware.netaddr import NetAddress
 from ethdaq.gateware.streamer import DAQStreamer
@@ -119,6 +121,25 @@ PTP_UDP_PORTS  = (319, 320)
 PTP_TX_MAX     = 64    # Largest message the firmware sends: Announce (64 bytes).
 
 
+CLASSIFIER_RULES = 4
+
+
+def check_fasttrack_ports(ports, ctl_port, data_port, eth_dw):
+    """Build-time fast-track rules (UDP destination ports): ValueError naming the problem."""
+    if eth_dw != 8:
+        raise ValueError(f"the receive classifier needs eth_dw=8 for now, not {eth_dw!r}")
+    if len(ports) > CLASSIFIER_RULES:
+        raise ValueError(f"at most {CLASSIFIER_RULES} fast-track ports (the classifier's rules), not {len(ports)}")
+    taken = {ctl_port: "the control port", data_port: "the data port", 319: "PTP", 320: "PTP"}
+    for p in ports:
+        if not (isinstance(p, int) and 0 < p < 65536):
+            raise ValueError(f"fast-track port must be 1..65535, not {p!r}")
+        if p in taken:
+            raise ValueError(f"fast-track port {p} is {taken[p]}'s")
+    if len(set(ports)) != len(ports):
+        raise ValueError(f"fast-track ports must be distinct, not {list(ports)!r}")
+
+
 def check_ptp(role, transport, log_intervals):
     if role not in PTP_ROLES:
         raise ValueError(f"PTP role must be one of {', '.join(PTP_ROLES)}, not {role!r}")
@@ -160,6 +181,8 @@ class DAQSoC(SoCCore):
         ptp_status_log    = None,
         with_ptp_testbench = False,
         with_pin_probe     = False,
+        with_classifier    = False,
+        fasttrack_ports    = (),
         with_etherbone     = False,
         etherbone_port     = DEFAULT_ETHERBONE_PORT,
         **kwargs):
@@ -224,7 +247,12 @@ class DAQSoC(SoCCore):
         # The board's addresses are the build's until the control protocol changes them
         # (gateware/netaddr.py): LiteEth's MAC filter, ARP and IP layers take them as signals.
         self.ethphy  = board.ethphy(platform)
-        self.netaddr = NetAddress(self.ip_address, self.mac_address, cd_tx="eth_tx")
+        fasttrack_ports = tuple(fasttrack_ports)
+        with_classifier = with_classifier or bool(fasttrack_ports)
+        if with_classifier:
+            check_fasttrack_ports(fasttrack_ports, ctl_port, data_port if with_streamer else None, eth_dw)
+        self.netaddr = NetAddress(self.ip_address, self.mac_address, cd_tx="eth_tx",
+                                  cd_rx="eth_rx" if with_classifier else None)
         self.txpath  = TXPath(self.ethphy, self.netaddr.mac_tx, self.netaddr.ip_tx)
         self.comb += [
             self.txpath.announce.eq(self.netaddr.announce),
@@ -250,6 +278,20 @@ class DAQSoC(SoCCore):
         rx_pipeline = self.ethcore.mac.core.rx_datapath.pipeline
         self.eth_rx_buffer = stream.Buffer(eth_phy_description(eth_dw), pipe_valid=True, pipe_ready=True)
         rx_pipeline.insert(len(rx_pipeline) - 1, self.eth_rx_buffer)
+        # Receive classifier and frame gate (issue 7; off by default until the small ECP5 boards
+        # have room, docs/liteeth-notes.md): rules matched right after the FCS checker, a
+        # fast-track sink without the CPU, and only whole, good frames on to LiteEth.
+        if with_classifier:
+            self.classifier = RXClassifier(nrules=CLASSIFIER_RULES, payload_bytes=16)
+            self.rx_gate    = ClockDomainsRenamer("eth_rx")(FrameGate())
+            insert_classifier(self.ethcore.mac.core, self.classifier)
+            rx_pipeline.insert(rx_pipeline.index(self.classifier) + 1, self.rx_gate)
+            self.rx_gate_counters = FrameGateCounters(self.rx_gate, cd="eth_rx")
+            self.fasttrack = FastTrackSink(self.classifier.fasttrack, cd_rx="eth_rx")
+            self.comb += self.classifier.mac.eq(self.netaddr.mac_rx)
+            self.add_constant("ETHDAQ_CLASSIFIER_RULES", CLASSIFIER_RULES)
+            for i, port in enumerate(fasttrack_ports):
+                self.add_constant(f"ETHDAQ_FASTTRACK_PORT_{i}", port)
         if not board.is_sim:
             eth_rx_clk = getattr(self.ethphy, "crg", self.ethphy).cd_eth_rx.clk
             eth_tx_clk = getattr(self.ethphy, "crg", self.ethphy).cd_eth_tx.clk
@@ -268,6 +310,14 @@ class DAQSoC(SoCCore):
                                     "ethdaq_gmii_probe.v"))
             self.specials += Instance("ethdaq_gmii_probe", p_PORT=ctl_port, i_clk=ClockSignal("sys"),
                 i_rx_dv=pads.rx_dv, i_rx_data=pads.rx_data, i_tx_en=pads.tx_en, i_tx_data=pads.tx_data)
+            if with_classifier:
+                # The fast-track sink's deliveries against the pins (test_network.py).
+                platform.add_source(str(Path(__file__).resolve().parent.parent / "gateware" / "verilog" /
+                                        "ethdaq_fasttrack_probe.v"))
+                ft = self.classifier.fasttrack
+                self.specials += Instance("ethdaq_fasttrack_probe", i_clk=ClockSignal("sys"),
+                    i_rx_dv=pads.rx_dv, i_valid=ft.valid, i_rule=ft.rule, i_length=ft.length,
+                    i_payload=ft.payload[:64])
 
         # Raw bus access over UDP, for debugging only (build option --with-etherbone; LiteX's
         # litex_server --udp talks to it). Without it the DAQ SoC has no way onto its bus from the

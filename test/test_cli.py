@@ -114,6 +114,11 @@ def test_unsupported_toolchain(tmp_path):
     (["--ptp-domain", "256"], "PTP domain must be an integer from 0 to 255, not '256'"),
     (["--ptp-role", "boss"], "invalid choice: 'boss'"),
     (["--ptp-transport", "tcp"], "invalid choice: 'tcp'"),
+    (["--fasttrack-port", "7000"], "fast-track port 7000 is the control port's"),
+    (["--fasttrack-port", "319"], "fast-track port 319 is PTP's"),
+    (["--fasttrack-port", "9000", "--fasttrack-port", "9000"], "fast-track ports must be distinct"),
+    (["--fasttrack-port", "1"] * 1 + ["--fasttrack-port", "2", "--fasttrack-port", "3", "--fasttrack-port", "4",
+                                      "--fasttrack-port", "6"], "at most 4 fast-track ports"),
 ])
 def test_bad_addresses(args, text):
     assert_one_line_error(run("build", "--board", "sim", *args), text)

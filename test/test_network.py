@@ -24,14 +24,19 @@ BOARD_IP = "192.168.77.50"
 HOST_IP  = "192.168.77.1"
 MAC      = "10:e2:d5:00:00:77"
 CTL_PORT = 7001
+FASTTRACK_PORT = 9000
+CLK_NS = 8   # The simulated board's GMII clock, 125 MHz.
 
 
 @pytest.fixture(scope="module")
 def board():
     # Built by the CLI in its own process, as a user would: LiteX's generated names depend on
     # what else the process has elaborated, so an in-process build could differ from the CLI's.
+    # With the receive classifier and frame gate (--fasttrack-port), so every test here also
+    # runs through them.
     r = subprocess.run(ethdaq_cmd("build", "--board", "sim", "--ip", BOARD_IP, "--mac", MAC, "--ctl-port",
-                                  str(CTL_PORT), "--pin-probe", "--output-dir", str(REPO / "build" / "test-sim")),
+                                  str(CTL_PORT), "--pin-probe", "--fasttrack-port", str(FASTTRACK_PORT),
+                                  "--output-dir", str(REPO / "build" / "test-sim")),
                        capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stdout + r.stderr
     # The tap name and host address are run-time settings of the simulation modules.
@@ -161,6 +166,7 @@ def test_sim_command_stops_cleanly_on_sigterm_and_removes_its_namespace():
     built = binary.stat().st_mtime_ns
     proc = subprocess.Popen(ethdaq_cmd("sim", "--netns", ns, "--tap", TAP, "--ip", BOARD_IP, "--host-ip", HOST_IP,
                                        "--mac", MAC, "--ctl-port", str(CTL_PORT), "--pin-probe",
+                                       "--fasttrack-port", str(FASTTRACK_PORT),
                                        "--output-dir", str(REPO / "build" / "test-sim")),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
@@ -449,6 +455,38 @@ print(json.dumps(sizes))
     r = ctl(board, "config", "set", "payload=1472", "dst_port=5000", "enable=0xf", "ptp_log_sync=-7",
             "ptp_priority1=128")
     assert r.returncode == 0, r.stderr
+
+
+def test_fasttrack_datagrams_reach_the_hardware_sink_within_150_ns_of_the_pins(board):
+    """Datagrams from Linux to the fast-track port: the classifier's sink has each one's payload
+    within 150 ns of the frame's last byte on the GMII pins, both counted by the testbench's own
+    probe (gateware/verilog/ethdaq_fasttrack_probe.v); other traffic is unaffected."""
+    assert f"fast-track: udp/{FASTTRACK_PORT} -> hardware sink (rule 0), never the CPU" in console_text(board)
+    marks = len(board.lines)
+    payloads = [bytes([0xA0 + i]) + b"trigger" for i in range(3)] + [bytes(range(256)) * 4]
+    ns_python(board, f"""
+import socket, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for p in {payloads!r}:
+    s.sendto(p, ({BOARD_IP!r}, {FASTTRACK_PORT}))
+    time.sleep(0.2)
+""")
+    deadline = time.monotonic() + 60
+    lines = []
+    while time.monotonic() < deadline:
+        lines = [l for l in board.lines[marks:] if l.startswith("probe: fasttrack")]
+        if len(lines) >= len(payloads):
+            break
+        time.sleep(0.2)
+    got = [re.match(r"probe: fasttrack (\d+) rx-end (\d+) rule (\d+) length (\d+) payload ([0-9a-f]{16})", l).groups()
+           for l in lines]
+    assert [(int(rule), int(n), bytes.fromhex(hx)[:min(int(n), 8)]) for _, _, rule, n, hx in got] == \
+        [(0, len(p), p[:8]) for p in payloads]
+    # rx-end is the cycle after the last FCS byte on the pins.
+    latencies_ns = [(int(at) - int(end) + 1) * CLK_NS for at, end, *_ in got]
+    assert all(0 < ns <= 150 for ns in latencies_ns), latencies_ns
+    r = board.ns_run(["ping", "-c", "2", "-W", "5", BOARD_IP], capture_output=True, text=True, timeout=60)
+    assert "2 packets transmitted, 2 received" in r.stdout, r.stdout
 
 
 NEW_IP, NEW_MAC = "192.168.77.51", "02:ab:00:00:00:42"

@@ -23,6 +23,7 @@
 #include "drivers/watchdog.h"
 #include "services/phy.h"
 #include "drivers/netaddr.h"
+#include "drivers/classifier.h"
 
 #define IDENT_SIZE 256
 
@@ -195,6 +196,7 @@ int main(void)
 	       "  WARNING: whole bus, past the controller, allow-list and key. Debug build only.\n",
 	       (unsigned)ETHDAQ_ETHERBONE_PORT);
 #endif
+	classifier_init();
 	build_config(&ctl.config, &id);
 	ptpsvc_init(id.mac, &ctl.config.ptp);
 	phy_init();
