@@ -46,7 +46,6 @@ from liteeth.common import eth_phy_description
 ACTION_CPU       = 0
 ACTION_FASTTRACK = 1
 ACTION_DROP      = 2
-ACTIONS = {"cpu": ACTION_CPU, "fasttrack": ACTION_FASTTRACK, "drop": ACTION_DROP}
 
 ETHERTYPE_IPV4 = 0x0800
 IP_PROTO_UDP   = 17
@@ -69,8 +68,6 @@ class RXClassifier(LiteXModule):
             raise ValueError(f"nrules must be 1..16, not {nrules!r}")
         if not (1 <= payload_bytes <= 64):
             raise ValueError(f"payload_bytes must be 1..64, not {payload_bytes!r}")
-        self.nrules        = nrules
-        self.payload_bytes = payload_bytes
         self.sink      = sink   = stream.Endpoint(eth_phy_description(8))   # cd_rx, from the FCS checker.
         self.source    = source = stream.Endpoint(eth_phy_description(8))   # cd_rx, to LiteEth.
         self.mac       = Signal(48)                                         # cd_rx: the board's MAC.
@@ -263,22 +260,20 @@ class RXClassifier(LiteXModule):
         ]
 
         # Counters (sys): one event per frame, its kind and rule held until the next frame's end
-        # (at least 64 byte times), carried across by a toggle.
-        ev_toggle, ev_kind, ev_rule = Signal(), Signal(2), Signal(rule_bits)
+        # (at least 64 byte times), so they are stable when the event's pulse has crossed.
+        ev_kind, ev_rule = Signal(2), Signal(rule_bits)
         refused = Signal()
         self.comb += refused.eq(sink.error | ((action == ACTION_FASTTRACK) & ~whole))
+        self.event = event = PulseSynchronizer(cd_rx, "sys")
+        self.comb += event.i.eq(beat & sink.last)
         sync_rx += If(beat & sink.last,
-            ev_toggle.eq(~ev_toggle),
             ev_rule.eq(first),
             ev_kind.eq(Mux(any_match, Mux(refused, 2, 1), 0)),   # 0 unmatched, 1 taken, 2 refused.
         )
-        ev_sys, ev_seen = Signal(), Signal()
-        self.specials += MultiReg(ev_toggle, ev_sys)
         matched   = Array(Signal(32, name=f"matched{i}") for i in range(nrules))
         refusedc  = Array(Signal(32, name=f"refused{i}") for i in range(nrules))
         unmatched = Signal(32)
-        self.sync += If(ev_sys != ev_seen,
-            ev_seen.eq(ev_sys),
+        self.sync += If(event.o,
             Case(ev_kind, {
                 0: unmatched.eq(unmatched + 1),
                 1: matched[ev_rule].eq(matched[ev_rule] + 1),
@@ -319,20 +314,19 @@ class FastTrackSink(LiteXModule):
 
         # # #
 
-        # Held in cd_rx from the delivery to the next (at least a frame apart), carried by a toggle.
-        toggle, toggle_sys, seen = Signal(), Signal(), Signal()
+        # Held in cd_rx from the delivery to the next (at least a frame apart), so stable when the
+        # delivery's pulse has crossed.
         held = Record([("rule", len(fasttrack.rule)), ("src_ip", 32), ("length", 16), ("payload", 64)])
+        self.delivered = delivered = PulseSynchronizer(cd_rx, "sys")
+        self.comb += delivered.i.eq(fasttrack.valid)
         sync_rx = getattr(self.sync, cd_rx)
         sync_rx += If(fasttrack.valid,
-            toggle.eq(~toggle),
             held.rule.eq(fasttrack.rule),
             held.src_ip.eq(fasttrack.src_ip),
             held.length.eq(fasttrack.length),
             held.payload.eq(fasttrack.payload[:64]),
         )
-        self.specials += MultiReg(toggle, toggle_sys)
-        self.sync += If(toggle_sys != seen,
-            seen.eq(toggle_sys),
+        self.sync += If(delivered.o,
             self._count.status.eq(self._count.status + 1),
             self._rule.status.eq(held.rule),
             self._src_ip.status.eq(held.src_ip),

@@ -15,10 +15,10 @@ The gate stores each frame as it arrives, at line rate (its sink is always ready
 out only once its last byte has come and it is good:
 
 - a frame flagged `error` (bad FCS, or the receive classifier's drop and fast-track actions) is
-  discarded whole (`dropped_error`);
+  discarded whole (`ev_error`);
 - a frame that finds less than `max_frame` bytes of room, or no frame slot, when its first byte
-  comes is discarded whole (`dropped_full`): nothing is lost from the middle of a frame;
-- a frame longer than `max_frame` bytes is discarded whole (`dropped_oversize`).
+  comes is discarded whole (`ev_full`): nothing is lost from the middle of a frame;
+- a frame longer than `max_frame` bytes is discarded whole (`ev_oversize`).
 
 Everything else goes out unchanged, in order, at the pace of the source's `ready`. A frame waits
 in the gate for its own length (store and forward): 0.5 us for a 64-byte frame at 1 Gb/s.
@@ -43,11 +43,7 @@ class FrameGate(LiteXModule):
             raise ValueError(f"max_frame must be 60..depth ({depth}) bytes, not {max_frame!r}")
         self.sink   = sink   = stream.Endpoint(eth_phy_description(8))
         self.source = source = stream.Endpoint(eth_phy_description(8))
-        self.dropped_error    = Signal(32)
-        self.dropped_full     = Signal(32)
-        self.dropped_oversize = Signal(32)
-        self.passed           = Signal(32)
-        # One cycle per frame dropped, by class (for counters in another clock).
+        # One cycle per frame dropped, by class (FrameGateCounters counts them, in sys).
         self.ev_error    = Signal()
         self.ev_full     = Signal()
         self.ev_oversize = Signal()
@@ -97,13 +93,6 @@ class FrameGate(LiteXModule):
                 count.eq(0),
                 oversize.eq(0),
                 overflow.eq(0),
-                If(full_drop,
-                    self.dropped_full.eq(self.dropped_full + 1),
-                ).Elif(oversize,
-                    self.dropped_oversize.eq(self.dropped_oversize + 1),
-                ).Elif(sink.error,
-                    self.dropped_error.eq(self.dropped_error + 1),
-                ),
             ),
         )
         end = Signal()
@@ -127,7 +116,6 @@ class FrameGate(LiteXModule):
             data_fifo.source.ready.eq(verdict_fifo.source.valid & (drop | source.ready)),
             verdict_fifo.source.ready.eq(data_fifo.source.valid & data_fifo.source.ready & data_fifo.source.last),
         ]
-        self.sync += If(source.valid & source.ready & source.last, self.passed.eq(self.passed + 1))
 
 
 class FrameGateCounters(LiteXModule):

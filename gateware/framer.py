@@ -241,13 +241,16 @@ class ARPRequester(LiteXModule):
             self.announced.eq(source.valid & source.ready & source.last & announcing),
         ]
         self.sync += [
+            # A pending flag clears when its frame starts, so a pulse during the frame is kept.
             If(~busy,
                 If(announce_pending,
                     busy.eq(1),
                     announcing.eq(1),
+                    announce_pending.eq(0),
                 ).Elif(pending,
                     busy.eq(1),
                     announcing.eq(0),
+                    pending.eq(0),
                 )
             ),
             If(source.valid & source.ready,
@@ -258,9 +261,6 @@ class ARPRequester(LiteXModule):
                     self.sent.eq(self.sent + 1),
                 )
             ),
-            # A pending flag clears when its frame starts, so a pulse during the frame is kept.
-            If(~busy & announce_pending, announce_pending.eq(0)),
-            If(~busy & ~announce_pending & pending, pending.eq(0)),
             If(self.request,  pending.eq(1)),
             If(self.announce, announce_pending.eq(1)),
         ]

@@ -21,8 +21,8 @@ from liteeth.phy.gmii import LiteEthPHYGMIIRX
 from scapy.layers.inet import IP, UDP, TCP
 from scapy.layers.l2 import ARP, Ether
 
-from ethdaq.gateware.classifier import (ACTION_CPU, ACTION_DROP, ACTION_FASTTRACK, RXClassifier,
-                                        insert_classifier)
+from ethdaq.gateware.classifier import (ACTION_CPU, ACTION_DROP, ACTION_FASTTRACK, FastTrackSink,
+                                        RXClassifier, insert_classifier)
 
 BOARD_MAC = "10:e2:d5:00:00:77"
 BOARD_IP  = "192.168.77.50"
@@ -53,6 +53,7 @@ class Dut(LiteXModule):
         self.classifier = RXClassifier(nrules=nrules, payload_bytes=payload_bytes)
         insert_classifier(self.core, self.classifier)
         self.comb += self.classifier.mac.eq(int(BOARD_MAC.replace(":", ""), 16))
+        self.sink_csrs = FastTrackSink(self.classifier.fasttrack)
 
 
 def wire(frame, fcs_flip=0):
@@ -147,6 +148,10 @@ def run(frames, rules, payload_bytes=16, nrules=4):
             yield
             out["counters"][i] = ((yield c._matched.status), (yield c._refused.status))
         out["counters"]["unmatched"] = yield c._unmatched.status
+        f = dut.sink_csrs
+        out["sink_csrs"] = dict(count=(yield f._count.status), rule=(yield f._rule.status),
+                                src_ip=(yield f._src_ip.status), length=(yield f._length.status),
+                                payload=(yield f._payload.status).to_bytes(8, "little"))
 
     run_simulation(dut, {"eth_rx": [pads(), ft_sink(), clock()], "sys": [mac_side()]},
                    clocks={"sys": 10, "eth_rx": CLK_NS, "eth_tx": CLK_NS})
@@ -165,6 +170,8 @@ def test_a_fasttrack_rule_delivers_the_payload_within_150_ns_of_the_last_byte_on
     # Taken from the stack: LiteEth sees both frames flagged.
     assert [e for _, e in out["mac"]] == [1, 1]
     assert out["counters"][0] == (2, 0) and out["counters"]["unmatched"] == 0
+    # The SoC's consumer (CSRs in sys): both counted, the last one kept.
+    assert out["sink_csrs"] == dict(count=2, rule=0, src_ip=0xC0A84D01, length=40, payload=bytes(range(100, 108)))
     print(f"fast-track latency: {latencies} ns ({[ns // CLK_NS for ns in latencies]} cycles) after the last FCS byte on the pads")
 
 

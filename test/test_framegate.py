@@ -43,22 +43,27 @@ def gate_sim(frames, ready_prob, depth=2048, max_frame=1536, gap=12, seed=1):
                 yield
         state["in"] = True
 
+    for name in ("passed", "dropped_error", "dropped_full", "dropped_oversize"):
+        result[name] = 0
+
     def drain():
         idle = 0
         while idle < 3*depth:
             ready = int(rng.random() < ready_prob)
             yield dut.source.ready.eq(ready)
             yield
+            for name, ev in (("dropped_error", dut.ev_error), ("dropped_full", dut.ev_full),
+                             ("dropped_oversize", dut.ev_oversize)):
+                result[name] += yield ev
             if ready and (yield dut.source.valid):
                 idle = 0
                 result["cur"].append((yield dut.source.data))
                 if (yield dut.source.last):
                     result["out"].append(bytes(result["cur"]))
+                    result["passed"] += 1
                     result["cur"] = []
             elif state["in"]:
                 idle += 1
-        for name in ("passed", "dropped_error", "dropped_full", "dropped_oversize"):
-            result[name] = yield getattr(dut, name)
 
     run_simulation(dut, [feed(), drain()])
     return result

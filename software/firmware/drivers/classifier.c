@@ -11,11 +11,6 @@
 
 #ifdef CSR_CLASSIFIER_BASE
 
-unsigned classifier_rules(void)
-{
-	return ETHDAQ_CLASSIFIER_RULES;
-}
-
 int classifier_set_rule(unsigned index, const struct classifier_rule *r)
 {
 	uint32_t control;
@@ -75,7 +70,6 @@ void classifier_init(void)
 
 #else
 
-unsigned classifier_rules(void) { return 0; }
 int classifier_set_rule(unsigned index, const struct classifier_rule *r) { (void)index; (void)r; return -1; }
 void classifier_init(void) {}
 

@@ -24,8 +24,6 @@ struct classifier_rule {
 	uint32_t src_ip;
 };
 
-/* Rules this build has (0: no classifier). */
-unsigned classifier_rules(void);
 /* Write rule `index`; 0, or -1 (no such rule, or the receive side did not take it). */
 int  classifier_set_rule(unsigned index, const struct classifier_rule *r);
 /* The build's rules (--fasttrack-port): at boot, with a console line each. */

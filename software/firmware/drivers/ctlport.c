@@ -5,6 +5,7 @@
 #include <generated/csr.h>
 #include <generated/soc.h>
 
+#include "console.h"
 #include "ctlport.h"
 
 #define CPUPORT(prefix, max) {                                                                   \
@@ -76,4 +77,13 @@ int cpuport_send(const struct cpuport *p, uint16_t src_port, uint32_t ip, uint16
 	p->tx_local_port(src_port);
 	p->tx_send(1);
 	return 0;
+}
+
+void ctlport_wait_sent(uint32_t cycles)
+{
+	/* Each pass takes at least 16 cycles (a CSR read, the console's check). */
+	for (uint32_t i = 0; i < cycles / 16u && cpuport_ctl.tx_busy(); i++)
+		console_poll();
+	for (uint32_t i = 0; i < cycles / 16u; i++)
+		console_poll();
 }

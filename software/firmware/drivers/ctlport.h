@@ -62,6 +62,11 @@ int cpuport_receive(const struct cpuport *p, struct ctlport_datagram *d, uint8_t
 int cpuport_send(const struct cpuport *p, uint16_t src_port, uint32_t ip, uint16_t port,
                  const uint8_t *buf, size_t len, struct ctlport_stats *st);
 
+/* Before the board resets or changes its addresses: wait up to `cycles` for the control port's
+ * last datagram to leave the mailbox, then `cycles` more for LiteEth's UDP/IP/MAC pipeline
+ * behind it, feeding the console meanwhile. */
+void ctlport_wait_sent(uint32_t cycles);
+
 static inline int ctlport_receive(struct ctlport_datagram *d, uint8_t *buf, size_t cap,
                                   struct ctlport_stats *st)
 {

@@ -5,7 +5,7 @@
 #include <generated/csr.h>
 #include <generated/soc.h>
 
-#include "drivers/console.h"
+#include "ctlport.h"
 #include "netaddr.h"
 
 #ifdef CSR_NETADDR_BASE
@@ -15,7 +15,6 @@
 static uint32_t cur_ip;
 static uint64_t cur_mac;
 static uint64_t reannounce_ns;  /* 0: none due. */
-static uint32_t announcements;
 
 /* The answer to CONFIG_SET has to leave from the old addresses: the mailbox empties into LiteEth's
  * UDP/IP/MAC pipeline, whose IP layer writes our address into the header as the datagram passes
@@ -28,7 +27,6 @@ static void switch_to(uint32_t ip, uint64_t mac)
 	netaddr_ip_write(ip);
 	netaddr_mac_write(mac);
 	netaddr_apply_write(1);
-	announcements++;
 }
 
 int netaddr_available(void)
@@ -38,12 +36,9 @@ int netaddr_available(void)
 
 void netaddr_apply(uint32_t ip, const uint8_t mac[6], uint64_t now_ns)
 {
-	uint32_t i;
+	unsigned i;
 
-	for (i = 0; i < SEND_WAIT_CYCLES / 16u && ctlport_tx_busy_read(); i++)
-		console_poll();
-	for (i = 0; i < SEND_WAIT_CYCLES / 16u; i++)
-		console_poll();
+	ctlport_wait_sent(SEND_WAIT_CYCLES);
 	cur_ip = ip;
 	cur_mac = 0;
 	for (i = 0; i < 6; i++)
@@ -62,16 +57,10 @@ void netaddr_poll(uint64_t now_ns)
 	}
 }
 
-uint32_t netaddr_announcements(void)
-{
-	return announcements;
-}
-
 #else
 
 int netaddr_available(void) { return 0; }
 void netaddr_apply(uint32_t ip, const uint8_t mac[6], uint64_t now_ns) { (void)ip; (void)mac; (void)now_ns; }
 void netaddr_poll(uint64_t now_ns) { (void)now_ns; }
-uint32_t netaddr_announcements(void) { return 0; }
 
 #endif

@@ -17,7 +17,5 @@ int  netaddr_available(void);
 void netaddr_apply(uint32_t ip, const uint8_t mac[6], uint64_t now_ns);
 /* The main loop: the second announcement when it is due. */
 void netaddr_poll(uint64_t now_ns);
-/* Announcements sent (both of each change). */
-uint32_t netaddr_announcements(void);
 
 #endif

@@ -7,6 +7,7 @@
 #include <generated/ctl_protocol.h>
 
 #include "console.h"
+#include "ctlport.h"
 #include "watchdog.h"
 
 const char *watchdog_cause_name(uint8_t cause)
@@ -49,10 +50,7 @@ uint32_t watchdog_start(void)
 
 void watchdog_reboot(void)
 {
-	for (uint32_t i = 0; i < SEND_WAIT_CYCLES / 16u && ctlport_tx_busy_read(); i++)
-		console_poll();
-	for (uint32_t i = 0; i < SEND_WAIT_CYCLES / 16u; i++)
-		console_poll();  /* And the console, what it can of it. */
+	ctlport_wait_sent(SEND_WAIT_CYCLES);  /* And the console, what it can of it. */
 	/* Written again and again rather than once before `for (;;) ;`: with the CPU spinning on a
 	 * jump to itself right after the store, the reset did not come (seen in simulation: the
 	 * watchdog reset the board 10 ms later instead). Should the write never take effect, the
