@@ -15,6 +15,10 @@ inputs are valid now, which was the eth_tx critical path on ECP5 (the ARP reques
 priority → grant → the streamer's buffers, 12.8 ns). With no input valid the choice stays where
 it was, so the source that sent last starts its next frame at once, as before; switching to
 another source costs one cycle (rare: LiteEth's ARP/ICMP/control frames between data).
+
+`hold` (for the time-triggered launcher, gateware/launcher.py): while high, the choice between
+frames is input 0, whatever else is valid. The choice is registered, so a frame of another input
+can still start in the cycle `hold` rises, never after; a frame already started runs to its end.
 """
 
 from migen import *
@@ -33,6 +37,7 @@ class FrameScheduler(LiteXModule):
         self.sinks  = sinks  = [stream.Endpoint(eth_phy_description(dw)) for _ in range(n)]
         self.source = source = stream.Endpoint(eth_phy_description(dw))
         self.frames = [Signal(32) for _ in range(n)]  # Frames sent per input.
+        self.hold   = Signal()
 
         # # #
 
@@ -43,6 +48,7 @@ class FrameScheduler(LiteXModule):
         self.comb += pick.eq(pick_r)
         for i in reversed(range(n)):  # Lowest index wins.
             self.comb += If(sinks[i].valid, pick.eq(i))
+        self.comb += If(self.hold, pick.eq(0))
         self.sync += pick_r.eq(pick)
         sel = Signal(max=max(n, 2))
         self.comb += sel.eq(Mux(inframe, grant, pick_r))

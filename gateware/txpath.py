@@ -4,11 +4,13 @@
 
 """PHY-side transmit path: the DAQ data path beside LiteEth's MAC, merged at frame boundaries.
 
-    streamer ─► (ready reg) ─► UDPFramer ─► register ─┐
-    ARPRequester ─────────────────────────────────────┴► CRC ─► preamble ─┐
-    LiteEth MAC (ARP, ICMP, control) ─────────────────────────────────────┴► FrameScheduler ─► IFG ─► PHY
-                                                                          (LiteEth first: control never waits
-                                                                           behind bulk for more than one frame)
+    Launcher (time-triggered, optional) ──────────────────────────────────┐ class 0
+    LiteEth MAC (ARP, ICMP, control, PTP) ────────────────────────────────┤ class 1
+    streamer ─► (ready reg) ─► UDPFramer ─► register ─┐                   │
+    ARPRequester ─────────────────────────────────────┴► CRC ─► preamble ─┴► FrameScheduler ─► IFG ─► PHY
+                                                                   class 2 (bulk)   strict priority at frame
+                                                                   boundaries: a waiting frame is delayed by at
+                                                                   most the one frame already on the line
 
 LiteEth is given `mac_phy`, a stand-in PHY: its frames (with preamble and FCS, as the real PHY
 wants them) come out of `mac_phy.sink` into the scheduler, and received frames pass from the
@@ -45,10 +47,16 @@ class _MACPHY:
 
 class TXPath(LiteXModule):
     """Inputs (eth_tx): `data` (UDP datagrams), `dst_mac`/`dst_valid`, `arp_request`/`arp_target`,
-    `announce` (an ARP announcement of our address). `mac_address` and `ip_address` are ints or
+    `announce` (an ARP announcement of our address). `launcher` (gateware/launcher.py, in cd_tx):
+    time-triggered frames, the highest class, with its guard-band `hold`. `mac_address` and `ip_address` are ints or
     Signals in cd_tx (gateware/netaddr.py: changeable at run time); `announced` is high for the
     cycle an announcement has gone."""
-    def __init__(self, phy, mac_address, ip_address, cd_tx="eth_tx"):
+    # Cycles from a frame's first byte offered to the scheduler's input 0 (the launcher) to that
+    # byte on the pins of an 8-bit PHY with one output register (GMII; the simulated board):
+    # scheduler and gap (combinational), phy_reg, the PHY's register.
+    launch_cycles = 2
+
+    def __init__(self, phy, mac_address, ip_address, cd_tx="eth_tx", launcher=None):
         dw = phy.dw
         if isinstance(ip_address, str):
             ip_address = convert_ip(ip_address)
@@ -116,13 +124,16 @@ class TXPath(LiteXModule):
         # LiteEth's frames through a buffer with registered valid and ready: its MAC transmit
         # path is combinational in `ready` back into its clock-crossing FIFO's read side, which
         # with the scheduler's grant logic was the eth_tx critical path on ECP5 (12.7 ns).
-        self.scheduler = scheduler = r(FrameScheduler(2, dw, idle_choice=1))
+        # Classes, highest first: time-triggered launches (if any), LiteEth (the CPU's control
+        # and PTP messages, ARP and ICMP answers), the bulk DAQ data.
+        sources = ([launcher.source] if launcher is not None else [])
         self.mac_buffer = mac_buffer = r(stream.Buffer(eth_phy_description(dw), pipe_valid=True, pipe_ready=True))
-        self.comb += [
-            mac_phy.sink.connect(mac_buffer.sink),
-            mac_buffer.source.connect(scheduler.sinks[0]),
-            ours.connect(scheduler.sinks[1]),
-        ]
+        sources += [mac_buffer.source, ours]
+        self.scheduler = scheduler = r(FrameScheduler(len(sources), dw, idle_choice=len(sources) - 1))
+        self.comb += mac_phy.sink.connect(mac_buffer.sink)
+        self.comb += [s.connect(scheduler.sinks[i]) for i, s in enumerate(sources)]
+        if launcher is not None:
+            self.comb += scheduler.hold.eq(launcher.hold)
         # A register right before the PHY: LiteEth's ECP5 and 7-series RGMII PHYs feed their
         # output DDR registers straight from `sink`, so the whole path above, plus the route to
         # the I/O pins, was one cycle (eth_tx's critical path on the ECP5 Versa: 3.5 ns of it the
