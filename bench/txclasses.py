@@ -29,7 +29,7 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
 from ethdaq.gateware.launcher import LATENCY_CYCLES, Launcher, guard_cycles
-from ethdaq.gateware.tsu import PTPClock
+from ethdaq.gateware.tsu import PHY_FPGA_LATENCY_CYCLES, PTPClock
 from ethdaq.gateware.txpath import TXPath
 
 CLK_NS    = 8
@@ -105,7 +105,7 @@ def load_frame(l, frame):
 
 def fire_time(t_ns, guard):
     """The fire time the firmware arms for a first preamble byte on the pins at t_ns."""
-    return t_ns - (LATENCY_CYCLES + guard + TXPath.launch_cycles) * CLK_NS
+    return t_ns - (LATENCY_CYCLES + guard + TXPath.launch_cycles + PHY_FPGA_LATENCY_CYCLES["gmii"][0]) * CLK_NS
 
 
 def arm(l, t_ns, guard, period=0, count=1):

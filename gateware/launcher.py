@@ -87,7 +87,8 @@ class Launcher(LiteXModule):
         self._control  = CSR(2)
         self._control.description = "Write bit 0: arm (from time_sec/time_ns); bit 1: stop."
         self._status   = CSRStatus(fields=[
-            CSRField("armed", size=1, description="Launches are pending."),
+            CSRField("armed",   size=1, description="Launches are pending."),
+            CSRField("sending", size=1, description="A launch is in its guard band or on the line: do not write the buffer."),
         ])
         self._sent        = CSRStatus(32, description="Frames launched (their first byte went to the line on time).")
         self._missed_past = CSRStatus(32, description="Launches skipped: their time had passed when their turn came (armed too late, or too short a period).")
@@ -234,6 +235,10 @@ class Launcher(LiteXModule):
                 If(source.last, NextState("IDLE")),
             )
         )
+
+        sending = Signal()
+        self.specials += MultiReg(~fsm.ongoing("IDLE"), sending, "sys")
+        self.comb += self._status.fields.sending.eq(sending)
 
         # Counters (sys).
         for ev, csr, cd in ((self.ev_sent, self._sent, cd_tx), (self.ev_busy, self._missed_busy, cd_tx)):

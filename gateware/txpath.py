@@ -52,9 +52,9 @@ class TXPath(LiteXModule):
     Signals in cd_tx (gateware/netaddr.py: changeable at run time); `announced` is high for the
     cycle an announcement has gone."""
     # Cycles from a frame's first byte offered to the scheduler's input 0 (the launcher) to that
-    # byte on the pins of an 8-bit PHY with one output register (GMII; the simulated board):
-    # scheduler and gap (combinational), phy_reg, the PHY's register.
-    launch_cycles = 2
+    # byte at the PHY's sink: scheduler and gap (combinational), phy_reg. The PHY's own latency to
+    # its pins comes on top (gateware/tsu.py PHY_FPGA_LATENCY_CYCLES).
+    launch_cycles = 1
 
     def __init__(self, phy, mac_address, ip_address, cd_tx="eth_tx", launcher=None):
         dw = phy.dw

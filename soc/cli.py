@@ -7,6 +7,7 @@
 import argparse
 import ipaddress
 import json
+import re
 import os
 import signal
 import subprocess
@@ -112,13 +113,16 @@ def _add_network_options(p):
                    help="DEBUG ONLY: raw bus access over UDP (LiteX's litex_server --udp) for anyone on the network, "
                         "past the controller, allow-list and key; the build, the firmware and identify say so")
     p.add_argument("--etherbone-port", type=_port, default=1234, help="UDP port of --with-etherbone (default 1234)")
-    g = p.add_argument_group("receive classifier (issue 7; gateware/classifier.py)")
+    g = p.add_argument_group("real-time services (issue 7; docs/realtime.md)")
     g.add_argument("--with-classifier", action="store_true",
                    help="receive rules and the frame gate in front of LiteEth (only whole, good frames reach the "
                         "stack); about 800 more LUT4 on ECP5, so off by default")
     g.add_argument("--fasttrack-port", type=_port, action="append", default=[], metavar="PORT",
                    help="UDP port whose datagrams go to the hardware fast-track sink, never to the CPU "
                         "(repeatable, up to 4; implies --with-classifier)")
+    g.add_argument("--with-launcher", action="store_true",
+                   help="time-triggered transmission: a frame launched when the PTP clock reaches a given time, "
+                        "once or periodically, ahead of all other traffic (docs/realtime.md)")
     g = p.add_argument_group("PTP (docs/ptp-firmware.md)")
     g.add_argument("--ptp-role", choices=["auto", "master", "slave"], default="auto",
                    help="auto: the best master clock algorithm decides (default); master: always master; slave: never master")
@@ -185,6 +189,8 @@ def _soc_kwargs(args):
             raise CLIError(str(e))
         kwargs["with_classifier"] = True
         kwargs["fasttrack_ports"] = tuple(args.fasttrack_port)
+    if getattr(args, "with_launcher", False):
+        kwargs["with_launcher"] = True
     if args.with_etherbone:
         from ethdaq.soc.daqsoc import ETHERBONE_WARNING, check_etherbone_port
         try:
@@ -371,7 +377,7 @@ def cmd_ctl(args):
     from ethdaq.host import protocol
     from ethdaq.host.ctl import ControlClient, ControlRefused, ControlTimeout
     from ethdaq.host.protocol import format_mac
-    if args.settings and args.action != "config":
+    if args.settings and args.action not in ("config", "launch"):
         raise CLIError(f"ethdaq ctl {args.action} takes no arguments but options, not {' '.join(args.settings)!r}")
     key = _read_key(args.key_file) if args.key_file else None
     with ControlClient(args.ip, args.port, timeout=args.timeout, key=key) as client:
@@ -460,6 +466,8 @@ def cmd_ctl(args):
                 else:
                     print(f"{'rebooted' if rebooted else 'the board had rebooted already'}: boot {st.boots} "
                           f"since power-on, reset cause {st.reset_cause_name}, up {st.uptime_ms} ms")
+            elif args.action == "launch":
+                _ctl_launch(client, args)
             elif args.action == "status":
                 status = client.status()
                 st = status.__dict__
@@ -490,6 +498,63 @@ def cmd_ctl(args):
         except (ControlTimeout, ControlRefused) as e:
             raise CLIError(str(e))
     return 0
+
+
+_DURATION_UNITS = {"ns": 1, "us": 10**3, "µs": 10**3, "ms": 10**6, "s": 10**9}
+
+
+def _duration_ns(text):
+    """'2ms', '500us', '1.5s', '800ns' -> ns."""
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*(ns|us|µs|ms|s)\s*", text)
+    if not m:
+        raise argparse.ArgumentTypeError(f"a duration like 2ms, 500us, 1s or 800ns, not {text!r}")
+    return round(float(m.group(1)) * _DURATION_UNITS[m.group(2)])
+
+
+def _ctl_launch(client, args):
+    from ethdaq.host import protocol
+    verb = args.settings[0] if args.settings else "status"
+    if verb not in ("arm", "stop", "status") or len(args.settings) > 1:
+        raise CLIError("usage: ethdaq ctl launch [arm|stop|status] --board ADDR (arm: --to HOST:PORT --to-mac MAC "
+                       "[--data TEXT] (--in TIME | --at SEC.NS) [--period TIME] [--count N] [--guard CYCLES])")
+    if verb == "arm":
+        if not args.to or not args.to_mac:
+            raise CLIError("ethdaq ctl launch arm needs --to HOST:PORT and --to-mac MAC (the board does not ARP "
+                           "for launched frames: they must leave on time)")
+        if (args.launch_in is None) == (args.at is None):
+            raise CLIError("give the launch time as --in TIME (from when the board reads the request) or --at SEC.NS "
+                           "(the board's PTP clock)")
+        host, _, port = args.to.rpartition(":")
+        try:
+            dst_ip, dport = int(ipaddress.IPv4Address(host)), int(port)
+        except ValueError:
+            raise CLIError(f"--to must be HOST:PORT, e.g. 192.168.1.10:9100, not {args.to!r}")
+        ident = client.identify()
+        if not ident.capabilities & protocol.CAP_LAUNCHER:
+            raise CLIError(f"this board's build has no launcher (build it with --with-launcher)")
+        frame = protocol.udp_frame(protocol.parse_mac(args.to_mac), ident.mac, ident.ip, dst_ip, args.from_port,
+                                   dport, args.data.encode())
+        if len(frame) > protocol.LAUNCH_FRAME_MAX:
+            raise CLIError(f"--data is too long: a launched frame holds at most "
+                           f"{protocol.LAUNCH_FRAME_MAX - 42} bytes of UDP payload")
+        at = None
+        if args.at is not None:
+            sec, _, frac = args.at.partition(".")
+            at = (int(sec), int((frac + "000000000")[:9]))
+        ls = client.launch(frame, at=at, after_ns=args.launch_in, period_ns=args.period, count=args.count,
+                           guard=args.guard)
+    elif verb == "stop":
+        ls = client.launch_stop()
+    else:
+        ls = client.launch_status()
+    d = dict(ls.__dict__)
+    d["first"] = f"{ls.first_sec}.{ls.first_ns:09d}"
+    del d["first_sec"], d["first_ns"]
+    if args.json:
+        print(json.dumps(d))
+    else:
+        for k, v in d.items():
+            print(f"{k:<14}{v}")
 
 
 def cmd_recv(args):
@@ -564,14 +629,17 @@ def make_parser():
                               "  ethdaq ctl start --ip 192.168.1.50 --dst-port 5000 --payload 1472\n"
                               "  ethdaq ctl stop --ip 192.168.1.50\n"
                               "  ethdaq ctl config --ip 192.168.1.50\n"
-                              "  ethdaq ctl config set payload=1024 dst_port=6000 ptp_role=slave --ip 192.168.1.50",
+                              "  ethdaq ctl config set payload=1024 dst_port=6000 ptp_role=slave --ip 192.168.1.50\n"
+                              "  ethdaq ctl launch arm --board 192.168.1.50 --to 192.168.1.10:9100 --to-mac 02:00:00:00:00:01 "
+                              "--data trigger --in 10ms --period 1ms --count 100",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("action", choices=["identify", "start", "stop", "status", "ptp", "emulator", "claim", "release",
-                                      "reboot", "config"],
+                                      "reboot", "config", "launch"],
                    help="request to send (start, stop, emulator, claim, release, reboot and config set only from "
                         "the controller: docs/protocol.md)")
     p.add_argument("settings", nargs="*", metavar="get|set NAME=VALUE",
-                   help="for config: get (the default), or set NAME=VALUE ... (e.g. payload=1024 ptp_role=slave)")
+                   help="for config: get (the default), or set NAME=VALUE ... (e.g. payload=1024 ptp_role=slave); "
+                        "for launch: arm, stop or status (the default)")
     p.add_argument("--ip", "--board", dest="ip", type=_ip, required=True, metavar="ADDR",
                    help="board IP address (--board ADDR is the same)")
     p.add_argument("--port", type=_port, default=7000, help="control port (default 7000)")
@@ -596,6 +664,20 @@ def make_parser():
     g = p.add_argument_group("claim")
     g.add_argument("--lease", type=_int_in(0, 3600, "lease"), default=0, metavar="S",
                    help="seconds the board stays this host's without a request (0: the board's default, 60)")
+    g = p.add_argument_group("launch arm (boards built --with-launcher: docs/realtime.md)")
+    g.add_argument("--to", metavar="HOST:PORT", help="the launched UDP datagram's destination")
+    g.add_argument("--to-mac", metavar="MAC", help="its destination MAC (the board does not ARP for launches)")
+    g.add_argument("--from-port", type=_port, default=9100, help="its source UDP port (default 9100)")
+    g.add_argument("--data", default="", help="its payload, as text (default: empty)")
+    g.add_argument("--in", dest="launch_in", type=_duration_ns, metavar="TIME",
+                   help="first launch this long after the board reads the request, e.g. 10ms")
+    g.add_argument("--at", metavar="SEC.NS", help="first launch when the board's PTP clock reads this")
+    g.add_argument("--period", type=_duration_ns, default=0, metavar="TIME",
+                   help="then again every TIME (below 1 s; default: once)")
+    g.add_argument("--count", type=int, default=1, help="launches in all with --period (0: until stopped; default 1)")
+    g.add_argument("--guard", type=_int_in(0, 65535, "guard"), default=0, metavar="CYCLES",
+                   help="cycles before each launch in which other traffic starts no frame (default 0: the board's, "
+                        "enough for its longest frame)")
     g = p.add_argument_group("reboot")
     g.add_argument("--wait", type=float, default=30.0, metavar="S",
                    help="seconds to wait for the board to answer after its reboot (default 30)")

@@ -29,7 +29,9 @@ from ethdaq.gateware.macstats import MACErrors
 from ethdaq.gateware.netaddr import NetAddress
 from ethdaq.gateware.streamer import DAQStreamer
 from ethdaq.gateware.streamstats import COUNTER_BITS
-from ethdaq.gateware.tsu import PTPClock, PTPClockCSR, PTPTimestamper, phy_corrections_ns, tap
+from ethdaq.gateware.tsu import (PHY_FPGA_LATENCY_CYCLES, PTPClock, PTPClockCSR, PTPTimestamper,
+                                 phy_corrections_ns, tap)
+from ethdaq.gateware.launcher import LATENCY_CYCLES as LAUNCHER_LATENCY_CYCLES, Launcher, guard_cycles
 from ethdaq.gateware.txpath import TXPath, connect_streamer
 from ethdaq.gateware.watchdog import Watchdog
 from ethdaq.host import daqformat, protocol
@@ -140,6 +142,19 @@ def check_fasttrack_ports(ports, ctl_port, data_port, eth_dw):
         raise ValueError(f"fast-track ports must be distinct, not {list(ports)!r}")
 
 
+# The UDP port the simulated board's launch probe (--pin-probe) watches on the transmit pins.
+LAUNCH_PROBE_PORT = 9100
+
+# Time-triggered launcher: one frame of up to this many wire bytes (preamble to FCS; one DP16KD).
+LAUNCHER_DEPTH = 2048
+
+
+def launcher_lead_cycles(ptp_phy):
+    """eth_tx cycles from the launcher's fire decision to the first preamble byte on the PHY's
+    pins, without the guard band (gateware/launcher.py)."""
+    return LAUNCHER_LATENCY_CYCLES + TXPath.launch_cycles + PHY_FPGA_LATENCY_CYCLES[ptp_phy][0]
+
+
 def check_ptp(role, transport, log_intervals):
     if role not in PTP_ROLES:
         raise ValueError(f"PTP role must be one of {', '.join(PTP_ROLES)}, not {role!r}")
@@ -183,6 +198,7 @@ class DAQSoC(SoCCore):
         with_pin_probe     = False,
         with_classifier    = False,
         fasttrack_ports    = (),
+        with_launcher      = False,
         with_etherbone     = False,
         etherbone_port     = DEFAULT_ETHERBONE_PORT,
         **kwargs):
@@ -253,7 +269,26 @@ class DAQSoC(SoCCore):
             check_fasttrack_ports(fasttrack_ports, ctl_port, data_port if with_streamer else None, eth_dw)
         self.netaddr = NetAddress(self.ip_address, self.mac_address, cd_tx="eth_tx",
                                   cd_rx="eth_rx" if with_classifier else None)
-        self.txpath  = TXPath(self.ethphy, self.netaddr.mac_tx, self.netaddr.ip_tx)
+        # PTP hardware clock (sys): before the transmit path, whose time-triggered launcher reads it.
+        self.ptp    = PTPClockCSR(PTPClock(sys_clk_freq, with_osc_error=with_ptp_testbench))
+        # Time-triggered transmission (issue 7, gateware/launcher.py): the highest transmit class.
+        launcher = None
+        if with_launcher:
+            if self.ethphy.dw != 8:
+                raise ValueError(f"the time-triggered launcher needs an 8-bit PHY for now, not {self.ethphy.dw}-bit")
+            self.launcher = launcher = Launcher(self.ptp.clock, depth=LAUNCHER_DEPTH)
+        self.txpath  = TXPath(self.ethphy, self.netaddr.mac_tx, self.netaddr.ip_tx, launcher=launcher)
+        if with_launcher:
+            # Fire time = launch time - lead: from the fire decision to the first preamble byte on
+            # the PHY's pins, in eth_tx cycles (plus the guard band the firmware chooses).
+            lead = launcher_lead_cycles(board.ptp_phy)
+            self.add_constant("ETHDAQ_LAUNCHER_DEPTH",       LAUNCHER_DEPTH)
+            self.add_constant("ETHDAQ_LAUNCHER_LEAD_CYCLES", lead)
+            self.add_constant("ETHDAQ_LAUNCHER_CYCLE_PS",    round(1e12 / getattr(self.ethphy, "tx_clk_freq", 125e6)))
+            # Default guard band: the longest frame anything else here sends (LiteEth's, up to the
+            # 1500-byte MTU: a 1472-byte ping's answer; a DAQ datagram of the largest payload).
+            longest = max(1514, 42 + max_payload if with_streamer else 0)
+            self.add_constant("ETHDAQ_LAUNCHER_GUARD",       guard_cycles(longest))
         self.comb += [
             self.txpath.announce.eq(self.netaddr.announce),
             self.netaddr.announced.eq(self.txpath.announced),
@@ -310,6 +345,13 @@ class DAQSoC(SoCCore):
                                     "ethdaq_gmii_probe.v"))
             self.specials += Instance("ethdaq_gmii_probe", p_PORT=ctl_port, i_clk=ClockSignal("sys"),
                 i_rx_dv=pads.rx_dv, i_rx_data=pads.rx_data, i_tx_en=pads.tx_en, i_tx_data=pads.tx_data)
+            if with_launcher:
+                # Launched frames (UDP to LAUNCH_PROBE_PORT) at the pins, with the PTP clock's time
+                # (test_network.py).
+                platform.add_source(str(Path(__file__).resolve().parent.parent / "gateware" / "verilog" /
+                                        "ethdaq_launch_probe.v"))
+                self.specials += Instance("ethdaq_launch_probe", p_PORT=LAUNCH_PROBE_PORT, i_clk=ClockSignal("sys"),
+                    i_tx_en=pads.tx_en, i_tx_data=pads.tx_data, i_sec=self.ptp.clock.sec, i_ns=self.ptp.clock.ns)
             if with_classifier:
                 # The fast-track sink's deliveries against the pins (test_network.py).
                 platform.add_source(str(Path(__file__).resolve().parent.parent / "gateware" / "verilog" /
@@ -339,7 +381,6 @@ class DAQSoC(SoCCore):
         # PTP hardware clock (sys) and timestamps of PTP event messages where the PHY's streams
         # meet the MAC: what the PHY accepts on transmit (after the gap inserter), what it
         # delivers on receive (gateware/tsu.py, docs/ptp.md).
-        self.ptp    = PTPClockCSR(PTPClock(sys_clk_freq, with_osc_error=with_ptp_testbench))
         # 512 records: the depth at which the record FIFOs (144 bits) go to block RAM (4 DP16KD
         # each on ECP5) instead of 72 DPR16X4 of distributed RAM, which the ECP5-25F's LUTs
         # cannot spare.

@@ -45,3 +45,24 @@ def test_the_classifier_and_gate_sit_between_the_fcs_checker_and_the_rest_of_the
 def test_the_classifier_needs_the_8_bit_datapath():
     with pytest.raises(ValueError, match="eth_dw=8"):
         DAQSoC(get_board("sim"), eth_dw=64, with_streamer=False, with_classifier=True)
+
+
+def test_the_launcher_is_the_first_transmit_class_with_the_lead_the_firmware_needs():
+    from ethdaq.gateware.launcher import LATENCY_CYCLES
+    plain = DAQSoC(get_board("sim"))
+    assert not hasattr(plain, "launcher") and "ETHDAQ_LAUNCHER_LEAD_CYCLES" not in plain.constants
+    assert len(plain.txpath.scheduler.sinks) == 2
+    soc = DAQSoC(get_board("sim"), with_launcher=True)
+    assert len(soc.txpath.scheduler.sinks) == 3
+    # Lead on the simulated board's GMII PHY: the launcher, phy_reg, the PHY's output register.
+    assert soc.constants["ETHDAQ_LAUNCHER_LEAD_CYCLES"] == LATENCY_CYCLES + 1 + 1
+    assert soc.constants["ETHDAQ_LAUNCHER_CYCLE_PS"] == 8000
+
+
+
+def test_the_launchers_default_guard_band_covers_the_longest_frame_of_the_other_classes():
+    from ethdaq.gateware.launcher import guard_cycles
+    soc = DAQSoC(get_board("sim"), with_launcher=True, max_payload=8972)
+    assert soc.constants["ETHDAQ_LAUNCHER_GUARD"] == guard_cycles(42 + 8972) == 8 + 9014 + 4 + 11
+    soc = DAQSoC(get_board("sim"), with_launcher=True, max_payload=1000)
+    assert soc.constants["ETHDAQ_LAUNCHER_GUARD"] == guard_cycles(1514)   # LiteEth's longest.

@@ -262,7 +262,7 @@ def from_board(payload, port=CLIENT_PORT):
 def response(payload, port=CLIENT_PORT):
     """A board's answer, with the fields protocol.parse_response finds in it."""
     msg_type, _, body = protocol.parse_response(payload)
-    if isinstance(body, (protocol.Identity, protocol.Status, protocol.PtpStatus, protocol.Config)):
+    if isinstance(body, (protocol.Identity, protocol.Status, protocol.PtpStatus, protocol.Config, protocol.LaunchStatus)):
         fields = dict(vars(body))
     elif isinstance(body, protocol.Streams):  # Flat, as the dissector names them; unused records 0.
         fields = dict(run=body.run, nstreams=len(body.streams))
@@ -304,6 +304,10 @@ CTL_GOOD = [
     to_board(P.reboot_request(20, boots=3), dict(boots=3)),
     to_board(P.config_get_request(21)),
     to_board(P.streams_request(16)),
+    to_board(P.launch_request(23, P.LAUNCH_ARM, bytes(range(20)), sec=5, ns=1000, period=500_000, count=3,
+                              guard=1600, relative=True),
+             dict(launch_op=P.LAUNCH_ARM, launch_flags=P.LAUNCH_RELATIVE, sec=5, ns=1000, period=500_000, count=3,
+                  guard=1600, frame_len=20, frame=bytes(range(20)) + bytes(P.LAUNCH_FRAME_MAX - 20))),
     to_board(P.config_set_request(22, dst_ip=0xC0A80107, payload=1024, ptp_role=2, ptp_log_sync=-3),
              dict(CONFIG_SET_VALUES, mask=0b1001000000010100)),
     response(IDENT_RSP),
@@ -312,6 +316,7 @@ CTL_GOOD = [
     response(P.pack_header(P.MSG_EMULATOR | R, 14)),
     response(STATUS_RSP, port=HEUR_PORT),
     response(STREAMS_RSP),
+    response(P.pack_header(P.MSG_LAUNCH | R, 23) + P.LAUNCH_RSP.pack(1, 1600, 7, 8000, 2, 0, 1, 12, 345)),
     response(P.pack_header(P.MSG_ERROR_RSP, 16) + bytes([P.ERR_BUSY])),
     response(P.pack_header(P.MSG_CLAIM | R, 17) + P.CLAIM_RSP.pack(0, 0xC0A80164, 29000)),
     response(P.pack_header(P.MSG_RELEASE | R, 18)),

@@ -186,6 +186,49 @@ def test_stop_emulator_and_status_round_trip(ctl_host):
     assert body[1] == 4 and all(v == 0 for v in body[2 + 4 * 4:])
 
 
+
+def test_launch_carries_its_frame_and_times_to_the_board_and_reports(ctl_host):
+    frame = bytes.fromhex("020000000001 10e2d5000001 0800") + bytes(range(40))
+    rsp, cnt = ctl_host(protocol.launch_request(7, protocol.LAUNCH_ARM, frame, sec=12, ns=999_999_999,
+                                                period=1_000_000, count=10, relative=True))
+    assert len(rsp) == protocol.HEADER.size + protocol.LAUNCH_RSP.size
+    _, _, ls = protocol.parse_response(rsp, expect_seq=7)
+    assert ls == protocol.LaunchStatus(armed=1, guard=1537, lead=7, cycle_ps=8000, sent=5, missed_past=6,
+                                       missed_busy=7, first_sec=12, first_ns=999_999_999)
+    assert cnt["calls"] == [dict(call="launch", op="1", flags=str(protocol.LAUNCH_RELATIVE), sec="12",
+                                 ns="999999999", period="1000000", count="10", guard="0", frame=frame.hex())]
+    rsp, cnt = ctl_host(protocol.launch_request(8, protocol.LAUNCH_QUERY))
+    assert protocol.parse_response(rsp, expect_seq=8)[2].armed == 0
+    assert cnt["calls"][0]["op"] == str(protocol.LAUNCH_QUERY) and "frame" not in cnt["calls"][0]  # Empty.
+
+
+def _launch_raw(op=1, flags=0, sec=0, ns=0, period=0, count=1, guard=0, frame_len=20):
+    return protocol.pack_header(protocol.MSG_LAUNCH, 9) + protocol.LAUNCH.pack(
+        op, flags, sec, ns, period, count, guard, frame_len, bytes(protocol.LAUNCH_FRAME_MAX))
+
+
+@pytest.mark.parametrize("fields", [dict(op=3), dict(flags=2), dict(sec=1 << 48), dict(ns=10**9),
+                                    dict(period=10**9), dict(frame_len=13), dict(frame_len=protocol.LAUNCH_FRAME_MAX + 1)])
+def test_launch_out_of_range_values_are_refused_before_touching_the_board(ctl_host, fields):
+    rsp, cnt = ctl_host(_launch_raw(**fields))
+    assert protocol.parse_response(rsp, expect_seq=9)[2] == protocol.ERR_BAD_VALUE
+    assert cnt["calls"] == [] and cnt["refused"] == 1
+    # The Python builder refuses them too.
+    with pytest.raises(protocol.ProtocolError):
+        if "frame_len" in fields:
+            protocol.launch_request(1, protocol.LAUNCH_ARM, bytes(fields["frame_len"]))
+        elif "op" in fields:
+            protocol.launch_request(1, fields["op"])
+        elif "ns" in fields or "period" in fields:
+            protocol.launch_request(1, protocol.LAUNCH_ARM, bytes(20), **fields)
+        else:
+            raise protocol.ProtocolError("flags and sec are not the builder's to get wrong")
+
+
+def test_launch_of_a_build_without_the_launcher_is_unsupported_and_a_board_error_is_passed_on(ctl_host):
+    rsp, _ = ctl_host(_launch_raw(), stub_error=protocol.ERR_BAD_VALUE)
+    assert protocol.parse_response(rsp, expect_seq=9)[2] == protocol.ERR_BAD_VALUE
+
 # --- Retransmission safety: the reply cache --------------------------------------------------------
 
 CONTROLLER, OTHER = (0xC0A80164, 40000), (0xC0A80165, 40000)
@@ -344,14 +387,18 @@ def test_the_first_controller_holds_the_board_and_others_are_refused_with_a_stat
         (OTHER, protocol.status_request(3)),               # Reading is anybody's.
         (OTHER, protocol.claim_request(4)),                # Not granted: says who holds it.
         (CONTROLLER, protocol.stream_stop_request(2)),     # The controller goes on.
-    ], times=[0, 1000, 2000, 3000, 4000, 5000])
-    assert calls == ["stream_start", "stream_stop"]
+        (OTHER, protocol.launch_request(5, protocol.LAUNCH_ARM, bytes(20))),  # Refused.
+        (OTHER, protocol.launch_request(6, protocol.LAUNCH_QUERY)),           # Reading is anybody's.
+    ], times=[0, 1000, 2000, 3000, 4000, 5000, 5000, 5000])
+    assert calls == ["stream_start", "stream_stop", "launch"]
+    assert error_of(answers[6], 5) == protocol.ERR_NOT_CONTROLLER
+    assert protocol.parse_response(answers[7], expect_seq=6)[2].armed == 0
     assert error_of(answers[1], 1) == error_of(answers[2], 2) == protocol.ERR_NOT_CONTROLLER
     st = protocol.parse_response(answers[3], expect_seq=3)[2]
     assert st.controller_ip == CONTROLLER[0] and st.lease_ms == protocol.DEFAULT_LEASE_S * 1000 - 3000
     assert protocol.parse_response(answers[4], expect_seq=4)[2] == (0, CONTROLLER[0],
                                                                     protocol.DEFAULT_LEASE_S * 1000 - 4000)
-    assert cnt["not_controller"] == 3 and cnt["requests"] == 3
+    assert cnt["not_controller"] == 4 and cnt["requests"] == 4
 
 
 def test_the_lease_lapses_or_is_released_and_then_another_controller_may_claim(ctl_session):
@@ -692,3 +739,19 @@ def test_cmocka_unit_tests_of_the_handler(ctl_host, repo, tmp_path):
     r = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "[  PASSED  ] 9 test(s)." in r.stdout + r.stderr
+
+
+def test_the_launch_frame_builder_makes_frames_scapy_and_its_checksum_agree_with():
+    from scapy.layers.inet import IP, UDP
+    from scapy.layers.l2 import Ether
+    frame = protocol.udp_frame(bytes.fromhex("020000000001"), bytes.fromhex("10e2d5000077"), 0xC0A84D32,
+                               0xC0A84D01, 9100, 40000, b"trigger!")
+    pkt = Ether(frame)
+    assert (pkt.dst, pkt.src) == ("02:00:00:00:00:01", "10:e2:d5:00:00:77")
+    assert (pkt[IP].src, pkt[IP].dst, pkt[IP].ttl, pkt[IP].flags) == ("192.168.77.50", "192.168.77.1", 64, "DF")
+    assert (pkt[UDP].sport, pkt[UDP].dport, bytes(pkt[UDP].payload)) == (9100, 40000, b"trigger!")
+    # scapy recomputes the checksum; it must be the one we sent.
+    rebuilt = Ether(bytes(pkt.__class__(bytes(pkt))))
+    del rebuilt[IP].chksum
+    assert Ether(bytes(rebuilt))[IP].chksum == pkt[IP].chksum
+    assert protocol.LAUNCH_FRAME_MIN <= len(frame) <= protocol.LAUNCH_FRAME_MAX

@@ -24,6 +24,7 @@
 #include "services/phy.h"
 #include "drivers/netaddr.h"
 #include "drivers/classifier.h"
+#include "drivers/launcher.h"
 
 #define IDENT_SIZE 256
 
@@ -157,6 +158,7 @@ int main(void)
 	daq_ops(&ops, &port_stats);
 	ops.ptp_status = ptpsvc_ctl_status;
 	ops.link       = phy_link;
+	ops.launch     = launcher_present() ? launcher_op : 0;
 #ifdef CSR_PTP_BASE
 	ops.ptp_config = ptpsvc_configure;
 #else
@@ -197,6 +199,7 @@ int main(void)
 	       (unsigned)ETHDAQ_ETHERBONE_PORT);
 #endif
 	classifier_init();
+	launcher_init();
 	build_config(&ctl.config, &id);
 	ptpsvc_init(id.mac, &ctl.config.ptp);
 	phy_init();
@@ -212,6 +215,8 @@ int main(void)
 #endif
 	if (netaddr_available())
 		id.capabilities |= CTL_CAP_NET_CONFIG;
+	if (launcher_present())
+		id.capabilities |= CTL_CAP_LAUNCHER;
 	ctl.key = ethdaq_ctl_key;
 	ctl.key_len = ETHDAQ_CTL_KEY_LEN;
 	/* The last signed request's counter survives a reboot: one recorded before it stays old. */

@@ -145,6 +145,29 @@ class ControlClient:
         """The board's PTP port: a protocol.PtpStatus."""
         return self._expect(protocol.ptp_status_request, protocol.MSG_PTP_STATUS)
 
+    def launch(self, frame, at=None, after_ns=None, period_ns=0, count=1, guard=0):
+        """Arm the time-triggered launcher (boards with protocol.CAP_LAUNCHER): `frame`, the Ethernet
+        frame from its destination MAC to the end of its payload (the board adds padding, FCS and
+        preamble), leaves with its first preamble byte on the PHY's pins when the board's PTP clock
+        reads `at` = (sec, ns), or `after_ns` after the board reads the request; then every
+        `period_ns`, `count` times in all (0: until stopped). `guard`: cycles before each launch in
+        which other traffic starts no frame (0: the board's default). Returns a
+        protocol.LaunchStatus; its first_sec/first_ns say when the first launch is."""
+        if (at is None) == (after_ns is None):
+            raise ValueError("give the launch time either as at=(sec, ns) or as after_ns")
+        sec, ns = at if at is not None else divmod(int(after_ns), protocol.NS_PER_S)
+        return self._expect(lambda seq: protocol.launch_request(seq, protocol.LAUNCH_ARM, bytes(frame), sec, ns,
+                                                                period_ns, count, guard, relative=at is None),
+                            protocol.MSG_LAUNCH)
+
+    def launch_stop(self):
+        """Disarm the launcher; returns its protocol.LaunchStatus (counters kept)."""
+        return self._expect(lambda seq: protocol.launch_request(seq, protocol.LAUNCH_STOP), protocol.MSG_LAUNCH)
+
+    def launch_status(self):
+        """The launcher's protocol.LaunchStatus: armed, launches sent and missed (read-only)."""
+        return self._expect(lambda seq: protocol.launch_request(seq, protocol.LAUNCH_QUERY), protocol.MSG_LAUNCH)
+
     def claim(self, lease_s=0):
         """Ask to be the board's controller for lease_s seconds (0: the board's default). Returns
         (granted, controller IPv4 as int, lease milliseconds left); not granted: another address

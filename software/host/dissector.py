@@ -239,11 +239,13 @@ _STREAM_START_RSP_NAMES = ["run", "dst_ip"]               # STREAM_START_RSP
 _STREAM_STOP_RSP_NAMES = ["run"]                          # STREAM_STOP_RSP
 _CLAIM_RSP_NAMES = ["granted", "controller_ip", "lease_ms"]
 _REBOOT_RSP_NAMES = ["rebooting", "boots"]
+_LAUNCH_NAMES = ["launch_op", "launch_flags", "sec", "ns", "period", "count", "guard", "frame_len", "frame"]
 _CTL_ERROR_BODY = [("code", 1, "B")]  # MSG_ERROR_RSP's payload: the error code, u8.
-_CTL_HEX = {"magic", "type", "enable", "backpressure", "dst_flags", "time_flags", "capabilities"}
+_CTL_HEX = {"magic", "type", "enable", "backpressure", "dst_flags", "time_flags", "capabilities", "launch_flags"}
 _CTL_BITS = {"dst_flags": "DST_"}     # Flag fields: protocol.py's constants with this prefix.
 _CTL_VALUES = {"mode": {v: k for k, v in protocol.EMULATOR_MODES.items()}, "code": protocol.ERROR_NAMES,
-               "state": protocol.PTP_STATES, "servo_state": protocol.SERVO_STATES, "role": protocol.PTP_ROLES}
+               "state": protocol.PTP_STATES, "servo_state": protocol.SERVO_STATES, "role": protocol.PTP_ROLES,
+               "launch_op": {protocol.LAUNCH_STOP: "stop", protocol.LAUNCH_ARM: "arm", protocol.LAUNCH_QUERY: "query"}}
 
 
 def _struct_fields(st, names):
@@ -288,6 +290,8 @@ def ctl_messages():
         P.MSG_CONFIG_SET | R:   _struct_fields(P.CONFIG, P.CONFIG_FIELDS),
         P.MSG_PTP_STATUS | R:   _struct_fields(P.PTP_STATUS_RSP, [f.name for f in dataclasses.fields(P.PtpStatus)]),
         P.MSG_STREAMS | R:      _struct_fields(P.STREAMS_RSP, P.streams_field_names()),
+        P.MSG_LAUNCH:           _struct_fields(P.LAUNCH, _LAUNCH_NAMES),
+        P.MSG_LAUNCH | R:       _struct_fields(P.LAUNCH_RSP, list(P.LAUNCH_FIELDS)),
         P.MSG_ERROR_RSP:        _CTL_ERROR_BODY,
     }
     strings = {P.MSG_IDENTIFY_RSP: identity[n_fixed:]}

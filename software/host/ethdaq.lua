@@ -220,7 +220,7 @@ local CTL_HEADER = {
 local cf = {}
 cf.magic = ProtoField.uint16("ethdaqctl.magic", "magic", base.HEX, nil)
 cf.version = ProtoField.uint8("ethdaqctl.version", "version", base.DEC, nil)
-cf.type = ProtoField.uint8("ethdaqctl.type", "type", base.HEX, { [0x01] = "IDENTIFY", [0x02] = "STREAM_START", [0x03] = "STREAM_STOP", [0x04] = "EMULATOR", [0x05] = "STATUS", [0x06] = "CLAIM", [0x07] = "RELEASE", [0x08] = "PTP_STATUS", [0x09] = "REBOOT", [0x0A] = "CONFIG_GET", [0x0B] = "CONFIG_SET", [0x0C] = "STREAMS", [0x81] = "IDENTIFY_RSP", [0x82] = "STREAM_START_RSP", [0x83] = "STREAM_STOP_RSP", [0x84] = "EMULATOR_RSP", [0x85] = "STATUS_RSP", [0x86] = "CLAIM_RSP", [0x87] = "RELEASE_RSP", [0x88] = "PTP_STATUS_RSP", [0x89] = "REBOOT_RSP", [0x8A] = "CONFIG_GET_RSP", [0x8B] = "CONFIG_SET_RSP", [0x8C] = "STREAMS_RSP", [0xFF] = "ERROR_RSP" })
+cf.type = ProtoField.uint8("ethdaqctl.type", "type", base.HEX, { [0x01] = "IDENTIFY", [0x02] = "STREAM_START", [0x03] = "STREAM_STOP", [0x04] = "EMULATOR", [0x05] = "STATUS", [0x06] = "CLAIM", [0x07] = "RELEASE", [0x08] = "PTP_STATUS", [0x09] = "REBOOT", [0x0A] = "CONFIG_GET", [0x0B] = "CONFIG_SET", [0x0C] = "STREAMS", [0x0D] = "LAUNCH", [0x81] = "IDENTIFY_RSP", [0x82] = "STREAM_START_RSP", [0x83] = "STREAM_STOP_RSP", [0x84] = "EMULATOR_RSP", [0x85] = "STATUS_RSP", [0x86] = "CLAIM_RSP", [0x87] = "RELEASE_RSP", [0x88] = "PTP_STATUS_RSP", [0x89] = "REBOOT_RSP", [0x8A] = "CONFIG_GET_RSP", [0x8B] = "CONFIG_SET_RSP", [0x8C] = "STREAMS_RSP", [0x8D] = "LAUNCH_RSP", [0xFF] = "ERROR_RSP" })
 cf.seq = ProtoField.uint32("ethdaqctl.seq", "seq", base.DEC, nil)
 
 -- Message type -> name, payload fields in order (ProtoField, size), length-prefixed strings.
@@ -275,6 +275,17 @@ local CTL_MESSAGES = {
         { f = ProtoField.uint8("ethdaqctl.config_set.ptp_priority2", "ptp_priority2", base.DEC, nil), size = 1, },
     }, strings = {} },
     [0x0C] = { name = "STREAMS", fields = {}, strings = {} },
+    [0x0D] = { name = "LAUNCH", fields = {
+        { f = ProtoField.uint8("ethdaqctl.launch.launch_op", "launch_op", base.DEC, { [0] = "stop", [1] = "arm", [2] = "query" }), size = 1, },
+        { f = ProtoField.uint8("ethdaqctl.launch.launch_flags", "launch_flags", base.HEX, nil), size = 1, },
+        { f = ProtoField.uint64("ethdaqctl.launch.sec", "sec", base.DEC, nil), size = 8, },
+        { f = ProtoField.uint32("ethdaqctl.launch.ns", "ns", base.DEC, nil), size = 4, },
+        { f = ProtoField.uint32("ethdaqctl.launch.period", "period", base.DEC, nil), size = 4, },
+        { f = ProtoField.uint32("ethdaqctl.launch.count", "count", base.DEC, nil), size = 4, },
+        { f = ProtoField.uint16("ethdaqctl.launch.guard", "guard", base.DEC, nil), size = 2, },
+        { f = ProtoField.uint16("ethdaqctl.launch.frame_len", "frame_len", base.DEC, nil), size = 2, },
+        { f = ProtoField.bytes("ethdaqctl.launch.frame", "frame"), size = 96, },
+    }, strings = {} },
     [0x81] = { name = "IDENTIFY_RSP", fields = {
         { f = ProtoField.ether("ethdaqctl.identify_rsp.mac", "mac"), size = 6, },
         { f = ProtoField.ipv4("ethdaqctl.identify_rsp.ip", "ip"), size = 4, },
@@ -443,6 +454,17 @@ local CTL_MESSAGES = {
         { f = ProtoField.uint64("ethdaqctl.streams_rsp.s7_datagrams", "s7_datagrams", base.DEC, nil), size = 8, },
         { f = ProtoField.uint64("ethdaqctl.streams_rsp.s7_bytes", "s7_bytes", base.DEC, nil), size = 8, },
         { f = ProtoField.uint64("ethdaqctl.streams_rsp.s7_dropped", "s7_dropped", base.DEC, nil), size = 8, },
+    }, strings = {} },
+    [0x8D] = { name = "LAUNCH_RSP", fields = {
+        { f = ProtoField.uint8("ethdaqctl.launch_rsp.armed", "armed", base.DEC, nil), size = 1, },
+        { f = ProtoField.uint16("ethdaqctl.launch_rsp.guard", "guard", base.DEC, nil), size = 2, },
+        { f = ProtoField.uint16("ethdaqctl.launch_rsp.lead", "lead", base.DEC, nil), size = 2, },
+        { f = ProtoField.uint32("ethdaqctl.launch_rsp.cycle_ps", "cycle_ps", base.DEC, nil), size = 4, },
+        { f = ProtoField.uint32("ethdaqctl.launch_rsp.sent", "sent", base.DEC, nil), size = 4, },
+        { f = ProtoField.uint32("ethdaqctl.launch_rsp.missed_past", "missed_past", base.DEC, nil), size = 4, },
+        { f = ProtoField.uint32("ethdaqctl.launch_rsp.missed_busy", "missed_busy", base.DEC, nil), size = 4, },
+        { f = ProtoField.uint64("ethdaqctl.launch_rsp.first_sec", "first_sec", base.DEC, nil), size = 8, },
+        { f = ProtoField.uint32("ethdaqctl.launch_rsp.first_ns", "first_ns", base.DEC, nil), size = 4, },
     }, strings = {} },
     [0xFF] = { name = "ERROR_RSP", fields = {
         { f = ProtoField.uint8("ethdaqctl.error_rsp.code", "code", base.DEC, { [1] = "bad version", [2] = "unknown message type", [3] = "bad length", [4] = "value out of range", [5] = "busy (a run is going: stop it first)", [6] = "not supported by this build", [7] = "stale sequence number (not executed)", [8] = "another controller holds the board (ethdaq ctl claim shows which)", [9] = "this address is not in the board's allow-list", [10] = "the board needs signed requests (--key-file)", [11] = "authentication failed (wrong key, or an old counter: is this host's clock behind?)" }), size = 1, },

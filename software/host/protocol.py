@@ -39,8 +39,10 @@ MSG_REBOOT        = 0x09
 MSG_CONFIG_GET    = 0x0A
 MSG_CONFIG_SET    = 0x0B
 MSG_STREAMS       = 0x0C
+MSG_LAUNCH        = 0x0D
 MSG_IDENTIFY_RSP  = MSG_IDENTIFY | RESPONSE
 MSG_ERROR_RSP     = 0xFF
+NS_PER_S          = 10**9
 
 # Error codes carried by MSG_ERROR_RSP (payload: code u8).
 ERR_BAD_VERSION   = 1
@@ -132,7 +134,7 @@ MAX_ALLOW       = 8      # Allow-list entries (address/prefix) a build takes.
 # again without being executed; one of the REPLAY_HISTORY seqs before it gets ERR_STALE_SEQ.
 REPLAY_SOURCES = 4
 REPLAY_HISTORY = 8
-REPLAY_REQ_MAX = 100      # The longest request (CONFIG_SET) with AUTH.
+REPLAY_REQ_MAX = 170      # The longest request (LAUNCH) with AUTH.
 REPLAY_RSP_MAX = 104     # STATUS (101 bytes) fits; PTP_STATUS (106) is read-only, answered afresh.
 
 # Identify response payload, fixed part; followed by three strings, each u8 length + bytes:
@@ -145,9 +147,10 @@ CAP_AUTH     = 0x04  # Built with a shared key: state changes need signed reques
 CAP_ALLOW    = 0x08  # Built with an allow-list (--ctl-allow).
 CAP_ETHERBONE = 0x10  # Debug build with raw bus access over UDP (--with-etherbone): anyone can change anything.
 CAP_NET_CONFIG = 0x20  # CONFIG_SET changes the board's own IP and MAC (gateware/netaddr.py).
+CAP_LAUNCHER   = 0x40  # Time-triggered transmission (LAUNCH; gateware/launcher.py).
 CAP_NAMES    = {CAP_STREAMER: "streamer", CAP_PTP: "ptp", CAP_AUTH: "signed requests", CAP_ALLOW: "allow-list",
                 CAP_ETHERBONE: "ETHERBONE (raw bus access for anyone: debug build)",
-                CAP_NET_CONFIG: "address change"}
+                CAP_NET_CONFIG: "address change", CAP_LAUNCHER: "time-triggered launch"}
 MAX_STRING     = 255
 
 # STREAM_START request: dst_ip (0: the requester's address), dst_port, payload bytes per datagram
@@ -176,6 +179,27 @@ STATUS_RSP     = struct.Struct(">BIQQIIIIIB6sIIIIHBHIIIBHIBI")
 # the first run, since boot), and after its STOP what it sent.
 MAX_STREAMS    = 8      # STREAM_START's channel mask is 8 bits.
 STREAMS_RSP    = struct.Struct(">IB" + "BQQQ" * MAX_STREAMS)
+# LAUNCH: time-triggered transmission (gateware/launcher.py, docs/realtime.md). One frame, sent
+# when the board's PTP clock reaches a time, once or every period, ahead of all other traffic.
+#   op: LAUNCH_STOP, LAUNCH_ARM or LAUNCH_QUERY (read-only; the others are the controller's).
+#   flags: LAUNCH_RELATIVE: sec/ns are an offset from the board's clock when the request arrives.
+#   sec, ns (< 10^9): when the frame's first preamble byte is to be on the PHY's pins.
+#   period (ns, < 10^9; 0: once), count (launches; 0: until stopped),
+#   guard (transmit cycles before each launch in which other traffic starts no frame; 0: the
+#     board's default, enough for the longest frame it sends otherwise),
+#   frame_len, frame: the Ethernet frame from its destination MAC to the end of the payload (no
+#     FCS: the board adds it, pads to 60 bytes and adds the preamble), LAUNCH_FRAME_MIN to
+#     LAUNCH_FRAME_MAX bytes, then zeros to LAUNCH_FRAME_MAX.
+# Answer (every op): armed, guard and lead (cycles; the board arms at launch time - (lead +
+# guard) cycles), cycle_ps, launches sent, skipped because their time had passed, skipped because
+# the line was busy (guard too short), and the first launch time (absolute) of the last ARM.
+LAUNCH_STOP, LAUNCH_ARM, LAUNCH_QUERY = 0, 1, 2
+LAUNCH_RELATIVE  = 0x01
+LAUNCH_FRAME_MIN = 14
+LAUNCH_FRAME_MAX = 96
+LAUNCH     = struct.Struct(f">BBQIIIHH{LAUNCH_FRAME_MAX}s")
+LAUNCH_RSP = struct.Struct(">BHHIIIIQI")
+LAUNCH_FIELDS = ("armed", "guard", "lead", "cycle_ps", "sent", "missed_past", "missed_busy", "first_sec", "first_ns")
 STREAM_PRESENT = 0x01   # The build has this stream.
 STREAM_ENABLED = 0x02   # Enabled in the run.
 STREAM_FIELDS  = ("flags", "datagrams", "bytes", "dropped")
@@ -207,6 +231,7 @@ REQUEST_LENGTH = {
     MSG_STREAMS:      HEADER.size,
 }
 EMULATOR_MODES = {"off": 0, "counter": 1, "ramp": 2, "pulse": 3}
+REQUEST_LENGTH[MSG_LAUNCH] = HEADER.size + LAUNCH.size
 
 
 class ProtocolError(ValueError):
@@ -351,6 +376,46 @@ assert tuple(f for f in Config.__dataclass_fields__) == CONFIG_FIELDS
 
 def streams_request(seq):
     return pack_header(MSG_STREAMS, seq)
+
+
+def launch_request(seq, op, frame=b"", sec=0, ns=0, period=0, count=1, guard=0, relative=False):
+    if op not in (LAUNCH_STOP, LAUNCH_ARM, LAUNCH_QUERY):
+        raise ProtocolError(f"launch op must be stop, arm or query, not {op!r}")
+    if op == LAUNCH_ARM and not (LAUNCH_FRAME_MIN <= len(frame) <= LAUNCH_FRAME_MAX):
+        raise ProtocolError(f"the launched frame must be {LAUNCH_FRAME_MIN} to {LAUNCH_FRAME_MAX} bytes "
+                            f"(Ethernet header and payload, no FCS), not {len(frame)}")
+    if not (0 <= ns < NS_PER_S) or not (0 <= period < NS_PER_S):
+        raise ProtocolError(f"ns and period must be below 10^9, not {ns} and {period}")
+    return pack_header(MSG_LAUNCH, seq) + LAUNCH.pack(op, LAUNCH_RELATIVE if relative else 0, sec, ns,
+                                                      period, count, guard, len(frame), bytes(frame))
+
+
+def udp_frame(dst_mac, src_mac, src_ip, dst_ip, sport, dport, payload, ttl=64):
+    """An Ethernet II / IPv4 / UDP frame without FCS, for LAUNCH: the IPv4 header checksum
+    computed, the UDP checksum 0 (none, as IPv4 allows). MACs as bytes, IPs as ints."""
+    udp_len = 8 + len(payload)
+    ip = bytearray(struct.pack(">BBHHHBBHII", 0x45, 0, 20 + udp_len, 0, 0x4000, ttl, 17, 0, src_ip, dst_ip))
+    total = sum(struct.unpack(">10H", ip))
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    ip[10:12] = struct.pack(">H", ~total & 0xFFFF)
+    return bytes(dst_mac) + bytes(src_mac) + b"\x08\x00" + bytes(ip) + struct.pack(">HHHH", sport, dport, udp_len, 0) + bytes(payload)
+
+
+@dataclass
+class LaunchStatus:
+    armed:       int
+    guard:       int
+    lead:        int
+    cycle_ps:    int
+    sent:        int
+    missed_past: int
+    missed_busy: int
+    first_sec:   int
+    first_ns:    int
+
+
+assert tuple(LaunchStatus.__dataclass_fields__) == LAUNCH_FIELDS
 
 
 def config_get_request(seq):
@@ -628,6 +693,7 @@ def parse_response(data, expect_seq=None):
         MSG_CONFIG_GET   | RESPONSE: CONFIG,
         MSG_CONFIG_SET   | RESPONSE: CONFIG,
         MSG_STREAMS      | RESPONSE: STREAMS_RSP,
+        MSG_LAUNCH       | RESPONSE: LAUNCH_RSP,
     }
     if msg_type in fixed:
         st = fixed[msg_type]
@@ -643,6 +709,8 @@ def parse_response(data, expect_seq=None):
             return msg_type, seq, PtpStatus(*body)
         if msg_type == MSG_STREAMS | RESPONSE:
             return msg_type, seq, Streams.unpack(body)
+        if msg_type == MSG_LAUNCH | RESPONSE:
+            return msg_type, seq, LaunchStatus(*body)
         if msg_type in (MSG_CONFIG_GET | RESPONSE, MSG_CONFIG_SET | RESPONSE):
             return msg_type, seq, Config(*body)
         return msg_type, seq, body
@@ -681,6 +749,16 @@ def c_header():
         f"#define CTL_STREAMS_REQ_LENGTH {REQUEST_LENGTH[MSG_STREAMS]}u",
         f"#define CTL_STREAMS_RSP_SIZE {STREAMS_RSP.size}u",
         f"#define CTL_MAX_STREAMS      {MAX_STREAMS}u",
+        f"#define CTL_MSG_LAUNCH       0x{MSG_LAUNCH:02X}u",
+        f"#define CTL_LAUNCH_REQ_LENGTH {REQUEST_LENGTH[MSG_LAUNCH]}u",
+        f"#define CTL_LAUNCH_RSP_SIZE  {LAUNCH_RSP.size}u",
+        f"#define CTL_LAUNCH_STOP      {LAUNCH_STOP}u",
+        f"#define CTL_LAUNCH_ARM       {LAUNCH_ARM}u",
+        f"#define CTL_LAUNCH_QUERY     {LAUNCH_QUERY}u",
+        f"#define CTL_LAUNCH_RELATIVE  0x{LAUNCH_RELATIVE:02X}u",
+        f"#define CTL_LAUNCH_FRAME_MIN {LAUNCH_FRAME_MIN}u",
+        f"#define CTL_LAUNCH_FRAME_MAX {LAUNCH_FRAME_MAX}u",
+        f"#define CTL_CAP_LAUNCHER     0x{CAP_LAUNCHER:02X}u",
         f"#define CTL_STREAM_PRESENT   0x{STREAM_PRESENT:02X}u",
         f"#define CTL_STREAM_ENABLED   0x{STREAM_ENABLED:02X}u",
         f"#define CTL_CONFIG_NFIELDS   {len(CONFIG_FIELDS)}u",

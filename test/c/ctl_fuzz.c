@@ -37,7 +37,7 @@
 #include "hmac_sha256.h"
 
 #define REQUESTERS 6
-#define MAX_REQ    96
+#define MAX_REQ    (CTL_REPLAY_REQ_MAX + 8)  /* The longest request, signed, and mutations that lengthen it. */
 
 static int ops_error;
 static unsigned ops_calls;
@@ -109,8 +109,21 @@ static int op_streams(struct ctl_stream_counters *s, uint32_t *run)
 	return ops_error ? -1 : 2;
 }
 
+static int op_launch(const struct ctl_launch *l, struct ctl_launch_status *s)
+{
+	/* The frame is in the request: touch every byte the handler promised (the sanitizers
+	 * check it is in bounds). */
+	unsigned sum = 0;
+	for (unsigned i = 0; i < l->frame_len; i++)
+		sum += l->frame[i];
+	s->sent = sum;
+	if (l->op != CTL_LAUNCH_QUERY)  /* A query reads, like STATUS: anybody's. */
+		ops_calls++;
+	return ops_error;
+}
+
 static const struct ctl_ops ops = { op_start, op_stop, op_emulator, op_status, op_ptp, op_ptp_config, op_link,
-				    op_streams };
+				    op_streams, op_launch };
 
 static uint32_t counter_sum(const struct ctl_counters *c)
 {
@@ -267,11 +280,12 @@ static size_t valid_request(uint8_t *buf, unsigned *seed, uint32_t seq)
 {
 	static const uint8_t types[] = { CTL_MSG_IDENTIFY, CTL_MSG_STREAM_START, CTL_MSG_STREAM_STOP,
 					 CTL_MSG_EMULATOR, CTL_MSG_STATUS, CTL_MSG_CLAIM, CTL_MSG_RELEASE,
-					 CTL_MSG_PTP_STATUS };
+					 CTL_MSG_PTP_STATUS, CTL_MSG_LAUNCH };
 	static const size_t lengths[] = { CTL_IDENTIFY_REQ_LENGTH, CTL_STREAM_START_REQ_LENGTH,
 					  CTL_STREAM_STOP_REQ_LENGTH, CTL_EMULATOR_REQ_LENGTH, CTL_STATUS_REQ_LENGTH,
-					  CTL_CLAIM_REQ_LENGTH, CTL_RELEASE_REQ_LENGTH, CTL_PTP_STATUS_REQ_LENGTH };
-	unsigned k = (unsigned)rand_r(seed) % 8;
+					  CTL_CLAIM_REQ_LENGTH, CTL_RELEASE_REQ_LENGTH, CTL_PTP_STATUS_REQ_LENGTH,
+					  CTL_LAUNCH_REQ_LENGTH };
+	unsigned k = (unsigned)rand_r(seed) % (sizeof(types) / sizeof(types[0]));
 	buf[0] = CTL_MAGIC >> 8;
 	buf[1] = CTL_MAGIC & 0xff;
 	buf[2] = CTL_VERSION;
@@ -286,6 +300,12 @@ static size_t valid_request(uint8_t *buf, unsigned *seed, uint32_t seq)
 	if (types[k] == CTL_MSG_STREAM_START && rand_r(seed) % 2) {  /* Often in range. */
 		buf[14] = 0x05; buf[15] = 0xC0;  /* 1472-byte payload */
 		buf[16] = 0x0F; buf[17] = 0;
+	}
+	if (types[k] == CTL_MSG_LAUNCH && rand_r(seed) % 2) {  /* Often in range: arm, any frame length. */
+		buf[8] = (uint8_t)(rand_r(seed) % 3); buf[9] = (uint8_t)(rand_r(seed) % 2);
+		buf[10] = buf[11] = 0;                  /* sec < 2^48 */
+		buf[18] = buf[22] = 0;                  /* ns, period < 2^24 */
+		buf[32] = 0; buf[33] = (uint8_t)(rand_r(seed) % (CTL_LAUNCH_FRAME_MAX + 8));
 	}
 	return lengths[k];
 }

@@ -94,6 +94,19 @@ static int ptp_config(const struct ctl_ptp_config *c)
 	return stub_error;
 }
 
+static int launch(const struct ctl_launch *l, struct ctl_launch_status *s)
+{
+	fprintf(stderr, "call=launch op=%u flags=%u sec=%llu ns=%u period=%u count=%u guard=%u frame=",
+		l->op, l->flags, (unsigned long long)l->sec, l->ns, l->period, l->count, l->guard);
+	for (unsigned i = 0; i < l->frame_len; i++)
+		fprintf(stderr, "%02x", l->frame[i]);
+	fprintf(stderr, "\n");
+	s->armed = l->op == CTL_LAUNCH_ARM; s->guard = l->guard ? l->guard : 1537; s->lead = 7;
+	s->cycle_ps = 8000; s->sent = 5; s->missed_past = 6; s->missed_busy = 7;
+	s->first_sec = l->sec; s->first_ns = l->ns;
+	return stub_error;
+}
+
 /* The build's settings, as main.c sets them at boot. */
 static const struct ctl_config boot_config = {
 	.ip = 0xC0A80132u, .mac = {0x10, 0xe2, 0xd5, 0x00, 0x00, 0x01},
@@ -116,7 +129,7 @@ int main(int argc, char **argv)
 		.board = "sim", .build_id = "0123456789ab", .ident = "ethdaq sim test",
 		.boots = 3, .reset_cause = 2, .watchdog_resets = 1,
 	};
-	struct ctl_ops ops = { stream_start, stream_stop, emulator, status, ptp_status, ptp_config, link, streams };
+	struct ctl_ops ops = { stream_start, stream_stop, emulator, status, ptp_status, ptp_config, link, streams, launch };
 	size_t cap = argc > 1 ? (size_t)atoi(argv[1]) : sizeof(rsp);
 	int session = argc > 2 && strcmp(argv[2], "session") == 0;
 	uint32_t src_ip = argc > 2 && !session ? (uint32_t)strtoul(argv[2], NULL, 0) : 0xC0A80164u;

@@ -144,10 +144,11 @@ _Static_assert(FITS(CTL_STREAM_START_REQ_LENGTH) && FITS(CTL_EMULATOR_REQ_LENGTH
 	       FITS(CTL_IDENTIFY_REQ_LENGTH) && FITS(CTL_STREAM_STOP_REQ_LENGTH) && FITS(CTL_CLAIM_REQ_LENGTH) &&
 	       FITS(CTL_RELEASE_REQ_LENGTH) && FITS(CTL_PTP_STATUS_REQ_LENGTH) && FITS(CTL_REBOOT_REQ_LENGTH) &&
 	       FITS(CTL_CONFIG_GET_REQ_LENGTH) && FITS(CTL_CONFIG_SET_REQ_LENGTH) &&
-	       FITS(CTL_STREAMS_REQ_LENGTH), "a request does not fit the reply cache");
+	       FITS(CTL_STREAMS_REQ_LENGTH) && FITS(CTL_LAUNCH_REQ_LENGTH), "a request does not fit the reply cache");
 #undef FITS
 _Static_assert(CTL_HEADER_SIZE + CTL_STATUS_RSP_SIZE <= CTL_REPLAY_RSP_MAX &&
-	       CTL_HEADER_SIZE + CTL_CONFIG_SIZE <= CTL_REPLAY_RSP_MAX,
+	       CTL_HEADER_SIZE + CTL_CONFIG_SIZE <= CTL_REPLAY_RSP_MAX &&
+	       CTL_HEADER_SIZE + CTL_LAUNCH_RSP_SIZE <= CTL_REPLAY_RSP_MAX,
 	       "STATUS or CONFIG do not fit the reply cache (only read-only answers may be too long for it: IDENTIFY's, PTP_STATUS's, STREAMS')");
 
 static struct ctl_replay_entry *replay_find(struct ctl_replay *r, uint32_t ip, uint16_t port)
@@ -296,6 +297,7 @@ size_t ctl_request_length(uint8_t type)
 	case CTL_MSG_CONFIG_GET:   return CTL_CONFIG_GET_REQ_LENGTH;
 	case CTL_MSG_CONFIG_SET:   return CTL_CONFIG_SET_REQ_LENGTH;
 	case CTL_MSG_STREAMS:      return CTL_STREAMS_REQ_LENGTH;
+	case CTL_MSG_LAUNCH:       return CTL_LAUNCH_REQ_LENGTH;
 	default:                   return 0;
 	}
 }
@@ -424,6 +426,45 @@ static int streams(struct writer *w, uint32_t seq, const struct ctl_identity *id
 		put_be64(w, c->bytes);
 		put_be64(w, c->dropped);
 	}
+	return answered(w, cnt);
+}
+
+static int launch(struct writer *w, const uint8_t *p, uint32_t seq, const struct ctl_ops *ops,
+		  struct ctl_counters *cnt)
+{
+	struct ctl_launch l;
+	struct ctl_launch_status s;
+	int err;
+
+	if (ops == NULL || ops->launch == NULL)
+		return refuse(w, seq, CTL_ERR_UNSUPPORTED, cnt);
+	l.op        = p[0];
+	l.flags     = p[1];
+	l.sec       = get_be64(p + 2);
+	l.ns        = get_be32(p + 10);
+	l.period    = get_be32(p + 14);
+	l.count     = get_be32(p + 18);
+	l.guard     = get_be16(p + 22);
+	l.frame_len = get_be16(p + 24);
+	l.frame     = p + 26;
+	if (l.op > CTL_LAUNCH_QUERY || (l.flags & ~CTL_LAUNCH_RELATIVE) || (l.sec >> 48) ||
+	    l.ns >= 1000000000u || l.period >= 1000000000u || l.frame_len > CTL_LAUNCH_FRAME_MAX ||
+	    (l.op == CTL_LAUNCH_ARM && l.frame_len < CTL_LAUNCH_FRAME_MIN))
+		return refuse(w, seq, CTL_ERR_BAD_VALUE, cnt);
+	memset(&s, 0, sizeof(s));
+	err = ops->launch(&l, &s);
+	if (err)
+		return refuse(w, seq, err, cnt);
+	put_header(w, CTL_MSG_LAUNCH | CTL_RESPONSE, seq);
+	put_u8(w, s.armed);
+	put_be16(w, s.guard);
+	put_be16(w, s.lead);
+	put_be32(w, s.cycle_ps);
+	put_be32(w, s.sent);
+	put_be32(w, s.missed_past);
+	put_be32(w, s.missed_busy);
+	put_be64(w, s.first_sec);
+	put_be32(w, s.first_ns);
 	return answered(w, cnt);
 }
 
@@ -608,6 +649,10 @@ static int execute(struct ctl_state *st, const struct ctl_request *rq, uint8_t *
 	/* Everything that changes the board's state is the controller's alone, and signed if the
 	 * board has a key. */
 	switch (type) {
+	case CTL_MSG_LAUNCH:
+		if (req[CTL_HEADER_SIZE] == CTL_LAUNCH_QUERY)
+			break;  /* Read-only. */
+		/* fall through */
 	case CTL_MSG_STREAM_START:
 	case CTL_MSG_STREAM_STOP:
 	case CTL_MSG_EMULATOR:
@@ -767,6 +812,8 @@ static int execute(struct ctl_state *st, const struct ctl_request *rq, uint8_t *
 		return ptp_status(&w, seq, ops, cnt);
 	case CTL_MSG_STREAMS:
 		return streams(&w, seq, id, ops, cnt);
+	case CTL_MSG_LAUNCH:
+		return launch(&w, req + CTL_HEADER_SIZE, seq, ops, cnt);
 	case CTL_MSG_RELEASE:
 		err = may_hold(a, src_ip, rq->now_ms, cnt);
 		if (err)

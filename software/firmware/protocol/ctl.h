@@ -148,6 +148,27 @@ struct ctl_stream_counters {
 	uint64_t dropped;         /* Samples. */
 };
 
+/* LAUNCH (protocol.py): a time-triggered frame. The frame points into the request. */
+struct ctl_launch {
+	uint8_t  op;              /* CTL_LAUNCH_STOP, _ARM, _QUERY */
+	uint8_t  flags;           /* CTL_LAUNCH_RELATIVE */
+	uint64_t sec;             /* < 2^48 */
+	uint32_t ns, period;      /* < 10^9 */
+	uint32_t count;           /* 0: until stopped */
+	uint16_t guard;           /* Cycles; 0: the board's default. */
+	uint16_t frame_len;       /* CTL_LAUNCH_FRAME_MIN..MAX for ARM (checked by the handler). */
+	const uint8_t *frame;     /* Ethernet header and payload, no FCS. */
+};
+
+struct ctl_launch_status {
+	uint8_t  armed;
+	uint16_t guard, lead;     /* eth_tx cycles */
+	uint32_t cycle_ps;
+	uint32_t sent, missed_past, missed_busy;
+	uint64_t first_sec;       /* The first launch of the last ARM, absolute. */
+	uint32_t first_ns;
+};
+
 struct ctl_status {
 	uint8_t  running;
 	uint32_t run;
@@ -216,6 +237,8 @@ struct ctl_ops {
 	void (*link)(struct ctl_link *l);  /* NULL: link unknown (flags 0, no PHY). */
 	/* This run's counters of each stream, up to CTL_MAX_STREAMS; returns how many (-1: none). */
 	int  (*streams)(struct ctl_stream_counters *s, uint32_t *run);
+	/* LAUNCH: do l->op, then report; NULL: no launcher in this build. */
+	int  (*launch)(const struct ctl_launch *l, struct ctl_launch_status *s);
 };
 
 /*

@@ -520,6 +520,14 @@ uint64_t ptpsvc_uptime_ns(void)
 	return poll_now_ns;
 }
 
+void ptpsvc_now(uint64_t *sec, uint32_t *ns)
+{
+	struct ptp_time t;
+	clock_read(NULL, &t);
+	*sec = t.sec;
+	*ns  = t.nsec;
+}
+
 uint64_t ptpsvc_uptime_ms(void)
 {
 	return uptime_ns() / 1000000u;
@@ -570,6 +578,7 @@ const struct ptp_status *ptpsvc_status(void) { return 0; }
 const struct ptpsvc_counters *ptpsvc_counters(void) { static struct ptpsvc_counters c; return &c; }
 uint64_t ptpsvc_uptime_ms(void) { return 0; }  /* No clock: control leases do not lapse. */
 uint64_t ptpsvc_uptime_ns(void) { return 0; }
+void ptpsvc_now(uint64_t *sec, uint32_t *ns) { *sec = 0; *ns = 0; }
 int ptpsvc_ctl_status(struct ctl_ptp_status *out) { (void)out; return -1; }
 
 #endif

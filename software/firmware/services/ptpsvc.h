@@ -52,6 +52,8 @@ uint64_t ptpsvc_uptime_ms(void);
  * second read of the clock and the 64-bit multiply and division (software routines on the
  * VexRiscv) that the ms take. */
 uint64_t ptpsvc_uptime_ns(void);
+/* The PTP clock's time of day now (0, 0 without PTP). */
+void ptpsvc_now(uint64_t *sec, uint32_t *ns);
 struct ctl_ptp_status;
 /* The port's state and counters for the control protocol's PTP_STATUS; -1 without PTP. */
 int ptpsvc_ctl_status(struct ctl_ptp_status *out);
