@@ -6,7 +6,7 @@
 """One core alone through yosys `synth_ecp5` (the yowasp build, as `ethdaq build` runs it): its
 ECP5 cells, for the cost of a core before it goes into a full SoC (docs/realtime.md).
 
-    .venv/bin/python bench/coresynth.py classifier framegate
+    .venv/bin/python bench/coresynth.py classifier framegate launcher
 """
 
 import argparse
@@ -38,7 +38,21 @@ def framegate():
                m.source.data, m.source.last, m.ev_error, m.ev_full, m.ev_oversize}
 
 
-CORES = {"classifier": classifier, "framegate": framegate}
+def launcher():
+    from migen import ClockDomainsRenamer, Signal
+    from ethdaq.gateware.launcher import Launcher
+
+    class Clock:   # The PTP clock's outputs the launcher reads, as inputs here.
+        sec, ns = Signal(48), Signal(30)
+    clock = Clock()
+    m = ClockDomainsRenamer({"eth_tx": "sys"})(Launcher(clock))
+    ios = {clock.sec, clock.ns, m.source.valid, m.source.ready, m.source.data, m.source.last, m.hold}
+    for c in m.get_csrs():
+        ios |= {getattr(c, a) for a in ("storage", "status", "re", "r") if hasattr(c, a)}
+    return m, ios
+
+
+CORES = {"classifier": classifier, "framegate": framegate, "launcher": launcher}
 
 
 def synth(name, out_dir):

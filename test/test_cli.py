@@ -194,6 +194,13 @@ def test_ctl_timeout_is_one_line(where):
     (["config", "set", "dst_mac=10:e2"], "MAC address must be six hex bytes"),
     (["config", "frobnicate"], "usage: ethdaq ctl config [get] | config set NAME=VALUE"),
     (["status", "extra"], "ethdaq ctl status takes no arguments but options, not 'extra'"),
+    (["launch", "fire"], "usage: ethdaq ctl launch [arm|stop|status]"),
+    (["launch", "arm", "--in", "1ms"], "needs --to HOST:PORT and --to-mac MAC"),
+    (["launch", "arm", "--to", "10.0.0.1:9100", "--to-mac", "02:00:00:00:00:01"], "give the launch time as --in TIME"),
+    (["launch", "arm", "--to", "10.0.0.1:9100", "--to-mac", "02:00:00:00:00:01", "--in", "1ms", "--at", "5.0"],
+     "give the launch time as --in TIME"),
+    (["launch", "arm", "--to", "10.0.0.1", "--to-mac", "02:00:00:00:00:01", "--in", "1ms"], "--to must be HOST:PORT"),
+    (["launch", "arm", "--in", "soon"], "a duration like 2ms, 500us, 1s or 800ns, not 'soon'"),
 ])
 def test_ctl_config_arguments_are_checked_before_anything_is_sent(args, message):
     # Port 9 on loopback: had anything been sent, the error would be a timeout instead.
