@@ -99,8 +99,8 @@ def test_identify_round_trip_over_udp(board):
     assert ident["build_id"] == git_hash()
     assert ident["ip"] == BOARD_IP and ident["mac"] == MAC and ident["ctl_port"] == CTL_PORT
     assert ident["ident"].startswith(f"ethdaq sim {git_hash()}")
-    # No key, no allow-list in this build.
-    assert ident["capabilities"] == ["streamer", "ptp", "address change"]
+    # No key, no allow-list in this build; the launcher (--with-launcher).
+    assert ident["capabilities"] == ["streamer", "ptp", "address change", "time-triggered launch"]
 
 
 def test_malformed_and_wrong_version_datagrams_do_not_break_the_control_port(board):
