@@ -52,7 +52,16 @@ def launcher():
     return m, ios
 
 
-CORES = {"classifier": classifier, "framegate": framegate, "launcher": launcher}
+def probe():
+    from ethdaq.gateware.probe import LatencyProbe
+    m = LatencyProbe(6)   # Three transmit classes, three receive consumers.
+    ios = {m.start, m.end}
+    for c in m.get_csrs():
+        ios |= {getattr(c, a) for a in ("storage", "status", "re", "r") if hasattr(c, a)}
+    return m, ios
+
+
+CORES = {"classifier": classifier, "framegate": framegate, "launcher": launcher, "probe": probe}
 
 
 def synth(name, out_dir):
