@@ -249,7 +249,7 @@ def launch_errors(payload, launches=6, guard=None):
     wire_bulk = 8 + 42 + (payload or 0) + 4
     if guard is None:
         guard = guard_cycles(42 + payload) if payload else 1
-    period = max(3 * wire_bulk, 1000) * CLK_NS + 3   # Not a multiple of the cycle: every phase.
+    period = max(2 * wire_bulk, 1000) * CLK_NS + 3   # Not a multiple of the cycle: every phase.
     t0 = 2 * wire_bulk * CLK_NS + 5
     result = {}
 
@@ -270,8 +270,19 @@ def launch_errors(payload, launches=6, guard=None):
     return errors, result, guard
 
 
-def main():
+def main(argv=None):
+    import argparse
     import statistics
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("parts", nargs="*", choices=["priority", "launch"], default=["priority", "launch"])
+    args = p.parse_args(argv)
+    if "priority" in args.parts:
+        priority_table(statistics)
+    if "launch" in args.parts:
+        launch_table()
+
+
+def priority_table(statistics):
     print("Transmit priority: a class-1 frame (LiteEth: control, PTP) offered at random times while")
     print("bulk DAQ frames go back to back (Migen, 125 MHz, 8 ns per cycle; simulated)")
     print()
@@ -282,14 +293,17 @@ def main():
         us = lambda c: f"{c} cycles ({c * CLK_NS / 1000:.2f} µs)"
         print(f"| {payload} | {bulk_wire} bytes | {n} | {us(min(waits))} | {statistics.mean(waits):.0f} cycles | "
               f"{us(max(waits))} | {bulk_wire + IFG + PATH_SLACK} | {max(overtaken)} |")
+
+
+def launch_table():
     print()
     print("Time-triggered launch error (first preamble byte on the pins minus the launch time; periodic,")
     print("period not a multiple of the cycle; guard band from guard_cycles() for the bulk frame size)")
     print()
     print("| bulk load | guard band | launches | sent | missed (past) | missed (busy) | error min | error max |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
-    for payload in (None, 64, 1472, 8972):
-        errors, c, guard = launch_errors(payload)
+    for payload, launches in ((None, 6), (64, 6), (1472, 4), (8972, 3)):
+        errors, c, guard = launch_errors(payload, launches)
         load = "none (idle line)" if payload is None else f"back-to-back {payload}-byte datagrams"
         print(f"| {load} | {guard} cycles | {len(errors) + c['past'] + c['busy']} | {c['sent']} | {c['past']} | "
               f"{c['busy']} | {min(errors)} ns | {max(errors)} ns |")
