@@ -138,10 +138,9 @@ def pins(dut, frames):
 
 
 @passive
-def bulk(dut, payload, log, stop=None):
+def bulk(dut, payload, log):
     """Back-to-back DAQ datagrams (class 2): payload bytes each; the cycle each is first offered."""
     ep = dut.txpath.data
-    cycle_ref = {"n": 0}
     k = 0
     while True:
         yield ep.valid.eq(1)

@@ -16,7 +16,7 @@ and jumbo bulk frames for docs/realtime.md."""
 import pytest
 
 from bench.txclasses import (CLK_NS, CONTROL_FRAME, IFG, LAUNCH_FRAME, PATH_SLACK, Dut, arm, bulk,
-                             check_bulk_frames, control, counters, guard_cycles, launch_errors,
+                             check_bulk_frames, control, counters, guard_cycles,
                              load_frame, pins, priority_wait, pulse, run)
 
 
