@@ -1,0 +1,65 @@
+"""The simulated board's Verilator binary is rebuilt exactly when what Verilator compiles changes.
+
+LiteX 2024.12 writes two things into the Verilog that change from one generation of the same
+design to the next: the generation time, and the order of black-box instances in its hierarchy
+comment (sorted by str(instance), i.e. by memory address). Before the digest ignored the second,
+`ethdaq sim` after `ethdaq build` with the same options rebuilt the binary in some runs, under a
+simulation that was running from the same directory."""
+
+import re
+
+from migen import Instance, Module, Signal
+
+from litex.gen import LiteXContext
+from litex.gen.fhdl.verilog import convert
+
+from ethdaq.soc.build import generated_digest
+
+
+class _TwoBlackBoxes(Module):
+    def __init__(self, width=8):
+        self.a, self.b = Signal(width), Signal(width)
+        self.specials += Instance("probe_alpha", i_x=self.a), Instance("probe_beta", i_x=self.b)
+
+
+def _generate(tmp_path, name, width=8):
+    top = _TwoBlackBoxes(width)
+    LiteXContext.top = top  # As a platform build sets it: then LiteX writes the hierarchy comment.
+    try:
+        text = str(convert(top, ios={top.a, top.b}, name="top"))
+    finally:
+        LiteXContext.top = None
+    path = tmp_path / name / "top.v"
+    path.parent.mkdir()
+    path.write_text(text)
+    return path
+
+
+def test_the_hierarchy_comment_lists_the_black_boxes_and_its_order_does_not_count(tmp_path):
+    first = _generate(tmp_path, "first")
+    text = first.read_text()
+    block = re.search(r"// Hierarchy\n//-*\n\s*/\*(.*?)^\*/", text, re.S | re.M)
+    assert block and "[probe_alpha]" in block.group(1) and "[probe_beta]" in block.group(1)
+    # The other order, as another process may print it, and another generation time.
+    swapped = text.replace("[probe_alpha]", "[probe_tmp]").replace("[probe_beta]", "[probe_alpha]") \
+                  .replace("[probe_tmp]", "[probe_beta]")
+    swapped = re.sub(r"(// Date\s*: ).*", r"\g<1>1999-01-01 00:00:00", swapped)
+    assert swapped != text
+    second = tmp_path / "second" / "top.v"
+    second.parent.mkdir()
+    second.write_text(swapped)
+    assert generated_digest([first]) == generated_digest([second])
+
+
+def test_a_change_outside_the_comments_changes_the_digest(tmp_path):
+    narrow, wide = _generate(tmp_path, "narrow", 8), _generate(tmp_path, "wide", 9)
+    assert generated_digest([narrow]) != generated_digest([wide])
+    # The instances in the other order in the body (not the comment) count too.
+    text = narrow.read_text()
+    alpha = re.search(r"^probe_alpha probe_alpha\(.*?\);\n", text, re.S | re.M).group(0)
+    beta  = re.search(r"^probe_beta probe_beta\(.*?\);\n", text, re.S | re.M).group(0)
+    moved = tmp_path / "moved" / "top.v"
+    moved.parent.mkdir()
+    moved.write_text(text.replace(alpha, "@@").replace(beta, alpha).replace("@@", beta))
+    assert moved.read_text() != text
+    assert generated_digest([narrow]) != generated_digest([moved])
