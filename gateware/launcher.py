@@ -184,7 +184,7 @@ class Launcher(LiteXModule):
             MultiReg(self._guard.storage, guard, cd_tx),
             MultiReg(self._length.storage, length, cd_tx),
         ]
-        fire_tx = Signal()
+        self.fire = fire_tx = Signal()   # cd_tx: the fire decision has crossed (latency probes).
         sync_tx += toggle_d.eq(toggle_tx)
         self.comb += fire_tx.eq(toggle_tx ^ toggle_d)
 

@@ -14,6 +14,19 @@ take is counted in `overflows`: more than `queue` results waiting (it takes one 
 two ends of one class in consecutive cycles while a third class's result was queueing. Frames are
 tens of cycles apart, so neither happens on an Ethernet path.
 
+Two ways of pairing, chosen per class (`modes`):
+- "fifo": as above. A start that has waited 2^(STAMP_BITS-1) cycles (67 ms at 125 MHz) is
+  dropped and counted in `unpaired`, so a frame lost on its way (one that never ends) cannot
+  pair its start with the next frame's end.
+- "latest": one start stamp, overwritten by each start; an end pairs with it and uses it up. For
+  starts that many frames give and only some end (the last byte of every received frame, of
+  which only some go to the fast-track sink), when an end always comes before the next start.
+
+An end may say that it comes late (`end_age[c]`: cycles since the instant it marks, for a frame
+recognised by its header bytes a few cycles after its first byte). `offsets[c]` (cycles, build
+time) is added to every latency of class c: the fixed pipeline between where an event is seen
+and the pins (the PHY's registers).
+
 Per class: count, sum (the mean is sum / count), min, max, and a histogram of NBINS bins: bin 0
 holds latencies of 0 or 1 cycle, bin k latencies in [2^k, 2^(k+1)), the last bin everything from
 2^(NBINS-1) on. Latencies are counted to 2^LAT_BITS - 1 and saturate there (and land in the last
@@ -26,6 +39,9 @@ a handshake, so a read can catch them being written; the firmware reads until tw
 (as gateware/streamstats.py). At reset, and on `clear`, a walk over both RAMs empties them
 (nclasses * NBINS cycles); results meanwhile are dropped and counted in `overflows`.
 """
+
+from functools import reduce
+from operator import or_
 
 from migen import *
 from migen.genlib.cdc import MultiReg, PulseSynchronizer
@@ -49,12 +65,21 @@ def bin_of(latency, lat_bits=LAT_BITS):
 
 
 class LatencyProbe(LiteXModule):
-    """nclasses classes; `inflight`: starts that may wait for their end per class."""
-    def __init__(self, nclasses, inflight=4, queue=8, cd="sys", lat_bits=LAT_BITS):
+    """nclasses classes; `inflight`: starts that may wait for their end per class ("fifo" mode);
+    `modes`: "fifo" or "latest" per class; `offsets`: cycles added to each class's latencies."""
+    def __init__(self, nclasses, inflight=4, queue=8, cd="sys", lat_bits=LAT_BITS, modes=None, offsets=None,
+                 age_bits=8, stamp_bits=STAMP_BITS):
         cw = bits_for(max(nclasses - 1, 1))
+        modes   = list(modes or ["fifo"] * nclasses)
+        offsets = list(offsets or [0] * nclasses)
+        if len(modes) != nclasses or any(m not in ("fifo", "latest") for m in modes):
+            raise ValueError(f"modes must be 'fifo' or 'latest' for each of {nclasses} classes, not {modes!r}")
+        if len(offsets) != nclasses or any(not (0 <= o < 256) for o in offsets):
+            raise ValueError(f"offsets must be 0..255 cycles for each of {nclasses} classes, not {offsets!r}")
         self.nclasses = nclasses
         self.start = Signal(nclasses)
         self.end   = Signal(nclasses)
+        self.end_age = [Signal(age_bits, name=f"end_age{c}") for c in range(nclasses)]
 
         self._select    = CSRStorage(cw, description="Class the other registers show.")
         self._count     = CSRStatus(COUNT_BITS, description="Latencies recorded.")
@@ -71,7 +96,8 @@ class LatencyProbe(LiteXModule):
         # # #
 
         sync = getattr(self.sync, cd)
-        now = Signal(STAMP_BITS)
+        assert stamp_bits > lat_bits
+        now = Signal(stamp_bits)
         sync += now.eq(now + 1)
 
         # Pairing: one FIFO of start stamps per class; each end computes its latency.
@@ -84,22 +110,42 @@ class LatencyProbe(LiteXModule):
         lat  = []
         unpaired = []
         for c in range(nclasses):
-            fifo = ClockDomainsRenamer(cd)(SyncFIFO(STAMP_BITS, inflight))
-            self.submodules += fifo
-            d = Signal(STAMP_BITS)
+            d = Signal(stamp_bits)
             l = Signal(lat_bits)
             v = Signal()
             u = Signal()
+            # The instant the end marks, and the fixed pipeline to the pins.
+            end_at = Signal(stamp_bits)
             self.comb += [
-                fifo.din.eq(now),
-                fifo.we.eq(self.start[c]),
-                fifo.re.eq(self.end[c]),
-                d.eq(now - fifo.dout),
+                end_at.eq(now - self.end_age[c] + offsets[c]),
                 l.eq(Mux(d >= 2**lat_bits, 2**lat_bits - 1, d[:lat_bits])),
-                v.eq(self.end[c] & fifo.readable),
-                # Migen's SyncFIFO drops a write when full, even with a read in the same cycle.
-                u.eq((self.end[c] & ~fifo.readable) | (self.start[c] & ~fifo.writable)),
             ]
+            if modes[c] == "fifo":
+                fifo = ClockDomainsRenamer(cd)(SyncFIFO(stamp_bits, inflight))
+                self.submodules += fifo
+                expired = Signal()
+                self.comb += [
+                    expired.eq(fifo.readable & (now - fifo.dout)[stamp_bits - 1]),
+                    fifo.din.eq(now),
+                    fifo.we.eq(self.start[c]),
+                    fifo.re.eq(self.end[c] | expired),
+                    d.eq(end_at - fifo.dout),
+                    v.eq(self.end[c] & fifo.readable & ~expired),
+                    # Migen's SyncFIFO drops a write when full, even with a read in the same cycle.
+                    u.eq((self.end[c] & ~(fifo.readable & ~expired)) | expired | (self.start[c] & ~fifo.writable)),
+                ]
+            else:
+                stamp  = Signal(stamp_bits)
+                stamped = Signal()
+                sync += [
+                    If(self.end[c], stamped.eq(0)),
+                    If(self.start[c], stamp.eq(now), stamped.eq(1)),
+                ]
+                self.comb += [
+                    d.eq(end_at - stamp),
+                    v.eq(self.end[c] & stamped),
+                    u.eq(self.end[c] & ~stamped),
+                ]
             done.append(v)
             lat.append(l)
             unpaired.append(u)
@@ -236,3 +282,140 @@ class LatencyProbe(LiteXModule):
             self._max.status.eq(shown_a[COUNT_BITS + SUM_BITS + lat_bits:]),
             self._bin_count.status.eq(shown_b),
         ]
+
+
+# The DAQ SoC's probes ------------------------------------------------------------------------------
+
+# Transmit: from the data handed over to the first preamble byte on the pins.
+#   launch: the launcher's fire decision (in eth_tx) to its frame (lead + guard band: constant);
+#   cpu:    the control mailbox handing a datagram to LiteEth's UDP port (control answers, PTP over
+#           UDP) to that datagram's frame;
+#   bulk:   a DAQ datagram's first word accepted by the transmit path to its frame.
+# Receive: from the last byte (FCS) on the pins to the data at its consumer.
+#   fasttrack: the classifier's fast-track sink (gateware/classifier.py).
+TX_CLASSES = ("launch", "cpu", "bulk")
+RX_CLASSES = ("fasttrack",)
+# A PulseSynchronizer from sys to eth_tx: its output pulses 3 cycles after its input when both
+# domains run on one clock (the simulated board); on hardware 2 to 3 eth_tx cycles plus the
+# phase between the clocks.
+SYNC_CYCLES = 3
+
+
+class TXFrameTap(LiteXModule):
+    """Which transmit class each frame at the PHY's sink belongs to (8 bits a cycle, preamble and
+    SFD included, as every frame source here hands them over): an `end` pulse per class and
+    `age`, the cycles since the frame's first byte there.
+
+    - launch: a frame the scheduler took from `launch_input`; at its first byte.
+    - cpu: from `mac_input`, IPv4 without options, UDP, source port one of `cpu_ports`; at byte 43
+      (the source port's last byte, counting the preamble's first as 0).
+    - bulk: from `bulk_input`, IPv4 (not the ARP requester's frames); at byte 21 (the EtherType's).
+    """
+    def __init__(self, sink, scheduler, mac_input, bulk_input, cpu_ports, launch_input=None):
+        self.end = Signal(len(TX_CLASSES))
+        self.age = Signal(8)
+
+        # # #
+
+        beat    = Signal()
+        first   = Signal()
+        inframe = Signal()
+        self.comb += [
+            beat.eq(sink.valid & sink.ready),
+            first.eq(beat & ~inframe),
+        ]
+        # The scheduler's input for the frame now starting at the PHY's sink: the scheduler starts
+        # a frame a few registers before it gets here, and the next one only after its last byte.
+        tag = Signal.like(scheduler.started_from)
+        cls = Signal.like(scheduler.started_from)
+        self.sync += If(scheduler.started, tag.eq(scheduler.started_from))
+        n  = Signal(6)     # Byte index in the frame (saturates at 63).
+        t  = Signal(8)     # Cycles since the frame's first byte (saturates).
+        hi = Signal(8)
+        ok_cpu  = Signal()
+        self.sync += [
+            If(beat,
+                inframe.eq(~sink.last),
+                If(n != 63, n.eq(n + 1)),
+                hi.eq(sink.data),
+            ),
+            If(beat & sink.last, n.eq(0)),
+            If(first,
+                cls.eq(tag),
+                t.eq(1),
+            ).Elif(inframe & (t != 255),
+                t.eq(t + 1),
+            ),
+        ]
+        self.comb += self.age.eq(Mux(first, 0, t))
+        word = Cat(sink.data, hi)
+        port_ok = Signal()
+        self.comb += port_ok.eq(reduce(or_, [word == p for p in cpu_ports]) if cpu_ports else 0)
+        self.sync += [
+            If(first, ok_cpu.eq(tag == mac_input)),
+            If(beat & (((n == 21) & (word != 0x0800)) | ((n == 22) & (sink.data != 0x45)) |
+                       ((n == 31) & (sink.data != 17))),
+                ok_cpu.eq(0),
+            ),
+        ]
+        if launch_input is not None:
+            self.comb += If(first & (tag == launch_input), self.end[TX_CLASSES.index("launch")].eq(1))
+        self.comb += [
+            If(beat & (n == 43) & ok_cpu & port_ok, self.end[TX_CLASSES.index("cpu")].eq(1)),
+            If(beat & (n == 21) & (cls == bulk_input) & (word == 0x0800), self.end[TX_CLASSES.index("bulk")].eq(1)),
+        ]
+
+
+def _datagram_starts(module, ep, cd):
+    """A pulse at the first accepted beat of each datagram on stream endpoint `ep` (in cd)."""
+    inframe = Signal()
+    start   = Signal()
+    getattr(module.sync, cd).__iadd__(If(ep.valid & ep.ready, inframe.eq(~ep.last)))
+    module.comb += start.eq(ep.valid & ep.ready & ~inframe)
+    return start
+
+
+class DAQProbes(LiteXModule):
+    """The latency probes of the DAQ SoC, always on: `tx` (LatencyProbe in eth_tx, TX_CLASSES)
+    and `rx` (in eth_rx, RX_CLASSES). Latencies refer to the FPGA's pins: the PHY's fixed
+    registers (`phy_cycles`: tx, rx) are added. `cpu_source`: the control mailbox's stream into
+    LiteEth's UDP port (sys), `cpu_ports` its source ports; `fasttrack`: the classifier's sink
+    record (eth_rx), or None."""
+    def __init__(self, txpath, phy, cpu_source, cpu_ports, phy_cycles, launcher=None, fasttrack=None):
+        tx_off, rx_off = phy_cycles
+        if txpath is not None:
+            self.tx = LatencyProbe(len(TX_CLASSES), cd="eth_tx", modes=["latest", "fifo", "fifo"],
+                                   offsets=[tx_off, tx_off + SYNC_CYCLES, tx_off])
+        self.rx = LatencyProbe(len(RX_CLASSES), cd="eth_rx", modes=["latest"], offsets=[rx_off])
+
+        # # #
+
+        if txpath is not None:
+            self._add_tx(txpath, phy, cpu_source, cpu_ports, launcher)
+
+        # Receive: the last byte of every frame the PHY delivers is a start; only those that
+        # reach a consumer end ("latest": each end pairs with the newest start).
+        last = Signal()
+        self.comb += last.eq(phy.source.valid & phy.source.last)
+        if fasttrack is not None:
+            self.comb += [
+                self.rx.start[RX_CLASSES.index("fasttrack")].eq(last),
+                self.rx.end[RX_CLASSES.index("fasttrack")].eq(fasttrack.valid),
+            ]
+
+    def _add_tx(self, txpath, phy, cpu_source, cpu_ports, launcher):
+        ninputs   = len(txpath.scheduler.sinks)
+        launch_in = 0 if launcher is not None else None
+        self.tap = tap = ClockDomainsRenamer("eth_tx")(TXFrameTap(phy.sink, txpath.scheduler,
+            mac_input=ninputs - 2, bulk_input=ninputs - 1, cpu_ports=cpu_ports, launch_input=launch_in))
+        cpu_sync = PulseSynchronizer("sys", "eth_tx")
+        self.submodules += cpu_sync
+        self.comb += cpu_sync.i.eq(_datagram_starts(self, cpu_source, "sys"))
+        starts = {
+            "launch": launcher.fire if launcher is not None else 0,
+            "cpu":    cpu_sync.o,
+            "bulk":   _datagram_starts(self, txpath.data, "eth_tx"),
+        }
+        self.comb += [self.tx.start[i].eq(starts[c]) for i, c in enumerate(TX_CLASSES)]
+        self.comb += self.tx.end.eq(tap.end)
+        self.comb += [self.tx.end_age[i].eq(tap.age) for i in range(len(TX_CLASSES))]

@@ -38,6 +38,8 @@ class FrameScheduler(LiteXModule):
         self.source = source = stream.Endpoint(eth_phy_description(dw))
         self.frames = [Signal(32) for _ in range(n)]  # Frames sent per input.
         self.hold   = Signal()
+        self.started      = Signal()                   # A frame's first byte leaves, this cycle...
+        self.started_from = Signal(max=max(n, 2))      # ... from this input (latency probes).
 
         # # #
 
@@ -53,6 +55,10 @@ class FrameScheduler(LiteXModule):
         sel = Signal(max=max(n, 2))
         self.comb += sel.eq(Mux(inframe, grant, pick_r))
         self.comb += Case(sel, {i: sinks[i].connect(source) for i in range(n)})
+        self.comb += [
+            self.started.eq(source.valid & source.ready & ~inframe),
+            self.started_from.eq(sel),
+        ]
         self.sync += [
             If(source.valid & source.ready,
                 If(source.last,

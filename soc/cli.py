@@ -123,6 +123,10 @@ def _add_network_options(p):
     g.add_argument("--with-launcher", action="store_true",
                    help="time-triggered transmission: a frame launched when the PTP clock reaches a given time, "
                         "once or periodically, ahead of all other traffic (docs/realtime.md)")
+    g.add_argument("--with-probes", action="store_true",
+                   help="latency probes on every frame: transmit classes (launch, CPU, bulk DAQ) handed over to "
+                        "the pins, the fast-track sink from the pins; count, mean, min, max, histogram in CSRs "
+                        "(docs/realtime.md)")
     g = p.add_argument_group("PTP (docs/ptp-firmware.md)")
     g.add_argument("--ptp-role", choices=["auto", "master", "slave"], default="auto",
                    help="auto: the best master clock algorithm decides (default); master: always master; slave: never master")
@@ -191,6 +195,8 @@ def _soc_kwargs(args):
         kwargs["fasttrack_ports"] = tuple(args.fasttrack_port)
     if getattr(args, "with_launcher", False):
         kwargs["with_launcher"] = True
+    if getattr(args, "with_probes", False):
+        kwargs["with_probes"] = True
     if args.with_etherbone:
         from ethdaq.soc.daqsoc import ETHERBONE_WARNING, check_etherbone_port
         try:

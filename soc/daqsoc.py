@@ -27,6 +27,7 @@ from ethdaq.gateware.classifier import FastTrackSink, RXClassifier, insert_class
 from ethdaq.gateware.framegate import FrameGate, FrameGateCounters
 from ethdaq.gateware.macstats import MACErrors
 from ethdaq.gateware.netaddr import NetAddress
+from ethdaq.gateware.probe import DAQProbes, RX_CLASSES, TX_CLASSES
 from ethdaq.gateware.streamer import DAQStreamer
 from ethdaq.gateware.streamstats import COUNTER_BITS
 from ethdaq.gateware.tsu import (PHY_FPGA_LATENCY_CYCLES, PTPClock, PTPClockCSR, PTPTimestamper,
@@ -199,6 +200,7 @@ class DAQSoC(SoCCore):
         with_classifier    = False,
         fasttrack_ports    = (),
         with_launcher      = False,
+        with_probes        = False,
         with_etherbone     = False,
         etherbone_port     = DEFAULT_ETHERBONE_PORT,
         **kwargs):
@@ -457,6 +459,19 @@ class DAQSoC(SoCCore):
             add_emulators(self, self.streamer)
             self.add_constant("ETHDAQ_STREAM_COUNTER_BITS", COUNTER_BITS)
             connect_streamer(self, self.streamer, self.txpath, self.ethcore)
+
+        # Latency probes (issue 7, gateware/probe.py): every frame of each transmit class from
+        # handed over to its first preamble byte on the pins, and from the last byte on the pins
+        # to the fast-track sink. Off by default: two small statistics RAMs per probe, which the
+        # colorlight_i5 has no LUTs for yet.
+        if with_probes:
+            if self.ethphy.dw != 8:
+                raise ValueError(f"the latency probes need an 8-bit PHY for now, not {self.ethphy.dw}-bit")
+            self.probes = DAQProbes(self.txpath, self.ethphy, self.ctlport.source, sorted(self.ctlport.udp_ports),
+                                    PHY_FPGA_LATENCY_CYCLES[board.ptp_phy], launcher=launcher,
+                                    fasttrack=self.classifier.fasttrack if with_classifier else None)
+            self.add_constant("ETHDAQ_PROBE_TX_CLASSES", len(TX_CLASSES))
+            self.add_constant("ETHDAQ_PROBE_RX_CLASSES", len(RX_CLASSES))
 
         # Facts the firmware prints and reports (generated into soc.h).
         self.add_constant("ETHDAQ_BOARD",    board.name)

@@ -23,6 +23,10 @@ from scapy.layers.l2 import ARP, Ether
 
 from ethdaq.gateware.classifier import (ACTION_CPU, ACTION_DROP, ACTION_FASTTRACK, FastTrackSink,
                                         RXClassifier, insert_classifier)
+from ethdaq.gateware.probe import RX_CLASSES, DAQProbes
+from ethdaq.gateware.tsu import PHY_FPGA_LATENCY_CYCLES
+
+from test_probe import expected, read_class
 
 BOARD_MAC = "10:e2:d5:00:00:77"
 BOARD_IP  = "192.168.77.50"
@@ -54,6 +58,9 @@ class Dut(LiteXModule):
         insert_classifier(self.core, self.classifier)
         self.comb += self.classifier.mac.eq(int(BOARD_MAC.replace(":", ""), 16))
         self.sink_csrs = FastTrackSink(self.classifier.fasttrack)
+        # The SoC's receive latency probe (gateware/probe.py), on the same events as in DAQSoC.
+        self.probes = DAQProbes(None, self.phy, None, (), PHY_FPGA_LATENCY_CYCLES["gmii"],
+                                fasttrack=self.classifier.fasttrack)
 
 
 def wire(frame, fcs_flip=0):
@@ -148,6 +155,8 @@ def run(frames, rules, payload_bytes=16, nrules=4):
             yield
             out["counters"][i] = ((yield c._matched.status), (yield c._refused.status))
         out["counters"]["unmatched"] = yield c._unmatched.status
+        out["probe"] = yield from read_class(dut.probes.rx, RX_CLASSES.index("fasttrack"))
+        out["probe_unpaired"] = yield dut.probes.rx._unpaired.status
         f = dut.sink_csrs
         out["sink_csrs"] = dict(count=(yield f._count.status), rule=(yield f._rule.status),
                                 src_ip=(yield f._src_ip.status), length=(yield f._length.status),
@@ -173,6 +182,22 @@ def test_a_fasttrack_rule_delivers_the_payload_within_150_ns_of_the_last_byte_on
     # The SoC's consumer (CSRs in sys): both counted, the last one kept.
     assert out["sink_csrs"] == dict(count=2, rule=0, src_ip=0xC0A84D01, length=40, payload=bytes(range(100, 108)))
     print(f"fast-track latency: {latencies} ns ({[ns // CLK_NS for ns in latencies]} cycles) after the last FCS byte on the pads")
+    # The latency probe agrees, frame for frame. The bench counts from the cycle it writes the
+    # last byte to the pads, the probe from the cycle the byte is on them: one cycle later.
+    assert out["probe"] == expected([ns // CLK_NS - 1 for ns in latencies])
+    assert out["probe_unpaired"] == 0
+
+
+def test_the_fasttrack_probe_counts_only_fasttracked_frames_and_never_a_bad_one():
+    """Frames of every kind arrive, each one's last byte a start for the probe; only the
+    fast-tracked ones end. A bad FCS on a fast-track port reaches no sink and records nothing."""
+    frames = [wire(udp(9000, b"a" * 20)), wire(udp(7000, b"b" * 30)), wire(udp(9000, b"c" * 5), fcs_flip=1),
+              wire(Ether(dst="ff:ff:ff:ff:ff:ff", **HOST) / ARP(pdst=BOARD_IP)), wire(udp(9000, b"d" * 64))]
+    out = run(frames, [(0, ACTION_FASTTRACK, dict(port=9000))])
+    assert len(out["ft"]) == 2
+    good = [out["last_on_pads"][0], out["last_on_pads"][4]]
+    assert out["probe"] == expected([f - l - 1 for f, l in zip(out["ft_cycles"], good)])
+    assert out["probe_unpaired"] == 0
 
 
 def test_bad_fcs_fragments_and_lying_lengths_never_reach_the_sink_and_are_counted():

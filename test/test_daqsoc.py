@@ -66,3 +66,14 @@ def test_the_launchers_default_guard_band_covers_the_longest_frame_of_the_other_
     assert soc.constants["ETHDAQ_LAUNCHER_GUARD"] == guard_cycles(42 + 8972) == 8 + 9014 + 4 + 11
     soc = DAQSoC(get_board("sim"), with_launcher=True, max_payload=1000)
     assert soc.constants["ETHDAQ_LAUNCHER_GUARD"] == guard_cycles(1514)   # LiteEth's longest.
+
+
+def test_the_latency_probes_are_an_option_with_the_classes_the_firmware_reads():
+    from ethdaq.gateware.probe import RX_CLASSES, TX_CLASSES
+    plain = DAQSoC(get_board("sim"))
+    assert not hasattr(plain, "probes") and "ETHDAQ_PROBE_TX_CLASSES" not in plain.constants
+    soc = DAQSoC(get_board("sim"), with_probes=True, with_launcher=True, fasttrack_ports=(9000,))
+    assert soc.constants["ETHDAQ_PROBE_TX_CLASSES"] == len(TX_CLASSES) == 3
+    assert soc.constants["ETHDAQ_PROBE_RX_CLASSES"] == len(RX_CLASSES) == 1
+    # The transmit tap knows the scheduler's inputs: launcher 0, LiteEth 1, bulk 2.
+    assert len(soc.txpath.scheduler.sinks) == 3

@@ -150,3 +150,62 @@ def test_unpaired_events_are_counted_not_recorded_and_long_latencies_saturate():
     assert got[1]["count"] == 2
     assert got["unpaired"] == 2                       # The lone end and the third start.
     assert got["cleared"] == expected([], lat_bits=10) and got["unpaired_after"] == 0
+
+
+def test_latest_mode_end_ages_offsets_and_expired_starts():
+    """Class 0, "latest": starts at every frame, ends for some: each end pairs with the newest
+    start. Class 1, "fifo" with an offset of 3 cycles and ends that come 5 cycles late (end_age):
+    the latencies are end - 5 + 3 - start. Class 2: a start that never ends expires after
+    2^(stamp_bits-1) cycles, counted, and the next start-end pair is recorded right."""
+    dut = LatencyProbe(3, modes=["latest", "fifo", "fifo"], offsets=[0, 3, 0], stamp_bits=14, lat_bits=12)
+    got = {}
+
+    def at(cycle, start=0, end=0, age=0):
+        while (yield now) < cycle:
+            yield
+        yield dut.start.eq(start)
+        yield dut.end.eq(end)
+        yield dut.end_age[1].eq(age)
+        yield
+        yield dut.start.eq(0)
+        yield dut.end.eq(0)
+
+    now = Signal(32)
+    dut.sync += now.eq(now + 1)
+
+    def bench():
+        t = 3 * NBINS + 10
+        # Class 0: starts at t, t+100, t+200; ends at t+110 (pairs with t+100) and t+203; an
+        # end at t+250 finds its start used up (unpaired).
+        yield from at(t, start=1)
+        yield from at(t + 100, start=1)
+        yield from at(t + 110, end=1)
+        yield from at(t + 200, start=1)
+        yield from at(t + 203, end=1)
+        yield from at(t + 250, end=1)
+        # Class 1: start t+300, end seen at t+340 marking t+335: 335 - 300 + 3 = 38.
+        yield from at(t + 300, start=2)
+        yield from at(t + 340, end=2, age=5)
+        # Class 2: a lost frame's start at t+400, never ended; it expires 2^13 cycles later.
+        yield from at(t + 400, start=4)
+        yield from at(t + 400 + 2**13 + 50, start=4)
+        yield from at(t + 400 + 2**13 + 70, end=4)
+        for _ in range(20):
+            yield
+        for c in range(3):
+            got[c] = yield from read_class(dut, c)
+        got["unpaired"] = yield dut._unpaired.status
+
+    run_simulation(dut, bench())
+    assert got[0] == expected([10, 3], lat_bits=12)
+    assert got[1] == expected([38], lat_bits=12)
+    assert got[2] == expected([20], lat_bits=12)
+    assert got["unpaired"] == 2          # Class 0's third end and class 2's expired start.
+
+
+def test_modes_and_offsets_are_checked():
+    import pytest
+    with pytest.raises(ValueError, match="modes"):
+        LatencyProbe(2, modes=["fifo", "lifo"])
+    with pytest.raises(ValueError, match="offsets"):
+        LatencyProbe(2, offsets=[0, 300])
