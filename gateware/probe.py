@@ -288,9 +288,9 @@ class LatencyProbe(LiteXModule):
 
 # Transmit: from the data handed over to the first preamble byte on the pins.
 #   launch: the launcher's fire decision (in eth_tx) to its frame (lead + guard band: constant);
-#   cpu:    the control mailbox handing a datagram to LiteEth's UDP port (control answers, PTP over
+#   cpu:    the control mailbox offering a datagram to LiteEth's UDP port (control answers, PTP over
 #           UDP) to that datagram's frame;
-#   bulk:   a DAQ datagram's first word accepted by the transmit path to its frame.
+#   bulk:   a DAQ datagram offered to the transmit path to its frame.
 # Receive: from the last byte (FCS) on the pins to the data at its consumer.
 #   fasttrack: the classifier's fast-track sink (gateware/classifier.py).
 TX_CLASSES = ("launch", "cpu", "bulk")
@@ -366,12 +366,15 @@ class TXFrameTap(LiteXModule):
         ]
 
 
-def _datagram_starts(module, ep, cd):
-    """A pulse at the first accepted beat of each datagram on stream endpoint `ep` (in cd)."""
-    inframe = Signal()
+def _datagram_offers(module, ep, cd):
+    """A pulse in the first cycle each datagram is offered (`valid`) on stream endpoint `ep` (in cd),
+    whether or not it is taken then. Not the first beat taken: LiteEth's packetizers send their
+    headers (and so the preamble reaches the pins) before they take a payload byte."""
+    pending = Signal()   # This datagram's offer is marked; cleared when its last beat is taken.
     start   = Signal()
-    getattr(module.sync, cd).__iadd__(If(ep.valid & ep.ready, inframe.eq(~ep.last)))
-    module.comb += start.eq(ep.valid & ep.ready & ~inframe)
+    getattr(module.sync, cd).__iadd__(
+        If(ep.valid & ep.ready & ep.last, pending.eq(0)).Elif(ep.valid, pending.eq(1)))
+    module.comb += start.eq(ep.valid & ~pending)
     return start
 
 
@@ -410,11 +413,11 @@ class DAQProbes(LiteXModule):
             mac_input=ninputs - 2, bulk_input=ninputs - 1, cpu_ports=cpu_ports, launch_input=launch_in))
         cpu_sync = PulseSynchronizer("sys", "eth_tx")
         self.submodules += cpu_sync
-        self.comb += cpu_sync.i.eq(_datagram_starts(self, cpu_source, "sys"))
+        self.comb += cpu_sync.i.eq(_datagram_offers(self, cpu_source, "sys"))
         starts = {
             "launch": launcher.fire if launcher is not None else 0,
             "cpu":    cpu_sync.o,
-            "bulk":   _datagram_starts(self, txpath.data, "eth_tx"),
+            "bulk":   _datagram_offers(self, txpath.data, "eth_tx"),
         }
         self.comb += [self.tx.start[i].eq(starts[c]) for i, c in enumerate(TX_CLASSES)]
         self.comb += self.tx.end.eq(tap.end)

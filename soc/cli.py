@@ -383,7 +383,7 @@ def cmd_ctl(args):
     from ethdaq.host import protocol
     from ethdaq.host.ctl import ControlClient, ControlRefused, ControlTimeout
     from ethdaq.host.protocol import format_mac
-    if args.settings and args.action not in ("config", "launch"):
+    if args.settings and args.action not in ("config", "launch", "probe"):
         raise CLIError(f"ethdaq ctl {args.action} takes no arguments but options, not {' '.join(args.settings)!r}")
     key = _read_key(args.key_file) if args.key_file else None
     with ControlClient(args.ip, args.port, timeout=args.timeout, key=key) as client:
@@ -474,6 +474,8 @@ def cmd_ctl(args):
                           f"since power-on, reset cause {st.reset_cause_name}, up {st.uptime_ms} ms")
             elif args.action == "launch":
                 _ctl_launch(client, args)
+            elif args.action == "probe":
+                _ctl_probe(client, args)
             elif args.action == "status":
                 status = client.status()
                 st = status.__dict__
@@ -563,6 +565,55 @@ def _ctl_launch(client, args):
             print(f"{k:<14}{v}")
 
 
+def probe_table(report):
+    """The latency probes' report as the lines `ethdaq ctl probe` prints: per class count, min,
+    mean, max in ns and cycles, then the histogram."""
+    from ethdaq.host import protocol
+    ns = report.cycle_ps / 1000
+    lines = [f"latency per frame class, {ns:g} ns cycles (docs/realtime.md: where each starts and ends)",
+             f"  {'class':<14} {'frames':>10} {'min':>14} {'mean':>16} {'max':>14}"]
+    for name, c in report.classes.items():
+        if c.count:
+            lines.append(f"  {name:<14} {c.count:>10} {c.min * ns:>9.0f} ns {c.mean * ns:>11.1f} ns "
+                         f"{c.max * ns:>9.0f} ns")
+        else:
+            lines.append(f"  {name:<14} {0:>10} {'-':>14} {'-':>16} {'-':>14}")
+    lines.append(f"unpaired: tx {report.tx_unpaired}, rx {report.rx_unpaired}; not recorded (overflows): "
+                 f"tx {report.tx_overflows}, rx {report.rx_overflows}")
+    lines.append("histogram (frames per latency range, cycles):")
+    heads = []
+    for k in range(protocol.PROBE_NBINS):
+        lo, hi = protocol.ProbeClass.bin_range(k)
+        heads.append(f"{lo}-{hi}" if hi is not None else f"{lo}+")
+    for name, c in report.classes.items():
+        cells = [f"{heads[k]}: {n}" for k, n in enumerate(c.bins) if n]
+        lines.append(f"  {name:<14} " + (", ".join(cells) if cells else "-"))
+    return lines
+
+
+def _ctl_probe(client, args):
+    from ethdaq.host import protocol
+    verb = args.settings[0] if args.settings else "read"
+    if verb not in ("read", "clear") or len(args.settings) > 1:
+        raise CLIError("usage: ethdaq ctl probe [read|clear] --board ADDR")
+    ident = client.identify()
+    if not ident.capabilities & protocol.CAP_PROBES:
+        raise CLIError("this board's build has no latency probes (build it with --with-probes)")
+    if verb == "clear":
+        client.probe_clear()
+        print("latency probes cleared: statistics from now on")
+        return
+    report = client.probe()
+    if args.json:
+        d = dict(report.__dict__)
+        d["classes"] = {n: dict(c.__dict__, mean=c.mean) for n, c in report.classes.items()}
+        for c in d["classes"].values():
+            del c["name"]
+        print(json.dumps(d))
+    else:
+        print("\n".join(probe_table(report)))
+
+
 def cmd_recv(args):
     from ethdaq.host import recv
     try:
@@ -637,15 +688,16 @@ def make_parser():
                               "  ethdaq ctl config --ip 192.168.1.50\n"
                               "  ethdaq ctl config set payload=1024 dst_port=6000 ptp_role=slave --ip 192.168.1.50\n"
                               "  ethdaq ctl launch arm --board 192.168.1.50 --to 192.168.1.10:9100 --to-mac 02:00:00:00:00:01 "
-                              "--data trigger --in 10ms --period 1ms --count 100",
+                              "--data trigger --in 10ms --period 1ms --count 100\n"
+                              "  ethdaq ctl probe --board 192.168.1.50",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("action", choices=["identify", "start", "stop", "status", "ptp", "emulator", "claim", "release",
-                                      "reboot", "config", "launch"],
+                                      "reboot", "config", "launch", "probe"],
                    help="request to send (start, stop, emulator, claim, release, reboot and config set only from "
                         "the controller: docs/protocol.md)")
     p.add_argument("settings", nargs="*", metavar="get|set NAME=VALUE",
                    help="for config: get (the default), or set NAME=VALUE ... (e.g. payload=1024 ptp_role=slave); "
-                        "for launch: arm, stop or status (the default)")
+                        "for launch: arm, stop or status (the default); for probe: read (the default) or clear")
     p.add_argument("--ip", "--board", dest="ip", type=_ip, required=True, metavar="ADDR",
                    help="board IP address (--board ADDR is the same)")
     p.add_argument("--port", type=_port, default=7000, help="control port (default 7000)")

@@ -472,6 +472,9 @@ class DAQSoC(SoCCore):
                                     fasttrack=self.classifier.fasttrack if with_classifier else None)
             self.add_constant("ETHDAQ_PROBE_TX_CLASSES", len(TX_CLASSES))
             self.add_constant("ETHDAQ_PROBE_RX_CLASSES", len(RX_CLASSES))
+            self.add_constant("ETHDAQ_PROBE_CYCLE_PS", round(1e12 / getattr(self.ethphy, "tx_clk_freq", 125e6)))
+            if with_classifier:
+                self.add_constant("ETHDAQ_PROBE_FASTTRACK")
 
         # Facts the firmware prints and reports (generated into soc.h).
         self.add_constant("ETHDAQ_BOARD",    board.name)

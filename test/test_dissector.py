@@ -264,6 +264,14 @@ def response(payload, port=CLIENT_PORT):
     msg_type, _, body = protocol.parse_response(payload)
     if isinstance(body, (protocol.Identity, protocol.Status, protocol.PtpStatus, protocol.Config, protocol.LaunchStatus)):
         fields = dict(vars(body))
+    elif isinstance(body, protocol.ProbeReport):  # Flat, as the dissector names them; absent classes 0.
+        fields = dict(cycle_ps=body.cycle_ps, tx_unpaired=body.tx_unpaired, tx_overflows=body.tx_overflows,
+                      rx_unpaired=body.rx_unpaired, rx_overflows=body.rx_overflows,
+                      classes=sum(1 << protocol.PROBE_CLASSES.index(n) for n in body.classes))
+        for name in protocol.PROBE_CLASSES:
+            c = body.classes.get(name)
+            fields.update({f"{name}_{f}": getattr(c, f) if c else 0 for f in ("count", "sum", "min", "max")})
+            fields.update({f"{name}_bin{k}": c.bins[k] if c else 0 for k in range(protocol.PROBE_NBINS)})
     elif isinstance(body, protocol.Streams):  # Flat, as the dissector names them; unused records 0.
         fields = dict(run=body.run, nstreams=len(body.streams))
         for i in range(protocol.MAX_STREAMS):
@@ -273,7 +281,8 @@ def response(payload, port=CLIENT_PORT):
         names = {protocol.MSG_STREAM_START | R: ["run", "dst_ip"], protocol.MSG_STREAM_STOP | R: ["run"],
                  protocol.MSG_EMULATOR | R: [], protocol.MSG_ERROR_RSP: ["code"],
                  protocol.MSG_CLAIM | R: ["granted", "controller_ip", "lease_ms"],
-                 protocol.MSG_RELEASE | R: [], protocol.MSG_REBOOT | R: ["rebooting", "boots"]}[msg_type]
+                 protocol.MSG_RELEASE | R: [], protocol.MSG_REBOOT | R: ["rebooting", "boots"],
+                 protocol.MSG_PROBE_CLEAR | R: []}[msg_type]
         fields = dict(zip(names, body if isinstance(body, tuple) else [body]))
     return dict(from_board(payload, port), fields=fields)
 
@@ -282,6 +291,10 @@ P = protocol
 MAC = bytes.fromhex("10e2d5000001")
 IDENT_RSP = P.pack_identify_response(11, IDENTITY)
 STATUS_RSP = P.pack_header(P.MSG_STATUS | R, 15) + STATUS
+PROBE_RECORD = lambda i: (100 + i, 2**40 + 7 * i, 20 + i, 900 + i, *range(i, i + P.PROBE_NBINS))
+PROBE_RSP = P.pack_header(P.MSG_PROBE | R, 24) + P.PROBE_RSP.pack(
+    8000, 0b001010, 1, 2, 3, 4,
+    *[v for i in range(P.PROBE_MAX_CLASSES) for v in (PROBE_RECORD(i) if i in (1, 3) else [0] * (4 + P.PROBE_NBINS))])
 STREAMS_RSP = P.pack_header(P.MSG_STREAMS | R, 16) + protocol.STREAMS_RSP.pack(
     7, 2, P.STREAM_PRESENT | P.STREAM_ENABLED, 10, 14720, 0, P.STREAM_PRESENT, 0, 0, 5, *([0] * 4 * 6))
 CONFIG_VALUES = dict(ip=0xC0A80132, mac=MAC, dst_ip=0, dst_port=5000, payload=1472, enable=0xF, backpressure=0,
@@ -308,6 +321,8 @@ CTL_GOOD = [
                               guard=1600, relative=True),
              dict(launch_op=P.LAUNCH_ARM, launch_flags=P.LAUNCH_RELATIVE, sec=5, ns=1000, period=500_000, count=3,
                   guard=1600, frame_len=20, frame=bytes(range(20)) + bytes(P.LAUNCH_FRAME_MAX - 20))),
+    to_board(P.probe_request(24)),
+    to_board(P.probe_clear_request(25)),
     to_board(P.config_set_request(22, dst_ip=0xC0A80107, payload=1024, ptp_role=2, ptp_log_sync=-3),
              dict(CONFIG_SET_VALUES, mask=0b1001000000010100)),
     response(IDENT_RSP),
@@ -317,6 +332,8 @@ CTL_GOOD = [
     response(STATUS_RSP, port=HEUR_PORT),
     response(STREAMS_RSP),
     response(P.pack_header(P.MSG_LAUNCH | R, 23) + P.LAUNCH_RSP.pack(1, 1600, 7, 8000, 2, 0, 1, 12, 345)),
+    response(PROBE_RSP),
+    response(P.pack_header(P.MSG_PROBE_CLEAR | R, 25)),
     response(P.pack_header(P.MSG_ERROR_RSP, 16) + bytes([P.ERR_BUSY])),
     response(P.pack_header(P.MSG_CLAIM | R, 17) + P.CLAIM_RSP.pack(0, 0xC0A80164, 29000)),
     response(P.pack_header(P.MSG_RELEASE | R, 18)),

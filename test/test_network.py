@@ -33,10 +33,10 @@ def board():
     # Built by the CLI in its own process, as a user would: LiteX's generated names depend on
     # what else the process has elaborated, so an in-process build could differ from the CLI's.
     # With the receive classifier and frame gate (--fasttrack-port), so every test here also
-    # runs through them.
+    # runs through them, and with the latency probes (--with-probes).
     r = subprocess.run(ethdaq_cmd("build", "--board", "sim", "--ip", BOARD_IP, "--mac", MAC, "--ctl-port",
                                   str(CTL_PORT), "--pin-probe", "--fasttrack-port", str(FASTTRACK_PORT),
-                                  "--output-dir", str(REPO / "build" / "test-sim")),
+                                  "--with-probes", "--output-dir", str(REPO / "build" / "test-sim")),
                        capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stdout + r.stderr
     # The tap name and host address are run-time settings of the simulation modules.
@@ -100,7 +100,7 @@ def test_identify_round_trip_over_udp(board):
     assert ident["ip"] == BOARD_IP and ident["mac"] == MAC and ident["ctl_port"] == CTL_PORT
     assert ident["ident"].startswith(f"ethdaq sim {git_hash()}")
     # No key, no allow-list in this build.
-    assert ident["capabilities"] == ["streamer", "ptp", "address change"]
+    assert ident["capabilities"] == ["streamer", "ptp", "address change", "latency probes"]
 
 
 def test_malformed_and_wrong_version_datagrams_do_not_break_the_control_port(board):
@@ -166,7 +166,7 @@ def test_sim_command_stops_cleanly_on_sigterm_and_removes_its_namespace():
     built = binary.stat().st_mtime_ns
     proc = subprocess.Popen(ethdaq_cmd("sim", "--netns", ns, "--tap", TAP, "--ip", BOARD_IP, "--host-ip", HOST_IP,
                                        "--mac", MAC, "--ctl-port", str(CTL_PORT), "--pin-probe",
-                                       "--fasttrack-port", str(FASTTRACK_PORT),
+                                       "--fasttrack-port", str(FASTTRACK_PORT), "--with-probes",
                                        "--output-dir", str(REPO / "build" / "test-sim")),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
@@ -487,6 +487,63 @@ for p in {payloads!r}:
     assert all(0 < ns <= 150 for ns in latencies_ns), latencies_ns
     r = board.ns_run(["ping", "-c", "2", "-W", "5", BOARD_IP], capture_output=True, text=True, timeout=60)
     assert "2 packets transmitted, 2 received" in r.stdout, r.stdout
+
+
+def probe_report(board):
+    r = ctl(board, "probe", "--json")
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def test_latency_probes_agree_with_the_testbench_and_with_what_was_sent(board):
+    """The hardware latency probes, read through the control protocol (PROBE), against counts
+    taken elsewhere: each fast-track datagram's latency as the testbench's pin probe counts it
+    (ethdaq_fasttrack_probe.v: its own cycle counter on the GMII pins and the sink), exactly;
+    the bulk DAQ datagrams of a run as the streamer's counters and the Linux receiver count them;
+    the control answers, at least one per request answered."""
+    r = ctl(board, "probe", "clear")
+    assert r.returncode == 0 and "cleared" in r.stdout, r.stdout + r.stderr
+    marks = len(board.lines)
+    payloads = [bytes([0xB0 + i]) * (1 + 40 * i) for i in range(5)]
+    ns_python(board, f"""
+import socket, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for p in {payloads!r}:
+    s.sendto(p, ({BOARD_IP!r}, {FASTTRACK_PORT}))
+    time.sleep(0.1)
+""")
+    # The simulator prints the probe's lines at once, so they can land inside a line the firmware
+    # is still printing (console_text): searched for anywhere.
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        found = [m.groups() for l in board.lines[marks:]
+                 for m in re.finditer(r"probe: fasttrack (\d+) rx-end (\d+)", l)]
+        if len(found) >= len(payloads):
+            break
+        time.sleep(0.2)
+    bench = [int(at) - int(end) + 1 for at, end in found]
+    assert len(bench) == len(payloads), found
+    res = run_stream(board, rate=0.02, count=40)
+    assert res["missing"] == 0 and res["problems"] == []
+    report = probe_report(board)
+    ft = report["classes"]["rx_fasttrack"]
+    assert (ft["count"], ft["sum"], ft["min"], ft["max"]) == (len(bench), sum(bench), min(bench), max(bench))
+    assert sum(ft["bins"]) == len(bench)
+    bulk = report["classes"]["tx_bulk"]
+    sent = sum(c[0] for c in res["counters"].values())
+    assert bulk["count"] == sent == res["datagrams"], (bulk, res["counters"])
+    assert 0 < bulk["min"] <= bulk["max"] < 2000
+    cpu = report["classes"]["tx_cpu"]
+    # The stream's requests (emulator, start, stop, status, streams) were answered since the clear.
+    # From offered to LiteEth's UDP port to the pins takes tens of cycles (more when LiteEth has to
+    # ask ARP first): a pairing off by one frame would read as the time between answers.
+    assert cpu["count"] >= 5 and 0 < cpu["min"] < 100 and cpu["min"] <= cpu["max"]
+    assert "tx_launch" not in report["classes"]   # No launcher in this build.
+    assert report["tx_overflows"] == report["rx_overflows"] == 0
+    assert report["tx_unpaired"] == report["rx_unpaired"] == 0
+    r = ctl(board, "probe")
+    assert r.returncode == 0 and "rx_fasttrack" in r.stdout and "histogram" in r.stdout, r.stdout + r.stderr
+    print(f"testbench fast-track latencies (cycles): {bench}\n{r.stdout}")
 
 
 NEW_IP, NEW_MAC = "192.168.77.51", "02:ab:00:00:00:42"

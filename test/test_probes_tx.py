@@ -3,8 +3,8 @@ the transmit path of bench/txclasses.py: the launcher (class 0), LiteEth's frame
 bulk DAQ datagrams (class 2) in front of LiteEth's GMII PHY, all at once.
 
 The bench takes its own cycle counts: a monitor reads the cycle each datagram is handed over (a
-control datagram into LiteEth's UDP port, here a stand-in stream; a DAQ datagram's first word
-accepted by the transmit path; the launcher's fire decision), and `pins` the cycle each frame's
+control datagram offered to LiteEth's UDP port, here a stand-in stream; a DAQ datagram offered to
+the transmit path; the launcher's fire decision), and `pins` the cycle each frame's
 first preamble byte is on the GMII pins. The probe's count, sum, min, max and histogram of each
 class must equal the bench's, frame for frame; ARP requests (class 2, not DAQ data) and control
 frames from other ports (class 1, not the mailbox's) must not be counted."""
@@ -74,15 +74,16 @@ def handovers(dut, times, seen):
 
 @passive
 def monitor(dut, starts):
-    """The bench's start events, read like the pins are: the cycle each is seen."""
-    data, cycle, inframe = dut.txpath.data, 0, False
+    """The bench's start events, read like the pins are: the cycle each is seen. A datagram is
+    handed over in the first cycle it is offered (valid), taken then or later."""
+    data, cycle, offered = dut.txpath.data, 0, False
     while True:
         if (yield dut.cpu_source.valid) and (yield dut.cpu_source.ready):
             starts["cpu"].append(cycle)
-        if (yield data.valid) and (yield data.ready):
-            if not inframe:
+        if (yield data.valid):
+            if not offered:
                 starts["bulk"].append(cycle)
-            inframe = not (yield data.last)
+            offered = not ((yield data.ready) and (yield data.last))
         if (yield dut.launcher.fire):
             starts["launch"].append(cycle)
         cycle += 1

@@ -229,6 +229,47 @@ def test_launch_of_a_build_without_the_launcher_is_unsupported_and_a_board_error
     rsp, _ = ctl_host(_launch_raw(), stub_error=protocol.ERR_BAD_VALUE)
     assert protocol.parse_response(rsp, expect_seq=9)[2] == protocol.ERR_BAD_VALUE
 
+def test_probe_reports_the_classes_the_build_measures_byte_for_byte(ctl_host):
+    rsp, cnt = ctl_host(protocol.probe_request(11))
+    assert len(rsp) == protocol.HEADER.size + protocol.PROBE_RSP.size
+    _, _, r = protocol.parse_response(rsp, expect_seq=11)
+    assert (r.cycle_ps, r.tx_unpaired, r.tx_overflows, r.rx_unpaired, r.rx_overflows) == (8000, 1, 2, 3, 4)
+    assert sorted(r.classes) == ["rx_fasttrack", "tx_cpu"]
+    for name, c in r.classes.items():
+        i = protocol.PROBE_CLASSES.index(name)
+        assert (c.count, c.sum, c.min, c.max) == (10 + i, 2**40 + i, 20 + i, 0xFFF0 + i)
+        assert c.bins == [100 * i + k for k in range(protocol.PROBE_NBINS)]
+        assert c.mean == (2**40 + i) / (10 + i)
+    # The records of classes not measured are zero, whatever the driver left there.
+    body = protocol.PROBE_RSP.unpack_from(rsp, protocol.HEADER.size)
+    per = 4 + protocol.PROBE_NBINS
+    for i, name in enumerate(protocol.PROBE_CLASSES):
+        if name not in r.classes:
+            assert all(v == 0 for v in body[6 + per * i:6 + per * (i + 1)]), name
+    assert cnt["calls"] == [dict(call="probe", clear="0")]
+    # A record of an absent class that is not empty is a protocol error on the host.
+    bad = bytearray(rsp)
+    bad[protocol.HEADER.size + 21] = 1   # tx_launch's count, high byte.
+    with pytest.raises(protocol.ProtocolError, match="absent"):
+        protocol.parse_response(bytes(bad))
+
+
+def test_probe_clear_is_the_controllers_and_probe_of_a_build_without_probes_is_unsupported(ctl_host, ctl_session):
+    rsp, cnt = ctl_host(protocol.probe_clear_request(12))
+    assert protocol.parse_response(rsp, expect_seq=12) == (protocol.MSG_PROBE_CLEAR | protocol.RESPONSE, 12, ())
+    assert cnt["calls"] == [dict(call="probe", clear="1")]
+    answers, _, calls = ctl_session([
+        (CONTROLLER, protocol.stream_stop_request(1)),     # CONTROLLER holds the board.
+        (OTHER, protocol.probe_clear_request(2)),          # Refused, not executed.
+        (OTHER, protocol.probe_request(3)),                # Reading is anybody's.
+    ], times=[0, 10, 20])
+    assert calls == ["stream_stop", "probe"]
+    assert error_of(answers[1], 2) == protocol.ERR_NOT_CONTROLLER
+    assert protocol.parse_response(answers[2], expect_seq=3)[0] == protocol.MSG_PROBE | protocol.RESPONSE
+    rsp, _ = ctl_host(protocol.probe_request(13), stub_error=protocol.ERR_UNSUPPORTED)
+    assert protocol.parse_response(rsp, expect_seq=13)[2] == protocol.ERR_UNSUPPORTED
+
+
 # --- Retransmission safety: the reply cache --------------------------------------------------------
 
 CONTROLLER, OTHER = (0xC0A80164, 40000), (0xC0A80165, 40000)

@@ -25,6 +25,7 @@
 #include "drivers/netaddr.h"
 #include "drivers/classifier.h"
 #include "drivers/launcher.h"
+#include "drivers/probe.h"
 
 #define IDENT_SIZE 256
 
@@ -159,6 +160,7 @@ int main(void)
 	ops.ptp_status = ptpsvc_ctl_status;
 	ops.link       = phy_link;
 	ops.launch     = launcher_present() ? launcher_op : 0;
+	ops.probe      = probe_present() ? probe_op : 0;
 #ifdef CSR_PTP_BASE
 	ops.ptp_config = ptpsvc_configure;
 #else
@@ -200,6 +202,7 @@ int main(void)
 #endif
 	classifier_init();
 	launcher_init();
+	probe_init();
 	build_config(&ctl.config, &id);
 	ptpsvc_init(id.mac, &ctl.config.ptp);
 	phy_init();
@@ -217,6 +220,8 @@ int main(void)
 		id.capabilities |= CTL_CAP_NET_CONFIG;
 	if (launcher_present())
 		id.capabilities |= CTL_CAP_LAUNCHER;
+	if (probe_present())
+		id.capabilities |= CTL_CAP_PROBES;
 	ctl.key = ethdaq_ctl_key;
 	ctl.key_len = ETHDAQ_CTL_KEY_LEN;
 	/* The last signed request's counter survives a reboot: one recorded before it stays old. */

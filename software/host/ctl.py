@@ -168,6 +168,14 @@ class ControlClient:
         """The launcher's protocol.LaunchStatus: armed, launches sent and missed (read-only)."""
         return self._expect(lambda seq: protocol.launch_request(seq, protocol.LAUNCH_QUERY), protocol.MSG_LAUNCH)
 
+    def probe(self):
+        """The latency probes (boards with protocol.CAP_PROBES): a protocol.ProbeReport."""
+        return self._expect(protocol.probe_request, protocol.MSG_PROBE)
+
+    def probe_clear(self):
+        """Empty the latency probes (the controller's): statistics from now on."""
+        self._expect(protocol.probe_clear_request, protocol.MSG_PROBE_CLEAR)
+
     def claim(self, lease_s=0):
         """Ask to be the board's controller for lease_s seconds (0: the board's default). Returns
         (granted, controller IPv4 as int, lease milliseconds left); not granted: another address

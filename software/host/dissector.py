@@ -292,6 +292,7 @@ def ctl_messages():
         P.MSG_STREAMS | R:      _struct_fields(P.STREAMS_RSP, P.streams_field_names()),
         P.MSG_LAUNCH:           _struct_fields(P.LAUNCH, _LAUNCH_NAMES),
         P.MSG_LAUNCH | R:       _struct_fields(P.LAUNCH_RSP, list(P.LAUNCH_FIELDS)),
+        P.MSG_PROBE | R:        _struct_fields(P.PROBE_RSP, P.probe_field_names()),
         P.MSG_ERROR_RSP:        _CTL_ERROR_BODY,
     }
     strings = {P.MSG_IDENTIFY_RSP: identity[n_fixed:]}

@@ -40,6 +40,8 @@ MSG_CONFIG_GET    = 0x0A
 MSG_CONFIG_SET    = 0x0B
 MSG_STREAMS       = 0x0C
 MSG_LAUNCH        = 0x0D
+MSG_PROBE         = 0x0E
+MSG_PROBE_CLEAR   = 0x0F
 MSG_IDENTIFY_RSP  = MSG_IDENTIFY | RESPONSE
 MSG_ERROR_RSP     = 0xFF
 NS_PER_S          = 10**9
@@ -148,9 +150,11 @@ CAP_ALLOW    = 0x08  # Built with an allow-list (--ctl-allow).
 CAP_ETHERBONE = 0x10  # Debug build with raw bus access over UDP (--with-etherbone): anyone can change anything.
 CAP_NET_CONFIG = 0x20  # CONFIG_SET changes the board's own IP and MAC (gateware/netaddr.py).
 CAP_LAUNCHER   = 0x40  # Time-triggered transmission (LAUNCH; gateware/launcher.py).
+CAP_PROBES     = 0x80  # Latency probes on every frame (PROBE; gateware/probe.py).
 CAP_NAMES    = {CAP_STREAMER: "streamer", CAP_PTP: "ptp", CAP_AUTH: "signed requests", CAP_ALLOW: "allow-list",
                 CAP_ETHERBONE: "ETHERBONE (raw bus access for anyone: debug build)",
-                CAP_NET_CONFIG: "address change", CAP_LAUNCHER: "time-triggered launch"}
+                CAP_NET_CONFIG: "address change", CAP_LAUNCHER: "time-triggered launch",
+                CAP_PROBES: "latency probes"}
 MAX_STRING     = 255
 
 # STREAM_START request: dst_ip (0: the requester's address), dst_port, payload bytes per datagram
@@ -200,6 +204,22 @@ LAUNCH_FRAME_MAX = 96
 LAUNCH     = struct.Struct(f">BBQIIIHH{LAUNCH_FRAME_MAX}s")
 LAUNCH_RSP = struct.Struct(">BHHIIIIQI")
 LAUNCH_FIELDS = ("armed", "guard", "lead", "cycle_ps", "sent", "missed_past", "missed_busy", "first_sec", "first_ns")
+# PROBE: the latency probes (gateware/probe.py, docs/realtime.md): every frame's latency per
+# class, in the probe's clock cycles (cycle_ps each), from the data handed over to its first
+# preamble byte on the pins (tx_*), or from its last byte on the pins to its consumer (rx_*).
+# Read-only, no payload. PROBE_CLEAR (no payload, empty answer; the controller's) empties both
+# probes: statistics from then on.
+# Answer: cycle_ps, the classes this build measures (bit i: PROBE_CLASSES[i]), the transmit and the
+# receive probe's unpaired events (an end without a start, a start whose frame never came) and
+# overflows (latencies not recorded), then PROBE_MAX_CLASSES records: count, sum, min (0xFFFF
+# before any), max, and PROBE_NBINS histogram counts (bin 0: 0 or 1 cycle; bin k: 2^k to
+# 2^(k+1) - 1; the last bin: everything from 2^(PROBE_NBINS-1) on). A class the build does not
+# measure reads as zeros.
+PROBE_CLASSES = ("tx_launch", "tx_cpu", "tx_bulk", "rx_fasttrack", "rx_udp", "rx_cpu")
+PROBE_MAX_CLASSES = len(PROBE_CLASSES)
+PROBE_NBINS = 16
+PROBE_RECORD = struct.Struct(">IQHH" + "I" * PROBE_NBINS)
+PROBE_RSP  = struct.Struct(">IBIIII" + PROBE_RECORD.format[1:] * PROBE_MAX_CLASSES)
 STREAM_PRESENT = 0x01   # The build has this stream.
 STREAM_ENABLED = 0x02   # Enabled in the run.
 STREAM_FIELDS  = ("flags", "datagrams", "bytes", "dropped")
@@ -232,6 +252,8 @@ REQUEST_LENGTH = {
 }
 EMULATOR_MODES = {"off": 0, "counter": 1, "ramp": 2, "pulse": 3}
 REQUEST_LENGTH[MSG_LAUNCH] = HEADER.size + LAUNCH.size
+REQUEST_LENGTH[MSG_PROBE]  = HEADER.size
+REQUEST_LENGTH[MSG_PROBE_CLEAR] = HEADER.size
 
 
 class ProtocolError(ValueError):
@@ -388,6 +410,68 @@ def launch_request(seq, op, frame=b"", sec=0, ns=0, period=0, count=1, guard=0, 
         raise ProtocolError(f"ns and period must be below 10^9, not {ns} and {period}")
     return pack_header(MSG_LAUNCH, seq) + LAUNCH.pack(op, LAUNCH_RELATIVE if relative else 0, sec, ns,
                                                       period, count, guard, len(frame), bytes(frame))
+
+
+def probe_request(seq):
+    return pack_header(MSG_PROBE, seq)
+
+
+def probe_clear_request(seq):
+    return pack_header(MSG_PROBE_CLEAR, seq)
+
+
+@dataclass
+class ProbeClass:
+    """One class's latencies, in cycles (ProbeReport.cycle_ps each)."""
+    name:  str
+    count: int
+    sum:   int
+    min:   int
+    max:   int
+    bins:  list
+
+    @property
+    def mean(self):
+        return self.sum / self.count if self.count else None
+
+    @staticmethod
+    def bin_range(k):
+        """The latencies (cycles) histogram bin k holds: (lowest, highest; None: no limit)."""
+        lo = 0 if k == 0 else 2**k
+        return lo, (None if k == PROBE_NBINS - 1 else 2**(k + 1) - 1)
+
+
+@dataclass
+class ProbeReport:
+    """PROBE's answer: the classes this build measures, by name."""
+    cycle_ps:      int
+    tx_unpaired:   int
+    tx_overflows:  int
+    rx_unpaired:   int
+    rx_overflows:  int
+    classes:       dict
+
+    @classmethod
+    def unpack(cls, body):
+        cycle_ps, present, txu, txo, rxu, rxo = body[:6]
+        if present >> PROBE_MAX_CLASSES:
+            raise ProtocolError(f"PROBE names classes beyond the {PROBE_MAX_CLASSES} known: 0x{present:02X}")
+        n = 4 + PROBE_NBINS
+        classes = {}
+        for i, name in enumerate(PROBE_CLASSES):
+            rec = body[6 + n*i:6 + n*(i + 1)]
+            if present >> i & 1:
+                classes[name] = ProbeClass(name, rec[0], rec[1], rec[2], rec[3], list(rec[4:]))
+            elif any(rec):
+                raise ProtocolError(f"PROBE: class {name} is absent but its record is not empty")
+        return cls(cycle_ps, txu, txo, rxu, rxo, classes)
+
+
+def probe_field_names():
+    """The PROBE_RSP fields, flat (the dissector's names)."""
+    return (["cycle_ps", "classes", "tx_unpaired", "tx_overflows", "rx_unpaired", "rx_overflows"] +
+            [f"{c}_{f}" for c in PROBE_CLASSES for f in ["count", "sum", "min", "max"] +
+             [f"bin{k}" for k in range(PROBE_NBINS)]])
 
 
 def udp_frame(dst_mac, src_mac, src_ip, dst_ip, sport, dport, payload, ttl=64):
@@ -694,6 +778,8 @@ def parse_response(data, expect_seq=None):
         MSG_CONFIG_SET   | RESPONSE: CONFIG,
         MSG_STREAMS      | RESPONSE: STREAMS_RSP,
         MSG_LAUNCH       | RESPONSE: LAUNCH_RSP,
+        MSG_PROBE        | RESPONSE: PROBE_RSP,
+        MSG_PROBE_CLEAR  | RESPONSE: None,
     }
     if msg_type in fixed:
         st = fixed[msg_type]
@@ -711,6 +797,8 @@ def parse_response(data, expect_seq=None):
             return msg_type, seq, Streams.unpack(body)
         if msg_type == MSG_LAUNCH | RESPONSE:
             return msg_type, seq, LaunchStatus(*body)
+        if msg_type == MSG_PROBE | RESPONSE:
+            return msg_type, seq, ProbeReport.unpack(body)
         if msg_type in (MSG_CONFIG_GET | RESPONSE, MSG_CONFIG_SET | RESPONSE):
             return msg_type, seq, Config(*body)
         return msg_type, seq, body
@@ -759,6 +847,15 @@ def c_header():
         f"#define CTL_LAUNCH_FRAME_MIN {LAUNCH_FRAME_MIN}u",
         f"#define CTL_LAUNCH_FRAME_MAX {LAUNCH_FRAME_MAX}u",
         f"#define CTL_CAP_LAUNCHER     0x{CAP_LAUNCHER:02X}u",
+        f"#define CTL_MSG_PROBE        0x{MSG_PROBE:02X}u",
+        f"#define CTL_PROBE_REQ_LENGTH {REQUEST_LENGTH[MSG_PROBE]}u",
+        f"#define CTL_PROBE_RSP_SIZE   {PROBE_RSP.size}u",
+        f"#define CTL_MSG_PROBE_CLEAR  0x{MSG_PROBE_CLEAR:02X}u",
+        f"#define CTL_PROBE_CLEAR_REQ_LENGTH {REQUEST_LENGTH[MSG_PROBE_CLEAR]}u",
+        f"#define CTL_PROBE_MAX_CLASSES {PROBE_MAX_CLASSES}u",
+        f"#define CTL_PROBE_NBINS      {PROBE_NBINS}u",
+        *(f"#define CTL_PROBE_{name.upper():<16} {i}u" for i, name in enumerate(PROBE_CLASSES)),
+        f"#define CTL_CAP_PROBES       0x{CAP_PROBES:02X}u",
         f"#define CTL_STREAM_PRESENT   0x{STREAM_PRESENT:02X}u",
         f"#define CTL_STREAM_ENABLED   0x{STREAM_ENABLED:02X}u",
         f"#define CTL_CONFIG_NFIELDS   {len(CONFIG_FIELDS)}u",

@@ -107,6 +107,24 @@ static int launch(const struct ctl_launch *l, struct ctl_launch_status *s)
 	return stub_error;
 }
 
+/* Two classes measured (tx_cpu, rx_fasttrack); every other record the driver fills must not
+ * reach the answer. */
+static int probe(int clear, struct ctl_probe_report *r)
+{
+	fprintf(stderr, "call=probe clear=%d\n", clear);
+	if (clear)
+		return stub_error;
+	r->cycle_ps = 8000; r->present = (1u << CTL_PROBE_TX_CPU) | (1u << CTL_PROBE_RX_FASTTRACK);
+	r->tx_unpaired = 1; r->tx_overflows = 2; r->rx_unpaired = 3; r->rx_overflows = 4;
+	for (unsigned i = 0; i < CTL_PROBE_MAX_CLASSES; i++) {
+		struct ctl_probe_class *c = &r->classes[i];
+		c->count = 10u + i; c->sum = (1ull << 40) + i; c->min = (uint16_t)(20u + i); c->max = (uint16_t)(0xFFF0u + i);
+		for (unsigned k = 0; k < CTL_PROBE_NBINS; k++)
+			c->bins[k] = 100u * i + k;
+	}
+	return stub_error;
+}
+
 /* The build's settings, as main.c sets them at boot. */
 static const struct ctl_config boot_config = {
 	.ip = 0xC0A80132u, .mac = {0x10, 0xe2, 0xd5, 0x00, 0x00, 0x01},
@@ -129,7 +147,8 @@ int main(int argc, char **argv)
 		.board = "sim", .build_id = "0123456789ab", .ident = "ethdaq sim test",
 		.boots = 3, .reset_cause = 2, .watchdog_resets = 1,
 	};
-	struct ctl_ops ops = { stream_start, stream_stop, emulator, status, ptp_status, ptp_config, link, streams, launch };
+	struct ctl_ops ops = { stream_start, stream_stop, emulator, status, ptp_status, ptp_config, link, streams, launch,
+			       probe };
 	size_t cap = argc > 1 ? (size_t)atoi(argv[1]) : sizeof(rsp);
 	int session = argc > 2 && strcmp(argv[2], "session") == 0;
 	uint32_t src_ip = argc > 2 && !session ? (uint32_t)strtoul(argv[2], NULL, 0) : 0xC0A80164u;

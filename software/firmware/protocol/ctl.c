@@ -144,7 +144,9 @@ _Static_assert(FITS(CTL_STREAM_START_REQ_LENGTH) && FITS(CTL_EMULATOR_REQ_LENGTH
 	       FITS(CTL_IDENTIFY_REQ_LENGTH) && FITS(CTL_STREAM_STOP_REQ_LENGTH) && FITS(CTL_CLAIM_REQ_LENGTH) &&
 	       FITS(CTL_RELEASE_REQ_LENGTH) && FITS(CTL_PTP_STATUS_REQ_LENGTH) && FITS(CTL_REBOOT_REQ_LENGTH) &&
 	       FITS(CTL_CONFIG_GET_REQ_LENGTH) && FITS(CTL_CONFIG_SET_REQ_LENGTH) &&
-	       FITS(CTL_STREAMS_REQ_LENGTH) && FITS(CTL_LAUNCH_REQ_LENGTH), "a request does not fit the reply cache");
+	       FITS(CTL_STREAMS_REQ_LENGTH) && FITS(CTL_LAUNCH_REQ_LENGTH) && FITS(CTL_PROBE_REQ_LENGTH) &&
+	       FITS(CTL_PROBE_CLEAR_REQ_LENGTH),
+	       "a request does not fit the reply cache");
 #undef FITS
 _Static_assert(CTL_HEADER_SIZE + CTL_STATUS_RSP_SIZE <= CTL_REPLAY_RSP_MAX &&
 	       CTL_HEADER_SIZE + CTL_CONFIG_SIZE <= CTL_REPLAY_RSP_MAX &&
@@ -298,6 +300,8 @@ size_t ctl_request_length(uint8_t type)
 	case CTL_MSG_CONFIG_SET:   return CTL_CONFIG_SET_REQ_LENGTH;
 	case CTL_MSG_STREAMS:      return CTL_STREAMS_REQ_LENGTH;
 	case CTL_MSG_LAUNCH:       return CTL_LAUNCH_REQ_LENGTH;
+	case CTL_MSG_PROBE:        return CTL_PROBE_REQ_LENGTH;
+	case CTL_MSG_PROBE_CLEAR:  return CTL_PROBE_CLEAR_REQ_LENGTH;
 	default:                   return 0;
 	}
 }
@@ -465,6 +469,51 @@ static int launch(struct writer *w, const uint8_t *p, uint32_t seq, const struct
 	put_be32(w, s.missed_busy);
 	put_be64(w, s.first_sec);
 	put_be32(w, s.first_ns);
+	return answered(w, cnt);
+}
+
+static int probe(struct writer *w, uint32_t seq, const struct ctl_ops *ops, struct ctl_counters *cnt)
+{
+	static struct ctl_probe_report r;  /* 500 bytes: not on the firmware's small stack. */
+	static const struct ctl_probe_class none;
+	int err;
+
+	if (ops == NULL || ops->probe == NULL)
+		return refuse(w, seq, CTL_ERR_UNSUPPORTED, cnt);
+	memset(&r, 0, sizeof(r));
+	err = ops->probe(0, &r);
+	if (err)
+		return refuse(w, seq, err, cnt);
+	put_header(w, CTL_MSG_PROBE | CTL_RESPONSE, seq);
+	put_be32(w, r.cycle_ps);
+	put_u8(w, r.present & ((1u << CTL_PROBE_MAX_CLASSES) - 1u));
+	put_be32(w, r.tx_unpaired);
+	put_be32(w, r.tx_overflows);
+	put_be32(w, r.rx_unpaired);
+	put_be32(w, r.rx_overflows);
+	for (unsigned i = 0; i < CTL_PROBE_MAX_CLASSES; i++) {
+		/* A class the build does not measure reads as zeros, whatever the driver left. */
+		const struct ctl_probe_class *c = (r.present >> i & 1u) ? &r.classes[i] : &none;
+		put_be32(w, c->count);
+		put_be64(w, c->sum);
+		put_be16(w, c->min);
+		put_be16(w, c->max);
+		for (unsigned k = 0; k < CTL_PROBE_NBINS; k++)
+			put_be32(w, c->bins[k]);
+	}
+	return answered(w, cnt);
+}
+
+static int probe_clear(struct writer *w, uint32_t seq, const struct ctl_ops *ops, struct ctl_counters *cnt)
+{
+	int err;
+
+	if (ops == NULL || ops->probe == NULL)
+		return refuse(w, seq, CTL_ERR_UNSUPPORTED, cnt);
+	err = ops->probe(1, NULL);
+	if (err)
+		return refuse(w, seq, err, cnt);
+	put_header(w, CTL_MSG_PROBE_CLEAR | CTL_RESPONSE, seq);
 	return answered(w, cnt);
 }
 
@@ -653,6 +702,7 @@ static int execute(struct ctl_state *st, const struct ctl_request *rq, uint8_t *
 		if (req[CTL_HEADER_SIZE] == CTL_LAUNCH_QUERY)
 			break;  /* Read-only. */
 		/* fall through */
+	case CTL_MSG_PROBE_CLEAR:
 	case CTL_MSG_STREAM_START:
 	case CTL_MSG_STREAM_STOP:
 	case CTL_MSG_EMULATOR:
@@ -814,6 +864,10 @@ static int execute(struct ctl_state *st, const struct ctl_request *rq, uint8_t *
 		return streams(&w, seq, id, ops, cnt);
 	case CTL_MSG_LAUNCH:
 		return launch(&w, req + CTL_HEADER_SIZE, seq, ops, cnt);
+	case CTL_MSG_PROBE:
+		return probe(&w, seq, ops, cnt);
+	case CTL_MSG_PROBE_CLEAR:
+		return probe_clear(&w, seq, ops, cnt);
 	case CTL_MSG_RELEASE:
 		err = may_hold(a, src_ip, rq->now_ms, cnt);
 		if (err)

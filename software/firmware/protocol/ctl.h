@@ -169,6 +169,21 @@ struct ctl_launch_status {
 	uint32_t first_ns;
 };
 
+/* PROBE (protocol.py): latencies per class, in cycles of cycle_ps. */
+struct ctl_probe_class {
+	uint32_t count;
+	uint64_t sum;
+	uint16_t min, max;
+	uint32_t bins[CTL_PROBE_NBINS];
+};
+
+struct ctl_probe_report {
+	uint32_t cycle_ps;
+	uint8_t  present;         /* Bit i: class i (CTL_PROBE_TX_LAUNCH ...) is measured. */
+	uint32_t tx_unpaired, tx_overflows, rx_unpaired, rx_overflows;
+	struct ctl_probe_class classes[CTL_PROBE_MAX_CLASSES];
+};
+
 struct ctl_status {
 	uint8_t  running;
 	uint32_t run;
@@ -239,6 +254,8 @@ struct ctl_ops {
 	int  (*streams)(struct ctl_stream_counters *s, uint32_t *run);
 	/* LAUNCH: do l->op, then report; NULL: no launcher in this build. */
 	int  (*launch)(const struct ctl_launch *l, struct ctl_launch_status *s);
+	/* PROBE: read; PROBE_CLEAR: empty the probes (r NULL). NULL: no probes in this build. */
+	int  (*probe)(int clear, struct ctl_probe_report *r);
 };
 
 /*
