@@ -72,6 +72,11 @@ class RXClassifier(LiteXModule):
         self.source    = source = stream.Endpoint(eth_phy_description(8))   # cd_rx, to LiteEth.
         self.mac       = Signal(48)                                         # cd_rx: the board's MAC.
         self.fasttrack = Record(fasttrack_layout(nrules, payload_bytes))    # cd_rx.
+        # cd_rx, for the latency probes (gateware/probe.py): `valid` one cycle after the last byte
+        # of a good frame to us that goes on to LiteEth and holds a whole UDP datagram (as
+        # fasttrack.valid for the fast-tracked ones); `dst_port` its destination port, held until
+        # the next frame's end.
+        self.passed_udp = Record([("valid", 1), ("dst_port", 16)])
 
         self._rule_select = CSRStorage(bits_for(nrules - 1), description="Rule that rule_write writes, and whose counters the counter registers show.")
         self._rule_control = CSRStorage(fields=[
@@ -250,6 +255,8 @@ class RXClassifier(LiteXModule):
             ft.payload.eq(Cat(*payload)),
         ]
         sync_rx += [
+            self.passed_udp.valid.eq(last_good & mac_ok & ~drop & whole),
+            If(beat & sink.last, self.passed_udp.dst_port.eq(dst_port)),
             ft.valid.eq(last_good & any_match & (action == ACTION_FASTTRACK) & whole),
             If(beat & sink.last,
                 ft.rule.eq(first),

@@ -174,8 +174,14 @@ class CPUUDPPort(LiteXModule):
         Maximum number of stored datagrams waiting for the CPU.
     tx_depth : int
         Largest datagram payload the CPU can send, in bytes.
+    probe_stamp_bits : int
+        For the latency probes (gateware/probe.py; 0: none): `probe_arrived` pulses when a
+        datagram's header reaches the mailbox, which then takes `probe_stamp`/`probe_stamped` (the
+        probe's stamp of its last byte on the wire) and keeps it with the datagram;
+        `probe_seen` pulses when the CPU first reads rx_ready as 1 for it, with its stamp in
+        `probe_seen_stamp`/`probe_seen_stamped`.
     """
-    def __init__(self, udp_port, rx_depth=2048, rx_datagrams=4, tx_depth=2048, extra_ports=()):
+    def __init__(self, udp_port, rx_depth=2048, rx_datagrams=4, tx_depth=2048, extra_ports=(), probe_stamp_bits=0):
         ports = (udp_port, *extra_ports)
         for p in ports:
             if not (isinstance(p, int) and 0 < p < 65536):
@@ -217,9 +223,19 @@ class CPUUDPPort(LiteXModule):
         # RX Data-Path.
         # -------------
         self.rx_data = rx_data = stream.SyncFIFO([("data", 8)], depth=rx_depth, buffered=True)
+        sb = max(probe_stamp_bits, 1)
         self.rx_meta = rx_meta = stream.SyncFIFO(
-            [("ip", 32), ("port", 16), ("local_port", 16), ("length", 16), ("truncated", 1), ("error", 1)],
+            [("ip", 32), ("port", 16), ("local_port", 16), ("length", 16), ("truncated", 1), ("error", 1)] +
+            ([("stamp", sb), ("stamped", 1)] if probe_stamp_bits else []),
             depth=rx_datagrams)
+        self.probe_arrived      = Signal()
+        self.probe_stamp        = Signal(sb)
+        self.probe_stamped      = Signal()
+        self.probe_seen         = Signal()
+        self.probe_seen_stamp   = Signal(sb)
+        self.probe_seen_stamped = Signal()
+        rx_stamp   = Signal(sb)
+        rx_stamped = Signal()
 
         rx_free    = Signal(max=rx_depth + 2)
         rx_stored  = Signal(16)
@@ -236,7 +252,10 @@ class CPUUDPPort(LiteXModule):
 
         self.rx_fsm = rx_fsm = FSM(reset_state="IDLE")
         rx_fsm.act("IDLE",
+            self.probe_arrived.eq(sink.valid),
             If(sink.valid,
+                NextValue(rx_stamp, self.probe_stamp),
+                NextValue(rx_stamped, self.probe_stamped),
                 # Admission: the whole declared payload must fit, so a datagram is stored
                 # completely or not at all.
                 If(rx_meta.sink.ready & (sink.length <= rx_free),
@@ -284,6 +303,7 @@ class CPUUDPPort(LiteXModule):
             rx_meta.sink.length.eq(rx_stored),
             rx_meta.sink.truncated.eq(rx_stored != rx_length),
             rx_meta.sink.error.eq(rx_bad),
+            *([rx_meta.sink.stamp.eq(rx_stamp), rx_meta.sink.stamped.eq(rx_stamped)] if probe_stamp_bits else []),
             If(rx_bad,
                 NextValue(rx_errors, rx_errors + 1)
             ).Else(
@@ -301,6 +321,16 @@ class CPUUDPPort(LiteXModule):
         # RX Control-Path (CPU side).
         # ---------------------------
         _add_rx_reader(self, rx_data, rx_meta, skip=rx_meta.source.error)
+        if probe_stamp_bits:
+            # The CPU sees the datagram: its first read of rx_ready as 1 (the firmware polls).
+            seen = Signal()
+            self.sync += If(rx_meta.source.valid & rx_meta.source.ready, seen.eq(0)
+                ).Elif(self.probe_seen, seen.eq(1))
+            self.comb += [
+                self.probe_seen.eq(self._rx_ready.we & self._rx_ready.status & ~seen),
+                self.probe_seen_stamp.eq(rx_meta.source.stamp),
+                self.probe_seen_stamped.eq(rx_meta.source.stamped),
+            ]
         self.comb += [
             self._rx_ready.status.eq(rx_meta.source.valid & ~rx_meta.source.error & self.rx_cpu_fsm.ongoing("IDLE")),
             self._rx_errors.status.eq(rx_errors),

@@ -22,8 +22,18 @@ Two ways of pairing, chosen per class (`modes`):
   starts that many frames give and only some end (the last byte of every received frame, of
   which only some go to the fast-track sink), when an end always comes before the next start.
 
+- "single": like "latest", for starts of frames that should each end, one at a time (a
+  datagram's last byte on the wire, then its arrival at the control mailbox through LiteEth's
+  layers, which may drop it without telling). A start while another is still waiting makes the
+  pairing ambiguous: the next end is counted in `unpaired` instead of recorded, and the pairing
+  starts afresh. Never a wrong latency; a lost frame costs one unrecorded one. `held` and
+  `held_stamp` show the waiting start when it is unambiguous, for a consumer that carries it on
+  (the mailbox keeps it with the datagram for the "stamp" class).
+- "stamp": an end brings its start's stamp with it (`end_stamp`, `end_stamped`).
+
 An end may say that it comes late (`end_age[c]`: cycles since the instant it marks, for a frame
-recognised by its header bytes a few cycles after its first byte). `offsets[c]` (cycles, build
+recognised by its header bytes a few cycles after its first byte), and so may a start
+(`start_age[c]`). `offsets[c]` (cycles, build
 time) is added to every latency of class c: the fixed pipeline between where an event is seen
 and the pins (the PHY's registers).
 
@@ -72,14 +82,20 @@ class LatencyProbe(LiteXModule):
         cw = bits_for(max(nclasses - 1, 1))
         modes   = list(modes or ["fifo"] * nclasses)
         offsets = list(offsets or [0] * nclasses)
-        if len(modes) != nclasses or any(m not in ("fifo", "latest") for m in modes):
-            raise ValueError(f"modes must be 'fifo' or 'latest' for each of {nclasses} classes, not {modes!r}")
+        if len(modes) != nclasses or any(m not in ("fifo", "latest", "single", "stamp") for m in modes):
+            raise ValueError(f"modes must be 'fifo', 'latest', 'single' or 'stamp' for each of {nclasses} "
+                             f"classes, not {modes!r}")
         if len(offsets) != nclasses or any(not (0 <= o < 256) for o in offsets):
             raise ValueError(f"offsets must be 0..255 cycles for each of {nclasses} classes, not {offsets!r}")
         self.nclasses = nclasses
         self.start = Signal(nclasses)
         self.end   = Signal(nclasses)
         self.end_age = [Signal(age_bits, name=f"end_age{c}") for c in range(nclasses)]
+        self.start_age = [Signal(age_bits, name=f"start_age{c}") for c in range(nclasses)]
+        self.held        = [Signal(name=f"held{c}") for c in range(nclasses)]              # "single"
+        self.held_stamp  = [Signal(stamp_bits, name=f"held_stamp{c}") for c in range(nclasses)]
+        self.end_stamp   = [Signal(stamp_bits, name=f"end_stamp{c}") for c in range(nclasses)]  # "stamp"
+        self.end_stamped = [Signal(name=f"end_stamped{c}") for c in range(nclasses)]
 
         self._select    = CSRStorage(cw, description="Class the other registers show.")
         self._count     = CSRStatus(COUNT_BITS, description="Latencies recorded.")
@@ -115,9 +131,11 @@ class LatencyProbe(LiteXModule):
             v = Signal()
             u = Signal()
             # The instant the end marks, and the fixed pipeline to the pins.
-            end_at = Signal(stamp_bits)
+            end_at   = Signal(stamp_bits)
+            start_at = Signal(stamp_bits)
             self.comb += [
                 end_at.eq(now - self.end_age[c] + offsets[c]),
+                start_at.eq(now - self.start_age[c]),
                 l.eq(Mux(d >= 2**lat_bits, 2**lat_bits - 1, d[:lat_bits])),
             ]
             if modes[c] == "fifo":
@@ -126,7 +144,7 @@ class LatencyProbe(LiteXModule):
                 expired = Signal()
                 self.comb += [
                     expired.eq(fifo.readable & (now - fifo.dout)[stamp_bits - 1]),
-                    fifo.din.eq(now),
+                    fifo.din.eq(start_at),
                     fifo.we.eq(self.start[c]),
                     fifo.re.eq(self.end[c] | expired),
                     d.eq(end_at - fifo.dout),
@@ -134,17 +152,28 @@ class LatencyProbe(LiteXModule):
                     # Migen's SyncFIFO drops a write when full, even with a read in the same cycle.
                     u.eq((self.end[c] & ~(fifo.readable & ~expired)) | expired | (self.start[c] & ~fifo.writable)),
                 ]
+            elif modes[c] == "stamp":
+                self.comb += [
+                    d.eq(end_at - self.end_stamp[c]),
+                    v.eq(self.end[c] & self.end_stamped[c]),
+                    u.eq(self.end[c] & ~self.end_stamped[c]),
+                ]
             else:
                 stamp  = Signal(stamp_bits)
                 stamped = Signal()
+                ambiguous = Signal()
                 sync += [
-                    If(self.end[c], stamped.eq(0)),
-                    If(self.start[c], stamp.eq(now), stamped.eq(1)),
+                    If(self.end[c], stamped.eq(0), ambiguous.eq(0)),
+                    If(self.start[c], stamp.eq(start_at), stamped.eq(1)),
                 ]
+                if modes[c] == "single":
+                    sync += If(self.start[c] & stamped & ~self.end[c], ambiguous.eq(1))
                 self.comb += [
+                    self.held[c].eq(stamped & ~ambiguous),
+                    self.held_stamp[c].eq(stamp),
                     d.eq(end_at - stamp),
-                    v.eq(self.end[c] & stamped),
-                    u.eq(self.end[c] & ~stamped),
+                    v.eq(self.end[c] & stamped & ~ambiguous),
+                    u.eq(self.end[c] & ~(stamped & ~ambiguous)),
                 ]
             done.append(v)
             lat.append(l)
@@ -295,6 +324,11 @@ class LatencyProbe(LiteXModule):
 #   fasttrack: the classifier's fast-track sink (gateware/classifier.py).
 TX_CLASSES = ("launch", "cpu", "bulk")
 RX_CLASSES = ("fasttrack",)
+# Receive through LiteEth to the control mailbox (UDP to the control port, PTP's 319 and 320),
+# counted in sys: from the last byte on the pins to
+#   udp: the datagram's header at LiteEth's UDP port (the mailbox's input);
+#   cpu: the firmware's first read of the mailbox's rx_ready that finds it (its main loop polls).
+MAILBOX_CLASSES = ("udp", "cpu")
 # A PulseSynchronizer from sys to eth_tx: its output pulses 3 cycles after its input when both
 # domains run on one clock (the simulated board); on hardware 2 to 3 eth_tx cycles plus the
 # phase between the clocks.
@@ -384,17 +418,23 @@ class DAQProbes(LiteXModule):
     registers (`phy_cycles`: tx, rx) are added. `cpu_source`: the control mailbox's stream into
     LiteEth's UDP port (sys), `cpu_ports` its source ports; `fasttrack`: the classifier's sink
     record (eth_rx), or None."""
-    def __init__(self, txpath, phy, cpu_source, cpu_ports, phy_cycles, launcher=None, fasttrack=None):
+    def __init__(self, txpath, phy, cpu_source, cpu_ports, phy_cycles, launcher=None, fasttrack=None,
+                 passed_udp=None, mailbox=None):
         tx_off, rx_off = phy_cycles
         if txpath is not None:
             self.tx = LatencyProbe(len(TX_CLASSES), cd="eth_tx", modes=["latest", "fifo", "fifo"],
                                    offsets=[tx_off, tx_off + SYNC_CYCLES, tx_off])
         self.rx = LatencyProbe(len(RX_CLASSES), cd="eth_rx", modes=["latest"], offsets=[rx_off])
+        if passed_udp is not None and mailbox is not None:
+            self.mailbox = LatencyProbe(len(MAILBOX_CLASSES), cd="sys", modes=["single", "stamp"],
+                                        offsets=[rx_off + SYNC_CYCLES] * 2)
 
         # # #
 
         if txpath is not None:
             self._add_tx(txpath, phy, cpu_source, cpu_ports, launcher)
+        if passed_udp is not None and mailbox is not None:
+            self._add_mailbox(phy, passed_udp, mailbox, cpu_ports)
 
         # Receive: the last byte of every frame the PHY delivers is a start; only those that
         # reach a consumer end ("latest": each end pairs with the newest start).
@@ -405,6 +445,36 @@ class DAQProbes(LiteXModule):
                 self.rx.start[RX_CLASSES.index("fasttrack")].eq(last),
                 self.rx.end[RX_CLASSES.index("fasttrack")].eq(fasttrack.valid),
             ]
+
+    def _add_mailbox(self, phy, passed_udp, mailbox, cpu_ports):
+        # eth_rx: each datagram for the mailbox, as the classifier passes it on, and how many
+        # cycles after its last byte left the PHY (the FCS checker's and classifier's pipeline).
+        since = Signal(8)
+        age   = Signal(8)
+        self.sync.eth_rx += [
+            If(phy.source.valid & phy.source.last, since.eq(1)).Elif(since != 255, since.eq(since + 1)),
+            If(passed_udp.valid, age.eq(since)),
+        ]
+        ours = Signal()
+        self.comb += ours.eq(passed_udp.valid & reduce(or_, [passed_udp.dst_port == p for p in cpu_ports]))
+        # Into sys: `age` is held until the next frame's end, tens of cycles after the pulse crossed.
+        arrive = PulseSynchronizer("eth_rx", "sys")
+        self.submodules += arrive
+        age_sys = Signal(8)
+        self.specials += MultiReg(age, age_sys, "sys")
+        udp, cpu = MAILBOX_CLASSES.index("udp"), MAILBOX_CLASSES.index("cpu")
+        m = self.mailbox
+        self.comb += [
+            arrive.i.eq(ours),
+            m.start[udp].eq(arrive.o),
+            m.start_age[udp].eq(age_sys),
+            m.end[udp].eq(mailbox.probe_arrived),
+            mailbox.probe_stamp.eq(m.held_stamp[udp]),
+            mailbox.probe_stamped.eq(m.held[udp]),
+            m.end[cpu].eq(mailbox.probe_seen),
+            m.end_stamp[cpu].eq(mailbox.probe_seen_stamp),
+            m.end_stamped[cpu].eq(mailbox.probe_seen_stamped),
+        ]
 
     def _add_tx(self, txpath, phy, cpu_source, cpu_ports, launcher):
         ninputs   = len(txpath.scheduler.sinks)

@@ -27,7 +27,7 @@ from ethdaq.gateware.classifier import FastTrackSink, RXClassifier, insert_class
 from ethdaq.gateware.framegate import FrameGate, FrameGateCounters
 from ethdaq.gateware.macstats import MACErrors
 from ethdaq.gateware.netaddr import NetAddress
-from ethdaq.gateware.probe import DAQProbes, RX_CLASSES, TX_CLASSES
+from ethdaq.gateware.probe import DAQProbes, MAILBOX_CLASSES, RX_CLASSES, STAMP_BITS as PROBE_STAMP_BITS, TX_CLASSES
 from ethdaq.gateware.streamer import DAQStreamer
 from ethdaq.gateware.streamstats import COUNTER_BITS
 from ethdaq.gateware.tsu import (PHY_FPGA_LATENCY_CYCLES, PTPClock, PTPClockCSR, PTPTimestamper,
@@ -377,7 +377,8 @@ class DAQSoC(SoCCore):
         # With PTP over UDP the same mailbox serves PTP's ports 319 (event) and 320 (general): one
         # buffer instead of three saves about 2000 LUTs, which the colorlight_i5 does not have.
         self.ctlport = CPUUDPPort(udp_port=ctl_port, rx_datagrams=8,
-            extra_ports=PTP_UDP_PORTS if ptp_transport == "udp" else ())
+            extra_ports=PTP_UDP_PORTS if ptp_transport == "udp" else (),
+            probe_stamp_bits=PROBE_STAMP_BITS if with_probes and with_classifier else 0)
         self.comb += connect_udp_ports(self.ethcore.udp.crossbar, self.ctlport)
 
         # PTP hardware clock (sys) and timestamps of PTP event messages where the PHY's streams
@@ -469,12 +470,16 @@ class DAQSoC(SoCCore):
                 raise ValueError(f"the latency probes need an 8-bit PHY for now, not {self.ethphy.dw}-bit")
             self.probes = DAQProbes(self.txpath, self.ethphy, self.ctlport.source, sorted(self.ctlport.udp_ports),
                                     PHY_FPGA_LATENCY_CYCLES[board.ptp_phy], launcher=launcher,
-                                    fasttrack=self.classifier.fasttrack if with_classifier else None)
+                                    fasttrack=self.classifier.fasttrack if with_classifier else None,
+                                    passed_udp=self.classifier.passed_udp if with_classifier else None,
+                                    mailbox=self.ctlport if with_classifier else None)
             self.add_constant("ETHDAQ_PROBE_TX_CLASSES", len(TX_CLASSES))
             self.add_constant("ETHDAQ_PROBE_RX_CLASSES", len(RX_CLASSES))
             self.add_constant("ETHDAQ_PROBE_CYCLE_PS", round(1e12 / getattr(self.ethphy, "tx_clk_freq", 125e6)))
             if with_classifier:
+                # The receive classes need the classifier: it marks the frames they follow.
                 self.add_constant("ETHDAQ_PROBE_FASTTRACK")
+                self.add_constant("ETHDAQ_PROBE_MAILBOX_CLASSES", len(MAILBOX_CLASSES))
 
         # Facts the firmware prints and reports (generated into soc.h).
         self.add_constant("ETHDAQ_BOARD",    board.name)

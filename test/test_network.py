@@ -539,6 +539,18 @@ for p in {payloads!r}:
     # ask ARP first): a pairing off by one frame would read as the time between answers.
     assert cpu["count"] >= 5 and 0 < cpu["min"] < 100 and cpu["min"] <= cpu["max"]
     assert "tx_launch" not in report["classes"]   # No launcher in this build.
+    # Receive through LiteEth to the control mailbox: every request since the clear (the stream's
+    # five, then this read's IDENTIFY and PROBE, each answered once: no retransmission here),
+    # at LiteEth's UDP port, then seen by the firmware, which answered each after that: the CPU
+    # class ends before the answer's first byte on the pins (the testbench's gmii probe).
+    udp, cpu_rx = report["classes"]["rx_udp"], report["classes"]["rx_cpu"]
+    assert udp["count"] == cpu_rx["count"] >= 7, (udp, cpu_rx)
+    assert 0 < udp["min"] <= udp["max"] < 1000
+    assert udp["min"] < cpu_rx["min"] <= cpu_rx["max"]
+    pins = [int(m.group(1)) for l in board.lines[marks:] for m in re.finditer(r"probe: (?:rx-end|tx-start) (\d+)", l)]
+    kinds = [m.group(1) for l in board.lines[marks:] for m in re.finditer(r"probe: (rx-end|tx-start) \d+", l)]
+    replies = [pins[i + 1] - pins[i] + 1 for i in range(len(pins) - 1) if kinds[i:i + 2] == ["rx-end", "tx-start"]]
+    assert len(replies) >= 5 and cpu_rx["max"] < max(replies), (cpu_rx, replies)
     assert report["tx_overflows"] == report["rx_overflows"] == 0
     assert report["tx_unpaired"] == report["rx_unpaired"] == 0
     r = ctl(board, "probe")

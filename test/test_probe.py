@@ -209,3 +209,57 @@ def test_modes_and_offsets_are_checked():
         LatencyProbe(2, modes=["fifo", "lifo"])
     with pytest.raises(ValueError, match="offsets"):
         LatencyProbe(2, offsets=[0, 300])
+
+
+def test_single_mode_refuses_ambiguous_pairs_and_stamp_mode_takes_its_start_along():
+    """Class 0, "single" with a start age of 2: a start, its end (recorded; `held` shows the stamp
+    while it waits); two starts before an end (a frame lost on the way): that end and nothing
+    else is refused, and the next pair is recorded. Class 1, "stamp": ends bring the stamp that
+    class 0 held (as the mailbox carries it with the datagram)."""
+    dut = LatencyProbe(2, modes=["single", "stamp"], offsets=[1, 1])
+    now = Signal(32)
+    dut.sync += now.eq(now + 1)
+    got, carried = {}, []
+
+    def at(cycle, **pulses):
+        while (yield now) < cycle:
+            yield
+        for name, c in pulses.items():
+            if name == "held":
+                carried.append(((yield dut.held[0]), (yield dut.held_stamp[0])))
+                continue
+            if name in ("start", "end"):
+                yield getattr(dut, name)[c].eq(1)
+        if "stamp_end" in pulses:
+            ok, stamp = carried[pulses["stamp_end"]]
+            yield dut.end_stamped[1].eq(ok)
+            yield dut.end_stamp[1].eq(stamp)
+            yield dut.end[1].eq(1)
+        yield dut.start_age[0].eq(2)
+        yield
+        yield dut.start.eq(0)
+        yield dut.end.eq(0)
+
+    def bench():
+        t = 2 * NBINS + 10
+        yield from at(t, start=0)                 # Stamped t - 2.
+        yield from at(t + 30, held=0, end=0)      # 30 + 2 + 1 = 33.
+        yield from at(t + 100, start=0)           # This frame is lost...
+        yield from at(t + 200, start=0)           # ... so this start finds one waiting.
+        yield from at(t + 230, held=0, end=0)     # Not held (ambiguous): refused.
+        yield from at(t + 300, start=0)
+        yield from at(t + 340, held=0, end=0)     # 40 + 2 + 1 = 43.
+        yield from at(t + 500, stamp_end=0)       # The first datagram, seen 500 - (-2) + 1 = 503.
+        yield from at(t + 600, stamp_end=1)       # The ambiguous one: no stamp, refused.
+        yield from at(t + 700, stamp_end=2)       # 700 - 300 + 2 + 1 = 403.
+        for _ in range(20):
+            yield
+        got[0] = yield from read_class(dut, 0)
+        got[1] = yield from read_class(dut, 1)
+        got["unpaired"] = yield dut._unpaired.status
+
+    run_simulation(dut, bench())
+    assert [ok for ok, _ in carried] == [1, 0, 1]
+    assert got[0] == expected([33, 43])
+    assert got[1] == expected([503, 403])
+    assert got["unpaired"] == 2

@@ -47,6 +47,13 @@ struct probe_csrs {
 	p##_max_read, p##_bin_count_read, p##_unpaired_read, p##_overflows_read, p##_clear_write }
 static const struct probe_csrs tx = PROBE_CSRS(probes_tx);
 static const struct probe_csrs rx = PROBE_CSRS(probes_rx);
+#ifdef ETHDAQ_PROBE_MAILBOX_CLASSES
+/* Receive through LiteEth to the control mailbox (gateware/probe.py MAILBOX_CLASSES), in sys. */
+static const uint8_t mailbox_class[] = { CTL_PROBE_RX_UDP, CTL_PROBE_RX_CPU };
+_Static_assert(sizeof(mailbox_class) == ETHDAQ_PROBE_MAILBOX_CLASSES,
+	       "the gateware's mailbox probe classes and the firmware's disagree");
+static const struct probe_csrs mailbox = PROBE_CSRS(probes_mailbox);
+#endif
 
 /* The statistics change while a frame's latency is written back, and the sum spans two CSR
  * words: two reads that agree are a value that was there. A class updated on every read (frames
@@ -83,8 +90,8 @@ int probe_present(void) { return 1; }
 
 void probe_init(void)
 {
-	printf("  probes   : latency of every frame, transmit (launch, cpu, bulk) and receive (fast-track), "
-	       "%u ps cycles\n", (unsigned)ETHDAQ_PROBE_CYCLE_PS);
+	printf("  probes   : latency of every frame, transmit (launch, cpu, bulk) and receive (fast-track, "
+	       "UDP port, CPU), %u ps cycles\n", (unsigned)ETHDAQ_PROBE_CYCLE_PS);
 }
 
 int probe_op(int clear, struct ctl_probe_report *r)
@@ -92,6 +99,9 @@ int probe_op(int clear, struct ctl_probe_report *r)
 	if (clear) {
 		tx.clear(1);
 		rx.clear(1);
+#ifdef ETHDAQ_PROBE_MAILBOX_CLASSES
+		mailbox.clear(1);
+#endif
 		return 0;
 	}
 	r->cycle_ps = ETHDAQ_PROBE_CYCLE_PS;
@@ -113,6 +123,14 @@ int probe_op(int clear, struct ctl_probe_report *r)
 	r->tx_overflows = tx.overflows();
 	r->rx_unpaired  = rx.unpaired();
 	r->rx_overflows = rx.overflows();
+#ifdef ETHDAQ_PROBE_MAILBOX_CLASSES
+	for (unsigned i = 0; i < sizeof(mailbox_class); i++) {
+		read_class(&mailbox, i, &r->classes[mailbox_class[i]]);
+		r->present |= (uint8_t)(1u << mailbox_class[i]);
+	}
+	r->rx_unpaired  += mailbox.unpaired();
+	r->rx_overflows += mailbox.overflows();
+#endif
 	return 0;
 }
 
