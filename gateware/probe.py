@@ -37,7 +37,8 @@ recognised by its header bytes a few cycles after its first byte), and so may a 
 time) is added to every latency of class c: the fixed pipeline between where an event is seen
 and the pins (the PHY's registers).
 
-Per class: count, sum (the mean is sum / count), min, max, and a histogram of NBINS bins: bin 0
+Per class: count, sum (the mean is sum / count), sum of squares (the standard deviation), min,
+max, and a histogram of NBINS bins: bin 0
 holds latencies of 0 or 1 cycle, bin k latencies in [2^k, 2^(k+1)), the last bin everything from
 2^(NBINS-1) on. Latencies are counted to 2^LAT_BITS - 1 and saturate there (and land in the last
 bin).
@@ -66,6 +67,7 @@ LAT_BITS     = 16
 STAMP_BITS   = 24   # Start stamps: latencies up to 2^24 cycles are told apart from saturated ones.
 COUNT_BITS   = 32
 SUM_BITS     = 48
+SUMSQ_BITS   = 64   # Sum of squared latencies: the standard deviation, exactly.
 
 
 def bin_of(latency, lat_bits=LAT_BITS):
@@ -100,6 +102,7 @@ class LatencyProbe(LiteXModule):
         self._select    = CSRStorage(cw, description="Class the other registers show.")
         self._count     = CSRStatus(COUNT_BITS, description="Latencies recorded.")
         self._sum       = CSRStatus(SUM_BITS, description="Their sum, cycles.")
+        self._sumsq     = CSRStatus(SUMSQ_BITS, description="The sum of their squares, cycles^2 (the standard deviation).")
         self._min       = CSRStatus(lat_bits, description="Smallest, cycles (all ones before any).")
         self._max       = CSRStatus(lat_bits, description="Largest, cycles.")
         self._bin       = CSRStorage(bits_for(NBINS - 1), description="Histogram bin `bin_count` shows.")
@@ -216,7 +219,7 @@ class LatencyProbe(LiteXModule):
         ]
 
         # Statistics RAMs. A: count, sum, min, max per class. B: the histogram, class * NBINS + bin.
-        wa = COUNT_BITS + SUM_BITS + 2*lat_bits
+        wa = COUNT_BITS + SUM_BITS + 2*lat_bits + SUMSQ_BITS
         mem_a = Memory(wa, max(nclasses, 2))
         mem_b = Memory(COUNT_BITS, max(nclasses, 2) * NBINS)
         pa = mem_a.get_port(write_capable=True, async_read=True, clock_domain=cd)
@@ -250,7 +253,9 @@ class LatencyProbe(LiteXModule):
         c_count = cur_a[:COUNT_BITS]
         c_sum   = cur_a[COUNT_BITS:COUNT_BITS + SUM_BITS]
         c_min   = cur_a[COUNT_BITS + SUM_BITS:COUNT_BITS + SUM_BITS + lat_bits]
-        c_max   = cur_a[COUNT_BITS + SUM_BITS + lat_bits:]
+        c_max   = cur_a[COUNT_BITS + SUM_BITS + lat_bits:COUNT_BITS + SUM_BITS + 2*lat_bits]
+        c_sumsq = cur_a[COUNT_BITS + SUM_BITS + 2*lat_bits:]
+        r_sq    = Signal(2*lat_bits)
         shown_a = Signal(wa)
         shown_b = Signal(COUNT_BITS)
         self.fsm = fsm = ClockDomainsRenamer(cd)(FSM(reset_state="CLEAR"))
@@ -258,7 +263,8 @@ class LatencyProbe(LiteXModule):
             results.re.eq(1),                     # Drop what was queued: it belongs to before.
             ev_overflow.eq(results.readable),
             pa.adr.eq(walk[:len(pa.adr)]),
-            pa.dat_w.eq(Cat(C(0, COUNT_BITS), C(0, SUM_BITS), C((2**lat_bits - 1), lat_bits), C(0, lat_bits))),
+            pa.dat_w.eq(Cat(C(0, COUNT_BITS), C(0, SUM_BITS), C((2**lat_bits - 1), lat_bits), C(0, lat_bits),
+                            C(0, SUMSQ_BITS))),
             pa.we.eq(walk < max(nclasses, 2)),
             pb.adr.eq(walk),
             pb.dat_w.eq(0),
@@ -280,6 +286,8 @@ class LatencyProbe(LiteXModule):
                 results.re.eq(1),
                 NextValue(r_class, results.dout[lat_bits:]),
                 NextValue(r_lat, res_l),
+                # The square is registered here, the multiplier's only path (a DSP on ECP5).
+                NextValue(r_sq, res_l * res_l),
                 NextValue(r_bin, bin_c),
                 NextState("UPDATE"),
             )
@@ -288,7 +296,8 @@ class LatencyProbe(LiteXModule):
             pa.adr.eq(r_class),
             pb.adr.eq(Cat(r_bin, r_class)),
             pa.dat_w.eq(Cat((c_count + 1)[:COUNT_BITS], (c_sum + r_lat)[:SUM_BITS],
-                            Mux(r_lat < c_min, r_lat, c_min), Mux(r_lat > c_max, r_lat, c_max))),
+                            Mux(r_lat < c_min, r_lat, c_min), Mux(r_lat > c_max, r_lat, c_max),
+                            (c_sumsq + r_sq)[:SUMSQ_BITS])),
             pa.we.eq(1),
             pb.dat_w.eq((pb.dat_r + 1)[:COUNT_BITS]),
             pb.we.eq(1),
@@ -308,7 +317,8 @@ class LatencyProbe(LiteXModule):
             self._count.status.eq(shown_a[:COUNT_BITS]),
             self._sum.status.eq(shown_a[COUNT_BITS:COUNT_BITS + SUM_BITS]),
             self._min.status.eq(shown_a[COUNT_BITS + SUM_BITS:COUNT_BITS + SUM_BITS + lat_bits]),
-            self._max.status.eq(shown_a[COUNT_BITS + SUM_BITS + lat_bits:]),
+            self._max.status.eq(shown_a[COUNT_BITS + SUM_BITS + lat_bits:COUNT_BITS + SUM_BITS + 2*lat_bits]),
+            self._sumsq.status.eq(shown_a[COUNT_BITS + SUM_BITS + 2*lat_bits:]),
             self._bin_count.status.eq(shown_b),
         ]
 

@@ -571,13 +571,13 @@ def probe_table(report):
     from ethdaq.host import protocol
     ns = report.cycle_ps / 1000
     lines = [f"latency per frame class, {ns:g} ns cycles (docs/realtime.md: where each starts and ends)",
-             f"  {'class':<14} {'frames':>10} {'min':>14} {'mean':>16} {'max':>14}"]
+             f"  {'class':<14} {'frames':>10} {'min':>14} {'mean':>16} {'3 sigma':>14} {'max':>14}"]
     for name, c in report.classes.items():
         if c.count:
             lines.append(f"  {name:<14} {c.count:>10} {c.min * ns:>9.0f} ns {c.mean * ns:>11.1f} ns "
-                         f"{c.max * ns:>9.0f} ns")
+                         f"{3 * c.std * ns:>9.1f} ns {c.max * ns:>9.0f} ns")
         else:
-            lines.append(f"  {name:<14} {0:>10} {'-':>14} {'-':>16} {'-':>14}")
+            lines.append(f"  {name:<14} {0:>10} {'-':>14} {'-':>16} {'-':>14} {'-':>14}")
     lines.append(f"unpaired: tx {report.tx_unpaired}, rx {report.rx_unpaired}; not recorded (overflows): "
                  f"tx {report.tx_overflows}, rx {report.rx_overflows}")
     lines.append("histogram (frames per latency range, cycles):")
@@ -606,7 +606,7 @@ def _ctl_probe(client, args):
     report = client.probe()
     if args.json:
         d = dict(report.__dict__)
-        d["classes"] = {n: dict(c.__dict__, mean=c.mean) for n, c in report.classes.items()}
+        d["classes"] = {n: dict(c.__dict__, mean=c.mean, std=c.std) for n, c in report.classes.items()}
         for c in d["classes"].values():
             del c["name"]
         print(json.dumps(d))

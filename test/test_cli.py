@@ -266,11 +266,12 @@ def test_probe_table_prints_each_class_in_ns_and_its_histogram():
     bins = [0] * protocol.PROBE_NBINS
     bins[4], bins[5] = 3, 1                      # 16-31 and 32-63 cycles.
     report = protocol.ProbeReport(8000, 1, 0, 0, 2, {
-        "tx_cpu": protocol.ProbeClass("tx_cpu", 4, 19 * 3 + 40, 19, 40, bins),
-        "rx_fasttrack": protocol.ProbeClass("rx_fasttrack", 0, 0, 0xFFFF, 0, [0] * protocol.PROBE_NBINS)})
+        "tx_cpu": protocol.ProbeClass("tx_cpu", 4, 19 * 3 + 40, 19**2 * 3 + 40**2, 19, 40, bins),
+        "rx_fasttrack": protocol.ProbeClass("rx_fasttrack", 0, 0, 0, 0xFFFF, 0, [0] * protocol.PROBE_NBINS)})
     text = "\n".join(probe_table(report))
     assert "8 ns cycles" in text
-    assert re.search(r"tx_cpu\s+4\s+152 ns\s+194\.0 ns\s+320 ns", text), text
+    # Mean 24.25 cycles, standard deviation 9.093 cycles: 3 sigma 218.2 ns.
+    assert re.search(r"tx_cpu\s+4\s+152 ns\s+194\.0 ns\s+218\.2 ns\s+320 ns", text), text
     assert re.search(r"rx_fasttrack\s+0\s+-", text), text
     assert "unpaired: tx 1, rx 0; not recorded (overflows): tx 0, rx 2" in text
     assert "16-31: 3, 32-63: 1" in text

@@ -270,7 +270,7 @@ def response(payload, port=CLIENT_PORT):
                       classes=sum(1 << protocol.PROBE_CLASSES.index(n) for n in body.classes))
         for name in protocol.PROBE_CLASSES:
             c = body.classes.get(name)
-            fields.update({f"{name}_{f}": getattr(c, f) if c else 0 for f in ("count", "sum", "min", "max")})
+            fields.update({f"{name}_{f}": getattr(c, f) if c else 0 for f in ("count", "sum", "sumsq", "min", "max")})
             fields.update({f"{name}_bin{k}": c.bins[k] if c else 0 for k in range(protocol.PROBE_NBINS)})
     elif isinstance(body, protocol.Streams):  # Flat, as the dissector names them; unused records 0.
         fields = dict(run=body.run, nstreams=len(body.streams))
@@ -291,10 +291,10 @@ P = protocol
 MAC = bytes.fromhex("10e2d5000001")
 IDENT_RSP = P.pack_identify_response(11, IDENTITY)
 STATUS_RSP = P.pack_header(P.MSG_STATUS | R, 15) + STATUS
-PROBE_RECORD = lambda i: (100 + i, 2**40 + 7 * i, 20 + i, 900 + i, *range(i, i + P.PROBE_NBINS))
+PROBE_RECORD = lambda i: (100 + i, 2**40 + 7 * i, 2**50 + i, 20 + i, 900 + i, *range(i, i + P.PROBE_NBINS))
 PROBE_RSP = P.pack_header(P.MSG_PROBE | R, 24) + P.PROBE_RSP.pack(
     8000, 0b001010, 1, 2, 3, 4,
-    *[v for i in range(P.PROBE_MAX_CLASSES) for v in (PROBE_RECORD(i) if i in (1, 3) else [0] * (4 + P.PROBE_NBINS))])
+    *[v for i in range(P.PROBE_MAX_CLASSES) for v in (PROBE_RECORD(i) if i in (1, 3) else [0] * (5 + P.PROBE_NBINS))])
 STREAMS_RSP = P.pack_header(P.MSG_STREAMS | R, 16) + protocol.STREAMS_RSP.pack(
     7, 2, P.STREAM_PRESENT | P.STREAM_ENABLED, 10, 14720, 0, P.STREAM_PRESENT, 0, 0, 5, *([0] * 4 * 6))
 CONFIG_VALUES = dict(ip=0xC0A80132, mac=MAC, dst_ip=0, dst_port=5000, payload=1472, enable=0xF, backpressure=0,

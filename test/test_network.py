@@ -527,7 +527,8 @@ for p in {payloads!r}:
     assert res["missing"] == 0 and res["problems"] == []
     report = probe_report(board)
     ft = report["classes"]["rx_fasttrack"]
-    assert (ft["count"], ft["sum"], ft["min"], ft["max"]) == (len(bench), sum(bench), min(bench), max(bench))
+    assert (ft["count"], ft["sum"], ft["sumsq"], ft["min"], ft["max"]) == (
+        len(bench), sum(bench), sum(b * b for b in bench), min(bench), max(bench))
     assert sum(ft["bins"]) == len(bench)
     bulk = report["classes"]["tx_bulk"]
     sent = sum(c[0] for c in res["counters"].values())

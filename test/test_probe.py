@@ -16,7 +16,7 @@ def read_class(dut, c):
     yield dut._select.storage.eq(c)
     for _ in range(6):   # MultiReg, then the POP state copies the words.
         yield
-    out = {"count": (yield dut._count.status), "sum": (yield dut._sum.status),
+    out = {"count": (yield dut._count.status), "sum": (yield dut._sum.status), "sumsq": (yield dut._sumsq.status),
            "min": (yield dut._min.status), "max": (yield dut._max.status), "bins": []}
     for b in range(NBINS):
         yield dut._bin.storage.eq(b)
@@ -31,7 +31,8 @@ def expected(lats, lat_bits=LAT_BITS):
     bins = [0] * NBINS
     for l in lats:
         bins[bin_of(l, lat_bits)] += 1
-    return {"count": len(lats), "sum": sum(lats), "min": min(lats) if lats else 2**lat_bits - 1,
+    return {"count": len(lats), "sum": sum(lats), "sumsq": sum(l * l for l in lats),
+            "min": min(lats) if lats else 2**lat_bits - 1,
             "max": max(lats) if lats else 0, "bins": bins}
 
 

@@ -237,12 +237,12 @@ def test_probe_reports_the_classes_the_build_measures_byte_for_byte(ctl_host):
     assert sorted(r.classes) == ["rx_fasttrack", "tx_cpu"]
     for name, c in r.classes.items():
         i = protocol.PROBE_CLASSES.index(name)
-        assert (c.count, c.sum, c.min, c.max) == (10 + i, 2**40 + i, 20 + i, 0xFFF0 + i)
+        assert (c.count, c.sum, c.sumsq, c.min, c.max) == (10 + i, 2**40 + i, 2**60 + i, 20 + i, 0xFFF0 + i)
         assert c.bins == [100 * i + k for k in range(protocol.PROBE_NBINS)]
         assert c.mean == (2**40 + i) / (10 + i)
     # The records of classes not measured are zero, whatever the driver left there.
     body = protocol.PROBE_RSP.unpack_from(rsp, protocol.HEADER.size)
-    per = 4 + protocol.PROBE_NBINS
+    per = 5 + protocol.PROBE_NBINS
     for i, name in enumerate(protocol.PROBE_CLASSES):
         if name not in r.classes:
             assert all(v == 0 for v in body[6 + per * i:6 + per * (i + 1)]), name

@@ -211,14 +211,14 @@ LAUNCH_FIELDS = ("armed", "guard", "lead", "cycle_ps", "sent", "missed_past", "m
 # probes: statistics from then on.
 # Answer: cycle_ps, the classes this build measures (bit i: PROBE_CLASSES[i]), the transmit and the
 # receive probe's unpaired events (an end without a start, a start whose frame never came) and
-# overflows (latencies not recorded), then PROBE_MAX_CLASSES records: count, sum, min (0xFFFF
-# before any), max, and PROBE_NBINS histogram counts (bin 0: 0 or 1 cycle; bin k: 2^k to
+# overflows (latencies not recorded), then PROBE_MAX_CLASSES records: count, sum, sum of squares,
+# min (0xFFFF before any), max, and PROBE_NBINS histogram counts (bin 0: 0 or 1 cycle; bin k: 2^k to
 # 2^(k+1) - 1; the last bin: everything from 2^(PROBE_NBINS-1) on). A class the build does not
 # measure reads as zeros.
 PROBE_CLASSES = ("tx_launch", "tx_cpu", "tx_bulk", "rx_fasttrack", "rx_udp", "rx_cpu")
 PROBE_MAX_CLASSES = len(PROBE_CLASSES)
 PROBE_NBINS = 16
-PROBE_RECORD = struct.Struct(">IQHH" + "I" * PROBE_NBINS)
+PROBE_RECORD = struct.Struct(">IQQHH" + "I" * PROBE_NBINS)
 PROBE_RSP  = struct.Struct(">IBIIII" + PROBE_RECORD.format[1:] * PROBE_MAX_CLASSES)
 STREAM_PRESENT = 0x01   # The build has this stream.
 STREAM_ENABLED = 0x02   # Enabled in the run.
@@ -426,6 +426,7 @@ class ProbeClass:
     name:  str
     count: int
     sum:   int
+    sumsq: int
     min:   int
     max:   int
     bins:  list
@@ -433,6 +434,13 @@ class ProbeClass:
     @property
     def mean(self):
         return self.sum / self.count if self.count else None
+
+    @property
+    def std(self):
+        """The standard deviation (cycles) of the latencies, from the sums (population)."""
+        if not self.count:
+            return None
+        return max(self.sumsq / self.count - self.mean**2, 0.0) ** 0.5
 
     @staticmethod
     def bin_range(k):
@@ -456,12 +464,12 @@ class ProbeReport:
         cycle_ps, present, txu, txo, rxu, rxo = body[:6]
         if present >> PROBE_MAX_CLASSES:
             raise ProtocolError(f"PROBE names classes beyond the {PROBE_MAX_CLASSES} known: 0x{present:02X}")
-        n = 4 + PROBE_NBINS
+        n = 5 + PROBE_NBINS
         classes = {}
         for i, name in enumerate(PROBE_CLASSES):
             rec = body[6 + n*i:6 + n*(i + 1)]
             if present >> i & 1:
-                classes[name] = ProbeClass(name, rec[0], rec[1], rec[2], rec[3], list(rec[4:]))
+                classes[name] = ProbeClass(name, *rec[:5], list(rec[5:]))
             elif any(rec):
                 raise ProtocolError(f"PROBE: class {name} is absent but its record is not empty")
         return cls(cycle_ps, txu, txo, rxu, rxo, classes)
@@ -470,7 +478,7 @@ class ProbeReport:
 def probe_field_names():
     """The PROBE_RSP fields, flat (the dissector's names)."""
     return (["cycle_ps", "classes", "tx_unpaired", "tx_overflows", "rx_unpaired", "rx_overflows"] +
-            [f"{c}_{f}" for c in PROBE_CLASSES for f in ["count", "sum", "min", "max"] +
+            [f"{c}_{f}" for c in PROBE_CLASSES for f in ["count", "sum", "sumsq", "min", "max"] +
              [f"bin{k}" for k in range(PROBE_NBINS)]])
 
 

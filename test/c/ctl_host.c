@@ -118,7 +118,7 @@ static int probe(int clear, struct ctl_probe_report *r)
 	r->tx_unpaired = 1; r->tx_overflows = 2; r->rx_unpaired = 3; r->rx_overflows = 4;
 	for (unsigned i = 0; i < CTL_PROBE_MAX_CLASSES; i++) {
 		struct ctl_probe_class *c = &r->classes[i];
-		c->count = 10u + i; c->sum = (1ull << 40) + i; c->min = (uint16_t)(20u + i); c->max = (uint16_t)(0xFFF0u + i);
+		c->count = 10u + i; c->sum = (1ull << 40) + i; c->sumsq = (1ull << 60) + i; c->min = (uint16_t)(20u + i); c->max = (uint16_t)(0xFFF0u + i);
 		for (unsigned k = 0; k < CTL_PROBE_NBINS; k++)
 			c->bins[k] = 100u * i + k;
 	}

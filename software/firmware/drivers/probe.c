@@ -35,6 +35,7 @@ struct probe_csrs {
 	void     (*bin)(uint32_t);
 	uint32_t (*count)(void);
 	uint64_t (*sum)(void);
+	uint64_t (*sumsq)(void);
 	uint32_t (*smallest)(void);   /* Not min/max: LiteX's hw/common.h defines those as macros. */
 	uint32_t (*largest)(void);
 	uint32_t (*bin_count)(void);
@@ -43,7 +44,7 @@ struct probe_csrs {
 	void     (*clear)(uint32_t);
 };
 
-#define PROBE_CSRS(p) { p##_select_write, p##_bin_write, p##_count_read, p##_sum_read, p##_min_read, \
+#define PROBE_CSRS(p) { p##_select_write, p##_bin_write, p##_count_read, p##_sum_read, p##_sumsq_read, p##_min_read, \
 	p##_max_read, p##_bin_count_read, p##_unpaired_read, p##_overflows_read, p##_clear_write }
 static const struct probe_csrs tx = PROBE_CSRS(probes_tx);
 static const struct probe_csrs rx = PROBE_CSRS(probes_rx);
@@ -64,13 +65,14 @@ static void read_class(const struct probe_csrs *p, unsigned index, struct ctl_pr
 	settle();
 	for (int tries = 0; tries < 16; tries++) {
 		uint32_t n = p->count();
-		uint64_t s = p->sum();
+		uint64_t s = p->sum(), q = p->sumsq();
 		uint32_t lo = p->smallest(), hi = p->largest();
 		c->count = p->count();
 		c->sum   = p->sum();
+		c->sumsq = p->sumsq();
 		c->min   = (uint16_t)p->smallest();
 		c->max   = (uint16_t)p->largest();
-		if (n == c->count && s == c->sum && lo == c->min && hi == c->max)
+		if (n == c->count && s == c->sum && q == c->sumsq && lo == c->min && hi == c->max)
 			break;
 	}
 	for (unsigned k = 0; k < CTL_PROBE_NBINS; k++) {

@@ -474,7 +474,7 @@ static int launch(struct writer *w, const uint8_t *p, uint32_t seq, const struct
 
 static int probe(struct writer *w, uint32_t seq, const struct ctl_ops *ops, struct ctl_counters *cnt)
 {
-	static struct ctl_probe_report r;  /* 500 bytes: not on the firmware's small stack. */
+	static struct ctl_probe_report r;  /* 550 bytes: not on the firmware's small stack. */
 	static const struct ctl_probe_class none;
 	int err;
 
@@ -496,6 +496,7 @@ static int probe(struct writer *w, uint32_t seq, const struct ctl_ops *ops, stru
 		const struct ctl_probe_class *c = (r.present >> i & 1u) ? &r.classes[i] : &none;
 		put_be32(w, c->count);
 		put_be64(w, c->sum);
+		put_be64(w, c->sumsq);
 		put_be16(w, c->min);
 		put_be16(w, c->max);
 		for (unsigned k = 0; k < CTL_PROBE_NBINS; k++)

@@ -172,7 +172,7 @@ struct ctl_launch_status {
 /* PROBE (protocol.py): latencies per class, in cycles of cycle_ps. */
 struct ctl_probe_class {
 	uint32_t count;
-	uint64_t sum;
+	uint64_t sum, sumsq;
 	uint16_t min, max;
 	uint32_t bins[CTL_PROBE_NBINS];
 };
