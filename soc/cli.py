@@ -383,7 +383,7 @@ def cmd_ctl(args):
     from ethdaq.host import protocol
     from ethdaq.host.ctl import ControlClient, ControlRefused, ControlTimeout
     from ethdaq.host.protocol import format_mac
-    if args.settings and args.action not in ("config", "launch", "probe"):
+    if args.settings and args.action not in ("config", "launch", "probe", "rules"):
         raise CLIError(f"ethdaq ctl {args.action} takes no arguments but options, not {' '.join(args.settings)!r}")
     key = _read_key(args.key_file) if args.key_file else None
     with ControlClient(args.ip, args.port, timeout=args.timeout, key=key) as client:
@@ -476,6 +476,8 @@ def cmd_ctl(args):
                 _ctl_launch(client, args)
             elif args.action == "probe":
                 _ctl_probe(client, args)
+            elif args.action == "rules":
+                _ctl_rules(client, args)
             elif args.action == "status":
                 status = client.status()
                 st = status.__dict__
@@ -614,6 +616,78 @@ def _ctl_probe(client, args):
         print("\n".join(probe_table(report)))
 
 
+RULES_USAGE = ("usage: ethdaq ctl rules [set INDEX [action=cpu|fasttrack|drop] [port=N] [proto=N] "
+               "[ethertype=N] [src=IP] [enable=0|1]] --board ADDR")
+
+
+def parse_rule(words, ctl_port):
+    """`ethdaq ctl rules set` arguments: INDEX NAME=VALUE ... -> rule_set keyword arguments (the
+    match bits from the names given); CLIError with the reason."""
+    from ethdaq.host import protocol
+    if not words:
+        raise CLIError(RULES_USAGE)
+    try:
+        if not words[0].isdigit():
+            raise ValueError(f"the rule's index must be a number, not {words[0]!r}")
+        rule = dict(index=int(words[0]), enable=1, action=protocol.RULE_ACTIONS["cpu"], match=0)
+        for w in words[1:]:
+            name, eq, value = w.partition("=")
+            if not eq:
+                raise ValueError(f"{w!r} is not NAME=VALUE")
+            if name == "action":
+                if value not in protocol.RULE_ACTIONS:
+                    raise ValueError(f"action must be one of {', '.join(protocol.RULE_ACTIONS)}, not {value!r}")
+                rule["action"] = protocol.RULE_ACTIONS[value]
+            elif name == "enable":
+                rule["enable"] = int(value)
+            elif name in ("port", "proto", "ethertype"):
+                limit = 0xFF if name == "proto" else 0xFFFF
+                rule[name] = int(value, 0)
+                if not 0 <= rule[name] <= limit:
+                    raise ValueError(f"{name} must be 0..{limit}, not {value}")
+                rule["match"] |= {"port": protocol.RULE_MATCH_PORT, "proto": protocol.RULE_MATCH_PROTO,
+                                  "ethertype": protocol.RULE_MATCH_TYPE}[name]
+            elif name == "src":
+                rule["src_ip"] = int(ipaddress.IPv4Address(value))
+                rule["match"] |= protocol.RULE_MATCH_SRC
+            else:
+                raise ValueError(f"unknown rule field {name!r} (action, port, proto, ethertype, src, enable)")
+        protocol.check_rule(rule["index"], rule["enable"], rule["action"], rule["match"], rule.get("port", 0),
+                            ctl_port)
+    except (ValueError, protocol.ProtocolError) as e:
+        raise CLIError(f"{e} ({RULES_USAGE})")
+    return rule
+
+
+def _ctl_rules(client, args):
+    from ethdaq.host import protocol
+    verb = args.settings[0] if args.settings else "show"
+    if verb not in ("show", "set") or (verb == "show" and len(args.settings) > 1):
+        raise CLIError(RULES_USAGE)
+    if verb == "set":
+        rule = parse_rule(args.settings[1:], args.port)
+    ident = client.identify()
+    if not ident.capabilities & protocol.CAP_RULES:
+        raise CLIError("this board's build has no receive classifier (build it with --with-classifier "
+                       "or --fasttrack-port)")
+    if verb == "set":
+        r = client.rule_set(**rule)
+        print(f"rule {r.index}: {'enabled' if r.enable else 'disabled'}, {r.action_name} for {r.describe()}")
+    rules = client.rules()
+    if args.json:
+        print(json.dumps(dict(unmatched=rules.unmatched, gate_error=rules.gate_error, gate_full=rules.gate_full,
+                              gate_oversize=rules.gate_oversize,
+                              rules=[dict(r.__dict__, action=r.action_name, matches=r.describe()) for r in rules.rules])))
+        return
+    print(f"  {'rule':>4} {'enabled':>7} {'action':>9} {'matched':>10} {'refused':>10}  matches")
+    for r in rules.rules:
+        print(f"  {r.index:>4} {'yes' if r.enable else 'no':>7} {r.action_name:>9} {r.matched:>10} {r.refused:>10}  "
+              f"{r.describe()}")
+    print(f"frames no rule matched: {rules.unmatched}; dropped whole at the frame gate: {rules.gate_error} "
+          f"(bad FCS, or taken by a drop or fast-track rule), {rules.gate_full} (no room), "
+          f"{rules.gate_oversize} (too long)")
+
+
 def cmd_recv(args):
     from ethdaq.host import recv
     try:
@@ -689,15 +763,17 @@ def make_parser():
                               "  ethdaq ctl config set payload=1024 dst_port=6000 ptp_role=slave --ip 192.168.1.50\n"
                               "  ethdaq ctl launch arm --board 192.168.1.50 --to 192.168.1.10:9100 --to-mac 02:00:00:00:00:01 "
                               "--data trigger --in 10ms --period 1ms --count 100\n"
-                              "  ethdaq ctl probe --board 192.168.1.50",
+                              "  ethdaq ctl probe --board 192.168.1.50\n"
+                              "  ethdaq ctl rules set 1 action=drop port=9100 --board 192.168.1.50",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("action", choices=["identify", "start", "stop", "status", "ptp", "emulator", "claim", "release",
-                                      "reboot", "config", "launch", "probe"],
+                                      "reboot", "config", "launch", "probe", "rules"],
                    help="request to send (start, stop, emulator, claim, release, reboot and config set only from "
                         "the controller: docs/protocol.md)")
     p.add_argument("settings", nargs="*", metavar="get|set NAME=VALUE",
                    help="for config: get (the default), or set NAME=VALUE ... (e.g. payload=1024 ptp_role=slave); "
-                        "for launch: arm, stop or status (the default); for probe: read (the default) or clear")
+                        "for launch: arm, stop or status (the default); for probe: read (the default) or clear; "
+                        "for rules: show (the default) or set INDEX action=drop port=9100 ...")
     p.add_argument("--ip", "--board", dest="ip", type=_ip, required=True, metavar="ADDR",
                    help="board IP address (--board ADDR is the same)")
     p.add_argument("--port", type=_port, default=7000, help="control port (default 7000)")

@@ -124,7 +124,7 @@ PTP_UDP_PORTS  = (319, 320)
 PTP_TX_MAX     = 64    # Largest message the firmware sends: Announce (64 bytes).
 
 
-CLASSIFIER_RULES = 4
+CLASSIFIER_RULES = protocol.MAX_RULES   # The control protocol carries this many (RULES).
 
 
 def check_fasttrack_ports(ports, ctl_port, data_port, eth_dw):

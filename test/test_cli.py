@@ -275,3 +275,18 @@ def test_probe_table_prints_each_class_in_ns_and_its_histogram():
     assert re.search(r"rx_fasttrack\s+0\s+-", text), text
     assert "unpaired: tx 1, rx 0; not recorded (overflows): tx 0, rx 2" in text
     assert "16-31: 3, 32-63: 1" in text
+
+
+def test_rules_set_arguments_become_match_bits_and_bad_rules_are_one_line_errors():
+    from ethdaq.host import protocol
+    from ethdaq.soc.cli import CLIError, parse_rule
+    r = parse_rule(["1", "action=drop", "port=9100", "proto=17", "src=10.0.0.7"], ctl_port=7000)
+    assert r == dict(index=1, enable=1, action=protocol.RULE_ACTIONS["drop"], port=9100, proto=17, src_ip=0x0A000007,
+                     match=protocol.RULE_MATCH_PORT | protocol.RULE_MATCH_PROTO | protocol.RULE_MATCH_SRC)
+    assert parse_rule(["2", "enable=0"], ctl_port=7000) == dict(index=2, enable=0, action=0, match=0)
+    for words, text in ((["1", "action=drop", "port=7000"], "control port"), (["1", "action=fasttrack"], "UDP destination port"),
+                        (["x"], "index must be a number"), (["1", "colour=red"], "unknown rule field"),
+                        (["1", "action=keep"], "action must be one of"), (["9"], "rule index must be 0..3"),
+                        (["1", "port=70000"], "port must be 0..65535")):
+        with pytest.raises(CLIError, match=text):
+            parse_rule(words, ctl_port=7000)

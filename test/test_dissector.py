@@ -264,6 +264,15 @@ def response(payload, port=CLIENT_PORT):
     msg_type, _, body = protocol.parse_response(payload)
     if isinstance(body, (protocol.Identity, protocol.Status, protocol.PtpStatus, protocol.Config, protocol.LaunchStatus)):
         fields = dict(vars(body))
+    elif isinstance(body, protocol.Rules):  # Flat; records past the build's rules 0.
+        fields = dict(nrules=len(body.rules), unmatched=body.unmatched, gate_error=body.gate_error,
+                      gate_full=body.gate_full, gate_oversize=body.gate_oversize)
+        for i in range(protocol.MAX_RULES):
+            r = body.rules[i] if i < len(body.rules) else None
+            fields.update({f"r{i}_{f}": getattr(r, f) if r else 0
+                           for f in list(protocol.RULE_FIELDS[1:]) + ["matched", "refused"]})
+    elif isinstance(body, protocol.Rule):
+        fields = {f"rule_{f}": getattr(body, f) for f in protocol.RULE_FIELDS}
     elif isinstance(body, protocol.ProbeReport):  # Flat, as the dissector names them; absent classes 0.
         fields = dict(cycle_ps=body.cycle_ps, tx_unpaired=body.tx_unpaired, tx_overflows=body.tx_overflows,
                       rx_unpaired=body.rx_unpaired, rx_overflows=body.rx_overflows,
@@ -295,6 +304,9 @@ PROBE_RECORD = lambda i: (100 + i, 2**40 + 7 * i, 2**50 + i, 20 + i, 900 + i, *r
 PROBE_RSP = P.pack_header(P.MSG_PROBE | R, 24) + P.PROBE_RSP.pack(
     8000, 0b001010, 1, 2, 3, 4,
     *[v for i in range(P.PROBE_MAX_CLASSES) for v in (PROBE_RECORD(i) if i in (1, 3) else [0] * (5 + P.PROBE_NBINS))])
+RULES_RSP = P.pack_header(P.MSG_RULES | R, 26) + P.RULES_RSP.pack(
+    2, 5, 6, 7, 8, 1, 1, P.RULE_MATCH_PORT, 0, 0, 9000, 0, 11, 1, 0, 2, P.RULE_MATCH_SRC, 0, 0, 0, 0x0A000001, 3, 0,
+    *([0] * 9 * 2))
 STREAMS_RSP = P.pack_header(P.MSG_STREAMS | R, 16) + protocol.STREAMS_RSP.pack(
     7, 2, P.STREAM_PRESENT | P.STREAM_ENABLED, 10, 14720, 0, P.STREAM_PRESENT, 0, 0, 5, *([0] * 4 * 6))
 CONFIG_VALUES = dict(ip=0xC0A80132, mac=MAC, dst_ip=0, dst_port=5000, payload=1472, enable=0xF, backpressure=0,
@@ -321,6 +333,10 @@ CTL_GOOD = [
                               guard=1600, relative=True),
              dict(launch_op=P.LAUNCH_ARM, launch_flags=P.LAUNCH_RELATIVE, sec=5, ns=1000, period=500_000, count=3,
                   guard=1600, frame_len=20, frame=bytes(range(20)) + bytes(P.LAUNCH_FRAME_MAX - 20))),
+    to_board(P.rules_request(26)),
+    to_board(P.rule_set_request(27, 1, action=2, match=P.RULE_MATCH_PORT, port=9100),
+             dict(rule_index=1, rule_enable=1, rule_action=2, rule_match=P.RULE_MATCH_PORT, rule_ethertype=0,
+                  rule_proto=0, rule_port=9100, rule_src_ip=0)),
     to_board(P.probe_request(24)),
     to_board(P.probe_clear_request(25)),
     to_board(P.config_set_request(22, dst_ip=0xC0A80107, payload=1024, ptp_role=2, ptp_log_sync=-3),
@@ -332,6 +348,8 @@ CTL_GOOD = [
     response(STATUS_RSP, port=HEUR_PORT),
     response(STREAMS_RSP),
     response(P.pack_header(P.MSG_LAUNCH | R, 23) + P.LAUNCH_RSP.pack(1, 1600, 7, 8000, 2, 0, 1, 12, 345)),
+    response(RULES_RSP),
+    response(P.pack_header(P.MSG_RULE_SET | R, 27) + P.RULE.pack(1, 1, 2, P.RULE_MATCH_PORT, 0, 0, 9100, 0)),
     response(PROBE_RSP),
     response(P.pack_header(P.MSG_PROBE_CLEAR | R, 25)),
     response(P.pack_header(P.MSG_ERROR_RSP, 16) + bytes([P.ERR_BUSY])),
@@ -384,7 +402,7 @@ def ctl_value(name, value):
     """A field value as tshark prints it."""
     if isinstance(value, bytes):  # A MAC as Wireshark shows ether fields, other bytes as hex.
         return protocol.format_mac(value) if len(value) == 6 else value.hex()
-    if name in ("ip", "dst_ip", "controller_ip"):
+    if name == "ip" or name.endswith("_ip"):   # The dissector shows these as IPv4 addresses.
         return ".".join(str(value >> s & 0xff) for s in (24, 16, 8, 0))
     return value
 

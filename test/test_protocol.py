@@ -270,6 +270,61 @@ def test_probe_clear_is_the_controllers_and_probe_of_a_build_without_probes_is_u
     assert protocol.parse_response(rsp, expect_seq=13)[2] == protocol.ERR_UNSUPPORTED
 
 
+def test_rules_report_the_table_its_counters_and_the_gates_drops_byte_for_byte(ctl_host):
+    rsp, cnt = ctl_host(protocol.rules_request(14))
+    assert len(rsp) == protocol.HEADER.size + protocol.RULES_RSP.size
+    _, _, r = protocol.parse_response(rsp, expect_seq=14)
+    assert (r.unmatched, r.gate_error, r.gate_full, r.gate_oversize) == (70, 71, 72, 73)
+    assert [(x.index, x.enable, x.action_name, x.port, x.src_ip, x.matched, x.refused) for x in r.rules] == [
+        (i, int(i == 0), "fasttrack", 9000 + i, 0xC0A80100 + i, 1000 + i, 2000 + i) for i in range(3)]
+    assert r.rules[0].describe() == "UDP port 9000"
+    # The record past the build's three rules is zero, whatever the driver left there.
+    body = protocol.RULES_RSP.unpack_from(rsp, protocol.HEADER.size)
+    per = len(protocol.RULE_RECORD.unpack(bytes(protocol.RULE_RECORD.size)))
+    assert body[0] == 3 and all(v == 0 for v in body[5 + 3 * per:])
+    assert cnt["calls"] == [dict(call="rules", read="1")]
+
+
+@pytest.mark.parametrize("fields, ok", [
+    (dict(index=1, action=2, match=protocol.RULE_MATCH_PORT, port=9100), True),
+    (dict(index=2, action=0, match=protocol.RULE_MATCH_SRC, src_ip=0x0A000001), True),    # CPU: anything.
+    (dict(index=3, enable=0, action=2), True),                                          # Disabled: anything.
+    (dict(index=4, action=0), False),                                                   # No such rule.
+    (dict(index=1, action=3, match=protocol.RULE_MATCH_PORT, port=9100), False),         # No such action.
+    (dict(index=1, action=2, match=0x10), False),
+    (dict(index=1, action=2, match=protocol.RULE_MATCH_SRC, src_ip=1), False),            # Drop needs a port.
+    (dict(index=1, action=1, match=protocol.RULE_MATCH_PORT, port=7000), False),          # The control port.
+    (dict(index=1, action=2, match=protocol.RULE_MATCH_PORT, port=319), False),           # PTP.
+    (dict(index=1, action=2, match=protocol.RULE_MATCH_PORT | protocol.RULE_MATCH_PROTO, port=320), False),
+])
+def test_rule_set_is_checked_before_the_board_sees_it(ctl_host, fields, ok):
+    f = dict(dict(enable=1, match=0, ethertype=0, proto=0, port=0, src_ip=0), **fields)
+    rsp, cnt = ctl_host(protocol.rule_set_request(15, **f))
+    msg_type, _, body = protocol.parse_response(rsp, expect_seq=15)
+    if ok:
+        assert msg_type == protocol.MSG_RULE_SET | protocol.RESPONSE
+        assert body == protocol.Rule(**f)
+        assert cnt["calls"] == [dict(call="rules", **{k: str(v) for k, v in f.items()})]
+    else:
+        assert body == protocol.ERR_BAD_VALUE and cnt["calls"] == []
+    # protocol.check_rule, which the CLI uses, agrees (the control port here is 7000).
+    try:
+        protocol.check_rule(f["index"], f["enable"], f["action"], f["match"], f["port"], ctl_port=7000)
+        assert ok
+    except protocol.ProtocolError:
+        assert not ok
+
+
+def test_rule_set_is_the_controllers(ctl_session):
+    answers, _, calls = ctl_session([
+        (CONTROLLER, protocol.stream_stop_request(1)),
+        (OTHER, protocol.rule_set_request(2, 1, action=2, match=protocol.RULE_MATCH_PORT, port=9100)),
+        (OTHER, protocol.rules_request(3)),                # Reading is anybody's.
+    ], times=[0, 10, 20])
+    assert calls == ["stream_stop", "rules"]
+    assert error_of(answers[1], 2) == protocol.ERR_NOT_CONTROLLER
+
+
 # --- Retransmission safety: the reply cache --------------------------------------------------------
 
 CONTROLLER, OTHER = (0xC0A80164, 40000), (0xC0A80165, 40000)

@@ -161,6 +161,7 @@ int main(void)
 	ops.link       = phy_link;
 	ops.launch     = launcher_present() ? launcher_op : 0;
 	ops.probe      = probe_present() ? probe_op : 0;
+	ops.rules      = classifier_present() ? classifier_rules_op : 0;
 #ifdef CSR_PTP_BASE
 	ops.ptp_config = ptpsvc_configure;
 #else
@@ -222,6 +223,8 @@ int main(void)
 		id.capabilities |= CTL_CAP_LAUNCHER;
 	if (probe_present())
 		id.capabilities |= CTL_CAP_PROBES;
+	if (classifier_present())
+		id.capabilities |= CTL_CAP_RULES;
 	ctl.key = ethdaq_ctl_key;
 	ctl.key_len = ETHDAQ_CTL_KEY_LEN;
 	/* The last signed request's counter survives a reboot: one recorded before it stays old. */

@@ -176,6 +176,17 @@ class ControlClient:
         """Empty the latency probes (the controller's): statistics from now on."""
         self._expect(protocol.probe_clear_request, protocol.MSG_PROBE_CLEAR)
 
+    def rules(self):
+        """The receive classifier's rules and counters (boards with protocol.CAP_RULES): a protocol.Rules."""
+        return self._expect(protocol.rules_request, protocol.MSG_RULES)
+
+    def rule_set(self, index, enable=1, action="cpu", match=0, ethertype=0, proto=0, port=0, src_ip=0):
+        """Write receive rule `index` (the controller's); `action` a name of protocol.RULE_ACTIONS or
+        its number. Returns the protocol.Rule as set."""
+        action = protocol.RULE_ACTIONS[action] if isinstance(action, str) else action
+        return self._expect(lambda seq: protocol.rule_set_request(seq, index, enable, action, match, ethertype,
+                                                                  proto, port, src_ip), protocol.MSG_RULE_SET)
+
     def claim(self, lease_s=0):
         """Ask to be the board's controller for lease_s seconds (0: the board's default). Returns
         (granted, controller IPv4 as int, lease milliseconds left); not granted: another address

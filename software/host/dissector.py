@@ -293,6 +293,9 @@ def ctl_messages():
         P.MSG_LAUNCH:           _struct_fields(P.LAUNCH, _LAUNCH_NAMES),
         P.MSG_LAUNCH | R:       _struct_fields(P.LAUNCH_RSP, list(P.LAUNCH_FIELDS)),
         P.MSG_PROBE | R:        _struct_fields(P.PROBE_RSP, P.probe_field_names()),
+        P.MSG_RULES | R:        _struct_fields(P.RULES_RSP, P.rules_field_names()),
+        P.MSG_RULE_SET:         _struct_fields(P.RULE, ["rule_" + f for f in P.RULE_FIELDS]),
+        P.MSG_RULE_SET | R:     _struct_fields(P.RULE, ["rule_" + f for f in P.RULE_FIELDS]),
         P.MSG_ERROR_RSP:        _CTL_ERROR_BODY,
     }
     strings = {P.MSG_IDENTIFY_RSP: identity[n_fixed:]}

@@ -42,6 +42,8 @@ MSG_STREAMS       = 0x0C
 MSG_LAUNCH        = 0x0D
 MSG_PROBE         = 0x0E
 MSG_PROBE_CLEAR   = 0x0F
+MSG_RULES         = 0x10
+MSG_RULE_SET      = 0x11
 MSG_IDENTIFY_RSP  = MSG_IDENTIFY | RESPONSE
 MSG_ERROR_RSP     = 0xFF
 NS_PER_S          = 10**9
@@ -151,10 +153,11 @@ CAP_ETHERBONE = 0x10  # Debug build with raw bus access over UDP (--with-etherbo
 CAP_NET_CONFIG = 0x20  # CONFIG_SET changes the board's own IP and MAC (gateware/netaddr.py).
 CAP_LAUNCHER   = 0x40  # Time-triggered transmission (LAUNCH; gateware/launcher.py).
 CAP_PROBES     = 0x80  # Latency probes on every frame (PROBE; gateware/probe.py).
+CAP_RULES      = 0x100 # Receive classifier: its rules and counters (RULES, RULE_SET; gateware/classifier.py).
 CAP_NAMES    = {CAP_STREAMER: "streamer", CAP_PTP: "ptp", CAP_AUTH: "signed requests", CAP_ALLOW: "allow-list",
                 CAP_ETHERBONE: "ETHERBONE (raw bus access for anyone: debug build)",
                 CAP_NET_CONFIG: "address change", CAP_LAUNCHER: "time-triggered launch",
-                CAP_PROBES: "latency probes"}
+                CAP_PROBES: "latency probes", CAP_RULES: "receive rules"}
 MAX_STRING     = 255
 
 # STREAM_START request: dst_ip (0: the requester's address), dst_port, payload bytes per datagram
@@ -220,6 +223,24 @@ PROBE_MAX_CLASSES = len(PROBE_CLASSES)
 PROBE_NBINS = 16
 PROBE_RECORD = struct.Struct(">IQQHH" + "I" * PROBE_NBINS)
 PROBE_RSP  = struct.Struct(">IBIIII" + PROBE_RECORD.format[1:] * PROBE_MAX_CLASSES)
+# RULES (read-only) and RULE_SET (the controller's): the receive classifier's rule table
+# (gateware/classifier.py, docs/realtime.md). A rule matches on any of EtherType, IPv4 protocol,
+# UDP destination port and IPv4 source (RULE_MATCH_* bits say which it uses), in frames to the
+# board; the first enabled rule that matches decides: RULE_ACTIONS. RULE_SET: index, enable,
+# action, match, ethertype, proto, port, src_ip; answered with the rule as set. A rule that drops
+# or fast-tracks must match a UDP destination port, and not the control port or PTP's 319 and 320
+# (the board would no longer hear its controller): ERROR_RSP 4 otherwise.
+# RULES answer: the build's number of rules, frames no rule matched, the frame gate's whole-frame
+# drops (bad FCS or taken by a rule, no room, oversize), then MAX_RULES records: enable, action,
+# match, ethertype, proto, port, src_ip, frames matched and acted on, frames matched but refused
+# (bad FCS; fast-track: a fragment or a UDP length the frame does not hold).
+MAX_RULES       = 4
+RULE_ACTIONS    = {"cpu": 0, "fasttrack": 1, "drop": 2}
+RULE_MATCH_TYPE, RULE_MATCH_PROTO, RULE_MATCH_PORT, RULE_MATCH_SRC = 0x1, 0x2, 0x4, 0x8
+RULE            = struct.Struct(">BBBBHBHI")
+RULE_FIELDS     = ("index", "enable", "action", "match", "ethertype", "proto", "port", "src_ip")
+RULE_RECORD     = struct.Struct(">BBBHBHIII")
+RULES_RSP       = struct.Struct(">BIIII" + RULE_RECORD.format[1:] * MAX_RULES)
 STREAM_PRESENT = 0x01   # The build has this stream.
 STREAM_ENABLED = 0x02   # Enabled in the run.
 STREAM_FIELDS  = ("flags", "datagrams", "bytes", "dropped")
@@ -254,6 +275,8 @@ EMULATOR_MODES = {"off": 0, "counter": 1, "ramp": 2, "pulse": 3}
 REQUEST_LENGTH[MSG_LAUNCH] = HEADER.size + LAUNCH.size
 REQUEST_LENGTH[MSG_PROBE]  = HEADER.size
 REQUEST_LENGTH[MSG_PROBE_CLEAR] = HEADER.size
+REQUEST_LENGTH[MSG_RULES]       = HEADER.size
+REQUEST_LENGTH[MSG_RULE_SET]    = HEADER.size + RULE.size
 
 
 class ProtocolError(ValueError):
@@ -418,6 +441,86 @@ def probe_request(seq):
 
 def probe_clear_request(seq):
     return pack_header(MSG_PROBE_CLEAR, seq)
+
+
+def rules_request(seq):
+    return pack_header(MSG_RULES, seq)
+
+
+def check_rule(index, enable, action, match, port, ctl_port, nrules=MAX_RULES):
+    """ProtocolError unless the rule is one a board takes (the firmware checks the same)."""
+    if not 0 <= index < nrules:
+        raise ProtocolError(f"rule index must be 0..{nrules - 1}, not {index}")
+    if enable not in (0, 1) or action not in RULE_ACTIONS.values() or not 0 <= match <= 0xF:
+        raise ProtocolError(f"enable 0/1, action one of {', '.join(RULE_ACTIONS)}, match bits 0..15")
+    if enable and action != RULE_ACTIONS["cpu"]:
+        if not match & RULE_MATCH_PORT:
+            raise ProtocolError("a rule that drops or fast-tracks must match a UDP destination port")
+        if port in (ctl_port, 319, 320):
+            raise ProtocolError(f"a rule may not drop or fast-track UDP port {port}: the board's control "
+                                f"port and PTP's 319 and 320 must reach its CPU")
+
+
+def rule_set_request(seq, index, enable=1, action=0, match=0, ethertype=0, proto=0, port=0, src_ip=0):
+    return pack_header(MSG_RULE_SET, seq) + RULE.pack(index, enable, action, match, ethertype, proto, port, src_ip)
+
+
+@dataclass
+class Rule:
+    index:     int
+    enable:    int
+    action:    int
+    match:     int
+    ethertype: int
+    proto:     int
+    port:      int
+    src_ip:    int
+    matched:   int = 0
+    refused:   int = 0
+
+    @property
+    def action_name(self):
+        return {v: k for k, v in RULE_ACTIONS.items()}.get(self.action, str(self.action))
+
+    def describe(self):
+        """What it matches, in words ("any frame" when nothing)."""
+        parts = []
+        if self.match & RULE_MATCH_TYPE:
+            parts.append(f"EtherType 0x{self.ethertype:04x}")
+        if self.match & RULE_MATCH_PROTO:
+            parts.append(f"IP protocol {self.proto}")
+        if self.match & RULE_MATCH_PORT:
+            parts.append(f"UDP port {self.port}")
+        if self.match & RULE_MATCH_SRC:
+            parts.append(f"from {ipaddress.IPv4Address(self.src_ip)}")
+        return ", ".join(parts) or "any frame"
+
+
+@dataclass
+class Rules:
+    """RULES' answer."""
+    unmatched:     int
+    gate_error:    int
+    gate_full:     int
+    gate_oversize: int
+    rules:         list
+
+    @classmethod
+    def unpack(cls, body):
+        n = body[0]
+        if n > MAX_RULES:
+            raise ProtocolError(f"RULES says {n} rules, at most {MAX_RULES} fit")
+        per = len(RULE_RECORD.unpack(bytes(RULE_RECORD.size)))
+        recs = [body[5 + per*i:5 + per*(i + 1)] for i in range(MAX_RULES)]
+        if any(any(r) for r in recs[n:]):
+            raise ProtocolError(f"RULES: a record past the build's {n} rules is not empty")
+        return cls(*body[1:5], [Rule(i, *r) for i, r in enumerate(recs[:n])])
+
+
+def rules_field_names():
+    """The RULES_RSP fields, flat (the dissector's names)."""
+    return (["nrules", "unmatched", "gate_error", "gate_full", "gate_oversize"] +
+            [f"r{i}_{f}" for i in range(MAX_RULES) for f in list(RULE_FIELDS[1:]) + ["matched", "refused"]])
 
 
 @dataclass
@@ -788,6 +891,8 @@ def parse_response(data, expect_seq=None):
         MSG_LAUNCH       | RESPONSE: LAUNCH_RSP,
         MSG_PROBE        | RESPONSE: PROBE_RSP,
         MSG_PROBE_CLEAR  | RESPONSE: None,
+        MSG_RULES        | RESPONSE: RULES_RSP,
+        MSG_RULE_SET     | RESPONSE: RULE,
     }
     if msg_type in fixed:
         st = fixed[msg_type]
@@ -807,6 +912,10 @@ def parse_response(data, expect_seq=None):
             return msg_type, seq, LaunchStatus(*body)
         if msg_type == MSG_PROBE | RESPONSE:
             return msg_type, seq, ProbeReport.unpack(body)
+        if msg_type == MSG_RULES | RESPONSE:
+            return msg_type, seq, Rules.unpack(body)
+        if msg_type == MSG_RULE_SET | RESPONSE:
+            return msg_type, seq, Rule(*body)
         if msg_type in (MSG_CONFIG_GET | RESPONSE, MSG_CONFIG_SET | RESPONSE):
             return msg_type, seq, Config(*body)
         return msg_type, seq, body
@@ -864,6 +973,21 @@ def c_header():
         f"#define CTL_PROBE_NBINS      {PROBE_NBINS}u",
         *(f"#define CTL_PROBE_{name.upper():<16} {i}u" for i, name in enumerate(PROBE_CLASSES)),
         f"#define CTL_CAP_PROBES       0x{CAP_PROBES:02X}u",
+        f"#define CTL_CAP_RULES        0x{CAP_RULES:03X}u",
+        f"#define CTL_MSG_RULES        0x{MSG_RULES:02X}u",
+        f"#define CTL_MSG_RULE_SET     0x{MSG_RULE_SET:02X}u",
+        f"#define CTL_RULES_REQ_LENGTH {REQUEST_LENGTH[MSG_RULES]}u",
+        f"#define CTL_RULE_SET_REQ_LENGTH {REQUEST_LENGTH[MSG_RULE_SET]}u",
+        f"#define CTL_RULES_RSP_SIZE   {RULES_RSP.size}u",
+        f"#define CTL_RULE_SIZE        {RULE.size}u",
+        f"#define CTL_MAX_RULES        {MAX_RULES}u",
+        f"#define CTL_RULE_CPU         {RULE_ACTIONS['cpu']}u",
+        f"#define CTL_RULE_FASTTRACK   {RULE_ACTIONS['fasttrack']}u",
+        f"#define CTL_RULE_DROP        {RULE_ACTIONS['drop']}u",
+        f"#define CTL_RULE_MATCH_TYPE  0x{RULE_MATCH_TYPE:X}u",
+        f"#define CTL_RULE_MATCH_PROTO 0x{RULE_MATCH_PROTO:X}u",
+        f"#define CTL_RULE_MATCH_PORT  0x{RULE_MATCH_PORT:X}u",
+        f"#define CTL_RULE_MATCH_SRC   0x{RULE_MATCH_SRC:X}u",
         f"#define CTL_STREAM_PRESENT   0x{STREAM_PRESENT:02X}u",
         f"#define CTL_STREAM_ENABLED   0x{STREAM_ENABLED:02X}u",
         f"#define CTL_CONFIG_NFIELDS   {len(CONFIG_FIELDS)}u",

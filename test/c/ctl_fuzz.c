@@ -135,8 +135,18 @@ static int op_probe(int clear, struct ctl_probe_report *r)
 	return 0;
 }
 
+static int op_rules(const struct ctl_rule *set, struct ctl_rules_report *r)
+{
+	if (set != NULL)
+		return set->index == 3 ? CTL_ERR_BUSY : 0;
+	r->nrules = 0xFF;   /* More than fit: the handler must cut it to CTL_MAX_RULES. */
+	for (unsigned i = 0; i < CTL_MAX_RULES; i++)
+		r->rules[i].matched = i;
+	return 0;
+}
+
 static const struct ctl_ops ops = { op_start, op_stop, op_emulator, op_status, op_ptp, op_ptp_config, op_link,
-				    op_streams, op_launch, op_probe };
+				    op_streams, op_launch, op_probe, op_rules };
 
 static uint32_t counter_sum(const struct ctl_counters *c)
 {

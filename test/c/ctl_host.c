@@ -125,6 +125,25 @@ static int probe(int clear, struct ctl_probe_report *r)
 	return stub_error;
 }
 
+/* Three rules in the build; rule 0 a fast-track rule, the others as RULE_SET left them. */
+static int rules(const struct ctl_rule *set, struct ctl_rules_report *r)
+{
+	if (set != NULL) {
+		fprintf(stderr, "call=rules index=%u enable=%u action=%u match=%u ethertype=%u proto=%u port=%u src_ip=%u\n",
+			set->index, set->enable, set->action, set->match, set->ethertype, set->proto, set->port, set->src_ip);
+		return stub_error;
+	}
+	fprintf(stderr, "call=rules read=1\n");
+	r->nrules = 3; r->unmatched = 70; r->gate_error = 71; r->gate_full = 72; r->gate_oversize = 73;
+	for (unsigned i = 0; i < CTL_MAX_RULES; i++) {
+		struct ctl_rule *o = &r->rules[i];
+		o->index = (uint8_t)i; o->enable = i == 0; o->action = CTL_RULE_FASTTRACK; o->match = CTL_RULE_MATCH_PORT;
+		o->port = (uint16_t)(9000 + i); o->ethertype = 0x0800; o->proto = 17; o->src_ip = 0xC0A80100u + i;
+		o->matched = 1000u + i; o->refused = 2000u + i;
+	}
+	return stub_error;
+}
+
 /* The build's settings, as main.c sets them at boot. */
 static const struct ctl_config boot_config = {
 	.ip = 0xC0A80132u, .mac = {0x10, 0xe2, 0xd5, 0x00, 0x00, 0x01},
@@ -148,7 +167,7 @@ int main(int argc, char **argv)
 		.boots = 3, .reset_cause = 2, .watchdog_resets = 1,
 	};
 	struct ctl_ops ops = { stream_start, stream_stop, emulator, status, ptp_status, ptp_config, link, streams, launch,
-			       probe };
+			       probe, rules };
 	size_t cap = argc > 1 ? (size_t)atoi(argv[1]) : sizeof(rsp);
 	int session = argc > 2 && strcmp(argv[2], "session") == 0;
 	uint32_t src_ip = argc > 2 && !session ? (uint32_t)strtoul(argv[2], NULL, 0) : 0xC0A80164u;

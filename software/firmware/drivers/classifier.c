@@ -11,6 +11,10 @@
 
 #ifdef CSR_CLASSIFIER_BASE
 
+/* The gateware's rule table is written through staging registers and cannot be read back: the
+ * firmware keeps what it wrote (all disabled at reset, as the gateware). */
+static struct classifier_rule shadow[ETHDAQ_CLASSIFIER_RULES];
+
 int classifier_set_rule(unsigned index, const struct classifier_rule *r)
 {
 	uint32_t control;
@@ -36,8 +40,43 @@ int classifier_set_rule(unsigned index, const struct classifier_rule *r)
 	for (spins = 0; classifier_rule_pending_read(); spins++)
 		if (spins > 10000)
 			return -1;
+	shadow[index] = *r;
 	return 0;
 }
+
+int classifier_rules_op(const struct ctl_rule *set, struct ctl_rules_report *rep)
+{
+	if (set != NULL) {
+		struct classifier_rule r = { .enable = set->enable, .action = set->action, .match = set->match,
+					     .ethertype = set->ethertype, .port = set->port, .proto = set->proto,
+					     .src_ip = set->src_ip };
+		if (set->index >= ETHDAQ_CLASSIFIER_RULES)
+			return CTL_ERR_BAD_VALUE;   /* A build with fewer rules than the protocol carries. */
+		if (classifier_set_rule(set->index, &r) != 0)
+			return CTL_ERR_BUSY;
+		printf("rules: rule %u %s\n", (unsigned)set->index, set->enable ? "set" : "disabled");
+		return 0;
+	}
+	rep->nrules = ETHDAQ_CLASSIFIER_RULES < CTL_MAX_RULES ? ETHDAQ_CLASSIFIER_RULES : CTL_MAX_RULES;
+	for (unsigned i = 0; i < rep->nrules; i++) {
+		const struct classifier_rule *r = &shadow[i];
+		struct ctl_rule *o = &rep->rules[i];
+		o->index = (uint8_t)i; o->enable = r->enable; o->action = r->action; o->match = r->match;
+		o->ethertype = r->ethertype; o->proto = r->proto; o->port = r->port; o->src_ip = r->src_ip;
+		classifier_rule_select_write(i);
+		o->matched = classifier_matched_read();
+		o->refused = classifier_refused_read();
+	}
+	rep->unmatched = classifier_unmatched_read();
+#ifdef CSR_RX_GATE_COUNTERS_BASE
+	rep->gate_error    = rx_gate_counters_dropped_error_read();
+	rep->gate_full     = rx_gate_counters_dropped_full_read();
+	rep->gate_oversize = rx_gate_counters_dropped_oversize_read();
+#endif
+	return 0;
+}
+
+int classifier_present(void) { return 1; }
 
 void classifier_init(void)
 {
@@ -72,5 +111,11 @@ void classifier_init(void)
 
 int classifier_set_rule(unsigned index, const struct classifier_rule *r) { (void)index; (void)r; return -1; }
 void classifier_init(void) {}
+int classifier_present(void) { return 0; }
+int classifier_rules_op(const struct ctl_rule *set, struct ctl_rules_report *rep)
+{
+	(void)set; (void)rep;
+	return CTL_ERR_UNSUPPORTED;
+}
 
 #endif

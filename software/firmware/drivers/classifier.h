@@ -10,6 +10,8 @@
 
 #include <stdint.h>
 
+#include "protocol/ctl.h"
+
 enum classifier_action { CLASSIFIER_CPU = 0, CLASSIFIER_FASTTRACK = 1, CLASSIFIER_DROP = 2 };
 
 #define CLASSIFIER_MATCH_TYPE  0x1u
@@ -28,5 +30,9 @@ struct classifier_rule {
 int  classifier_set_rule(unsigned index, const struct classifier_rule *r);
 /* The build's rules (--fasttrack-port): at boot, with a console line each. */
 void classifier_init(void);
+/* 1 if this build has the classifier (CTL_CAP_RULES). */
+int  classifier_present(void);
+/* ctl_ops.rules: write `set`, or read the table and its counters into `rep`. */
+int  classifier_rules_op(const struct ctl_rule *set, struct ctl_rules_report *rep);
 
 #endif

@@ -145,12 +145,13 @@ _Static_assert(FITS(CTL_STREAM_START_REQ_LENGTH) && FITS(CTL_EMULATOR_REQ_LENGTH
 	       FITS(CTL_RELEASE_REQ_LENGTH) && FITS(CTL_PTP_STATUS_REQ_LENGTH) && FITS(CTL_REBOOT_REQ_LENGTH) &&
 	       FITS(CTL_CONFIG_GET_REQ_LENGTH) && FITS(CTL_CONFIG_SET_REQ_LENGTH) &&
 	       FITS(CTL_STREAMS_REQ_LENGTH) && FITS(CTL_LAUNCH_REQ_LENGTH) && FITS(CTL_PROBE_REQ_LENGTH) &&
-	       FITS(CTL_PROBE_CLEAR_REQ_LENGTH),
+	       FITS(CTL_PROBE_CLEAR_REQ_LENGTH) && FITS(CTL_RULES_REQ_LENGTH) && FITS(CTL_RULE_SET_REQ_LENGTH),
 	       "a request does not fit the reply cache");
 #undef FITS
 _Static_assert(CTL_HEADER_SIZE + CTL_STATUS_RSP_SIZE <= CTL_REPLAY_RSP_MAX &&
 	       CTL_HEADER_SIZE + CTL_CONFIG_SIZE <= CTL_REPLAY_RSP_MAX &&
-	       CTL_HEADER_SIZE + CTL_LAUNCH_RSP_SIZE <= CTL_REPLAY_RSP_MAX,
+	       CTL_HEADER_SIZE + CTL_LAUNCH_RSP_SIZE <= CTL_REPLAY_RSP_MAX &&
+	       CTL_HEADER_SIZE + CTL_RULE_SIZE <= CTL_REPLAY_RSP_MAX,
 	       "STATUS or CONFIG do not fit the reply cache (only read-only answers may be too long for it: IDENTIFY's, PTP_STATUS's, STREAMS')");
 
 static struct ctl_replay_entry *replay_find(struct ctl_replay *r, uint32_t ip, uint16_t port)
@@ -302,6 +303,8 @@ size_t ctl_request_length(uint8_t type)
 	case CTL_MSG_LAUNCH:       return CTL_LAUNCH_REQ_LENGTH;
 	case CTL_MSG_PROBE:        return CTL_PROBE_REQ_LENGTH;
 	case CTL_MSG_PROBE_CLEAR:  return CTL_PROBE_CLEAR_REQ_LENGTH;
+	case CTL_MSG_RULES:        return CTL_RULES_REQ_LENGTH;
+	case CTL_MSG_RULE_SET:     return CTL_RULE_SET_REQ_LENGTH;
 	default:                   return 0;
 	}
 }
@@ -518,6 +521,80 @@ static int probe_clear(struct writer *w, uint32_t seq, const struct ctl_ops *ops
 	return answered(w, cnt);
 }
 
+static void put_rule(struct writer *w, const struct ctl_rule *r, int with_counters)
+{
+	if (!with_counters)
+		put_u8(w, r->index);
+	put_u8(w, r->enable);
+	put_u8(w, r->action);
+	put_u8(w, r->match);
+	put_be16(w, r->ethertype);
+	put_u8(w, r->proto);
+	put_be16(w, r->port);
+	put_be32(w, r->src_ip);
+	if (with_counters) {
+		put_be32(w, r->matched);
+		put_be32(w, r->refused);
+	}
+}
+
+static int rules(struct writer *w, uint32_t seq, const struct ctl_ops *ops, struct ctl_counters *cnt)
+{
+	static struct ctl_rules_report r;
+	static const struct ctl_rule none;
+	int err;
+
+	if (ops == NULL || ops->rules == NULL)
+		return refuse(w, seq, CTL_ERR_UNSUPPORTED, cnt);
+	memset(&r, 0, sizeof(r));
+	err = ops->rules(NULL, &r);
+	if (err)
+		return refuse(w, seq, err, cnt);
+	if (r.nrules > CTL_MAX_RULES)
+		r.nrules = CTL_MAX_RULES;
+	put_header(w, CTL_MSG_RULES | CTL_RESPONSE, seq);
+	put_u8(w, r.nrules);
+	put_be32(w, r.unmatched);
+	put_be32(w, r.gate_error);
+	put_be32(w, r.gate_full);
+	put_be32(w, r.gate_oversize);
+	for (unsigned i = 0; i < CTL_MAX_RULES; i++)
+		put_rule(w, i < r.nrules ? &r.rules[i] : &none, 1);
+	return answered(w, cnt);
+}
+
+/* The checks protocol.check_rule makes, before the board sees the rule. */
+static int rule_set(struct writer *w, const uint8_t *p, uint32_t seq, const struct ctl_identity *id,
+		    const struct ctl_ops *ops, struct ctl_counters *cnt)
+{
+	struct ctl_rule r;
+	int err;
+
+	if (ops == NULL || ops->rules == NULL)
+		return refuse(w, seq, CTL_ERR_UNSUPPORTED, cnt);
+	memset(&r, 0, sizeof(r));
+	r.index     = p[0];
+	r.enable    = p[1];
+	r.action    = p[2];
+	r.match     = p[3];
+	r.ethertype = get_be16(p + 4);
+	r.proto     = p[6];
+	r.port      = get_be16(p + 7);
+	r.src_ip    = get_be32(p + 9);
+	if (r.index >= CTL_MAX_RULES || r.enable > 1 || r.action > CTL_RULE_DROP || r.match > 0xF)
+		return refuse(w, seq, CTL_ERR_BAD_VALUE, cnt);
+	/* A rule that takes frames from the CPU must name a UDP port, and not one the board needs. */
+	if (r.enable && r.action != CTL_RULE_CPU &&
+	    (!(r.match & CTL_RULE_MATCH_PORT) || r.port == id->ctl_port || r.port == 319 || r.port == 320))
+		return refuse(w, seq, CTL_ERR_BAD_VALUE, cnt);
+	err = ops->rules(&r, NULL);
+	if (err)
+		return refuse(w, seq, err, cnt);
+	put_header(w, CTL_MSG_RULE_SET | CTL_RESPONSE, seq);
+	put_rule(w, &r, 0);
+	return answered(w, cnt);
+}
+
 static int ptp_status(struct writer *w, uint32_t seq, const struct ctl_ops *ops, struct ctl_counters *cnt)
 {
 	struct ctl_ptp_status p;
@@ -704,6 +781,7 @@ static int execute(struct ctl_state *st, const struct ctl_request *rq, uint8_t *
 			break;  /* Read-only. */
 		/* fall through */
 	case CTL_MSG_PROBE_CLEAR:
+	case CTL_MSG_RULE_SET:
 	case CTL_MSG_STREAM_START:
 	case CTL_MSG_STREAM_STOP:
 	case CTL_MSG_EMULATOR:
@@ -869,6 +947,10 @@ static int execute(struct ctl_state *st, const struct ctl_request *rq, uint8_t *
 		return probe(&w, seq, ops, cnt);
 	case CTL_MSG_PROBE_CLEAR:
 		return probe_clear(&w, seq, ops, cnt);
+	case CTL_MSG_RULES:
+		return rules(&w, seq, ops, cnt);
+	case CTL_MSG_RULE_SET:
+		return rule_set(&w, req + CTL_HEADER_SIZE, seq, id, ops, cnt);
 	case CTL_MSG_RELEASE:
 		err = may_hold(a, src_ip, rq->now_ms, cnt);
 		if (err)

@@ -184,6 +184,21 @@ struct ctl_probe_report {
 	struct ctl_probe_class classes[CTL_PROBE_MAX_CLASSES];
 };
 
+/* RULE_SET and RULES (protocol.py): one receive rule, and the whole table with its counters. */
+struct ctl_rule {
+	uint8_t  index, enable, action, match;   /* match: CTL_RULE_MATCH_* */
+	uint16_t ethertype, port;
+	uint8_t  proto;
+	uint32_t src_ip;
+	uint32_t matched, refused;               /* RULES only. */
+};
+
+struct ctl_rules_report {
+	uint8_t  nrules;
+	uint32_t unmatched, gate_error, gate_full, gate_oversize;
+	struct ctl_rule rules[CTL_MAX_RULES];
+};
+
 struct ctl_status {
 	uint8_t  running;
 	uint32_t run;
@@ -256,6 +271,9 @@ struct ctl_ops {
 	int  (*launch)(const struct ctl_launch *l, struct ctl_launch_status *s);
 	/* PROBE: read; PROBE_CLEAR: empty the probes (r NULL). NULL: no probes in this build. */
 	int  (*probe)(int clear, struct ctl_probe_report *r);
+	/* RULE_SET (set non-NULL: write it) then RULES: read the table and counters into r (NULL
+	 * for RULE_SET). NULL: no classifier in this build. */
+	int  (*rules)(const struct ctl_rule *set, struct ctl_rules_report *r);
 };
 
 /*
