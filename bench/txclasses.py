@@ -163,19 +163,21 @@ def bulk(dut, payload, log):
 
 
 @passive
-def control(dut, times, offered):
-    """Class-1 frames (as LiteEth's MAC hands them over) offered at the given cycles."""
+def control(dut, times, offered, frames=None):
+    """Class-1 frames (as LiteEth's MAC hands them over) offered at the given cycles: CONTROL_FRAME,
+    or frames[k] at times[k]."""
     ep = dut.txpath.mac_phy.sink
     cycle = 0
-    for t in times:
+    for k, t in enumerate(times):
         while cycle < t:
             yield
             cycle += 1
         offered.append(cycle)
-        for i, b in enumerate(CONTROL_FRAME):
+        frame = CONTROL_FRAME if frames is None else frames[k]
+        for i, b in enumerate(frame):
             yield ep.valid.eq(1)
             yield ep.data.eq(b)
-            yield ep.last.eq(i == len(CONTROL_FRAME) - 1)
+            yield ep.last.eq(i == len(frame) - 1)
             yield
             cycle += 1
             while not (yield ep.ready):

@@ -457,29 +457,39 @@ print(json.dumps(sizes))
     assert r.returncode == 0, r.stderr
 
 
-def test_fasttrack_datagrams_reach_the_hardware_sink_within_150_ns_of_the_pins(board):
-    """Datagrams from Linux to the fast-track port: the classifier's sink has each one's payload
-    within 150 ns of the frame's last byte on the GMII pins, both counted by the testbench's own
-    probe (gateware/verilog/ethdaq_fasttrack_probe.v); other traffic is unaffected."""
-    assert f"fast-track: udp/{FASTTRACK_PORT} -> hardware sink (rule 0), never the CPU" in console_text(board)
+FASTTRACK_LINE = re.compile(r"probe: fasttrack (\d+) rx-end (\d+) rule (\d+) length (\d+) payload ([0-9a-f]{16})")
+
+
+def send_fasttrack(board, payloads, gap):
+    """Send `payloads` from Linux to the fast-track port, `gap` seconds apart; the testbench
+    probe's record of each delivery: (cycle, rx-end cycle, rule, length, payload hex), as strings.
+    The simulator prints the probe's lines at once, so they can land inside a line the firmware is
+    still printing (console_text): they are searched for anywhere."""
     marks = len(board.lines)
-    payloads = [bytes([0xA0 + i]) + b"trigger" for i in range(3)] + [bytes(range(256)) * 4]
     ns_python(board, f"""
 import socket, time
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 for p in {payloads!r}:
     s.sendto(p, ({BOARD_IP!r}, {FASTTRACK_PORT}))
-    time.sleep(0.2)
+    time.sleep({gap})
 """)
     deadline = time.monotonic() + 60
-    lines = []
     while time.monotonic() < deadline:
-        lines = [l for l in board.lines[marks:] if l.startswith("probe: fasttrack")]
-        if len(lines) >= len(payloads):
+        found = [m.groups() for l in board.lines[marks:] for m in FASTTRACK_LINE.finditer(l)]
+        if len(found) >= len(payloads):
             break
         time.sleep(0.2)
-    got = [re.match(r"probe: fasttrack (\d+) rx-end (\d+) rule (\d+) length (\d+) payload ([0-9a-f]{16})", l).groups()
-           for l in lines]
+    assert len(found) == len(payloads), found
+    return found
+
+
+def test_fasttrack_datagrams_reach_the_hardware_sink_within_150_ns_of_the_pins(board):
+    """Datagrams from Linux to the fast-track port: the classifier's sink has each one's payload
+    within 150 ns of the frame's last byte on the GMII pins, both counted by the testbench's own
+    probe (gateware/verilog/ethdaq_fasttrack_probe.v); other traffic is unaffected."""
+    assert f"fast-track: udp/{FASTTRACK_PORT} -> hardware sink (rule 0), never the CPU" in console_text(board)
+    payloads = [bytes([0xA0 + i]) + b"trigger" for i in range(3)] + [bytes(range(256)) * 4]
+    got = send_fasttrack(board, payloads, gap=0.2)
     assert [(int(rule), int(n), bytes.fromhex(hx)[:min(int(n), 8)]) for _, _, rule, n, hx in got] == \
         [(0, len(p), p[:8]) for p in payloads]
     # rx-end is the cycle after the last FCS byte on the pins.
@@ -505,24 +515,7 @@ def test_latency_probes_agree_with_the_testbench_and_with_what_was_sent(board):
     assert r.returncode == 0 and "cleared" in r.stdout, r.stdout + r.stderr
     marks = len(board.lines)
     payloads = [bytes([0xB0 + i]) * (1 + 40 * i) for i in range(5)]
-    ns_python(board, f"""
-import socket, time
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-for p in {payloads!r}:
-    s.sendto(p, ({BOARD_IP!r}, {FASTTRACK_PORT}))
-    time.sleep(0.1)
-""")
-    # The simulator prints the probe's lines at once, so they can land inside a line the firmware
-    # is still printing (console_text): searched for anywhere.
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        found = [m.groups() for l in board.lines[marks:]
-                 for m in re.finditer(r"probe: fasttrack (\d+) rx-end (\d+)", l)]
-        if len(found) >= len(payloads):
-            break
-        time.sleep(0.2)
-    bench = [int(at) - int(end) + 1 for at, end in found]
-    assert len(bench) == len(payloads), found
+    bench = [int(at) - int(end) + 1 for at, end, *_ in send_fasttrack(board, payloads, gap=0.1)]
     res = run_stream(board, rate=0.02, count=40)
     assert res["missing"] == 0 and res["problems"] == []
     report = probe_report(board)

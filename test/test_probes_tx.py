@@ -18,7 +18,7 @@ from liteeth.common import eth_udp_user_description
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
-from bench.txclasses import (CONTROL_FRAME, LAUNCH_FRAME, Dut, arm, check_bulk_frames,
+from bench.txclasses import (CONTROL_FRAME, LAUNCH_FRAME, Dut, arm, check_bulk_frames, control,
                              load_frame, pins, run, wire)
 from ethdaq.gateware.probe import TX_CLASSES, DAQProbes
 from ethdaq.gateware.tsu import PHY_FPGA_LATENCY_CYCLES
@@ -36,28 +36,6 @@ class ProbedDut(Dut):
         self.cpu_source = stream.Endpoint(eth_udp_user_description(8))   # sys: the mailbox's datagrams.
         self.probes = DAQProbes(self.txpath, self.phy, self.cpu_source, cpu_ports=[MAILBOX_PORT, 319],
                                 phy_cycles=PHY_FPGA_LATENCY_CYCLES["gmii"], launcher=self.launcher)
-
-
-@passive
-def mac_frames(dut, plan):
-    """Frames as LiteEth's MAC hands them over, at the given cycles: [(cycle, frame bytes)]."""
-    ep, cycle = dut.txpath.mac_phy.sink, 0
-    for t, frame in plan:
-        while cycle < t:
-            yield
-            cycle += 1
-        for i, b in enumerate(frame):
-            yield ep.valid.eq(1)
-            yield ep.data.eq(b)
-            yield ep.last.eq(i == len(frame) - 1)
-            yield
-            cycle += 1
-            while not (yield ep.ready):
-                yield
-                cycle += 1
-        yield ep.valid.eq(0)
-    while True:
-        yield
 
 
 @passive
@@ -149,7 +127,7 @@ def test_every_transmit_class_agrees_with_the_benchs_cycle_counts():
             yield
 
     run(dut, {"sys": [bench()],
-              "eth_tx": [pins(dut, frames), bulk_later(dut), mac_frames(dut, [(t, CONTROL_FRAME if k % 2 == 0 else OTHER_FRAME) for k, t in enumerate(times)]),
+              "eth_tx": [pins(dut, frames), bulk_later(dut), control(dut, times, [], [CONTROL_FRAME if k % 2 == 0 else OTHER_FRAME for k in range(len(times))]),
                          handovers(dut, set(times[::2]), []), monitor(dut, starts), others(dut)]},
         3700)
     check_bulk_frames(frames, payload)
