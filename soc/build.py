@@ -178,9 +178,10 @@ def build_hardware(board, output_dir, toolchain="trellis", run=True, **soc_kwarg
         run = False
     builder = DAQBuilder(soc, output_dir=str(output_dir))
     # A failed build must not leave the previous bitstream looking like its result.
-    stale = Path(builder.gateware_dir) / f"{board.name}.bit"
-    if stale.exists():
-        stale.unlink()
+    for stale in (Path(builder.gateware_dir) / f"{board.name}.bit",
+                  Path(builder.gateware_dir) / f"{board.name}_report.json.router"):
+        if stale.exists():
+            stale.unlink()
     with _path_prepended(shims):
         try:
             builder.build(build_name=board.name, run=run)
@@ -288,12 +289,15 @@ def nextpnr_summary(report_path, soc):
         achieved, required = f.get("achieved", 0.0), f.get("constraint", 0.0)
         clocks.append({"clock": name, "achieved_mhz": achieved, "required_mhz": required,
                        "met": achieved >= required})
+    # soc/pnr.py notes which router made the bitstream (router2 when router1 did not converge).
+    router = Path(str(report_path) + ".router")
     return {
         "luts":  res("TRELLIS_COMB"),
         "ffs":   res("TRELLIS_FF"),
         "bram":  res("DP16KD"),
         "dsp":   res("MULT18X18D"),
         "clocks": clocks,
+        "router": router.read_text().strip() if router.exists() else None,
     }
 
 
@@ -307,6 +311,8 @@ def format_summary(report):
     lines.append("")
     if report.get("estimate"):
         lines.append(f"  estimate: {report['estimate']}")
+    if report.get("router"):
+        lines.append(f"  routed by nextpnr's {report['router']}")
     if report["clocks"]:
         lines.append(f"  {'clock':<28} {'achieved':>10} {'required':>10}  status")
     for c in report["clocks"]:

@@ -53,6 +53,9 @@ def yowasp_shims(shim_dir):
                                   f"'pip install {yowasp.replace('-ecppack', '-nextpnr-ecp5')}' (part of ethdaq's dependencies)")
             target = Path(found)
         shim = shim_dir / name
-        shim.write_text(f"#!/bin/sh\nexec '{target}' \"$@\"\n")
+        # nextpnr runs under soc/pnr.py, which routes again with router2 when router1 does not
+        # converge within its budget.
+        runner = f"'{sys.executable}' -m ethdaq.soc.pnr " if name == "nextpnr-ecp5" else ""
+        shim.write_text(f"#!/bin/sh\nexec {runner}'{target}' \"$@\"\n")
         shim.chmod(0o755)
     return shim_dir

@@ -1,0 +1,83 @@
+"""soc/pnr.py: nextpnr with router1 first and router2 when router1 overruns its CPU budget,
+driven with a stand-in nextpnr (a script that behaves like one) so it runs in seconds."""
+
+import io
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from ethdaq.soc import pnr, tools
+
+# A stand-in nextpnr: places, then routes. With router1 it converges only if told to
+# (--converge), else spins printing progress like router1 stuck at thousands of arcs (and fails
+# after a minute);
+# router2 always finishes. Writes the report it is asked for.
+FAKE = textwrap.dedent('''\
+    #!{python}
+    import json, sys, time
+    args = sys.argv[1:]
+    print("Info: Placed 100 cells", flush=True)
+    print("Info: Routing..", flush=True)
+    router = args[args.index("--router") + 1] if "--router" in args else "router1"
+    if router == "router1" and "--converge" not in args:
+        n, t0 = 0, time.monotonic()
+        while time.monotonic() - t0 < 60:  # Gives up by itself: a broken budget fails, not hangs.
+            n += 1
+            if n % 200000 == 0:
+                print(f"Info: {{n:10d}} |  remaining 21000", flush=True)
+        sys.exit(3)
+    if "--report" in args:
+        open(args[args.index("--report") + 1], "w").write(json.dumps({{"router": router}}))
+    print(f"Info: Routing complete ({{router}}).", flush=True)
+    ''')
+
+
+@pytest.fixture
+def fake(tmp_path):
+    path = tmp_path / "nextpnr-ecp5"
+    path.write_text(FAKE.format(python=sys.executable))
+    path.chmod(0o755)
+    return path
+
+
+def test_router1_that_converges_is_used_as_it_is(fake):
+    out = io.StringIO()
+    assert pnr.run(str(fake), ["--converge"], budget_s=60, out=out) == (0, "router1")
+    assert "Routing complete (router1)" in out.getvalue() and "router2" not in out.getvalue()
+
+
+def test_router1_past_its_cpu_budget_gives_way_to_router2(fake):
+    out = io.StringIO()
+    assert pnr.run(str(fake), ["--seed", "1"], budget_s=0.5, out=out, poll_s=0.05) == (0, "router2")
+    text = out.getvalue()
+    assert "router1 had not converged after 0 s of routing" in text
+    assert text.count("Info: Routing..") == 2 and "Routing complete (router2)" in text
+
+
+def test_the_command_line_notes_the_router_beside_the_report(fake, tmp_path):
+    report = tmp_path / "board_report.json"
+    env = {"ETHDAQ_ROUTER1_BUDGET_S": "0.5", "PATH": "/usr/bin:/bin"}
+    r = subprocess.run([sys.executable, "-m", "ethdaq.soc.pnr", str(fake), "--report", str(report)],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert '"router2"' in report.read_text()
+    assert (tmp_path / "board_report.json.router").read_text().startswith("router2 (router1 had not converged")
+    assert "place and route took" in r.stdout
+
+
+def test_a_router_chosen_by_the_build_is_left_alone(fake, tmp_path):
+    """A board's own --router (gsd_butterstick: router2) goes to nextpnr unchanged, no budget."""
+    report = tmp_path / "r.json"
+    r = subprocess.run([sys.executable, "-m", "ethdaq.soc.pnr", str(fake), "--router", "router1", "--converge",
+                        "--report", str(report)], capture_output=True, text=True, timeout=60,
+                       env={"ETHDAQ_ROUTER1_BUDGET_S": "0", "PATH": "/usr/bin:/bin"})
+    assert r.returncode == 0 and "Routing complete (router1)" in r.stdout, r.stdout + r.stderr
+    assert not (tmp_path / "r.json.router").exists()
+
+
+def test_the_nextpnr_shim_runs_through_pnr(tmp_path):
+    shims = tools.yowasp_shims(tmp_path)
+    assert "-m ethdaq.soc.pnr" in (shims / "nextpnr-ecp5").read_text()
+    assert "ethdaq.soc.pnr" not in (shims / "yosys").read_text()
