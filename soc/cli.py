@@ -127,6 +127,10 @@ def _add_network_options(p):
                    help="latency probes on every frame: transmit classes (launch, CPU, bulk DAQ) handed over to "
                         "the pins, the fast-track sink from the pins; count, mean, min, max, histogram in CSRs "
                         "(docs/realtime.md)")
+    g = p.add_argument_group("detector front-end (docs/frontends.md)")
+    g.add_argument("--frontend", metavar="PATH",
+                   help="your own front-end (a Python file defining frontend(ctx)) drives the stream "
+                        "channels instead of the detector emulators")
     g = p.add_argument_group("PTP (docs/ptp-firmware.md)")
     g.add_argument("--ptp-role", choices=["auto", "master", "slave"], default="auto",
                    help="auto: the best master clock algorithm decides (default); master: always master; slave: never master")
@@ -197,6 +201,9 @@ def _soc_kwargs(args):
         kwargs["with_launcher"] = True
     if getattr(args, "with_probes", False):
         kwargs["with_probes"] = True
+    if getattr(args, "frontend", None):
+        from ethdaq.gateware.frontend import load
+        kwargs["frontend"] = load(args.frontend)
     if args.with_etherbone:
         from ethdaq.soc.daqsoc import ETHERBONE_WARNING, check_etherbone_port
         try:
@@ -271,15 +278,17 @@ def _sigterm_as_interrupt(signum, frame):
 
 
 def _demo_stream(session, args):
-    """Emulated detector data from the board to a receiver in the namespace, for args.stream seconds."""
+    """Emulated detector data (or the front-end's) from the board to a receiver in the namespace,
+    for args.stream seconds."""
     ctl = [sys.executable, "-m", "ethdaq.soc.cli", "ctl"]
     board = ["--ip", args.ip, "--port", str(args.ctl_port)]
     print(f"\n$ ethdaq recv --port 5000 --duration {args.stream:g} &   (inside namespace {args.netns})", flush=True)
     recv = subprocess.Popen(["ip", "netns", "exec", args.netns, sys.executable, "-m", "ethdaq.soc.cli", "recv",
                              "--port", "5000", "--duration", str(args.stream)])
     try:
-        for cmd in (["emulator", "--mode", "counter", "--rate", str(args.stream_rate)],
-                    ["start", "--dst-port", "5000", "--payload", str(args.payload)]):
+        # A front-end build has no emulators: its own logic makes the samples.
+        emulator = [] if args.frontend else [["emulator", "--mode", "counter", "--rate", str(args.stream_rate)]]
+        for cmd in (*emulator, ["start", "--dst-port", "5000", "--payload", str(args.payload)]):
             print(f"$ ethdaq ctl {' '.join(cmd)} --ip {args.ip}", flush=True)
             r = session.ns_run(ctl + cmd + board)
             if r.returncode:

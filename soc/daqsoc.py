@@ -23,6 +23,7 @@ from liteeth.core import LiteEthUDPIPCore
 
 from ethdaq.gateware.cpuport import CPUMACPort, CPUUDPPort, connect_udp_ports
 from ethdaq.gateware.emulator import add_emulators
+from ethdaq.gateware.frontend import FrontendContext, instantiate as instantiate_frontend
 from ethdaq.gateware.classifier import FastTrackSink, RXClassifier, insert_classifier
 from ethdaq.gateware.framegate import FrameGate, FrameGateCounters
 from ethdaq.gateware.macstats import MACErrors
@@ -202,6 +203,7 @@ class DAQSoC(SoCCore):
         with_launcher      = False,
         with_probes        = False,
         with_etherbone     = False,
+        frontend           = None,
         etherbone_port     = DEFAULT_ETHERBONE_PORT,
         **kwargs):
         self.board        = board
@@ -445,6 +447,16 @@ class DAQSoC(SoCCore):
         # DAQ streamer fed by one detector emulator per channel; its datagrams leave from
         # data_port through the transmit path, not through LiteEth's UDP/IP layers. Timestamps
         # are the PTP clock's time, flagged TS_PTP while the firmware reports it synchronised.
+        # A user's front-end (gateware/frontend.py) drives the channels instead of the emulators;
+        # the streamer gets as many channels as it drives.
+        if frontend is not None:
+            if not with_streamer:
+                raise ValueError("a front-end needs the streamer: it drives the stream channels")
+            ctx = FrontendContext(frontend.path, platform, board, sample_width=sample_width,
+                                  max_channels=protocol.MAX_STREAMS, sys_clk_freq=sys_clk_freq,
+                                  time_ns=self.ptp.clock.time_ns)
+            self.frontend, frontend_sources = instantiate_frontend(frontend, ctx)
+            nchannels = len(frontend_sources)
         if with_streamer:
             if not (1 <= nchannels <= protocol.MAX_STREAMS):
                 raise ValueError(f"the streamer takes 1 to {protocol.MAX_STREAMS} channels (the control protocol's "
@@ -457,7 +469,10 @@ class DAQSoC(SoCCore):
                 cd_tx="eth_tx", clk_freq=sys_clk_freq,
                 arp_timeout=getattr(board, "arp_timeout", 0.1),
                 arp_retry_interval=getattr(board, "arp_retry_interval", 1.0))
-            add_emulators(self, self.streamer)
+            if frontend is None:
+                add_emulators(self, self.streamer)
+            else:
+                self.comb += [src.connect(sink) for src, sink in zip(frontend_sources, self.streamer.sinks)]
             self.add_constant("ETHDAQ_STREAM_COUNTER_BITS", COUNTER_BITS)
             connect_streamer(self, self.streamer, self.txpath, self.ethcore)
 

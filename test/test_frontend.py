@@ -1,0 +1,192 @@
+"""User front-ends (gateware/frontend.py, issue 10): the loader's checks and their messages,
+the example triggered ADC against its Python model, and a SoC built with a front-end."""
+
+import itertools
+import random
+import subprocess
+import sys
+import textwrap
+import types
+
+import pytest
+from migen import Signal, passive, run_simulation
+
+from conftest import REPO, ethdaq_cmd
+from ethdaq.boards import get_board
+from ethdaq.gateware import frontend as fe
+
+EXAMPLE = REPO / "examples" / "frontends" / "triggered_adc.py"
+
+HEADER = textwrap.dedent("""\
+    from migen import *
+    from litex.gen import *
+    from litex.soc.interconnect import stream
+    from litex.soc.interconnect.csr import *
+    """)
+
+
+def context(path, sample_width=16, platform=None, board="sim"):
+    return fe.FrontendContext(path, platform, get_board(board), sample_width=sample_width, max_channels=8,
+                              sys_clk_freq=125e6, time_ns=Signal(64))
+
+
+def user_file(tmp_path, body, name="my_frontend.py"):
+    path = tmp_path / name
+    path.write_text(HEADER + textwrap.dedent(body))
+    return path
+
+
+def error_of(path, ctx=None):
+    with pytest.raises(fe.FrontendError) as e:
+        factory = fe.load(path)
+        fe.instantiate(factory, ctx or context(factory.path))
+    return str(e.value)
+
+
+# The loader's checks: every message names the file and what is wrong -----------------------------
+
+def test_a_missing_file_or_a_file_that_is_not_python(tmp_path):
+    assert "not found" in error_of(tmp_path / "nothing.py")
+    v = tmp_path / "adc.v"
+    v.write_text("module adc; endmodule\n")
+    assert "a front-end is a Python file" in error_of(v)
+
+
+def test_a_syntax_error_or_an_exception_names_the_line(tmp_path):
+    path = user_file(tmp_path, "def frontend(ctx)\n    pass\n")
+    msg = error_of(path)
+    assert str(path) in msg and "line 5" in msg
+    path = user_file(tmp_path, """\
+        class ADC(LiteXModule):
+            def __init__(self, ctx):
+                self.sources = [stream.Endpoint([("data", ctx.sample_width)])]
+                self.comb += self.sources[0].data.eq(undefined_name)
+
+        def frontend(ctx):
+            return ADC(ctx)
+        """)
+    msg = error_of(path)
+    assert str(path) in msg and "line 8" in msg and "NameError" in msg and "undefined_name" in msg
+
+
+def test_no_frontend_function_or_not_a_module(tmp_path):
+    assert "defines no function frontend(ctx)" in error_of(user_file(tmp_path, "x = 1\n"))
+    assert "must return a LiteX/Migen module, not int" in error_of(user_file(tmp_path, "def frontend(ctx):\n    return 3\n"))
+
+
+@pytest.mark.parametrize("sources, expected", [
+    ("", "has no 'sources'"),
+    ("self.sources = stream.Endpoint([('data', 16)])", "must be a list of endpoints"),
+    ("self.sources = []", "drives 0 channels; it must drive 1 to 8"),
+    ("self.sources = [stream.Endpoint([('data', 16)]) for _ in range(9)]", "drives 9 channels"),
+    ("self.sources = [stream.Endpoint([('data', 16)]), Signal(16)]", "sources[1] is a Signal"),
+    ("self.sources = [stream.Endpoint([('data', 16)]), stream.Endpoint([('data', 12)])]",
+     "sources[1].data is 12 bits; the channels take 16-bit samples"),
+    ("self.sources = [stream.Endpoint([('sample', 16)])]", "sources[0] has payload fields ['sample']"),
+])
+def test_wrong_ports_are_named(tmp_path, sources, expected):
+    path = user_file(tmp_path, f"""\
+        class ADC(LiteXModule):
+            def __init__(self, ctx):
+                {sources or 'pass'}
+
+        def frontend(ctx):
+            return ADC(ctx)
+        """)
+    msg = error_of(path)
+    assert str(path) in msg and expected in msg, msg
+
+
+def test_an_unknown_pad_is_named_with_the_pads_the_board_has(tmp_path):
+    from ethdaq.boards import get_board
+    board = get_board("colorlight_i5")
+    platform = board.platform()
+    path = user_file(tmp_path, """\
+        class ADC(LiteXModule):
+            def __init__(self, ctx):
+                self.sources = [stream.Endpoint([("data", 16)])]
+                self.adc = ctx.request("adc_data")
+
+        def frontend(ctx):
+            return ADC(ctx)
+        """)
+    msg = error_of(path, context(path, platform=platform, board="colorlight_i5"))
+    assert str(path) in msg and "has no free pad 'adc_data'" in msg and "ptp_pps" in msg, msg
+
+
+# The example against its model -------------------------------------------------------------------
+
+def load_example():
+    factory = fe.load(EXAMPLE)
+    return factory, types.SimpleNamespace(**factory.__globals__)  # The example's module.
+
+
+# Many pulses (1 in 8 samples): many windows and crossings inside windows; or none, and a
+# threshold inside the baseline's noise (200 to 207), which it reaches exactly.
+@pytest.mark.parametrize("pre, post, divider, stall, rate, threshold", [
+    (4, 12, 1, 0.0, 2**32//8, 1200), (0, 5, 3, 0.3, 2**32//8, 1200), (15, 1, 2, 0.5, 2**32//8, 1200),
+    (3, 3, 1, 0.0, 0, 204)])
+def test_the_triggered_adc_sends_what_its_model_says(pre, post, divider, stall, rate, threshold):
+    factory, example = load_example()
+    dut, sources = fe.instantiate(factory, context(EXAMPLE))
+    words, rng = [], random.Random(pre*100 + post)
+
+    def configure():
+        for csr, value in (("pre", pre), ("post", post), ("divider", divider), ("rate", rate),
+                           ("threshold", threshold)):
+            yield getattr(dut, csr).storage.eq(value)
+
+    @passive
+    def collect():
+        src = sources[0]
+        while True:
+            yield src.ready.eq(rng.random() >= stall)
+            yield
+            if (yield src.valid) and (yield src.ready):
+                words.append((yield src.data))
+
+    def run():
+        yield from configure()
+        for _ in range(6000):
+            yield
+        assert (yield dut.lost.status) == 0
+        dut.events_seen = (yield dut.events.status)
+
+    # Reset values take effect from cycle 0; the settings above from cycle 1, so the model runs
+    # with them from the start: configure before the first sample (divider >= 1 cycle).
+    run_simulation(dut, [run(), collect()])
+    expected = list(itertools.islice(example.model(threshold=threshold, pre=pre, post=post, rate=rate), len(words)))
+    assert len(words) > 20*(pre + post)
+    assert words == expected
+    firsts = sum(1 for w in words if w & example.FIRST)
+    assert dut.events_seen - firsts in (0, 1) and firsts > 20  # The last window may still be in the FIFO.
+
+
+# In the SoC and on the command line ---------------------------------------------------------------
+
+def test_the_front_end_drives_the_channels_instead_of_the_emulators():
+    from ethdaq.soc.daqsoc import DAQSoC
+    soc = DAQSoC(get_board("sim"), frontend=fe.load(EXAMPLE))
+    assert soc.constants["ETHDAQ_NCHANNELS"] == 1 and len(soc.streamer.sinks) == 1
+    assert not hasattr(soc, "emu0") and hasattr(soc.frontend, "threshold")
+    plain = DAQSoC(get_board("sim"))
+    assert plain.constants["ETHDAQ_NCHANNELS"] == 4 and hasattr(plain, "emu0")
+
+
+def test_a_broken_front_end_stops_the_build_with_one_line_naming_it(tmp_path):
+    path = user_file(tmp_path, """\
+        class ADC(LiteXModule):
+            def __init__(self, ctx):
+                self.sources = [stream.Endpoint([("data", 8)])]
+
+        def frontend(ctx):
+            return ADC(ctx)
+        """)
+    r = subprocess.run(ethdaq_cmd("build", "--board", "sim", "--frontend", str(path), "--output-dir",
+                                  str(REPO / "build" / "test-frontend-broken")),
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode != 0 and "Traceback" not in r.stderr, r.stderr
+    assert f"{path}: sources[0].data is 8 bits; the channels take 16-bit samples" in r.stderr, r.stderr
+    r = subprocess.run(ethdaq_cmd("build", "--board", "sim", "--frontend", str(tmp_path / "none.py")),
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode != 0 and "not found" in r.stderr and "Traceback" not in r.stderr, r.stderr

@@ -1,0 +1,118 @@
+"""A user's front-end on the whole simulated board (issue 10): the example triggered ADC
+(examples/frontends/triggered_adc.py), copied outside the repository as a user would keep it,
+built with `ethdaq build --board sim --frontend PATH`, streams through the board to a Linux
+receiver in a network namespace; what arrives is compared with the example's Python model, word
+for word. A board of its own, built in the background from collection on (test/conftest.py)."""
+
+import itertools
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import types
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, background_build, requires_root
+from ethdaq.boards import get_board
+from ethdaq.gateware import frontend as fe
+from ethdaq.soc import build, sim
+
+NETNS    = "ethdaq-test-frontend"
+TAP      = "ethdaq3"
+BOARD_IP = "192.168.80.50"
+HOST_IP  = "192.168.80.1"
+CTL_PORT = 7000
+# How far into the model's words the run may start: it started about 4,000 words in (some 7 ms of
+# simulated time after reset); a search of a million words takes under a minute when it fails.
+MODEL_WORDS = 1_000_000
+OUT      = REPO / "build" / "test-sim-frontend"
+EXAMPLE  = REPO / "examples" / "frontends" / "triggered_adc.py"
+# The user's copy, outside the repository (the build reads it when the tests are collected).
+USER_DIR = Path(tempfile.mkdtemp(prefix="ethdaq-user-frontend-"))
+USER_FILE = USER_DIR / "my_adc.py"
+shutil.copy(EXAMPLE, USER_FILE)
+BUILD = ["build", "--board", "sim", "--ip", BOARD_IP, "--ctl-port", str(CTL_PORT), "--frontend", str(USER_FILE),
+         "--output-dir", str(OUT)]
+pytestmark = [requires_root, pytest.mark.network, pytest.mark.background_build("sim-frontend", BUILD)]
+
+
+@pytest.fixture(scope="module")
+def board():
+    code, log = background_build("sim-frontend", timeout=1800)
+    shutil.rmtree(USER_DIR, ignore_errors=True)
+    assert code == 0, log
+    build.write_sim_config(get_board("sim"), OUT / "gateware", tap=TAP, host_ip=HOST_IP)
+    session = sim.SimSession(OUT / "gateware", netns=NETNS, echo=False, log=OUT / "console-fixture.log")
+    with session:
+        session.wait_for("ethdaq ready", timeout=180)
+        yield session
+    assert NETNS not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+
+
+RECEIVE = """
+import json, sys
+from ethdaq.host import daqformat
+from ethdaq.host.ctl import ControlClient
+from ethdaq.host.receiver import Receiver
+board, ctl_port, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+datagrams = []
+
+def keep(h, payload):
+    n = h.sample_bits // 8
+    datagrams.append(dict(stream=h.stream_id, seq=h.seq, dropped=h.dropped, flags=h.flags,
+                          samples=[int.from_bytes(payload[i*n:(i+1)*n], "big") for i in range(h.sample_count)]))
+
+with Receiver(port=5000) as rx, ControlClient(board, ctl_port) as ctl:
+    ident = ctl.identify()
+    run, dst = ctl.stream_start(dst_port=5000, payload=1472, enable=(1 << ident.nchannels) - 1)
+    stats = rx.run(max_datagrams=count, idle_timeout=60, on_datagram=keep)
+    ctl.stream_stop()
+    stats = rx.run(idle_timeout=3, on_datagram=keep)
+print(json.dumps(dict(nchannels=ident.nchannels, datagrams=datagrams, missing=stats.missing,
+                      malformed=stats.malformed_total)))
+"""
+
+
+def test_the_csr_map_has_the_front_ends_registers(board):
+    names = (OUT / "csr.csv").read_text()
+    for reg in ("frontend_threshold", "frontend_pre", "frontend_post", "frontend_events", "frontend_lost"):
+        assert reg in names
+    assert "emu0_" not in names  # The front-end replaced the emulators.
+
+
+def test_the_front_ends_samples_reach_linux_as_its_model_made_them(board):
+    r = board.ns_run([sys.executable, "-c", RECEIVE, BOARD_IP, str(CTL_PORT), "12"], capture_output=True,
+                     text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    res = json.loads(r.stdout.strip().splitlines()[-1])
+    assert res["nchannels"] == 1 and res["missing"] == 0 and res["malformed"] == 0
+    dgrams = res["datagrams"]
+    assert len(dgrams) >= 12 and {d["stream"] for d in dgrams} == {0}
+    assert all(d["dropped"] == 0 for d in dgrams)  # Nothing lost on the board: the words are consecutive.
+    words = [w for d in dgrams for w in d["samples"]]
+
+    example = types.SimpleNamespace(**fe.load(EXAMPLE).__globals__)
+    first = next(i for i, w in enumerate(words) if w & example.FIRST)  # The run may start mid-window.
+    received = words[first:]
+    # Find the received first window among the model's windows (the ADC ran since reset; the
+    # run started later), then everything after it must be the model's words in order.
+    model = example.model()
+    window = received[:next(i for i in range(1, len(received)) if received[i] & example.FIRST)]
+    prefix = []
+    for position in range(MODEL_WORDS):
+        w = next(model)
+        if w & example.FIRST:
+            if prefix == window:
+                break
+            prefix = [w]
+        elif prefix:
+            prefix.append(w)
+    else:
+        pytest.fail(f"the first received window is nowhere in the model's first {MODEL_WORDS} words")
+    print(f"first received window ends at the model's word {position}")
+    expected = window + [w] + list(itertools.islice(model, len(received) - len(window) - 1))
+    assert received == expected
+    assert sum(1 for w in received if w & example.FIRST) > 50
