@@ -392,7 +392,7 @@ def cmd_ctl(args):
     from ethdaq.host import protocol
     from ethdaq.host.ctl import ControlClient, ControlRefused, ControlTimeout
     from ethdaq.host.protocol import format_mac
-    if args.settings and args.action not in ("config", "launch", "probe", "rules"):
+    if args.settings and args.action not in ("config", "launch", "probe", "rules", "regs"):
         raise CLIError(f"ethdaq ctl {args.action} takes no arguments but options, not {' '.join(args.settings)!r}")
     key = _read_key(args.key_file) if args.key_file else None
     with ControlClient(args.ip, args.port, timeout=args.timeout, key=key) as client:
@@ -487,6 +487,8 @@ def cmd_ctl(args):
                 _ctl_probe(client, args)
             elif args.action == "rules":
                 _ctl_rules(client, args)
+            elif args.action == "regs":
+                _ctl_regs(client, args)
             elif args.action == "status":
                 status = client.status()
                 st = status.__dict__
@@ -697,6 +699,62 @@ def _ctl_rules(client, args):
           f"{rules.gate_oversize} (too long)")
 
 
+def frontend_registers(csr_json):
+    """The front-end's registers from a build's csr.json: {name without 'frontend_': (byte offset
+    from the front-end's base, 32-bit words, writable)}, in address order."""
+    try:
+        csr = json.loads(Path(csr_json).read_text())
+        base = csr["csr_bases"]["frontend"]
+        regs = {name[len("frontend_"):]: (r["addr"] - base, r["size"], r["type"] == "rw")
+                for name, r in csr["csr_registers"].items() if name.startswith("frontend_")}
+    except FileNotFoundError:
+        raise CLIError(f"{csr_json}: not found (the build directory's csr.json)") from None
+    except (ValueError, KeyError, TypeError) as e:
+        raise CLIError(f"{csr_json}: no front-end registers in it ({type(e).__name__}: {e}); "
+                       "was the board built with --frontend?") from None
+    return dict(sorted(regs.items(), key=lambda kv: kv[1][0]))
+
+
+def _ctl_regs(client, args):
+    from ethdaq.host import protocol
+    if not args.csr:
+        raise CLIError("ethdaq ctl regs needs the build's register map: --csr OUTPUT_DIR/csr.json")
+    regs = frontend_registers(args.csr)
+    writes, reads = [], []
+    for word in args.settings:
+        name, eq, value = word.partition("=")
+        name = name.removeprefix("frontend_")
+        if name not in regs:
+            raise CLIError(f"no front-end register {name!r}; there are: {', '.join(regs)}")
+        offset, size, writable = regs[name]
+        if eq:
+            if not writable:
+                raise CLIError(f"front-end register {name!r} is read-only")
+            try:
+                v = int(value, 0)
+            except ValueError:
+                raise CLIError(f"{word!r}: the value must be a number") from None
+            if not 0 <= v < 1 << 32*size:
+                raise CLIError(f"{word!r}: {name} holds {32*size} bits")
+            writes.append((name, offset, [(v >> 32*(size - 1 - i)) & 0xFFFFFFFF for i in range(size)]))
+        reads.append(name)
+    ident = client.identify()
+    if not ident.capabilities & protocol.CAP_FRONTEND:
+        raise CLIError("this board's build has no front-end (build it with --frontend)")
+    for name, offset, words in writes:
+        client.reg_write(offset, words)
+    values = {}
+    for name in reads or regs:
+        offset, size, _ = regs[name]
+        words = client.reg_read(offset, size)
+        values[name] = sum(w << 32*(size - 1 - i) for i, w in enumerate(words))
+    if args.json:
+        print(json.dumps(values))
+        return
+    for name, v in values.items():
+        print(f"  {name:<24} {v:>12}  0x{v:x}{'' if regs[name][2] else '  (read-only)'}")
+
+
 def cmd_recv(args):
     from ethdaq.host import recv
     try:
@@ -773,22 +831,26 @@ def make_parser():
                               "  ethdaq ctl launch arm --board 192.168.1.50 --to 192.168.1.10:9100 --to-mac 02:00:00:00:00:01 "
                               "--data trigger --in 10ms --period 1ms --count 100\n"
                               "  ethdaq ctl probe --board 192.168.1.50\n"
-                              "  ethdaq ctl rules set 1 action=drop port=9100 --board 192.168.1.50",
+                              "  ethdaq ctl rules set 1 action=drop port=9100 --board 192.168.1.50\n"
+                              "  ethdaq ctl regs threshold=1500 --csr build/sim/csr.json --board 192.168.1.50",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("action", choices=["identify", "start", "stop", "status", "ptp", "emulator", "claim", "release",
-                                      "reboot", "config", "launch", "probe", "rules"],
+                                      "reboot", "config", "launch", "probe", "rules", "regs"],
                    help="request to send (start, stop, emulator, claim, release, reboot and config set only from "
                         "the controller: docs/protocol.md)")
     p.add_argument("settings", nargs="*", metavar="get|set NAME=VALUE",
                    help="for config: get (the default), or set NAME=VALUE ... (e.g. payload=1024 ptp_role=slave); "
                         "for launch: arm, stop or status (the default); for probe: read (the default) or clear; "
-                        "for rules: show (the default) or set INDEX action=drop port=9100 ...")
+                        "for rules: show (the default) or set INDEX action=drop port=9100 ...; "
+                        "for regs: the front-end's registers, all (the default), NAME or NAME=VALUE ...")
     p.add_argument("--ip", "--board", dest="ip", type=_ip, required=True, metavar="ADDR",
                    help="board IP address (--board ADDR is the same)")
     p.add_argument("--port", type=_port, default=7000, help="control port (default 7000)")
     p.add_argument("--timeout", type=float, default=2.0, help="seconds per try (3 tries)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--key-file", metavar="FILE", help="the board's shared key (hex): sign every request")
+    p.add_argument("--csr", metavar="FILE", help="for regs: the build's csr.json (OUTPUT_DIR/csr.json), which names "
+                                                "the front-end's registers")
     g = p.add_argument_group("start")
     g.add_argument("--dst-ip", type=_ip, help="where datagrams go (default: this host, as the board sees it)")
     g.add_argument("--dst-port", type=_port, help="destination UDP port (default: the board's setting, 5000)")

@@ -457,6 +457,10 @@ class DAQSoC(SoCCore):
                                   time_ns=self.ptp.clock.time_ns)
             self.frontend, frontend_sources = instantiate_frontend(frontend, ctx)
             nchannels = len(frontend_sources)
+            # The bytes its registers take from its CSR base (32-bit words, in order): the
+            # firmware lets REG_READ and REG_WRITE reach these and nothing else.
+            dw, csrs = self.csr.data_width, getattr(self.frontend, "get_csrs", list)()
+            self.add_constant("ETHDAQ_FRONTEND_CSR_BYTES", 4*sum((c.size + dw - 1)//dw for c in csrs))
         if with_streamer:
             if not (1 <= nchannels <= protocol.MAX_STREAMS):
                 raise ValueError(f"the streamer takes 1 to {protocol.MAX_STREAMS} channels (the control protocol's "

@@ -2,6 +2,7 @@
 
 import re
 import os
+import json
 import subprocess
 import sys
 
@@ -290,3 +291,28 @@ def test_rules_set_arguments_become_match_bits_and_bad_rules_are_one_line_errors
                         (["1", "port=70000"], "port must be 0..65535")):
         with pytest.raises(CLIError, match=text):
             parse_rule(words, ctl_port=7000)
+
+
+def test_front_end_registers_are_named_from_the_builds_csr_json_and_misuse_is_one_line(tmp_path):
+    from ethdaq.soc.cli import frontend_registers
+    csr = tmp_path / "csr.json"
+    csr.write_text(json.dumps({"csr_bases": {"frontend": 0xF0001000, "streamer": 0xF0000800}, "csr_registers": {
+        "frontend_threshold": {"addr": 0xF0001000, "size": 1, "type": "rw"},
+        "frontend_time":      {"addr": 0xF0001008, "size": 2, "type": "rw"},
+        "frontend_events":    {"addr": 0xF0001004, "size": 1, "type": "ro"},
+        "streamer_enable":    {"addr": 0xF0000800, "size": 1, "type": "rw"}}}))
+    assert frontend_registers(csr) == {"threshold": (0, 1, True), "events": (4, 1, False), "time": (8, 2, True)}
+    base = ["ctl", "regs"]
+    opts = ["--board", "127.0.0.1", "--timeout", "0.1"]
+    for args, text in (([], "needs the build's register map: --csr"),
+                       (["colour=1", "--csr", str(csr)], "no front-end register 'colour'; there are: threshold, events, time"),
+                       (["events=1", "--csr", str(csr)], "'events' is read-only"),
+                       (["threshold=x", "--csr", str(csr)], "the value must be a number"),
+                       (["threshold=0x100000000", "--csr", str(csr)], "threshold holds 32 bits"),
+                       (["--csr", str(tmp_path / "none.json")], "not found")):
+        r = run(*base, *args, *opts)
+        assert r.returncode == 2 and text in r.stderr and "Traceback" not in r.stderr, (args, r.stderr)
+    plain = tmp_path / "plain.json"
+    plain.write_text(json.dumps({"csr_bases": {"streamer": 0}, "csr_registers": {}}))
+    r = run(*base, "--csr", str(plain), *opts)
+    assert r.returncode == 2 and "was the board built with --frontend?" in r.stderr

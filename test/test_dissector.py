@@ -273,6 +273,9 @@ def response(payload, port=CLIENT_PORT):
                            for f in list(protocol.RULE_FIELDS[1:]) + ["matched", "refused"]})
     elif isinstance(body, protocol.Rule):
         fields = {f"rule_{f}": getattr(body, f) for f in protocol.RULE_FIELDS}
+    elif isinstance(body, protocol.Registers):
+        fields = dict(reg_offset=body.offset, reg_count=len(body.words),
+                      **{f"reg_word{i}": (body.words + [0]*protocol.REG_MAX_WORDS)[i] for i in range(protocol.REG_MAX_WORDS)})
     elif isinstance(body, protocol.ProbeReport):  # Flat, as the dissector names them; absent classes 0.
         fields = dict(cycle_ps=body.cycle_ps, tx_unpaired=body.tx_unpaired, tx_overflows=body.tx_overflows,
                       rx_unpaired=body.rx_unpaired, rx_overflows=body.rx_overflows,
@@ -338,6 +341,9 @@ CTL_GOOD = [
              dict(rule_index=1, rule_enable=1, rule_action=2, rule_match=P.RULE_MATCH_PORT, rule_ethertype=0,
                   rule_proto=0, rule_port=9100, rule_src_ip=0)),
     to_board(P.probe_request(24)),
+    to_board(P.reg_read_request(28, 8, 2), dict(reg_offset=8, reg_count=2)),
+    to_board(P.reg_write_request(29, 4, [1500, 7]),
+             dict(reg_offset=4, reg_count=2, reg_word0=1500, reg_word1=7, **{f"reg_word{i}": 0 for i in range(2, 16)})),
     to_board(P.probe_clear_request(25)),
     to_board(P.config_set_request(22, dst_ip=0xC0A80107, payload=1024, ptp_role=2, ptp_log_sync=-3),
              dict(CONFIG_SET_VALUES, mask=0b1001000000010100)),
@@ -351,6 +357,8 @@ CTL_GOOD = [
     response(RULES_RSP),
     response(P.pack_header(P.MSG_RULE_SET | R, 27) + P.RULE.pack(1, 1, 2, P.RULE_MATCH_PORT, 0, 0, 9100, 0)),
     response(PROBE_RSP),
+    response(P.pack_header(P.MSG_REG_READ | R, 28) + P.REG_WORDS.pack(8, 2, 0xDEADBEEF, 12, *[0]*14)),
+    response(P.pack_header(P.MSG_REG_WRITE | R, 29) + P.REG_WORDS.pack(4, 2, 1500, 7, *[0]*14)),
     response(P.pack_header(P.MSG_PROBE_CLEAR | R, 25)),
     response(P.pack_header(P.MSG_ERROR_RSP, 16) + bytes([P.ERR_BUSY])),
     response(P.pack_header(P.MSG_CLAIM | R, 17) + P.CLAIM_RSP.pack(0, 0xC0A80164, 29000)),

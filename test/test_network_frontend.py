@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, background_build, requires_root
+from conftest import REPO, background_build, ethdaq_cmd, requires_root
 from ethdaq.boards import get_board
 from ethdaq.gateware import frontend as fe
 from ethdaq.soc import build, sim
@@ -116,3 +116,68 @@ def test_the_front_ends_samples_reach_linux_as_its_model_made_them(board):
     expected = window + [w] + list(itertools.islice(model, len(received) - len(window) - 1))
     assert received == expected
     assert sum(1 for w in received if w & example.FIRST) > 50
+
+
+def ctl(board, *args, timeout=60):
+    r = board.ns_run(ethdaq_cmd("ctl", *args, "--board", BOARD_IP, "--port", str(CTL_PORT)), capture_output=True,
+                     text=True, timeout=timeout)
+    return r.returncode, r.stdout, r.stderr
+
+
+WINDOWS = """
+import json, sys
+from ethdaq.host.ctl import ControlClient
+from ethdaq.host.receiver import Receiver
+board, ctl_port, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+words = []
+with Receiver(port=5000) as rx, ControlClient(board, ctl_port) as ctl:
+    ctl.stream_start(dst_port=5000, payload=1472, enable=1)
+    rx.run(max_datagrams=count, idle_timeout=60,
+           on_datagram=lambda h, p: words.extend(int.from_bytes(p[2*i:2*i + 2], "big") for i in range(h.sample_count)))
+    ctl.stream_stop()
+    rx.run(idle_timeout=3)
+print(json.dumps(words))
+"""
+
+
+def test_the_front_ends_registers_through_the_control_protocol(board):
+    """ethdaq ctl regs names them from the build's csr.json; a new window length set through it
+    is what the next run's windows have."""
+    csr = str(OUT / "csr.json")
+    code, out, err = ctl(board, "identify")
+    assert code == 0 and "front-end registers" in out, out + err
+    code, out, err = ctl(board, "regs", "--csr", csr, "--json")
+    assert code == 0, err
+    defaults = json.loads(out)
+    assert {k: defaults[k] for k in ("threshold", "pre", "post", "divider", "enable", "lost")} == dict(
+        threshold=1200, pre=4, post=12, divider=16, enable=1, lost=0)
+    assert defaults["events"] > 50  # The windows the model test received, and those before its run.
+    code, out, err = ctl(board, "regs", "post=20", "pre", "--csr", csr, "--json")
+    assert code == 0 and json.loads(out) == dict(post=20, pre=4), out + err
+    code, out, err = ctl(board, "regs", "events=3", "--csr", csr)
+    assert code != 0 and "read-only" in err
+    try:
+        r = board.ns_run([sys.executable, "-c", WINDOWS, BOARD_IP, str(CTL_PORT), "6"], capture_output=True,
+                         text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+        words = json.loads(r.stdout.strip().splitlines()[-1])
+        starts = [i for i, w in enumerate(words) if w & 0x8000]
+        lengths = {b - a for a, b in zip(starts, starts[1:])}
+        assert len(starts) > 20 and lengths == {24}, lengths  # pre 4 + post 20.
+    finally:
+        assert ctl(board, "regs", "post=12", "--csr", csr)[0] == 0
+
+
+def test_registers_outside_the_front_end_are_refused(board):
+    from ethdaq.host import protocol
+    code = board.ns_run([sys.executable, "-c", f"""
+from ethdaq.host.ctl import ControlClient, ControlRefused
+with ControlClient("{BOARD_IP}", {CTL_PORT}) as c:
+    assert c.reg_read(28, 1) == [0]            # lost: the last register.
+    try:
+        c.reg_read(28, 2)                     # One word past it.
+    except ControlRefused as e:
+        print(e.code)
+"""], capture_output=True, text=True, timeout=60)
+    assert code.returncode == 0, code.stderr
+    assert code.stdout.strip() == str(protocol.ERR_BAD_VALUE)

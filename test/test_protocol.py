@@ -325,6 +325,44 @@ def test_rule_set_is_the_controllers(ctl_session):
     assert error_of(answers[1], 2) == protocol.ERR_NOT_CONTROLLER
 
 
+def test_register_reads_and_writes_reach_the_front_end_byte_for_byte(ctl_host):
+    rsp, cnt = ctl_host(protocol.reg_read_request(16, 8, 3))
+    assert len(rsp) == protocol.HEADER.size + protocol.REG_WORDS.size
+    assert protocol.parse_response(rsp, expect_seq=16) == (
+        protocol.MSG_REG_READ | protocol.RESPONSE, 16, protocol.Registers(8, [0xF0000002, 0xF0000003, 0xF0000004]))
+    assert all(v == 0 for v in protocol.REG_WORDS.unpack_from(rsp, protocol.HEADER.size)[2 + 3:])  # Unused words.
+    assert cnt["calls"] == [dict(call="regs", write="0", offset="8", count="3", first="0")]
+    rsp, cnt = ctl_host(protocol.reg_write_request(17, 4, [1500, 7]))
+    assert protocol.parse_response(rsp, expect_seq=17)[2] == protocol.Registers(4, [1500, 7])
+    assert cnt["calls"] == [dict(call="regs", write="1", offset="4", count="2", first="1500")]
+
+
+@pytest.mark.parametrize("offset, count", [(2, 1), (0, 0), (0, protocol.REG_MAX_WORDS + 1)])
+def test_register_requests_out_of_shape_are_refused_before_the_board_sees_them(ctl_host, offset, count):
+    body = protocol.pack_header(protocol.MSG_REG_READ, 18) + protocol.REG_READ.pack(offset, count)
+    rsp, cnt = ctl_host(body)
+    assert protocol.parse_response(rsp, expect_seq=18)[2] == protocol.ERR_BAD_VALUE and cnt["calls"] == []
+    with pytest.raises(protocol.ProtocolError):
+        protocol.reg_read_request(18, offset, count)
+
+
+def test_registers_past_the_front_end_or_without_one_are_refused(ctl_host):
+    rsp, _ = ctl_host(protocol.reg_read_request(19, 28, 2))          # 8 registers: 28 + 8 > 32.
+    assert protocol.parse_response(rsp, expect_seq=19)[2] == protocol.ERR_BAD_VALUE
+    rsp, _ = ctl_host(protocol.reg_read_request(20, 0), stub_error=protocol.ERR_UNSUPPORTED)
+    assert protocol.parse_response(rsp, expect_seq=20)[2] == protocol.ERR_UNSUPPORTED
+
+
+def test_register_writes_are_the_controllers(ctl_session):
+    answers, _, calls = ctl_session([
+        (CONTROLLER, protocol.stream_stop_request(1)),
+        (OTHER, protocol.reg_write_request(2, 0, [1])),
+        (OTHER, protocol.reg_read_request(3, 0)),              # Reading is anybody's.
+    ], times=[0, 10, 20])
+    assert calls == ["stream_stop", "regs"]
+    assert error_of(answers[1], 2) == protocol.ERR_NOT_CONTROLLER
+
+
 # --- Retransmission safety: the reply cache --------------------------------------------------------
 
 CONTROLLER, OTHER = (0xC0A80164, 40000), (0xC0A80165, 40000)

@@ -26,6 +26,7 @@
 #include "drivers/classifier.h"
 #include "drivers/launcher.h"
 #include "drivers/probe.h"
+#include "drivers/frontend.h"
 
 #define IDENT_SIZE 256
 
@@ -162,6 +163,7 @@ int main(void)
 	ops.launch     = launcher_present() ? launcher_op : 0;
 	ops.probe      = probe_present() ? probe_op : 0;
 	ops.rules      = classifier_present() ? classifier_rules_op : 0;
+	ops.regs       = frontend_present() ? frontend_regs : 0;
 #ifdef CSR_PTP_BASE
 	ops.ptp_config = ptpsvc_configure;
 #else
@@ -225,6 +227,8 @@ int main(void)
 		id.capabilities |= CTL_CAP_PROBES;
 	if (classifier_present())
 		id.capabilities |= CTL_CAP_RULES;
+	if (frontend_present())
+		id.capabilities |= CTL_CAP_FRONTEND;
 	ctl.key = ethdaq_ctl_key;
 	ctl.key_len = ETHDAQ_CTL_KEY_LEN;
 	/* The last signed request's counter survives a reboot: one recorded before it stays old. */

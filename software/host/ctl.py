@@ -187,6 +187,16 @@ class ControlClient:
         return self._expect(lambda seq: protocol.rule_set_request(seq, index, enable, action, match, ethertype,
                                                                   proto, port, src_ip), protocol.MSG_RULE_SET)
 
+    def reg_read(self, offset, count=1):
+        """`count` 32-bit words of the front-end's registers from byte `offset` (boards with
+        protocol.CAP_FRONTEND): a list of ints."""
+        return self._expect(lambda seq: protocol.reg_read_request(seq, offset, count), protocol.MSG_REG_READ).words
+
+    def reg_write(self, offset, words):
+        """Write 32-bit words to the front-end's registers from byte `offset` (the controller's);
+        returns the words read back."""
+        return self._expect(lambda seq: protocol.reg_write_request(seq, offset, words), protocol.MSG_REG_WRITE).words
+
     def claim(self, lease_s=0):
         """Ask to be the board's controller for lease_s seconds (0: the board's default). Returns
         (granted, controller IPv4 as int, lease milliseconds left); not granted: another address

@@ -240,6 +240,7 @@ _STREAM_STOP_RSP_NAMES = ["run"]                          # STREAM_STOP_RSP
 _CLAIM_RSP_NAMES = ["granted", "controller_ip", "lease_ms"]
 _REBOOT_RSP_NAMES = ["rebooting", "boots"]
 _LAUNCH_NAMES = ["launch_op", "launch_flags", "sec", "ns", "period", "count", "guard", "frame_len", "frame"]
+_REG_WORDS_NAMES = ["reg_offset", "reg_count", *(f"reg_word{i}" for i in range(protocol.REG_MAX_WORDS))]
 _CTL_ERROR_BODY = [("code", 1, "B")]  # MSG_ERROR_RSP's payload: the error code, u8.
 _CTL_HEX = {"magic", "type", "enable", "backpressure", "dst_flags", "time_flags", "capabilities", "launch_flags"}
 _CTL_BITS = {"dst_flags": "DST_"}     # Flag fields: protocol.py's constants with this prefix.
@@ -296,6 +297,10 @@ def ctl_messages():
         P.MSG_RULES | R:        _struct_fields(P.RULES_RSP, P.rules_field_names()),
         P.MSG_RULE_SET:         _struct_fields(P.RULE, ["rule_" + f for f in P.RULE_FIELDS]),
         P.MSG_RULE_SET | R:     _struct_fields(P.RULE, ["rule_" + f for f in P.RULE_FIELDS]),
+        P.MSG_REG_READ:         _struct_fields(P.REG_READ, ["reg_offset", "reg_count"]),
+        P.MSG_REG_READ | R:     _struct_fields(P.REG_WORDS, _REG_WORDS_NAMES),
+        P.MSG_REG_WRITE:        _struct_fields(P.REG_WORDS, _REG_WORDS_NAMES),
+        P.MSG_REG_WRITE | R:    _struct_fields(P.REG_WORDS, _REG_WORDS_NAMES),
         P.MSG_ERROR_RSP:        _CTL_ERROR_BODY,
     }
     strings = {P.MSG_IDENTIFY_RSP: identity[n_fixed:]}

@@ -220,7 +220,7 @@ local CTL_HEADER = {
 local cf = {}
 cf.magic = ProtoField.uint16("ethdaqctl.magic", "magic", base.HEX, nil)
 cf.version = ProtoField.uint8("ethdaqctl.version", "version", base.DEC, nil)
-cf.type = ProtoField.uint8("ethdaqctl.type", "type", base.HEX, { [0x01] = "IDENTIFY", [0x02] = "STREAM_START", [0x03] = "STREAM_STOP", [0x04] = "EMULATOR", [0x05] = "STATUS", [0x06] = "CLAIM", [0x07] = "RELEASE", [0x08] = "PTP_STATUS", [0x09] = "REBOOT", [0x0A] = "CONFIG_GET", [0x0B] = "CONFIG_SET", [0x0C] = "STREAMS", [0x0D] = "LAUNCH", [0x0E] = "PROBE", [0x0F] = "PROBE_CLEAR", [0x10] = "RULES", [0x11] = "RULE_SET", [0x81] = "IDENTIFY_RSP", [0x82] = "STREAM_START_RSP", [0x83] = "STREAM_STOP_RSP", [0x84] = "EMULATOR_RSP", [0x85] = "STATUS_RSP", [0x86] = "CLAIM_RSP", [0x87] = "RELEASE_RSP", [0x88] = "PTP_STATUS_RSP", [0x89] = "REBOOT_RSP", [0x8A] = "CONFIG_GET_RSP", [0x8B] = "CONFIG_SET_RSP", [0x8C] = "STREAMS_RSP", [0x8D] = "LAUNCH_RSP", [0x8E] = "PROBE_RSP", [0x8F] = "PROBE_CLEAR_RSP", [0x90] = "RULES_RSP", [0x91] = "RULE_SET_RSP", [0xFF] = "ERROR_RSP" })
+cf.type = ProtoField.uint8("ethdaqctl.type", "type", base.HEX, { [0x01] = "IDENTIFY", [0x02] = "STREAM_START", [0x03] = "STREAM_STOP", [0x04] = "EMULATOR", [0x05] = "STATUS", [0x06] = "CLAIM", [0x07] = "RELEASE", [0x08] = "PTP_STATUS", [0x09] = "REBOOT", [0x0A] = "CONFIG_GET", [0x0B] = "CONFIG_SET", [0x0C] = "STREAMS", [0x0D] = "LAUNCH", [0x0E] = "PROBE", [0x0F] = "PROBE_CLEAR", [0x10] = "RULES", [0x11] = "RULE_SET", [0x12] = "REG_READ", [0x13] = "REG_WRITE", [0x81] = "IDENTIFY_RSP", [0x82] = "STREAM_START_RSP", [0x83] = "STREAM_STOP_RSP", [0x84] = "EMULATOR_RSP", [0x85] = "STATUS_RSP", [0x86] = "CLAIM_RSP", [0x87] = "RELEASE_RSP", [0x88] = "PTP_STATUS_RSP", [0x89] = "REBOOT_RSP", [0x8A] = "CONFIG_GET_RSP", [0x8B] = "CONFIG_SET_RSP", [0x8C] = "STREAMS_RSP", [0x8D] = "LAUNCH_RSP", [0x8E] = "PROBE_RSP", [0x8F] = "PROBE_CLEAR_RSP", [0x90] = "RULES_RSP", [0x91] = "RULE_SET_RSP", [0x92] = "REG_READ_RSP", [0x93] = "REG_WRITE_RSP", [0xFF] = "ERROR_RSP" })
 cf.seq = ProtoField.uint32("ethdaqctl.seq", "seq", base.DEC, nil)
 
 -- Message type -> name, payload fields in order (ProtoField, size), length-prefixed strings.
@@ -298,6 +298,30 @@ local CTL_MESSAGES = {
         { f = ProtoField.uint8("ethdaqctl.rule_set.rule_proto", "rule_proto", base.DEC, nil), size = 1, },
         { f = ProtoField.uint16("ethdaqctl.rule_set.rule_port", "rule_port", base.DEC, nil), size = 2, },
         { f = ProtoField.ipv4("ethdaqctl.rule_set.rule_src_ip", "rule_src_ip"), size = 4, },
+    }, strings = {} },
+    [0x12] = { name = "REG_READ", fields = {
+        { f = ProtoField.uint16("ethdaqctl.reg_read.reg_offset", "reg_offset", base.DEC, nil), size = 2, },
+        { f = ProtoField.uint8("ethdaqctl.reg_read.reg_count", "reg_count", base.DEC, nil), size = 1, },
+    }, strings = {} },
+    [0x13] = { name = "REG_WRITE", fields = {
+        { f = ProtoField.uint16("ethdaqctl.reg_write.reg_offset", "reg_offset", base.DEC, nil), size = 2, },
+        { f = ProtoField.uint8("ethdaqctl.reg_write.reg_count", "reg_count", base.DEC, nil), size = 1, },
+        { f = ProtoField.uint32("ethdaqctl.reg_write.reg_word0", "reg_word0", base.DEC, nil), size = 4, },
+        { f = ProtoField.uint32("ethdaqctl.reg_write.reg_word1", "reg_word1", base.DEC, nil), size = 4, },
+        { f = ProtoField.uint32("ethdaqctl.reg_write.reg_word2", "reg_word2", base.DEC, nil), size = 4, },
+        { f = ProtoField.uint32("ethdaqctl.reg_write.reg_word3", "reg_word3", base.DEC, nil), size = 4, },
+        { f = ProtoField.uint32("ethdaqctl.reg_write.reg_word4", "reg_word4", base.DEC, nil), size = 4, },
+        { f = ProtoField.uint32("ethdaqctl.reg_write.reg_word5", "reg_word5", base.DEC, nil), size = 4, },
+        { f = ProtoField.uint32("ethdaqctl.reg_write.reg_word6", "reg_word6", base.DEC, nil), size = 4, },
+        { f = ProtoField.uint32("ethdaqctl.reg_write.reg_word7", "reg_word7", base.DEC, nil), size = 4, },
+        { f = ProtoField.uint32("ethdaqctl.reg_write.reg_word8", "reg_word8", base.DEC, nil), size = 4, },
+        { f = ProtoField.uint32("ethdaqctl.reg_write.reg_word9", "reg_word9", base.DEC, nil), size = 4, },
+        { f = ProtoField.uint32("ethdaqctl.reg_write.reg_word10", "reg_word10", base.DEC, nil), size = 4, },
+        { f = ProtoField.uint32("ethdaqctl.reg_write.reg_word11", "reg_word11", base.DEC, nil), size = 4, },
+        { f = ProtoField.uint32("ethdaqctl.reg_write.reg_word12", "reg_word12", base.DEC, nil), size = 4, },
+        { f = ProtoField.uint32("ethdaqctl.reg_write.reg_word13", "reg_word13", base.DEC, nil), size = 4, },
+        { f = ProtoField.uint32("ethdaqctl.reg_write.reg_word14", "reg_word14", base.DEC, nil), size = 4, },
+        { f = ProtoField.uint32("ethdaqctl.reg_write.reg_word15", "reg_word15", base.DEC, nil), size = 4, },
     }, strings = {} },
     [0x81] = { name = "IDENTIFY_RSP", fields = {
         { f = ProtoField.ether("ethdaqctl.identify_rsp.mac", "mac"), size = 6, },
@@ -666,6 +690,46 @@ local CTL_MESSAGES = {
         { f = ProtoField.uint8("ethdaqctl.rule_set_rsp.rule_proto", "rule_proto", base.DEC, nil), size = 1, },
         { f = ProtoField.uint16("ethdaqctl.rule_set_rsp.rule_port", "rule_port", base.DEC, nil), size = 2, },
         { f = ProtoField.ipv4("ethdaqctl.rule_set_rsp.rule_src_ip", "rule_src_ip"), size = 4, },
+    }, strings = {} },
+    [0x92] = { name = "REG_READ_RSP", fields = {
+        { f = ProtoField.uint16("ethdaqctl.reg_read_rsp.reg_offset", "reg_offset", base.DEC, nil), size = 2, },
+        { f = ProtoField.uint8("ethdaqctl.reg_read_rsp.reg_count", "reg_count", base.DEC, nil), size = 1, },
+        { f = ProtoField.uint32("ethdaqctl.reg_read_rsp.reg_word0", "reg_word0", base.DEC, nil), size = 4, },
+        { f = ProtoField.uint32("ethdaqctl.reg_read_rsp.reg_word1", "reg_word1", base.DEC, nil), size = 4, },
+        { f = ProtoField.uint32("ethdaqctl.reg_read_rsp.reg_word2", "reg_word2", base.DEC, nil), size = 4, },
+        { f = ProtoField.uint32("ethdaqctl.reg_read_rsp.reg_word3", "reg_word3", base.DEC, nil), size = 4, },
+        { f = ProtoField.uint32("ethdaqctl.reg_read_rsp.reg_word4", "reg_word4", base.DEC, nil), size = 4, },
+        { f = ProtoField.uint32("ethdaqctl.reg_read_rsp.reg_word5", "reg_word5", base.DEC, nil), size = 4, },
+        { f = ProtoField.uint32("ethdaqctl.reg_read_rsp.reg_word6", "reg_word6", base.DEC, nil), size = 4, },
+        { f = ProtoField.uint32("ethdaqctl.reg_read_rsp.reg_word7", "reg_word7", base.DEC, nil), size = 4, },
+        { f = ProtoField.uint32("ethdaqctl.reg_read_rsp.reg_word8", "reg_word8", base.DEC, nil), size = 4, },
+        { f = ProtoField.uint32("ethdaqctl.reg_read_rsp.reg_word9", "reg_word9", base.DEC, nil), size = 4, },
+        { f = ProtoField.uint32("ethdaqctl.reg_read_rsp.reg_word10", "reg_word10", base.DEC, nil), size = 4, },
+        { f = ProtoField.uint32("ethdaqctl.reg_read_rsp.reg_word11", "reg_word11", base.DEC, nil), size = 4, },
+        { f = ProtoField.uint32("ethdaqctl.reg_read_rsp.reg_word12", "reg_word12", base.DEC, nil), size = 4, },
+        { f = ProtoField.uint32("ethdaqctl.reg_read_rsp.reg_word13", "reg_word13", base.DEC, nil), size = 4, },
+        { f = ProtoField.uint32("ethdaqctl.reg_read_rsp.reg_word14", "reg_word14", base.DEC, nil), size = 4, },
+        { f = ProtoField.uint32("ethdaqctl.reg_read_rsp.reg_word15", "reg_word15", base.DEC, nil), size = 4, },
+    }, strings = {} },
+    [0x93] = { name = "REG_WRITE_RSP", fields = {
+        { f = ProtoField.uint16("ethdaqctl.reg_write_rsp.reg_offset", "reg_offset", base.DEC, nil), size = 2, },
+        { f = ProtoField.uint8("ethdaqctl.reg_write_rsp.reg_count", "reg_count", base.DEC, nil), size = 1, },
+        { f = ProtoField.uint32("ethdaqctl.reg_write_rsp.reg_word0", "reg_word0", base.DEC, nil), size = 4, },
+        { f = ProtoField.uint32("ethdaqctl.reg_write_rsp.reg_word1", "reg_word1", base.DEC, nil), size = 4, },
+        { f = ProtoField.uint32("ethdaqctl.reg_write_rsp.reg_word2", "reg_word2", base.DEC, nil), size = 4, },
+        { f = ProtoField.uint32("ethdaqctl.reg_write_rsp.reg_word3", "reg_word3", base.DEC, nil), size = 4, },
+        { f = ProtoField.uint32("ethdaqctl.reg_write_rsp.reg_word4", "reg_word4", base.DEC, nil), size = 4, },
+        { f = ProtoField.uint32("ethdaqctl.reg_write_rsp.reg_word5", "reg_word5", base.DEC, nil), size = 4, },
+        { f = ProtoField.uint32("ethdaqctl.reg_write_rsp.reg_word6", "reg_word6", base.DEC, nil), size = 4, },
+        { f = ProtoField.uint32("ethdaqctl.reg_write_rsp.reg_word7", "reg_word7", base.DEC, nil), size = 4, },
+        { f = ProtoField.uint32("ethdaqctl.reg_write_rsp.reg_word8", "reg_word8", base.DEC, nil), size = 4, },
+        { f = ProtoField.uint32("ethdaqctl.reg_write_rsp.reg_word9", "reg_word9", base.DEC, nil), size = 4, },
+        { f = ProtoField.uint32("ethdaqctl.reg_write_rsp.reg_word10", "reg_word10", base.DEC, nil), size = 4, },
+        { f = ProtoField.uint32("ethdaqctl.reg_write_rsp.reg_word11", "reg_word11", base.DEC, nil), size = 4, },
+        { f = ProtoField.uint32("ethdaqctl.reg_write_rsp.reg_word12", "reg_word12", base.DEC, nil), size = 4, },
+        { f = ProtoField.uint32("ethdaqctl.reg_write_rsp.reg_word13", "reg_word13", base.DEC, nil), size = 4, },
+        { f = ProtoField.uint32("ethdaqctl.reg_write_rsp.reg_word14", "reg_word14", base.DEC, nil), size = 4, },
+        { f = ProtoField.uint32("ethdaqctl.reg_write_rsp.reg_word15", "reg_word15", base.DEC, nil), size = 4, },
     }, strings = {} },
     [0xFF] = { name = "ERROR_RSP", fields = {
         { f = ProtoField.uint8("ethdaqctl.error_rsp.code", "code", base.DEC, { [1] = "bad version", [2] = "unknown message type", [3] = "bad length", [4] = "value out of range", [5] = "busy (a run is going: stop it first)", [6] = "not supported by this build", [7] = "stale sequence number (not executed)", [8] = "another controller holds the board (ethdaq ctl claim shows which)", [9] = "this address is not in the board's allow-list", [10] = "the board needs signed requests (--key-file)", [11] = "authentication failed (wrong key, or an old counter: is this host's clock behind?)" }), size = 1, },

@@ -44,6 +44,8 @@ MSG_PROBE         = 0x0E
 MSG_PROBE_CLEAR   = 0x0F
 MSG_RULES         = 0x10
 MSG_RULE_SET      = 0x11
+MSG_REG_READ      = 0x12
+MSG_REG_WRITE     = 0x13
 MSG_IDENTIFY_RSP  = MSG_IDENTIFY | RESPONSE
 MSG_ERROR_RSP     = 0xFF
 NS_PER_S          = 10**9
@@ -154,10 +156,11 @@ CAP_NET_CONFIG = 0x20  # CONFIG_SET changes the board's own IP and MAC (gateware
 CAP_LAUNCHER   = 0x40  # Time-triggered transmission (LAUNCH; gateware/launcher.py).
 CAP_PROBES     = 0x80  # Latency probes on every frame (PROBE; gateware/probe.py).
 CAP_RULES      = 0x100 # Receive classifier: its rules and counters (RULES, RULE_SET; gateware/classifier.py).
+CAP_FRONTEND   = 0x200 # A user's front-end (--frontend): its registers (REG_READ, REG_WRITE; gateware/frontend.py).
 CAP_NAMES    = {CAP_STREAMER: "streamer", CAP_PTP: "ptp", CAP_AUTH: "signed requests", CAP_ALLOW: "allow-list",
                 CAP_ETHERBONE: "ETHERBONE (raw bus access for anyone: debug build)",
                 CAP_NET_CONFIG: "address change", CAP_LAUNCHER: "time-triggered launch",
-                CAP_PROBES: "latency probes", CAP_RULES: "receive rules"}
+                CAP_PROBES: "latency probes", CAP_RULES: "receive rules", CAP_FRONTEND: "front-end registers"}
 MAX_STRING     = 255
 
 # STREAM_START request: dst_ip (0: the requester's address), dst_port, payload bytes per datagram
@@ -241,6 +244,16 @@ RULE            = struct.Struct(">BBBBHBHI")
 RULE_FIELDS     = ("index", "enable", "action", "match", "ethertype", "proto", "port", "src_ip")
 RULE_RECORD     = struct.Struct(">BBBHBHIII")
 RULES_RSP       = struct.Struct(">BIIII" + RULE_RECORD.format[1:] * MAX_RULES)
+# REG_READ (anybody's) and REG_WRITE (the controller's): the user front-end's CSRs, and nothing
+# else on the bus. offset: bytes from the front-end's first register (a multiple of 4, as in
+# csr.json: address - csr_bases["frontend"]); count: 32-bit words, 1 to REG_MAX_WORDS, in bus
+# order (a register wider than 32 bits is several words, most significant first; it takes a
+# write when its last word is written). REG_WRITE carries REG_MAX_WORDS words, the first `count`
+# written; both answer offset, count and the words read after any write (unused words 0).
+# Outside the front-end's registers, or a build without one: ERROR_RSP 4 or 3.
+REG_MAX_WORDS = 16
+REG_READ  = struct.Struct(">HB")
+REG_WORDS = struct.Struct(">HB" + "I" * REG_MAX_WORDS)
 STREAM_PRESENT = 0x01   # The build has this stream.
 STREAM_ENABLED = 0x02   # Enabled in the run.
 STREAM_FIELDS  = ("flags", "datagrams", "bytes", "dropped")
@@ -277,6 +290,8 @@ REQUEST_LENGTH[MSG_PROBE]  = HEADER.size
 REQUEST_LENGTH[MSG_PROBE_CLEAR] = HEADER.size
 REQUEST_LENGTH[MSG_RULES]       = HEADER.size
 REQUEST_LENGTH[MSG_RULE_SET]    = HEADER.size + RULE.size
+REQUEST_LENGTH[MSG_REG_READ]    = HEADER.size + REG_READ.size
+REQUEST_LENGTH[MSG_REG_WRITE]   = HEADER.size + REG_WORDS.size
 
 
 class ProtocolError(ValueError):
@@ -459,6 +474,38 @@ def check_rule(index, enable, action, match, port, ctl_port, nrules=MAX_RULES):
         if port in (ctl_port, 319, 320):
             raise ProtocolError(f"a rule may not drop or fast-track UDP port {port}: the board's control "
                                 f"port and PTP's 319 and 320 must reach its CPU")
+
+
+def check_reg(offset, count):
+    if offset % 4 or not 0 <= offset <= 0xFFFF or not 1 <= count <= REG_MAX_WORDS:
+        raise ProtocolError(f"register offset must be a multiple of 4 (0..65532) and 1 to {REG_MAX_WORDS} words, "
+                            f"not offset {offset} count {count}")
+
+
+def reg_read_request(seq, offset, count=1):
+    check_reg(offset, count)
+    return pack_header(MSG_REG_READ, seq) + REG_READ.pack(offset, count)
+
+
+def reg_write_request(seq, offset, words):
+    words = list(words)
+    check_reg(offset, len(words))
+    return pack_header(MSG_REG_WRITE, seq) + REG_WORDS.pack(offset, len(words), *words,
+                                                            *[0]*(REG_MAX_WORDS - len(words)))
+
+
+@dataclass
+class Registers:
+    """REG_READ's and REG_WRITE's answer: `count` words from `offset`."""
+    offset: int
+    words:  list
+
+    @classmethod
+    def unpack(cls, body):
+        offset, count, *words = body
+        if not 1 <= count <= REG_MAX_WORDS or any(words[count:]):
+            raise ProtocolError(f"register answer: {count} words, unused words not 0")
+        return cls(offset, list(words[:count]))
 
 
 def rule_set_request(seq, index, enable=1, action=0, match=0, ethertype=0, proto=0, port=0, src_ip=0):
@@ -893,6 +940,8 @@ def parse_response(data, expect_seq=None):
         MSG_PROBE_CLEAR  | RESPONSE: None,
         MSG_RULES        | RESPONSE: RULES_RSP,
         MSG_RULE_SET     | RESPONSE: RULE,
+        MSG_REG_READ     | RESPONSE: REG_WORDS,
+        MSG_REG_WRITE    | RESPONSE: REG_WORDS,
     }
     if msg_type in fixed:
         st = fixed[msg_type]
@@ -914,6 +963,8 @@ def parse_response(data, expect_seq=None):
             return msg_type, seq, ProbeReport.unpack(body)
         if msg_type == MSG_RULES | RESPONSE:
             return msg_type, seq, Rules.unpack(body)
+        if msg_type in (MSG_REG_READ | RESPONSE, MSG_REG_WRITE | RESPONSE):
+            return msg_type, seq, Registers.unpack(body)
         if msg_type == MSG_RULE_SET | RESPONSE:
             return msg_type, seq, Rule(*body)
         if msg_type in (MSG_CONFIG_GET | RESPONSE, MSG_CONFIG_SET | RESPONSE):
@@ -974,6 +1025,13 @@ def c_header():
         *(f"#define CTL_PROBE_{name.upper():<16} {i}u" for i, name in enumerate(PROBE_CLASSES)),
         f"#define CTL_CAP_PROBES       0x{CAP_PROBES:02X}u",
         f"#define CTL_CAP_RULES        0x{CAP_RULES:03X}u",
+        f"#define CTL_CAP_FRONTEND     0x{CAP_FRONTEND:03X}u",
+        f"#define CTL_MSG_REG_READ     0x{MSG_REG_READ:02X}u",
+        f"#define CTL_MSG_REG_WRITE    0x{MSG_REG_WRITE:02X}u",
+        f"#define CTL_REG_READ_REQ_LENGTH  {REQUEST_LENGTH[MSG_REG_READ]}u",
+        f"#define CTL_REG_WRITE_REQ_LENGTH {REQUEST_LENGTH[MSG_REG_WRITE]}u",
+        f"#define CTL_REG_WORDS_SIZE   {REG_WORDS.size}u",
+        f"#define CTL_REG_MAX_WORDS    {REG_MAX_WORDS}u",
         f"#define CTL_MSG_RULES        0x{MSG_RULES:02X}u",
         f"#define CTL_MSG_RULE_SET     0x{MSG_RULE_SET:02X}u",
         f"#define CTL_RULES_REQ_LENGTH {REQUEST_LENGTH[MSG_RULES]}u",

@@ -145,8 +145,18 @@ static int op_rules(const struct ctl_rule *set, struct ctl_rules_report *r)
 	return 0;
 }
 
+static int op_regs(int write, uint16_t offset, uint8_t count, uint32_t *words)
+{
+	(void)write;
+	if (offset >= 64)
+		return CTL_ERR_BAD_VALUE;
+	for (unsigned i = 0; i < count; i++)   /* count is at most CTL_REG_MAX_WORDS: ASan checks. */
+		words[i] ^= offset + i;
+	return 0;
+}
+
 static const struct ctl_ops ops = { op_start, op_stop, op_emulator, op_status, op_ptp, op_ptp_config, op_link,
-				    op_streams, op_launch, op_probe, op_rules };
+				    op_streams, op_launch, op_probe, op_rules, op_regs };
 
 static uint32_t counter_sum(const struct ctl_counters *c)
 {
@@ -303,11 +313,13 @@ static size_t valid_request(uint8_t *buf, unsigned *seed, uint32_t seq)
 {
 	static const uint8_t types[] = { CTL_MSG_IDENTIFY, CTL_MSG_STREAM_START, CTL_MSG_STREAM_STOP,
 					 CTL_MSG_EMULATOR, CTL_MSG_STATUS, CTL_MSG_CLAIM, CTL_MSG_RELEASE,
-					 CTL_MSG_PTP_STATUS, CTL_MSG_LAUNCH };
+					 CTL_MSG_PTP_STATUS, CTL_MSG_LAUNCH, CTL_MSG_RULES, CTL_MSG_RULE_SET,
+					 CTL_MSG_REG_READ, CTL_MSG_REG_WRITE };
 	static const size_t lengths[] = { CTL_IDENTIFY_REQ_LENGTH, CTL_STREAM_START_REQ_LENGTH,
 					  CTL_STREAM_STOP_REQ_LENGTH, CTL_EMULATOR_REQ_LENGTH, CTL_STATUS_REQ_LENGTH,
 					  CTL_CLAIM_REQ_LENGTH, CTL_RELEASE_REQ_LENGTH, CTL_PTP_STATUS_REQ_LENGTH,
-					  CTL_LAUNCH_REQ_LENGTH };
+					  CTL_LAUNCH_REQ_LENGTH, CTL_RULES_REQ_LENGTH, CTL_RULE_SET_REQ_LENGTH,
+					  CTL_REG_READ_REQ_LENGTH, CTL_REG_WRITE_REQ_LENGTH };
 	unsigned k = (unsigned)rand_r(seed) % (sizeof(types) / sizeof(types[0]));
 	buf[0] = CTL_MAGIC >> 8;
 	buf[1] = CTL_MAGIC & 0xff;
@@ -316,6 +328,12 @@ static size_t valid_request(uint8_t *buf, unsigned *seed, uint32_t seq)
 	buf[4] = (uint8_t)(seq >> 24); buf[5] = (uint8_t)(seq >> 16); buf[6] = (uint8_t)(seq >> 8); buf[7] = (uint8_t)seq;
 	for (size_t i = CTL_HEADER_SIZE; i < lengths[k]; i++)
 		buf[i] = (uint8_t)rand_r(seed);
+	if ((types[k] == CTL_MSG_REG_READ || types[k] == CTL_MSG_REG_WRITE) && rand_r(seed) % 2) {
+		/* Often in shape: word-aligned, 1 to CTL_REG_MAX_WORDS words, near the registers. */
+		buf[8] = 0;
+		buf[9] = (uint8_t)(4 * (rand_r(seed) % 20));
+		buf[10] = (uint8_t)(1 + rand_r(seed) % CTL_REG_MAX_WORDS);
+	}
 	if (types[k] == CTL_MSG_CLAIM && rand_r(seed) % 2) {  /* Often a short lease. */
 		buf[8] = 0;
 		buf[9] = (uint8_t)(rand_r(seed) % 120);

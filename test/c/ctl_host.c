@@ -144,6 +144,25 @@ static int rules(const struct ctl_rule *set, struct ctl_rules_report *r)
 	return stub_error;
 }
 
+/* A front-end with 8 registers (32 bytes): register i reads 0xF0000000 + i until written. */
+static uint32_t front_regs[8] = { 0xF0000000u, 0xF0000001u, 0xF0000002u, 0xF0000003u,
+				  0xF0000004u, 0xF0000005u, 0xF0000006u, 0xF0000007u };
+
+static int regs(int write, uint16_t offset, uint8_t count, uint32_t *words)
+{
+	fprintf(stderr, "call=regs write=%d offset=%u count=%u first=%u\n", write, offset, count, words[0]);
+	if (stub_error)
+		return stub_error;
+	if ((uint32_t)offset + 4u * count > sizeof(front_regs))
+		return CTL_ERR_BAD_VALUE;
+	for (unsigned i = 0; i < count; i++) {
+		if (write)
+			front_regs[offset / 4u + i] = words[i];
+		words[i] = front_regs[offset / 4u + i];
+	}
+	return 0;
+}
+
 /* The build's settings, as main.c sets them at boot. */
 static const struct ctl_config boot_config = {
 	.ip = 0xC0A80132u, .mac = {0x10, 0xe2, 0xd5, 0x00, 0x00, 0x01},
@@ -167,7 +186,7 @@ int main(int argc, char **argv)
 		.boots = 3, .reset_cause = 2, .watchdog_resets = 1,
 	};
 	struct ctl_ops ops = { stream_start, stream_stop, emulator, status, ptp_status, ptp_config, link, streams, launch,
-			       probe, rules };
+			       probe, rules, regs };
 	size_t cap = argc > 1 ? (size_t)atoi(argv[1]) : sizeof(rsp);
 	int session = argc > 2 && strcmp(argv[2], "session") == 0;
 	uint32_t src_ip = argc > 2 && !session ? (uint32_t)strtoul(argv[2], NULL, 0) : 0xC0A80164u;

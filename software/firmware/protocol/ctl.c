@@ -145,13 +145,15 @@ _Static_assert(FITS(CTL_STREAM_START_REQ_LENGTH) && FITS(CTL_EMULATOR_REQ_LENGTH
 	       FITS(CTL_RELEASE_REQ_LENGTH) && FITS(CTL_PTP_STATUS_REQ_LENGTH) && FITS(CTL_REBOOT_REQ_LENGTH) &&
 	       FITS(CTL_CONFIG_GET_REQ_LENGTH) && FITS(CTL_CONFIG_SET_REQ_LENGTH) &&
 	       FITS(CTL_STREAMS_REQ_LENGTH) && FITS(CTL_LAUNCH_REQ_LENGTH) && FITS(CTL_PROBE_REQ_LENGTH) &&
-	       FITS(CTL_PROBE_CLEAR_REQ_LENGTH) && FITS(CTL_RULES_REQ_LENGTH) && FITS(CTL_RULE_SET_REQ_LENGTH),
+	       FITS(CTL_PROBE_CLEAR_REQ_LENGTH) && FITS(CTL_RULES_REQ_LENGTH) && FITS(CTL_RULE_SET_REQ_LENGTH) &&
+	       FITS(CTL_REG_READ_REQ_LENGTH) && FITS(CTL_REG_WRITE_REQ_LENGTH),
 	       "a request does not fit the reply cache");
 #undef FITS
 _Static_assert(CTL_HEADER_SIZE + CTL_STATUS_RSP_SIZE <= CTL_REPLAY_RSP_MAX &&
 	       CTL_HEADER_SIZE + CTL_CONFIG_SIZE <= CTL_REPLAY_RSP_MAX &&
 	       CTL_HEADER_SIZE + CTL_LAUNCH_RSP_SIZE <= CTL_REPLAY_RSP_MAX &&
-	       CTL_HEADER_SIZE + CTL_RULE_SIZE <= CTL_REPLAY_RSP_MAX,
+	       CTL_HEADER_SIZE + CTL_RULE_SIZE <= CTL_REPLAY_RSP_MAX &&
+	       CTL_HEADER_SIZE + CTL_REG_WORDS_SIZE <= CTL_REPLAY_RSP_MAX,
 	       "STATUS or CONFIG do not fit the reply cache (only read-only answers may be too long for it: IDENTIFY's, PTP_STATUS's, STREAMS')");
 
 static struct ctl_replay_entry *replay_find(struct ctl_replay *r, uint32_t ip, uint16_t port)
@@ -305,6 +307,8 @@ size_t ctl_request_length(uint8_t type)
 	case CTL_MSG_PROBE_CLEAR:  return CTL_PROBE_CLEAR_REQ_LENGTH;
 	case CTL_MSG_RULES:        return CTL_RULES_REQ_LENGTH;
 	case CTL_MSG_RULE_SET:     return CTL_RULE_SET_REQ_LENGTH;
+	case CTL_MSG_REG_READ:     return CTL_REG_READ_REQ_LENGTH;
+	case CTL_MSG_REG_WRITE:    return CTL_REG_WRITE_REQ_LENGTH;
 	default:                   return 0;
 	}
 }
@@ -595,6 +599,37 @@ static int rule_set(struct writer *w, const uint8_t *p, uint32_t seq, const stru
 	return answered(w, cnt);
 }
 
+/* REG_READ (p: offset, count) and REG_WRITE (p: offset, count, CTL_REG_MAX_WORDS words). The
+ * board's ops check the words are the front-end's. */
+static int regs(struct writer *w, int write, const uint8_t *p, uint32_t seq, const struct ctl_ops *ops,
+		struct ctl_counters *cnt)
+{
+	uint32_t words[CTL_REG_MAX_WORDS];
+	uint16_t offset;
+	uint8_t count;
+	int err;
+
+	if (ops == NULL || ops->regs == NULL)
+		return refuse(w, seq, CTL_ERR_UNSUPPORTED, cnt);
+	offset = get_be16(p);
+	count  = p[2];
+	if (count == 0 || count > CTL_REG_MAX_WORDS || (offset & 3u))
+		return refuse(w, seq, CTL_ERR_BAD_VALUE, cnt);
+	memset(words, 0, sizeof(words));
+	if (write)
+		for (unsigned i = 0; i < count; i++)
+			words[i] = get_be32(p + 3 + 4u * i);
+	err = ops->regs(write, offset, count, words);
+	if (err)
+		return refuse(w, seq, err, cnt);
+	put_header(w, (uint8_t)((write ? CTL_MSG_REG_WRITE : CTL_MSG_REG_READ) | CTL_RESPONSE), seq);
+	put_be16(w, offset);
+	put_u8(w, count);
+	for (unsigned i = 0; i < CTL_REG_MAX_WORDS; i++)
+		put_be32(w, i < count ? words[i] : 0);
+	return answered(w, cnt);
+}
+
 static int ptp_status(struct writer *w, uint32_t seq, const struct ctl_ops *ops, struct ctl_counters *cnt)
 {
 	struct ctl_ptp_status p;
@@ -782,6 +817,7 @@ static int execute(struct ctl_state *st, const struct ctl_request *rq, uint8_t *
 		/* fall through */
 	case CTL_MSG_PROBE_CLEAR:
 	case CTL_MSG_RULE_SET:
+	case CTL_MSG_REG_WRITE:
 	case CTL_MSG_STREAM_START:
 	case CTL_MSG_STREAM_STOP:
 	case CTL_MSG_EMULATOR:
@@ -951,6 +987,10 @@ static int execute(struct ctl_state *st, const struct ctl_request *rq, uint8_t *
 		return rules(&w, seq, ops, cnt);
 	case CTL_MSG_RULE_SET:
 		return rule_set(&w, req + CTL_HEADER_SIZE, seq, id, ops, cnt);
+	case CTL_MSG_REG_READ:
+		return regs(&w, 0, req + CTL_HEADER_SIZE, seq, ops, cnt);
+	case CTL_MSG_REG_WRITE:
+		return regs(&w, 1, req + CTL_HEADER_SIZE, seq, ops, cnt);
 	case CTL_MSG_RELEASE:
 		err = may_hold(a, src_ip, rq->now_ms, cnt);
 		if (err)

@@ -274,6 +274,9 @@ struct ctl_ops {
 	/* RULE_SET (set non-NULL: write it) then RULES: read the table and counters into r (NULL
 	 * for RULE_SET). NULL: no classifier in this build. */
 	int  (*rules)(const struct ctl_rule *set, struct ctl_rules_report *r);
+	/* REG_WRITE (write 1: write `count` words, then read them back) and REG_READ: the user
+	 * front-end's registers from byte `offset`. NULL: no front-end in this build. */
+	int  (*regs)(int write, uint16_t offset, uint8_t count, uint32_t *words);
 };
 
 /*
