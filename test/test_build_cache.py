@@ -63,3 +63,20 @@ def test_a_change_outside_the_comments_changes_the_digest(tmp_path):
     moved.write_text(text.replace(alpha, "@@").replace(beta, alpha).replace("@@", beta))
     assert moved.read_text() != text
     assert generated_digest([narrow]) != generated_digest([moved])
+
+
+def test_a_front_ends_verilog_edited_in_place_changes_the_digest(tmp_path):
+    """The user's Verilog lives outside the build directory: its content is part of the digest."""
+    from ethdaq.boards import get_board
+    from ethdaq.soc.build import sim_inputs
+    gateware = tmp_path / "gateware"
+    gateware.mkdir()
+    (gateware / "sim.v").write_text("module sim; endmodule\n")
+    user = tmp_path / "adc.v"
+    user.write_text("module adc(input clk); endmodule\n")
+    platform = get_board("sim").platform()
+    platform.add_source(str(user))
+    before = generated_digest(sim_inputs(gateware, platform))
+    assert generated_digest(sim_inputs(gateware, platform)) == before
+    user.write_text("module adc(input clk, input rst); endmodule\n")
+    assert generated_digest(sim_inputs(gateware, platform)) != before

@@ -47,9 +47,9 @@ def error_of(path, ctx=None):
 
 def test_a_missing_file_or_a_file_that_is_not_python(tmp_path):
     assert "not found" in error_of(tmp_path / "nothing.py")
-    v = tmp_path / "adc.v"
-    v.write_text("module adc; endmodule\n")
-    assert "a front-end is a Python file" in error_of(v)
+    vhdl = tmp_path / "adc.vhd"
+    vhdl.write_text("entity adc is end;\n")
+    assert "a front-end is a Python file (.py) defining frontend(ctx), or a Verilog file" in error_of(vhdl)
 
 
 def test_a_syntax_error_or_an_exception_names_the_line(tmp_path):
@@ -190,3 +190,87 @@ def test_a_broken_front_end_stops_the_build_with_one_line_naming_it(tmp_path):
     r = subprocess.run(ethdaq_cmd("build", "--board", "sim", "--frontend", str(tmp_path / "none.py")),
                        capture_output=True, text=True, timeout=300)
     assert r.returncode != 0 and "not found" in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+# Verilog front-ends: a module and a description of its ports ----------------------------------------
+
+VERILOG = """\
+module adc(input clk, input rst, input [11:0] level, output [15:0] d, output v, input r, output [7:0] count);
+  assign d = {4'd0, level}; assign v = 1'b1; assign count = 8'd0;
+endmodule
+"""
+
+GOOD_TOML = """\
+module = "adc"
+clock  = "clk"
+reset  = "rst"
+[[channel]]
+data = "d"
+valid = "v"
+ready = "r"
+[[register]]
+name = "level"
+port = "level"
+reset = 7
+[[register]]
+name = "count"
+port = "count"
+"""
+
+
+def verilog_error(tmp_path, toml, verilog=VERILOG, ctx_board="sim"):
+    (tmp_path / "adc.v").write_text(verilog)
+    (tmp_path / "adc.toml").write_text(toml)
+    with pytest.raises(fe.FrontendError) as e:
+        factory = fe.load(tmp_path / "adc.v")
+        board = get_board(ctx_board)
+        fe.instantiate(factory, context(factory.path, platform=board.platform(), board=ctx_board))
+    return str(e.value)
+
+
+def test_a_verilog_front_end_is_wrapped_with_its_channels_and_registers(tmp_path):
+    (tmp_path / "adc.v").write_text(VERILOG)
+    (tmp_path / "adc.toml").write_text(GOOD_TOML)
+    factory = fe.load(tmp_path / "adc.v")
+    platform = get_board("sim").platform()
+    module, sources = fe.instantiate(factory, context(factory.path, platform=platform))
+    assert len(sources) == 1 and len(sources[0].data) == 16
+    csrs = {c.name: c for c in module.get_csrs()}
+    assert set(csrs) == {"level", "count"} and csrs["level"].storage.reset.value == 7
+    assert hasattr(csrs["count"], "status") and len(csrs["count"].status) == 8
+    assert str(tmp_path / "adc.v") in [f for f, _, _ in platform.sources]
+
+
+@pytest.mark.parametrize("toml, expected", [
+    (GOOD_TOML.replace('module = "adc"', 'module = "nothing"'), "Yosys could not read module 'nothing'"),
+    (GOOD_TOML.replace('data = "d"', 'data = "dd"'), "channel 0 data: module adc has no port 'dd' (its ports: clk, rst"),
+    (GOOD_TOML.replace('valid = "v"', 'valid = "r"'), "channel 0 valid: port 'r' is a 1-bit input; it must be an output of 1 bit"),
+    (GOOD_TOML.replace('data = "d"', 'data = "count"'), "port 'count' is a 8-bit output; it must be an output of 16 bits"),
+    (GOOD_TOML.replace('reset  = "rst"\n', ''), "input port(s) rst of adc connected to nothing"),
+    (GOOD_TOML + 'last = "l"\n', "channels carry samples without packet boundaries"),
+    (GOOD_TOML.replace('[[channel]]', 'colour = "red"\n[[channel]]'), "unknown key(s) colour"),
+    (GOOD_TOML.replace('clock  = "clk"\n', ''), "the description has no 'clock'"),
+    (GOOD_TOML.replace('reset  = "rst"', 'reset  = "rst"\ntime   = "level"'),
+     "time: port 'level' is a 12-bit input; it must be an input of 64 bits"),
+    (GOOD_TOML.replace('name = "count"', 'name = "count"\nreset = 3'), "register 'count' reads output 'count': it has no reset value"),
+    ('module = "adc"\nclock = ', "adc.toml"),
+    (GOOD_TOML + '[[pad]]\npad = "adc_pins"\nport = "level"\n', "has no free pad 'adc_pins'"),
+])
+def test_verilog_front_end_mistakes_are_named(tmp_path, toml, expected):
+    msg = verilog_error(tmp_path, toml)
+    assert "adc.toml" in msg and expected in msg, msg
+
+
+def test_a_verilog_syntax_error_and_a_missing_description(tmp_path):
+    msg = verilog_error(tmp_path, GOOD_TOML, verilog="module adc(input clk; endmodule\n")
+    assert "Yosys could not read module 'adc'" in msg and "syntax error" in msg.lower(), msg
+    (tmp_path / "lonely.v").write_text(VERILOG)
+    with pytest.raises(fe.FrontendError, match="needs a description of its ports in lonely.toml"):
+        fe.load(tmp_path / "lonely.v")
+
+
+def test_the_pulse_height_example_gives_the_soc_two_channels_and_its_registers():
+    from ethdaq.soc.daqsoc import DAQSoC
+    soc = DAQSoC(get_board("sim"), frontend=fe.load(REPO / "examples" / "frontends" / "pulse_height.v"))
+    assert soc.constants["ETHDAQ_NCHANNELS"] == 2
+    assert soc.constants["ETHDAQ_FRONTEND_CSR_BYTES"] == 16  # threshold, rate, pulses, lost.

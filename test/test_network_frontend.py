@@ -1,8 +1,9 @@
-"""A user's front-end on the whole simulated board (issue 10): the example triggered ADC
-(examples/frontends/triggered_adc.py), copied outside the repository as a user would keep it,
-built with `ethdaq build --board sim --frontend PATH`, streams through the board to a Linux
-receiver in a network namespace; what arrives is compared with the example's Python model, word
-for word. A board of its own, built in the background from collection on (test/conftest.py)."""
+"""Users' front-ends on the whole simulated board (issue 10): the example triggered ADC
+(examples/frontends/triggered_adc.py, Python) and pulse-height analyser (pulse_height.v, Verilog),
+each copied outside the repository as a user would keep it, built with `ethdaq build --board sim
+--frontend PATH`, stream through the board to a Linux receiver in a network namespace; what
+arrives is compared with the example's Python model, word for word. Boards of their own, built
+here (about a minute each: the background queue is busy with the bitstream builds)."""
 
 import itertools
 import json
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, background_build, ethdaq_cmd, requires_root
+from conftest import REPO, ethdaq_cmd, requires_root
 from ethdaq.boards import get_board
 from ethdaq.gateware import frontend as fe
 from ethdaq.soc import build, sim
@@ -30,23 +31,29 @@ CTL_PORT = 7000
 MODEL_WORDS = 1_000_000
 OUT      = REPO / "build" / "test-sim-frontend"
 EXAMPLE  = REPO / "examples" / "frontends" / "triggered_adc.py"
-# The user's copy, outside the repository (the build reads it when the tests are collected).
-USER_DIR = Path(tempfile.mkdtemp(prefix="ethdaq-user-frontend-"))
-USER_FILE = USER_DIR / "my_adc.py"
-shutil.copy(EXAMPLE, USER_FILE)
-BUILD = ["build", "--board", "sim", "--ip", BOARD_IP, "--ctl-port", str(CTL_PORT), "--frontend", str(USER_FILE),
-         "--output-dir", str(OUT)]
-pytestmark = [requires_root, pytest.mark.network, pytest.mark.background_build("sim-frontend", BUILD)]
+pytestmark = [requires_root, pytest.mark.network]
+
+
+def run_board(files, out, netns, tap, board_ip, host_ip):
+    """Copy the user's files outside the repository, build the board with the first as its
+    front-end, and run it: a context manager yielding the session."""
+    user_dir = Path(tempfile.mkdtemp(prefix="ethdaq-user-frontend-"))
+    try:
+        for f in files:
+            shutil.copy(f, user_dir / f.name)
+        r = subprocess.run(ethdaq_cmd("build", "--board", "sim", "--ip", board_ip, "--ctl-port", str(CTL_PORT),
+                                      "--frontend", str(user_dir / files[0].name), "--output-dir", str(out)),
+                           capture_output=True, text=True, timeout=900)
+        assert r.returncode == 0, r.stdout + r.stderr
+    finally:
+        shutil.rmtree(user_dir, ignore_errors=True)
+    build.write_sim_config(get_board("sim"), out / "gateware", tap=tap, host_ip=host_ip)
+    return sim.SimSession(out / "gateware", netns=netns, echo=False, log=out / "console-fixture.log")
 
 
 @pytest.fixture(scope="module")
 def board():
-    code, log = background_build("sim-frontend", timeout=1800)
-    shutil.rmtree(USER_DIR, ignore_errors=True)
-    assert code == 0, log
-    build.write_sim_config(get_board("sim"), OUT / "gateware", tap=TAP, host_ip=HOST_IP)
-    session = sim.SimSession(OUT / "gateware", netns=NETNS, echo=False, log=OUT / "console-fixture.log")
-    with session:
+    with run_board([EXAMPLE], OUT, NETNS, TAP, BOARD_IP, HOST_IP) as session:
         session.wait_for("ethdaq ready", timeout=180)
         yield session
     assert NETNS not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
@@ -181,3 +188,57 @@ with ControlClient("{BOARD_IP}", {CTL_PORT}) as c:
 """], capture_output=True, text=True, timeout=60)
     assert code.returncode == 0, code.stderr
     assert code.stdout.strip() == str(protocol.ERR_BAD_VALUE)
+
+
+# The Verilog front-end ----------------------------------------------------------------------------
+
+V_OUT     = REPO / "build" / "test-sim-frontend-v"
+V_EXAMPLE = [REPO / "examples" / "frontends" / n for n in ("pulse_height.v", "pulse_height.toml")]
+V_BOARD_IP, V_HOST_IP = "192.168.81.50", "192.168.81.1"
+
+
+@pytest.fixture(scope="module")
+def vboard():
+    with run_board(V_EXAMPLE, V_OUT, "ethdaq-test-frontend-v", "ethdaq4", V_BOARD_IP, V_HOST_IP) as session:
+        session.wait_for("ethdaq ready", timeout=180)
+        yield session
+
+
+def test_the_verilog_front_ends_results_reach_linux_as_its_model_made_them(vboard):
+    sys.path.insert(0, str(REPO / "examples" / "frontends"))
+    try:
+        import pulse_height_model as model
+    finally:
+        sys.path.pop(0)
+    r = vboard.ns_run([sys.executable, "-c", RECEIVE, V_BOARD_IP, str(CTL_PORT), "12"], capture_output=True,
+                      text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    res = json.loads(r.stdout.strip().splitlines()[-1])
+    assert res["nchannels"] == 2 and res["missing"] == 0 and res["malformed"] == 0
+    dgrams = res["datagrams"]
+    assert {d["stream"] for d in dgrams} == {0, 1} and all(d["dropped"] == 0 for d in dgrams)
+    heights = [w for d in dgrams if d["stream"] == 0 for w in d["samples"]]
+    widths  = [w for d in dgrams if d["stream"] == 1 for w in d["samples"]]
+    n = min(len(heights), len(widths))
+    assert n > 200
+    # Both channels start in the same cycle, so the run's first result is on both; find it in the
+    # model's results (the analyser ran since reset) by its first 16 heights.
+    expected = []
+    for peak, cycles in itertools.islice(model.results(), 200_000):
+        expected.append((peak, cycles))
+        if [p for p, _ in expected[-16:]] == heights[:16]:
+            break
+    else:
+        pytest.fail("the first received heights are nowhere in the model's first 200,000 results")
+    start = len(expected) - 16
+    got = list(zip(heights[:n], widths[:n]))
+    assert got == list(itertools.islice(model.results(), start, start + n))
+
+
+def test_the_verilog_front_ends_registers_through_the_control_protocol(vboard):
+    csr = str(V_OUT / "csr.json")
+    r = vboard.ns_run(ethdaq_cmd("ctl", "regs", "--csr", csr, "--json", "--board", V_BOARD_IP, "--port", str(CTL_PORT)),
+                      capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    regs = json.loads(r.stdout)
+    assert regs["threshold"] == 1000 and regs["rate"] == 2**24 and regs["lost"] == 0 and regs["pulses"] > 200
