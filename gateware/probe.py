@@ -14,14 +14,13 @@ take is counted in `overflows`: more than `queue` results waiting (it takes one 
 two ends of one class in consecutive cycles while a third class's result was queueing. Frames are
 tens of cycles apart, so neither happens on an Ethernet path.
 
-Two ways of pairing, chosen per class (`modes`):
+Four ways of pairing, chosen per class (`modes`):
 - "fifo": as above. A start that has waited 2^(STAMP_BITS-1) cycles (67 ms at 125 MHz) is
   dropped and counted in `unpaired`, so a frame lost on its way (one that never ends) cannot
   pair its start with the next frame's end.
 - "latest": one start stamp, overwritten by each start; an end pairs with it and uses it up. For
   starts that many frames give and only some end (the last byte of every received frame, of
   which only some go to the fast-track sink), when an end always comes before the next start.
-
 - "single": like "latest", for starts of frames that should each end, one at a time (a
   datagram's last byte on the wire, then its arrival at the control mailbox through LiteEth's
   layers, which may drop it without telling). A start while another is still waiting makes the
@@ -78,7 +77,8 @@ def bin_of(latency, lat_bits=LAT_BITS):
 
 class LatencyProbe(LiteXModule):
     """nclasses classes; `inflight`: starts that may wait for their end per class ("fifo" mode);
-    `modes`: "fifo" or "latest" per class; `offsets`: cycles added to each class's latencies."""
+    `modes`: "fifo", "latest", "single" or "stamp" per class (the module's docstring); `offsets`:
+    cycles added to each class's latencies."""
     def __init__(self, nclasses, inflight=4, queue=8, cd="sys", lat_bits=LAT_BITS, modes=None, offsets=None,
                  age_bits=8, stamp_bits=STAMP_BITS):
         cw = bits_for(max(nclasses - 1, 1))
@@ -416,15 +416,16 @@ def _datagram_offers(module, ep, cd):
     headers (and so the preamble reaches the pins) before they take a payload byte."""
     pending = Signal()   # This datagram's offer is marked; cleared when its last beat is taken.
     start   = Signal()
-    getattr(module.sync, cd).__iadd__(
-        If(ep.valid & ep.ready & ep.last, pending.eq(0)).Elif(ep.valid, pending.eq(1)))
+    sync = getattr(module.sync, cd)
+    sync += If(ep.valid & ep.ready & ep.last, pending.eq(0)).Elif(ep.valid, pending.eq(1))
     module.comb += start.eq(ep.valid & ~pending)
     return start
 
 
 class DAQProbes(LiteXModule):
-    """The latency probes of the DAQ SoC, always on: `tx` (LatencyProbe in eth_tx, TX_CLASSES)
-    and `rx` (in eth_rx, RX_CLASSES). Latencies refer to the FPGA's pins: the PHY's fixed
+    """The latency probes of the DAQ SoC, always on: `tx` (LatencyProbe in eth_tx, TX_CLASSES),
+    `rx` (in eth_rx, RX_CLASSES) and, with the classifier, `mailbox` (in sys, MAILBOX_CLASSES: to
+    LiteEth's UDP port and to the CPU). Latencies refer to the FPGA's pins: the PHY's fixed
     registers (`phy_cycles`: tx, rx) are added. `cpu_source`: the control mailbox's stream into
     LiteEth's UDP port (sys), `cpu_ports` its source ports; `fasttrack`: the classifier's sink
     record (eth_rx), or None."""

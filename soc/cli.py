@@ -125,8 +125,8 @@ def _add_network_options(p):
                         "once or periodically, ahead of all other traffic (docs/realtime.md)")
     g.add_argument("--with-probes", action="store_true",
                    help="latency probes on every frame: transmit classes (launch, CPU, bulk DAQ) handed over to "
-                        "the pins, the fast-track sink from the pins; count, mean, min, max, histogram in CSRs "
-                        "(docs/realtime.md)")
+                        "the pins; receive, from the pins to the fast-track sink, LiteEth's UDP port and the CPU "
+                        "(with the classifier); count, mean, sigma, min, max, histogram (docs/realtime.md)")
     g = p.add_argument_group("detector front-end (docs/frontends.md)")
     g.add_argument("--frontend", metavar="PATH",
                    help="your own front-end (a Python file defining frontend(ctx)) drives the stream "
