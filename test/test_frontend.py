@@ -250,6 +250,8 @@ def test_a_verilog_front_end_is_wrapped_with_its_channels_and_registers(tmp_path
     (GOOD_TOML + 'last = "l"\n', "channels carry samples without packet boundaries"),
     (GOOD_TOML.replace('[[channel]]', 'colour = "red"\n[[channel]]'), "unknown key(s) colour"),
     (GOOD_TOML.replace('clock  = "clk"\n', ''), "the description has no 'clock'"),
+    (GOOD_TOML.replace('[[channel]]\ndata = "d"\nvalid = "v"\nready = "r"\n', ''),
+     "no [[channel]]: the front-end must drive at least one channel"),
     (GOOD_TOML.replace('reset  = "rst"', 'reset  = "rst"\ntime   = "level"'),
      "time: port 'level' is a 12-bit input; it must be an input of 64 bits"),
     (GOOD_TOML.replace('name = "count"', 'name = "count"\nreset = 3'), "register 'count' reads output 'count': it has no reset value"),
