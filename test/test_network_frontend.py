@@ -74,7 +74,7 @@ def keep(h, payload):
 
 with Receiver(port=5000) as rx, ControlClient(board, ctl_port) as ctl:
     ident = ctl.identify()
-    run, dst = ctl.stream_start(dst_port=5000, payload=1472, enable=(1 << ident.nchannels) - 1)
+    run, dst = ctl.stream_start(dst_port=5000, payload=1472)   # Every channel the board has.
     stats = rx.run(max_datagrams=count, idle_timeout=60, on_datagram=keep)
     ctl.stream_stop()
     stats = rx.run(idle_timeout=3, on_datagram=keep)

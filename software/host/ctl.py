@@ -106,10 +106,13 @@ class ControlClient:
     def identify(self):
         return self._expect(protocol.identify_request, protocol.MSG_IDENTIFY)
 
-    def stream_start(self, dst_ip=0, dst_port=5000, payload=1472, enable=0xF, backpressure=0, gap=0,
+    def stream_start(self, dst_ip=0, dst_port=5000, payload=1472, enable=None, backpressure=0, gap=0,
                      dst_mac=None):
         """Start a run; dst_ip 0 means this host's address as the board sees it; dst_mac None means
-        the board resolves it by ARP. Returns (run, dst_ip)."""
+        the board resolves it by ARP; enable None means every channel the board has (a mask with
+        channels it does not have is refused). Returns (run, dst_ip)."""
+        if enable is None:
+            enable = (1 << self.identify().nchannels) - 1
         mac = b"\0"*6 if dst_mac is None else protocol.parse_mac(dst_mac)
         return self._expect(lambda seq: protocol.stream_start_request(seq, dst_ip, dst_port, payload,
             enable, backpressure, gap, mac), protocol.MSG_STREAM_START)
