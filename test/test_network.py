@@ -272,6 +272,62 @@ def test_streaming_above_line_rate_drops_are_counted_never_silent(board):
     assert res["counters_run"] == res["run"] and res["counters"] == res["received"]
 
 
+# bench/hostile.py's frames, as the tap carries them (no FCS), from Linux into the board: every
+# kind but bad_fcs (a tap frame has no FCS to spoil: the simulated PHY adds a good one).
+INJECT = """
+import json, random, socket, subprocess, sys, time
+sys.path.insert(0, sys.argv[1])
+from bench.hostile import KINDS, Network, frames, strip_fcs
+tap, board_mac, board_ip, host_ip, ctl_port, per_kind = sys.argv[2:8]
+link = json.loads(subprocess.run(["ip", "-j", "link", "show", tap], capture_output=True, text=True, check=True).stdout)
+net = Network(board_mac=board_mac, board_ip=board_ip, host_mac=link[0]["address"], host_ip=host_ip,
+              ctl_port=int(ctl_port))
+rng = random.Random(11)
+burst = [strip_fcs(f) for kind in KINDS if kind != "bad_fcs" for f in frames(kind, net, rng, int(per_kind))]
+rng.shuffle(burst)
+# Oversize and jumbo frames go out whole: the tap's MTU (ours, in our namespace) is raised.
+subprocess.run(["ip", "link", "set", "dev", tap, "mtu", "9100"], check=True)
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+s.bind((tap, 0))
+sent, first = 0, time.time()
+for f in burst:
+    s.send(f)
+    sent += 1
+    time.sleep(0.05)   # Spread over the run.
+print(sent, first, time.time())
+"""
+
+
+def test_hostile_traffic_during_a_stream_loses_and_corrupts_nothing(board):
+    """Issue 9, first cut: every kind of bench/hostile.py's frames, shuffled, into the board while
+    it streams below line rate. The stream arrives complete and in order, with nothing dropped;
+    the board answers ping and the control port after."""
+    before = rules_now(board)["unmatched"]
+    t0 = time.time()
+    inject = subprocess.Popen(["ip", "netns", "exec", NETNS, sys.executable, "-c", INJECT, str(REPO), TAP, MAC,
+                               BOARD_IP, HOST_IP, str(CTL_PORT), "6"], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        res = run_stream(board, rate=0.02, count=60)
+        t1 = time.time()
+        out, err = inject.communicate(timeout=300)
+    finally:
+        if inject.poll() is None:
+            inject.kill()
+    assert inject.returncode == 0, err
+    sent, first, last = out.split()
+    assert int(sent) > 100 and float(first) < t1 and float(last) > t0  # The injection overlapped the run.
+    # They reached the board: its classifier saw them (frames no rule matches; the MAC drops runts).
+    assert rules_now(board)["unmatched"] - before > int(sent) // 2
+    assert res["problems"] == [] and res["streams"] == [0, 1, 2, 3]
+    assert res["missing"] == 0 and res["malformed"] == 0 and res["board_dropped"] == 0
+    assert res["flags"]["overflow"] == 0 and res["counters_run"] == res["run"] and res["counters"] == res["received"]
+    r = board.ns_run(["ping", "-c", "3", "-i", "0.2", "-W", "5", BOARD_IP], capture_output=True, text=True, timeout=60)
+    assert "3 packets transmitted, 3 received" in r.stdout, r.stdout
+    r = ctl(board, "identify")
+    assert r.returncode == 0 and "sim" in r.stdout, r.stdout + r.stderr
+
+
 def ctl(board, *args, timeout=60):
     return board.ns_run(ethdaq_cmd("ctl", *args, "--ip", BOARD_IP, "--port", str(CTL_PORT)),
                         capture_output=True, text=True, timeout=timeout)
