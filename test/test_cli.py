@@ -316,3 +316,14 @@ def test_front_end_registers_are_named_from_the_builds_csr_json_and_misuse_is_on
     plain.write_text(json.dumps({"csr_bases": {"streamer": 0}, "csr_registers": {}}))
     r = run(*base, "--csr", str(plain), *opts)
     assert r.returncode == 2 and "was the board built with --frontend?" in r.stderr
+
+
+@requires_root
+def test_sim_with_a_broken_front_end_stops_before_building_and_leaves_no_namespace(tmp_path):
+    bad = tmp_path / "adc.py"
+    bad.write_text("def frontend(ctx)\n")
+    ns = "ethdaq-fe-broken"
+    r = run("sim", "--frontend", str(bad), "--netns", ns, "--output-dir", str(tmp_path / "out"))
+    assert_one_line_error(r, f"{bad}: line 1")
+    assert ns not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert not (tmp_path / "out").exists()
