@@ -83,6 +83,21 @@ print(json.dumps(dict(nchannels=ident.nchannels, datagrams=datagrams, missing=st
 """
 
 
+def receive(session, board_ip, count):
+    """RECEIVE inside the board's namespace: its JSON (nchannels, datagrams, missing, malformed)."""
+    r = session.ns_run([sys.executable, "-c", RECEIVE, board_ip, str(CTL_PORT), str(count)], capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def ctl(session, board_ip, *args, timeout=60):
+    """`ethdaq ctl ...` inside the board's namespace: (exit code, stdout, stderr)."""
+    r = session.ns_run(ethdaq_cmd("ctl", *args, "--board", board_ip, "--port", str(CTL_PORT)), capture_output=True,
+                       text=True, timeout=timeout)
+    return r.returncode, r.stdout, r.stderr
+
+
 def test_the_csr_map_has_the_front_ends_registers(board):
     names = (OUT / "csr.csv").read_text()
     for reg in ("frontend_threshold", "frontend_pre", "frontend_post", "frontend_events", "frontend_lost"):
@@ -91,10 +106,7 @@ def test_the_csr_map_has_the_front_ends_registers(board):
 
 
 def test_the_front_ends_samples_reach_linux_as_its_model_made_them(board):
-    r = board.ns_run([sys.executable, "-c", RECEIVE, BOARD_IP, str(CTL_PORT), "12"], capture_output=True,
-                     text=True, timeout=300)
-    assert r.returncode == 0, r.stderr
-    res = json.loads(r.stdout.strip().splitlines()[-1])
+    res = receive(board, BOARD_IP, 12)
     assert res["nchannels"] == 1 and res["missing"] == 0 and res["malformed"] == 0
     dgrams = res["datagrams"]
     assert len(dgrams) >= 12 and {d["stream"] for d in dgrams} == {0}
@@ -125,54 +137,29 @@ def test_the_front_ends_samples_reach_linux_as_its_model_made_them(board):
     assert sum(1 for w in received if w & example.FIRST) > 50
 
 
-def ctl(board, *args, timeout=60):
-    r = board.ns_run(ethdaq_cmd("ctl", *args, "--board", BOARD_IP, "--port", str(CTL_PORT)), capture_output=True,
-                     text=True, timeout=timeout)
-    return r.returncode, r.stdout, r.stderr
-
-
-WINDOWS = """
-import json, sys
-from ethdaq.host.ctl import ControlClient
-from ethdaq.host.receiver import Receiver
-board, ctl_port, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-words = []
-with Receiver(port=5000) as rx, ControlClient(board, ctl_port) as ctl:
-    ctl.stream_start(dst_port=5000, payload=1472, enable=1)
-    rx.run(max_datagrams=count, idle_timeout=60,
-           on_datagram=lambda h, p: words.extend(int.from_bytes(p[2*i:2*i + 2], "big") for i in range(h.sample_count)))
-    ctl.stream_stop()
-    rx.run(idle_timeout=3)
-print(json.dumps(words))
-"""
-
-
 def test_the_front_ends_registers_through_the_control_protocol(board):
     """ethdaq ctl regs names them from the build's csr.json; a new window length set through it
     is what the next run's windows have."""
     csr = str(OUT / "csr.json")
-    code, out, err = ctl(board, "identify")
+    code, out, err = ctl(board, BOARD_IP, "identify")
     assert code == 0 and "front-end registers" in out, out + err
-    code, out, err = ctl(board, "regs", "--csr", csr, "--json")
+    code, out, err = ctl(board, BOARD_IP, "regs", "--csr", csr, "--json")
     assert code == 0, err
     defaults = json.loads(out)
     assert {k: defaults[k] for k in ("threshold", "pre", "post", "divider", "enable", "lost")} == dict(
         threshold=1200, pre=4, post=12, divider=16, enable=1, lost=0)
     assert defaults["events"] > 50  # The windows the model test received, and those before its run.
-    code, out, err = ctl(board, "regs", "post=20", "pre", "--csr", csr, "--json")
+    code, out, err = ctl(board, BOARD_IP, "regs", "post=20", "pre", "--csr", csr, "--json")
     assert code == 0 and json.loads(out) == dict(post=20, pre=4), out + err
-    code, out, err = ctl(board, "regs", "events=3", "--csr", csr)
+    code, out, err = ctl(board, BOARD_IP, "regs", "events=3", "--csr", csr)
     assert code != 0 and "read-only" in err
     try:
-        r = board.ns_run([sys.executable, "-c", WINDOWS, BOARD_IP, str(CTL_PORT), "6"], capture_output=True,
-                         text=True, timeout=300)
-        assert r.returncode == 0, r.stderr
-        words = json.loads(r.stdout.strip().splitlines()[-1])
+        words = [w for d in receive(board, BOARD_IP, 6)["datagrams"] for w in d["samples"]]
         starts = [i for i, w in enumerate(words) if w & 0x8000]
         lengths = {b - a for a, b in zip(starts, starts[1:])}
         assert len(starts) > 20 and lengths == {24}, lengths  # pre 4 + post 20.
     finally:
-        assert ctl(board, "regs", "post=12", "--csr", csr)[0] == 0
+        assert ctl(board, BOARD_IP, "regs", "post=12", "--csr", csr)[0] == 0
 
 
 def test_registers_outside_the_front_end_are_refused(board):
@@ -210,10 +197,7 @@ def test_the_verilog_front_ends_results_reach_linux_as_its_model_made_them(vboar
         import pulse_height_model as model
     finally:
         sys.path.pop(0)
-    r = vboard.ns_run([sys.executable, "-c", RECEIVE, V_BOARD_IP, str(CTL_PORT), "12"], capture_output=True,
-                      text=True, timeout=300)
-    assert r.returncode == 0, r.stderr
-    res = json.loads(r.stdout.strip().splitlines()[-1])
+    res = receive(vboard, V_BOARD_IP, 12)
     assert res["nchannels"] == 2 and res["missing"] == 0 and res["malformed"] == 0
     dgrams = res["datagrams"]
     assert {d["stream"] for d in dgrams} == {0, 1} and all(d["dropped"] == 0 for d in dgrams)
@@ -237,8 +221,7 @@ def test_the_verilog_front_ends_results_reach_linux_as_its_model_made_them(vboar
 
 def test_the_verilog_front_ends_registers_through_the_control_protocol(vboard):
     csr = str(V_OUT / "csr.json")
-    r = vboard.ns_run(ethdaq_cmd("ctl", "regs", "--csr", csr, "--json", "--board", V_BOARD_IP, "--port", str(CTL_PORT)),
-                      capture_output=True, text=True, timeout=60)
-    assert r.returncode == 0, r.stderr
-    regs = json.loads(r.stdout)
+    code, out, err = ctl(vboard, V_BOARD_IP, "regs", "--csr", csr, "--json")
+    assert code == 0, err
+    regs = json.loads(out)
     assert regs["threshold"] == 1000 and regs["rate"] == 2**24 and regs["lost"] == 0 and regs["pulses"] > 200
