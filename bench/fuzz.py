@@ -68,7 +68,7 @@ def ctl_seeds():
     """Conversations of valid requests: one requester, then a retransmission and a stale seq."""
     reqs = [protocol.identify_request(1), protocol.stream_start_request(2), protocol.status_request(3),
             protocol.emulator_request(4, 1, 1 << 31), protocol.stream_stop_request(5),
-            protocol.reg_read_request(6, 8, 2), protocol.reg_write_request(7, 4, [1500])]
+            protocol.reg_read_request(6, 8, 2), protocol.reg_write_request(7, 4, [1500]), protocol.rx_stats_request(8)]
     one = bytes([0xF0]) + b"".join(bytes([0, len(r)]) + r for r in reqs)
     retry = bytes([0xF5]) + b"".join(bytes([1, len(r)]) + r for r in reqs[1:2] * 2 + reqs[:1]) + bytes([0x81, 0])
     return {"conversation": one, "retransmission": retry}

@@ -66,6 +66,12 @@ class Network:
     ctl_port:  int = 7000
     data_port: int = 5000
     mtu:       int = 1500
+    ptp_transport: str = "udp"   # "l2": PTP over Ethernet (EtherType 0x88F7), else over UDP.
+
+    @property
+    def udp_ports(self):
+        """The UDP ports the board listens on."""
+        return (self.ctl_port,) + ((319, 320) if self.ptp_transport == "udp" else ())
 
 
 def fcs(frame):
@@ -92,6 +98,13 @@ def _pad(frame):
 
 def frames(kind, net, rng, count=8):
     """A burst of about `count` frames of `kind` (bytes, FCS included)."""
+    return [f for f, _ in labelled(kind, net, rng, count)]
+
+
+def labelled(kind, net, rng, count=8):
+    """frames(), each with the receive-audit cause a correct board counts it under
+    (protocol.RX_COUNTERS' names: "rx_ok" for one its stack takes), decided here from how the
+    frame was made; None where random bytes make it anybody's guess."""
     from scapy.all import ARP, ICMP, IP, UDP, Ether, Raw, fragment, raw
     if kind not in KINDS:
         raise ValueError(f"unknown kind {kind!r}; kinds: {', '.join(KINDS)}")
@@ -99,58 +112,62 @@ def frames(kind, net, rng, count=8):
     ip  = IP(src=net.host_ip, dst=net.board_ip)
     def payload(n):
         return bytes(rng.getrandbits(8) for _ in range(n))
+    def udp_cause(dport, data, ok="rx_ok"):
+        return "udp_empty" if not data else ok if dport in net.udp_ports else "udp_port"
     def udp(dport, data, **ip_fields):
         return raw(eth / IP(src=net.host_ip, dst=net.board_ip, **ip_fields) / UDP(sport=40000, dport=dport) / Raw(data))
     out = []
     for i in range(count):
         if kind == "runt":
             n = rng.randint(17 - 4, 63 - 4)
-            out.append(with_fcs(raw(eth / ip / UDP(sport=40000, dport=net.ctl_port))[:n]))
+            out.append((with_fcs(raw(eth / ip / UDP(sport=40000, dport=net.ctl_port))[:n]), "runt"))
         elif kind == "oversize":
-            out.append(with_fcs(udp(net.ctl_port, payload(rng.randint(1519, 1600) - 4 - 42))))
+            out.append((with_fcs(udp(net.ctl_port, payload(rng.randint(1519, 1600) - 4 - 42))), "oversize"))
         elif kind == "jumbo":
-            out.append(with_fcs(udp(rng.choice([net.ctl_port, net.data_port, 9999]), payload(9018 - 4 - 42))))
+            out.append((with_fcs(udp(rng.choice([net.ctl_port, net.data_port, 9999]), payload(9018 - 4 - 42))), "oversize"))
         elif kind == "bad_fcs":
             f = with_fcs(_pad(udp(net.ctl_port, payload(rng.randint(0, 100)))))
             bit = rng.randrange(8*42, 8*len(f))  # In the payload or the FCS: the headers stay readable.
-            out.append(f[:bit // 8] + bytes([f[bit // 8] ^ (1 << bit % 8)]) + f[bit // 8 + 1:])
+            out.append((f[:bit // 8] + bytes([f[bit // 8] ^ (1 << bit % 8)]) + f[bit // 8 + 1:], "fcs"))
         elif kind == "bad_ip_checksum":
             good = IP(raw(ip / UDP(sport=40000, dport=net.ctl_port) / Raw(payload(20)))).chksum
-            out.append(with_fcs(_pad(udp(net.ctl_port, payload(20), chksum=good ^ (1 + rng.randrange(0xFFFF))))))
+            out.append((with_fcs(_pad(udp(net.ctl_port, payload(20), chksum=good ^ (1 + rng.randrange(0xFFFF))))), "ip_checksum"))
         elif kind == "ip_options":
             words = rng.randint(1, 10)
             opts = bytes([1]) * (4*words - 1) + bytes([0])   # NOPs then end-of-options.
-            out.append(with_fcs(_pad(udp(net.ctl_port, payload(16), options=[Raw(opts)]))))
+            out.append((with_fcs(_pad(udp(net.ctl_port, payload(16), options=[Raw(opts)]))), "ip_options"))
         elif kind == "fragment":
             big = eth / IP(src=net.host_ip, dst=net.board_ip, id=rng.randrange(65536)) / \
                 UDP(sport=40000, dport=net.ctl_port) / Raw(payload(3000))
             parts = fragment(big[IP], fragsize=1400)
             rng.shuffle(parts)
-            out += [with_fcs(_pad(raw(eth / p))) for p in parts]
+            out += [(with_fcs(_pad(raw(eth / p))), "ip_fragment") for p in parts]
         elif kind == "ip_version":
             f = bytearray(_pad(udp(net.ctl_port, payload(16))))
             f[14] = (rng.choice([6, 5, 0]) << 4) | (f[14] & 0x0F)
-            out.append(with_fcs(bytes(f)))
+            out.append((with_fcs(bytes(f)), "ip_version"))
         elif kind == "udp_zero":
-            out.append(with_fcs(_pad(udp(rng.choice([net.ctl_port, net.data_port, 9, 319, 320]), b""))))
+            out.append((with_fcs(_pad(udp(rng.choice([net.ctl_port, net.data_port, 9, 319, 320]), b""))), "udp_empty"))
         elif kind == "udp_15_16":
-            out.append(with_fcs(_pad(udp(rng.choice([net.ctl_port, 9000, 9999]), payload(15 + i % 2)))))
+            port = rng.choice([net.ctl_port, 9000, 9999])
+            out.append((with_fcs(_pad(udp(port, payload(15 + i % 2)))), udp_cause(port, b"x")))
         elif kind == "udp_length_lies":
             data = payload(rng.randint(8, 64))
             length = rng.choice([len(data) + 8 + rng.randint(1, 200), rng.randint(8, len(data) + 7),
                                  rng.randint(0, 7)])
-            out.append(with_fcs(_pad(raw(eth / ip / UDP(sport=40000, dport=net.ctl_port, len=length) / Raw(data)))))
+            out.append((with_fcs(_pad(raw(eth / ip / UDP(sport=40000, dport=net.ctl_port, len=length) / Raw(data)))), "udp_length"))
         elif kind == "udp_truncated":
             data = payload(rng.randint(20, 200))
             f = raw(eth / IP(src=net.host_ip, dst=net.board_ip, len=20 + 8 + len(data) + rng.randint(1, 1000)) /
                     UDP(sport=40000, dport=net.ctl_port) / Raw(data))
-            out.append(with_fcs(_pad(f)))
+            out.append((with_fcs(_pad(f)), "ip_length"))
         elif kind == "arp_storm":
             src_ip = f"192.168.{rng.randint(0, 255)}.{rng.randint(1, 254)}"
             src_mac = "02:" + ":".join(f"{rng.randrange(256):02x}" for _ in range(5))
             target = rng.choice([net.board_ip, f"10.{rng.randint(0, 255)}.0.1"])
-            out.append(with_fcs(_pad(raw(Ether(src=src_mac, dst="ff:ff:ff:ff:ff:ff") /
-                                         ARP(op=1, hwsrc=src_mac, psrc=src_ip, pdst=target)))))
+            out.append((with_fcs(_pad(raw(Ether(src=src_mac, dst="ff:ff:ff:ff:ff:ff") /
+                                          ARP(op=1, hwsrc=src_mac, psrc=src_ip, pdst=target)))),
+                        "rx_ok" if target == net.board_ip else "not_ours"))
         elif kind == "arp_malformed":
             a = ARP(op=1, hwsrc=net.host_mac, psrc=net.host_ip, pdst=net.board_ip)
             variant = i % 4
@@ -162,32 +179,34 @@ def frames(kind, net, rng, count=8):
                 a.op = rng.randint(3, 0xFFFF)
             else:
                 a.hwtype, a.ptype = rng.choice([(0, 0x0800), (6, 0x0800), (1, 0x86DD), (0xFFFF, 0)])
-            out.append(with_fcs(_pad(raw(Ether(src=net.host_mac, dst="ff:ff:ff:ff:ff:ff") / a))))
+            out.append((with_fcs(_pad(raw(Ether(src=net.host_mac, dst="ff:ff:ff:ff:ff:ff") / a))), "arp_malformed"))
         elif kind == "icmp_flood":
-            out.append(with_fcs(_pad(raw(eth / ip / ICMP(id=0x4242, seq=i) / Raw(payload(56))))))
+            out.append((with_fcs(_pad(raw(eth / ip / ICMP(id=0x4242, seq=i) / Raw(payload(56))))), "rx_ok"))
         elif kind == "icmp_big":
             if i % 2 == 0:
-                out.append(with_fcs(raw(eth / ip / ICMP(id=0x4243, seq=i) / Raw(payload(1472)))))
+                out.append((with_fcs(raw(eth / ip / ICMP(id=0x4243, seq=i) / Raw(payload(1472)))), "rx_ok"))
             else:
                 big = IP(src=net.host_ip, dst=net.board_ip, id=rng.randrange(65536)) / ICMP(id=0x4243, seq=i) / \
                     Raw(payload(8000))
-                out += [with_fcs(_pad(raw(eth / p))) for p in fragment(big, fragsize=1480)]
+                out += [(with_fcs(_pad(raw(eth / p))), "ip_fragment") for p in fragment(big, fragsize=1480)]
         elif kind == "broadcast":
             if i % 2:
-                out.append(with_fcs(_pad(raw(Ether(src=net.host_mac, dst="ff:ff:ff:ff:ff:ff", type=0x88B5) /
-                                             Raw(payload(46))))))
+                out.append((with_fcs(_pad(raw(Ether(src=net.host_mac, dst="ff:ff:ff:ff:ff:ff", type=0x88B5) /
+                                              Raw(payload(46))))), "ethertype"))
             else:
-                out.append(with_fcs(_pad(raw(Ether(src=net.host_mac, dst="ff:ff:ff:ff:ff:ff") /
-                                             IP(src=net.host_ip, dst="255.255.255.255") /
-                                             UDP(sport=40000, dport=rng.choice([net.ctl_port, 67, 137, 5000])) /
-                                             Raw(payload(rng.randint(0, 200)))))))
+                port, data = rng.choice([net.ctl_port, 67, 137, 5000]), payload(rng.randint(0, 200))
+                out.append((with_fcs(_pad(raw(Ether(src=net.host_mac, dst="ff:ff:ff:ff:ff:ff") /
+                                              IP(src=net.host_ip, dst="255.255.255.255") /
+                                              UDP(sport=40000, dport=port) / Raw(data)))), udp_cause(port, data)))
         elif kind == "multicast":
             group = rng.choice(["224.0.0.1", "239.1.2.3", "224.0.1.129", "224.0.0.107"])
             last3 = [int(x) for x in group.split(".")[1:]]
             mac = "01:00:5e:%02x:%02x:%02x" % (last3[0] & 0x7F, last3[1], last3[2])
-            out.append(with_fcs(_pad(raw(Ether(src=net.host_mac, dst=mac) / IP(src=net.host_ip, dst=group, ttl=1) /
-                                         UDP(sport=40000, dport=rng.choice([5000, 9999, net.ctl_port])) /
-                                         Raw(payload(rng.randint(0, 300)))))))
+            port, data = rng.choice([5000, 9999, net.ctl_port]), payload(rng.randint(0, 300))
+            joined = net.ptp_transport == "udp" and group in ("224.0.1.129", "224.0.0.107")
+            out.append((with_fcs(_pad(raw(Ether(src=net.host_mac, dst=mac) / IP(src=net.host_ip, dst=group, ttl=1) /
+                                          UDP(sport=40000, dport=port) / Raw(data)))),
+                        udp_cause(port, data) if joined else "not_ours"))
         elif kind == "ptp_malformed":
             msg = bytearray(payload(rng.randint(0, 64)))
             if len(msg) >= 4:
@@ -196,27 +215,31 @@ def frames(kind, net, rng, count=8):
                 msg[2:4] = struct.pack(">H", rng.choice([len(msg), 0, 44, 64, 0xFFFF]))
             if i % 2:
                 group = "224.0.1.129"
-                out.append(with_fcs(_pad(raw(Ether(src=net.host_mac, dst="01:00:5e:00:01:81") /
-                                             IP(src=net.host_ip, dst=group, ttl=1) /
-                                             UDP(sport=319, dport=rng.choice([319, 320])) / Raw(bytes(msg))))))
+                port = rng.choice([319, 320])
+                out.append((with_fcs(_pad(raw(Ether(src=net.host_mac, dst="01:00:5e:00:01:81") /
+                                              IP(src=net.host_ip, dst=group, ttl=1) /
+                                              UDP(sport=319, dport=port) / Raw(bytes(msg))))),
+                            udp_cause(port, msg) if net.ptp_transport == "udp" else "not_ours"))
             else:
-                out.append(with_fcs(_pad(raw(Ether(src=net.host_mac, dst="01:1b:19:00:00:00", type=0x88F7) /
-                                             Raw(bytes(msg))))))
+                out.append((with_fcs(_pad(raw(Ether(src=net.host_mac, dst="01:1b:19:00:00:00", type=0x88F7) /
+                                              Raw(bytes(msg))))), "rx_ok" if net.ptp_transport == "l2" else "ethertype"))
         elif kind == "ctl_malformed":
             from ethdaq.host import protocol
             good = bytearray(protocol.status_request(i))
             variant = i % 4
             if variant == 0:
-                good[0:2] = struct.pack(">H", rng.randrange(0x10000) ^ protocol.MAGIC or 1)
+                good[0:2] = struct.pack(">H", protocol.MAGIC ^ rng.randrange(1, 0x10000))
             elif variant == 1:
                 good[2] = (protocol.VERSION + rng.randint(1, 200)) & 0xFF
             elif variant == 2:
                 good[3] = rng.choice([0x00, 0x40, 0x7F, 0xFE])
             else:
                 good = good + payload(rng.randint(1, 40)) if rng.random() < 0.5 else good[:rng.randint(0, 7)]
-            out.append(with_fcs(_pad(udp(net.ctl_port, bytes(good)))))
+            out.append((with_fcs(_pad(udp(net.ctl_port, bytes(good)))), udp_cause(net.ctl_port, good)))
         elif kind == "random":
-            out.append(with_fcs(bytes.fromhex(net.board_mac.replace(":", "")) + payload(rng.randint(60, 1514) - 6)))
+            f = bytes.fromhex(net.board_mac.replace(":", "")) + payload(rng.randint(60, 1514) - 6)
+            ethertype = struct.unpack(">H", f[12:14])[0]
+            out.append((with_fcs(f), None if ethertype in (0x0800, 0x0806, 0x88F7) else "ethertype"))
     return out
 
 

@@ -77,6 +77,9 @@ class RXClassifier(LiteXModule):
         # fasttrack.valid for the fast-tracked ones); `dst_port` its destination port, held until
         # the next frame's end.
         self.passed_udp = Record([("valid", 1), ("dst_port", 16)])
+        # cd_rx, for the receive audit in front (gateware/rxaudit.py): a drop or fast-track rule
+        # matches the frame passing; settled from its UDP header's end to its last byte.
+        self.takes = Signal()
 
         self._rule_select = CSRStorage(bits_for(nrules - 1), description="Rule that rule_write writes, and whose counters the counter registers show.")
         self._rule_control = CSRStorage(fields=[
@@ -246,6 +249,7 @@ class RXClassifier(LiteXModule):
         self.comb += [
             last_good.eq(beat & sink.last & ~sink.error),
             drop.eq(any_match & (action != ACTION_CPU)),
+            self.takes.eq(drop),
         ]
 
         ft = self.fasttrack

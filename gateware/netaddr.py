@@ -42,7 +42,8 @@ class NetAddress(LiteXModule):
         self.mac_tx   = Signal(48, reset=mac_address)
         self.announce = Signal()  # cd_tx: one cycle, once the new pair is in ip_tx/mac_tx.
         self.announced = Signal() # cd_tx input: the requester has sent the announcement.
-        self.mac_rx   = Signal(48, reset=mac_address)  # cd_rx (if given): for the receive classifier.
+        self.mac_rx   = Signal(48, reset=mac_address)  # cd_rx (if given): for the receive audit and classifier.
+        self.ip_rx    = Signal(32, reset=ip_address)
 
         # # #
 
@@ -76,6 +77,7 @@ class NetAddress(LiteXModule):
             sync_rx += If(toggle_rx != seen_rx,
                 seen_rx.eq(toggle_rx),
                 self.mac_rx.eq(self.mac),
+                self.ip_rx.eq(self.ip),
             )
 
         # Done: the announcement has left the requester, reported back across as a toggle too.

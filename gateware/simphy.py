@@ -29,10 +29,28 @@ as a real one does. While the link is down no frame crosses the pins, in either 
 when it drops is finished: the model of the wire cannot truncate one). The GMII model itself
 runs at 1000 Mb/s whatever the negotiated speed: the firmware warns when they differ.
 
+The injector (`ethdaq_sim_inject.v`) is how tests put arbitrary frames on the receive pins, byte
+for byte: the C model always adds a good preamble and FCS to what Linux sends, so bad FCSs, bad
+preambles or SFDs, exact runts and rx_er only come this way. Every POLL_CYCLES, unless it is still
+playing the last one, it reads the file `inject` in the simulation's directory (`inject_text()`):
+a sequence number SEQ, the number of frames N, then for each frame its byte count L and L bytes
+in hex, everything that goes on the pins with rx_dv high (preamble and SFD, then the frame and its
+FCS: `wire_frame()`; a negative L sends the frame with rx_er high). A file whose SEQ was the last
+played is not played again; after the N frames it writes "SEQ N" to `inject.done` ("SEQ error"
+for a file it could not read whole). `inject()` writes the file atomically and waits for that.
+The tap's frames are never lost, cut or mixed with injected ones: on the pins each frame is either
+a whole tap frame or a whole injected one, at least INJECT_IFG idle cycles apart; a tap frame that
+finds the pins idle goes through at once, unchanged and undelayed, otherwise it waits whole in a
+FIFO (INJECT_FIFO_BYTES: the simulation stops with a message rather than drop one). Tap frames the
+C model sends back to back, one idle cycle apart, are spread to INJECT_IFG too. The injector is on
+the wire side of the cable: an unplugged cable stops injected frames as it stops the others.
+
 The PHY is not reset by the SoC's resets (watchdog, reboot): like a PHY chip beside the FPGA it
 keeps its registers and its link; it runs in a reset-less domain on the sys clock.
 """
 
+import os
+import time
 from pathlib import Path
 
 from migen import *
@@ -45,7 +63,15 @@ from liteeth.phy.gmii import LiteEthPHYGMII
 
 SIM_PHY_ADDRESS = 3            # Not the first the firmware tries (1): it has to find it.
 SIM_PHY_ID      = 0x65646171   # "edaq": a model, not a chip (OUI bits of no vendor we know of).
-POLL_CYCLES     = 2**17        # The cable file is read every ~1 ms of simulated time at 125 MHz.
+POLL_CYCLES     = 2**17        # The cable and inject files are read every ~1 ms of simulated time at 125 MHz.
+
+# The injector (module docstring).
+INJECT_IFG        = 12         # Idle cycles at least between any two frames on the receive pins.
+INJECT_FIFO_BITS  = 14         # Tap frames waiting while injected ones play: 16 KiB.
+INJECT_FIFO_BYTES = 2**INJECT_FIFO_BITS
+INJECT_MAX_BYTES  = 2**20      # Per inject file: bytes of all its frames, and frames.
+INJECT_MAX_FRAMES = 4096
+PREAMBLE          = bytes.fromhex("55555555555555d5")   # Seven 0x55 and the SFD, as on the pins.
 
 # Clause 22 register numbers and bits (IEEE 802.3 22.2.4, 28.2.4, 40.5).
 BMCR, BMSR, PHYID1, PHYID2, ANAR, ANLPAR, ANER, GBCR, GBSR, ESTATUS = 0, 1, 2, 3, 4, 5, 6, 9, 10, 15
@@ -72,6 +98,80 @@ def cable_line(link=True, speed=1000, full_duplex=True):
     if speed not in SPEED_CODES:
         raise ValueError(f"the simulated PHY's partner runs at 10, 100 or 1000 Mb/s, not {speed!r}")
     return f"{int(bool(link))} {speed} {int(bool(full_duplex))}\n"
+
+
+def wire_frame(frame_with_fcs, preamble=PREAMBLE):
+    """What the receive pins carry for a frame (destination MAC first, FCS last): `preamble` (the
+    usual seven 0x55 and the SFD 0xD5 unless a test wants them broken) then the frame."""
+    return bytes(preamble) + bytes(frame_with_fcs)
+
+
+def inject_text(seq, frames, rx_er=()):
+    """The text of the inject file (module docstring) playing `frames` (bytes each, exactly as on the
+    pins: preamble and SFD, frame, FCS; `wire_frame()`) as sequence number `seq`; the frames whose
+    indexes are in `rx_er` go with rx_er high on every byte."""
+    if not isinstance(seq, int) or not 0 <= seq < 2**31:
+        raise ValueError(f"an inject sequence number is an integer from 0 to 2^31-1, not {seq!r}")
+    frames = [bytes(f) for f in frames]
+    rx_er = set(rx_er)
+    if not rx_er <= set(range(len(frames))):
+        raise ValueError(f"rx_er names frames {sorted(rx_er - set(range(len(frames))))} of {len(frames)}")
+    if len(frames) > INJECT_MAX_FRAMES:
+        raise ValueError(f"{len(frames)} frames: the injector plays at most {INJECT_MAX_FRAMES} per file")
+    if any(not f for f in frames):
+        raise ValueError("an injected frame has at least one byte")
+    if sum(map(len, frames)) > INJECT_MAX_BYTES:
+        raise ValueError(f"{sum(map(len, frames))} bytes: the injector plays at most {INJECT_MAX_BYTES} per file")
+    lines = [str(seq), str(len(frames))]
+    for i, f in enumerate(frames):
+        lines.append(str(-len(f) if i in rx_er else len(f)))
+        lines += [" ".join(f"{b:02x}" for b in f[k:k + 32]) for k in range(0, len(f), 32)]
+    return "\n".join(lines) + "\n"
+
+
+class InjectError(RuntimeError):
+    pass
+
+
+_last_seq = [time.time_ns() // 1000 % 2**30]
+
+
+def inject(gateware_dir, frames, seq=None, timeout=60, rx_er=()):
+    """Play `frames` (`inject_text()`) on the receive pins of the simulation running in
+    `gateware_dir`, and wait until it says it has (the last frame and its gap are out). Returns
+    the sequence number (a new one unless `seq` is given). The file is written atomically and
+    removed once played, so a simulation started later in the same directory does not play it.
+    Raises InjectError if the simulation could not read it, TimeoutError if it did not play it
+    within `timeout` seconds (wall clock)."""
+    d = Path(gateware_dir)
+    if seq is None:
+        _last_seq[0] = (_last_seq[0] + 1) % 2**31
+        seq = _last_seq[0]
+    text = inject_text(seq, frames, rx_er)
+    done, target, tmp = d / "inject.done", d / "inject", d / "inject.tmp"
+    done.unlink(missing_ok=True)
+    tmp.write_text(text)
+    os.replace(tmp, target)
+    deadline = time.monotonic() + timeout
+    said = ""
+    try:
+        while True:
+            try:
+                said = done.read_text()
+            except FileNotFoundError:
+                said = ""
+            words = said.split() if said.endswith("\n") else []
+            if words[:1] == [str(seq)]:
+                if words[1:] == [str(len(frames))]:
+                    return seq
+                raise InjectError(f"the simulation in {d} could not play inject file {seq} "
+                                  f"(inject.done: {said.strip()!r}; its console says why)")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the simulation in {d} did not play inject file {seq} within {timeout} s "
+                                   f"(inject.done: {said.strip()!r}); is it running there?")
+            time.sleep(0.02)
+    finally:
+        target.unlink(missing_ok=True)
 
 
 class MDIOPHYModel(LiteXModule):
@@ -293,7 +393,8 @@ class SimMDIO(LiteXModule):
 
 
 class SimPHY(LiteEthPHYGMII):
-    """LiteX's GMII model, behind a cable that can be unplugged, with a clause 22 PHY on MDIO."""
+    """LiteX's GMII model with an injector for arbitrary frames on its receive side, behind a cable
+    that can be unplugged, with a clause 22 PHY on MDIO (module docstring)."""
     def __init__(self, platform, pads):
         gated = Record([(name, len(getattr(pads, name))) for name in ("rx_data", "rx_dv", "rx_er",
                                                                        "tx_data", "tx_en", "tx_er")])
@@ -312,17 +413,27 @@ class SimPHY(LiteEthPHYGMII):
             i_clk=ClockSignal("sys"), o_link=self.phy.link, o_speed=speed, o_full_duplex=self.phy.partner_full)
         self.comb += self.phy.partner_speed.eq(speed)
 
+        # The injector: the C model's frames and injected ones, whole, on the receive side.
+        platform.add_source(str(Path(__file__).resolve().parent / "verilog" / "ethdaq_sim_inject.v"))
+        rx = Record([("rx_data", 8), ("rx_dv", 1), ("rx_er", 1)])
+        self.specials += Instance("ethdaq_sim_inject",
+            p_POLL_CYCLES=POLL_CYCLES, p_IFG=INJECT_IFG, p_FIFO_BITS=INJECT_FIFO_BITS,
+            p_MAX_BYTES=INJECT_MAX_BYTES, p_MAX_FRAMES=INJECT_MAX_FRAMES,
+            i_clk=ClockSignal("sys"),
+            i_rx_data_i=pads.rx_data, i_rx_dv_i=pads.rx_dv, i_rx_er_i=pads.rx_er,
+            o_rx_data_o=rx.rx_data, o_rx_dv_o=rx.rx_dv, o_rx_er_o=rx.rx_er)
+
         # Frames cross only while the link is up, whole: the gate changes between frames.
         rx_pass = Signal()
         tx_pass = Signal()
         self.sync.simphy += [
-            If(~pads.rx_dv, rx_pass.eq(self.phy.link_up)),
+            If(~rx.rx_dv, rx_pass.eq(self.phy.link_up)),
             If(~gated.tx_en, tx_pass.eq(self.phy.link_up)),
         ]
         self.comb += [
-            gated.rx_data.eq(pads.rx_data),
-            gated.rx_dv.eq(pads.rx_dv & rx_pass),
-            gated.rx_er.eq(pads.rx_er & rx_pass),
+            gated.rx_data.eq(rx.rx_data),
+            gated.rx_dv.eq(rx.rx_dv & rx_pass),
+            gated.rx_er.eq(rx.rx_er & rx_pass),
             pads.tx_data.eq(gated.tx_data),
             pads.tx_en.eq(gated.tx_en & tx_pass),
             pads.tx_er.eq(gated.tx_er & tx_pass),

@@ -394,6 +394,8 @@ def cmd_ctl(args):
     from ethdaq.host.protocol import format_mac
     if args.settings and args.action not in ("config", "launch", "probe", "rules", "regs"):
         raise CLIError(f"ethdaq ctl {args.action} takes no arguments but options, not {' '.join(args.settings)!r}")
+    if args.nonzero and args.action != "rx":
+        raise CLIError(f"--nonzero is for ethdaq ctl rx, not ctl {args.action}")
     key = _read_key(args.key_file) if args.key_file else None
     with ControlClient(args.ip, args.port, timeout=args.timeout, key=key) as client:
         try:
@@ -489,6 +491,14 @@ def cmd_ctl(args):
                 _ctl_rules(client, args)
             elif args.action == "regs":
                 _ctl_regs(client, args)
+            elif args.action == "rx":
+                stats = client.rx_stats()
+                if args.nonzero:
+                    stats = {name: v for name, v in stats.items() if v}
+                if args.json:
+                    print(json.dumps(stats))
+                else:
+                    print("\n".join(format_rx_stats(stats)))
             elif args.action == "status":
                 status = client.status()
                 st = status.__dict__
@@ -699,6 +709,16 @@ def _ctl_rules(client, args):
           f"{rules.gate_oversize} (too long)")
 
 
+def format_rx_stats(stats):
+    """RX_STATS' counters ({name: value}, protocol.RxStats), one line each: name, value, what it counts."""
+    from ethdaq.host import protocol
+    if not stats:
+        return ["  (no counter to show)"]
+    return [f"  {name:<16} {value:>14}  "
+            f"{protocol.RX_COUNTER_DESCRIPTIONS.get(name, 'a counter this host does not know (a newer board)')}"
+            for name, value in stats.items()]
+
+
 def frontend_registers(csr_json):
     """The front-end's registers from a build's csr.json: {name without 'frontend_': (byte offset
     from the front-end's base, 32-bit words, writable)}, in address order."""
@@ -832,10 +852,11 @@ def make_parser():
                               "--data trigger --in 10ms --period 1ms --count 100\n"
                               "  ethdaq ctl probe --board 192.168.1.50\n"
                               "  ethdaq ctl rules set 1 action=drop port=9100 --board 192.168.1.50\n"
-                              "  ethdaq ctl regs threshold=1500 --csr build/sim/csr.json --board 192.168.1.50",
+                              "  ethdaq ctl regs threshold=1500 --csr build/sim/csr.json --board 192.168.1.50\n"
+                              "  ethdaq ctl rx --nonzero --board 192.168.1.50",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("action", choices=["identify", "start", "stop", "status", "ptp", "emulator", "claim", "release",
-                                      "reboot", "config", "launch", "probe", "rules", "regs"],
+                                      "reboot", "config", "launch", "probe", "rules", "regs", "rx"],
                    help="request to send (start, stop, emulator, claim, release, reboot and config set only from "
                         "the controller: docs/protocol.md)")
     p.add_argument("settings", nargs="*", metavar="get|set NAME=VALUE",
@@ -851,6 +872,8 @@ def make_parser():
     p.add_argument("--key-file", metavar="FILE", help="the board's shared key (hex): sign every request")
     p.add_argument("--csr", metavar="FILE", help="for regs: the build's csr.json (OUTPUT_DIR/csr.json), which names "
                                                 "the front-end's registers")
+    p.add_argument("--nonzero", action="store_true", help="for rx (received frames the board did not use, by cause, "
+                                                         "and those it did): only the counters that are not 0")
     g = p.add_argument_group("start")
     g.add_argument("--dst-ip", type=_ip, help="where datagrams go (default: this host, as the board sees it)")
     g.add_argument("--dst-port", type=_port, help="destination UDP port (default: the board's setting, 5000)")

@@ -27,6 +27,7 @@ from ethdaq.gateware.frontend import FrontendContext, instantiate as instantiate
 from ethdaq.gateware.classifier import FastTrackSink, RXClassifier, insert_classifier
 from ethdaq.gateware.framegate import FrameGate, FrameGateCounters
 from ethdaq.gateware.macstats import MACErrors
+from ethdaq.gateware.rxaudit import RXAudit, insert_rx_audit
 from ethdaq.gateware.netaddr import NetAddress
 from ethdaq.gateware.probe import DAQProbes, MAILBOX_CLASSES, RX_CLASSES, STAMP_BITS as PROBE_STAMP_BITS, TX_CLASSES
 from ethdaq.gateware.streamer import DAQStreamer
@@ -122,6 +123,8 @@ def check_ports(ctl_port, data_port=DEFAULT_DATA_PORT):
 PTP_ROLES      = {"auto": 0, "master": 1, "slave": 2}   # enum ptp_role
 PTP_TRANSPORTS = {"udp": 0, "l2": 1}                    # enum ptp_transport
 PTP_UDP_PORTS  = (319, 320)
+PTP_IP_GROUPS  = (0xE0000181, 0xE000006B)   # 224.0.1.129 (PTP's primary), 224.0.0.107 (peer delay).
+PTP_ETHERTYPE  = 0x88F7
 PTP_TX_MAX     = 64    # Largest message the firmware sends: Announce (64 bytes).
 
 
@@ -199,6 +202,7 @@ class DAQSoC(SoCCore):
         with_ptp_testbench = False,
         with_pin_probe     = False,
         with_classifier    = False,
+        with_rx_audit      = None,
         fasttrack_ports    = (),
         with_launcher      = False,
         with_probes        = False,
@@ -271,8 +275,14 @@ class DAQSoC(SoCCore):
         with_classifier = with_classifier or bool(fasttrack_ports)
         if with_classifier:
             check_fasttrack_ports(fasttrack_ports, ctl_port, data_port if with_streamer else None, eth_dw)
+        # The receive audit (gateware/rxaudit.py) reads LiteEth's 8-bit receive datapath: every
+        # 1 Gb/s build has it; the 10 Gb/s ones (64-bit) do not yet.
+        if with_rx_audit is None:
+            with_rx_audit = (eth_dw == 8)
+        if with_rx_audit and eth_dw != 8:
+            raise ValueError(f"the receive audit needs eth_dw=8 for now, not {eth_dw!r}")
         self.netaddr = NetAddress(self.ip_address, self.mac_address, cd_tx="eth_tx",
-                                  cd_rx="eth_rx" if with_classifier else None)
+                                  cd_rx="eth_rx" if (with_classifier or with_rx_audit) else None)
         # PTP hardware clock (sys): before the transmit path, whose time-triggered launcher reads it.
         self.ptp    = PTPClockCSR(PTPClock(sys_clk_freq, with_osc_error=with_ptp_testbench))
         # Time-triggered transmission (issue 7, gateware/launcher.py): the highest transmit class.
@@ -317,16 +327,33 @@ class DAQSoC(SoCCore):
         rx_pipeline = self.ethcore.mac.core.rx_datapath.pipeline
         self.eth_rx_buffer = stream.Buffer(eth_phy_description(eth_dw), pipe_valid=True, pipe_ready=True)
         rx_pipeline.insert(len(rx_pipeline) - 1, self.eth_rx_buffer)
-        # Receive classifier and frame gate (issue 7; off by default until the small ECP5 boards
-        # have room, docs/liteeth-notes.md): rules matched right after the FCS checker, a
-        # fast-track sink without the CPU, and only whole, good frames on to LiteEth.
+        # Receive classifier (issue 7; off by default until the small ECP5 boards have room,
+        # docs/liteeth-notes.md): rules matched right after the FCS checker and a fast-track sink
+        # without the CPU. The receive audit (issue 9) before it judges and counts every frame;
+        # the frame gate behind them lets only whole frames that both passed on to LiteEth.
         if with_classifier:
             self.classifier = RXClassifier(nrules=CLASSIFIER_RULES, payload_bytes=16)
-            self.rx_gate    = ClockDomainsRenamer("eth_rx")(FrameGate())
             insert_classifier(self.ethcore.mac.core, self.classifier)
-            rx_pipeline.insert(rx_pipeline.index(self.classifier) + 1, self.rx_gate)
+        if with_rx_audit:
+            # Fast-track ports are not among them: a frame to one is the classifier's only while a
+            # rule takes it (rules change at run time); the audit asks the classifier (`claimed`).
+            udp_ports = (ctl_port, *(PTP_UDP_PORTS if ptp_transport == "udp" else ()),
+                         *((etherbone_port,) if with_etherbone else ()))
+            self.rx_audit = RXAudit(max_frame=1514, udp_ports=udp_ports,
+                ethertypes=(PTP_ETHERTYPE,) if ptp_transport == "l2" else (),
+                ip_groups=PTP_IP_GROUPS if ptp_transport == "udp" else ())
+            self.comb += [self.rx_audit.mac.eq(self.netaddr.mac_rx), self.rx_audit.ip.eq(self.netaddr.ip_rx)]
+            insert_rx_audit(self.ethcore.mac.core, self.rx_audit)
+            self.add_constant("ETHDAQ_RX_AUDIT")
+        if with_classifier or with_rx_audit:
+            self.rx_gate    = ClockDomainsRenamer("eth_rx")(FrameGate())
+            last = self.classifier if with_classifier else self.rx_audit
+            rx_pipeline.insert(rx_pipeline.index(last) + 1, self.rx_gate)
             self.rx_gate_counters = FrameGateCounters(self.rx_gate, cd="eth_rx")
+        if with_classifier:
             self.fasttrack = FastTrackSink(self.classifier.fasttrack, cd_rx="eth_rx")
+            if with_rx_audit:
+                self.comb += self.rx_audit.claimed.eq(self.classifier.takes)
             self.comb += self.classifier.mac.eq(self.netaddr.mac_rx)
             self.add_constant("ETHDAQ_CLASSIFIER_RULES", CLASSIFIER_RULES)
             for i, port in enumerate(fasttrack_ports):

@@ -327,3 +327,37 @@ def test_sim_with_a_broken_front_end_stops_before_building_and_leaves_no_namespa
     assert_one_line_error(r, f"{bad}: line 1")
     assert ns not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     assert not (tmp_path / "out").exists()
+
+
+def test_ctl_rx_prints_each_counter_with_what_it_counts_and_misuse_is_one_line():
+    from test_ctl_client import ScriptedBoard, seq_of
+    from ethdaq.host import protocol
+    records = [(0x00, 1234), (0x06, 0), (0x10, 3), (0x41, 2), (0x7E, 5)]   # 0x7E: a newer board's counter.
+
+    def answer(req):
+        assert req == protocol.rx_stats_request(seq_of(req))
+        return protocol.pack_header(protocol.MSG_RX_STATS | protocol.RESPONSE, seq_of(req)) + \
+            protocol.rx_stats_body(records)
+    board = ScriptedBoard([answer] * 3)
+    opts = ["--board", "127.0.0.1", "--port", str(board.port)]
+    try:
+        r = run("ctl", "rx", *opts)
+        assert r.returncode == 0, r.stderr
+        lines = [line.split(None, 2) for line in r.stdout.splitlines()]
+        assert lines == [["rx_ok", "1234", protocol.RX_COUNTERS[0][2]],
+                         ["not_ours", "0", protocol.RX_COUNTER_DESCRIPTIONS["not_ours"]],
+                         ["udp_port", "3", "UDP to a port nothing on the board listens on"],
+                         ["ctl_magic", "2", "control: wrong magic (not this protocol)"],
+                         ["code_0x7e", "5", "a counter this host does not know (a newer board)"]]
+        r = run("ctl", "rx", "--nonzero", *opts)
+        assert [line.split()[0] for line in r.stdout.splitlines()] == ["rx_ok", "udp_port", "ctl_magic", "code_0x7e"]
+        r = run("ctl", "rx", "--nonzero", "--json", *opts)
+        assert list(json.loads(r.stdout).items()) == [("rx_ok", 1234), ("udp_port", 3), ("ctl_magic", 2),
+                                                      ("code_0x7e", 5)]
+    finally:
+        board.close()
+    assert len(board.seen) == 3
+    assert_one_line_error(run("ctl", "rx", "all", "--board", "127.0.0.1", "--timeout", "0.1"),
+                          "ethdaq ctl rx takes no arguments but options, not 'all'")
+    assert_one_line_error(run("ctl", "status", "--nonzero", "--board", "127.0.0.1", "--timeout", "0.1"),
+                          "--nonzero is for ethdaq ctl rx, not ctl status")

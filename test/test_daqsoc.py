@@ -31,20 +31,30 @@ def test_etherbone_port_must_be_free(port, used):
         DAQSoC(get_board("sim"), with_etherbone=True, etherbone_port=port)
 
 
-def test_the_classifier_and_gate_sit_between_the_fcs_checker_and_the_rest_of_the_mac():
+def test_the_audit_classifier_and_gate_sit_between_the_fcs_checker_and_the_rest_of_the_mac():
     from liteeth.mac.crc import LiteEthMACCRC32Checker
+    def crc_index(soc):
+        pipeline = soc.ethcore.mac.core.rx_datapath.pipeline
+        return pipeline, next(i for i, m in enumerate(pipeline) if isinstance(m, LiteEthMACCRC32Checker))
     plain = DAQSoC(get_board("sim"))
     assert not hasattr(plain, "classifier") and "ETHDAQ_CLASSIFIER_RULES" not in plain.constants
+    pipeline, crc = crc_index(plain)
+    assert pipeline[crc + 1] is plain.rx_audit and pipeline[crc + 2] is plain.rx_gate
+    assert "ETHDAQ_RX_AUDIT" in plain.constants
     soc = DAQSoC(get_board("sim"), fasttrack_ports=(9000, 9001))
-    pipeline = soc.ethcore.mac.core.rx_datapath.pipeline
-    crc = next(i for i, m in enumerate(pipeline) if isinstance(m, LiteEthMACCRC32Checker))
-    assert pipeline[crc + 1] is soc.classifier and pipeline[crc + 2] is soc.rx_gate
+    pipeline, crc = crc_index(soc)
+    assert pipeline[crc + 1] is soc.rx_audit
+    assert pipeline[crc + 2] is soc.classifier and pipeline[crc + 3] is soc.rx_gate
     assert (soc.constants["ETHDAQ_FASTTRACK_PORT_0"], soc.constants["ETHDAQ_FASTTRACK_PORT_1"]) == (9000, 9001)
 
 
-def test_the_classifier_needs_the_8_bit_datapath():
+def test_the_classifier_and_the_audit_need_the_8_bit_datapath():
     with pytest.raises(ValueError, match="eth_dw=8"):
         DAQSoC(get_board("sim"), eth_dw=64, with_streamer=False, with_classifier=True)
+    with pytest.raises(ValueError, match="eth_dw=8"):
+        DAQSoC(get_board("sim"), eth_dw=64, with_streamer=False, with_rx_audit=True)
+    wide = DAQSoC(get_board("sim"), eth_dw=64, with_streamer=False)
+    assert not hasattr(wide, "rx_audit") and "ETHDAQ_RX_AUDIT" not in wide.constants
 
 
 def test_the_launcher_is_the_first_transmit_class_with_the_lead_the_firmware_needs():

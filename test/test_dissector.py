@@ -238,7 +238,7 @@ def test_other_udp_traffic_is_left_alone(decoded):
 # Control protocol (ethdaqctl).
 CTL_PORT = dissector.CTL_PORT
 CLIENT_PORT = 40000
-CTL_EXPERTS = ["short", "bad_magic", "bad_version", "bad_type", "bad_length"]
+CTL_EXPERTS = ["short", "bad_magic", "bad_version", "bad_type", "bad_length", "bad_order"]
 IDENTITY = protocol.Identity(mac=bytes.fromhex("10e2d5000002"), ip=0xC0A80132, ctl_port=7000, sys_clk_hz=50_000_000,
                              eth_dw=8, nchannels=4, sample_bits=16, max_payload=1472, capabilities=0x03, board="colorlight_i5",
                              build_id="0123abcd", ident="ethdaq DAQSoC")
@@ -273,6 +273,9 @@ def response(payload, port=CLIENT_PORT):
                            for f in list(protocol.RULE_FIELDS[1:]) + ["matched", "refused"]})
     elif isinstance(body, protocol.Rule):
         fields = {f"rule_{f}": getattr(body, f) for f in protocol.RULE_FIELDS}
+    elif isinstance(body, protocol.RxStats):  # A field per known code; a code the dissector does not know: other.
+        fields = dict(count=len(body), **{name if name in protocol.RX_COUNTER_DESCRIPTIONS else "other": v
+                                           for name, v in body.items()})
     elif isinstance(body, protocol.Registers):
         fields = dict(reg_offset=body.offset, reg_count=len(body.words),
                       **{f"reg_word{i}": (body.words + [0]*protocol.REG_MAX_WORDS)[i] for i in range(protocol.REG_MAX_WORDS)})
@@ -310,6 +313,8 @@ PROBE_RSP = P.pack_header(P.MSG_PROBE | R, 24) + P.PROBE_RSP.pack(
 RULES_RSP = P.pack_header(P.MSG_RULES | R, 26) + P.RULES_RSP.pack(
     2, 5, 6, 7, 8, 1, 1, P.RULE_MATCH_PORT, 0, 0, 9000, 0, 11, 1, 0, 2, P.RULE_MATCH_SRC, 0, 0, 0, 0x0A000001, 3, 0,
     *([0] * 9 * 2))
+RX_STATS_RSP = P.pack_header(P.MSG_RX_STATS | R, 30) + P.rx_stats_body(
+    [(0x00, 2**40 + 5), (0x06, 3), (0x10, 7), (0x20, 0), (0x41, 2), (0x64, 1), (0x7E, 99)])  # 0x7E: a newer board's.
 STREAMS_RSP = P.pack_header(P.MSG_STREAMS | R, 16) + protocol.STREAMS_RSP.pack(
     7, 2, P.STREAM_PRESENT | P.STREAM_ENABLED, 10, 14720, 0, P.STREAM_PRESENT, 0, 0, 5, *([0] * 4 * 6))
 CONFIG_VALUES = dict(ip=0xC0A80132, mac=MAC, dst_ip=0, dst_port=5000, payload=1472, enable=0xF, backpressure=0,
@@ -345,6 +350,7 @@ CTL_GOOD = [
     to_board(P.reg_write_request(29, 4, [1500, 7]),
              dict(reg_offset=4, reg_count=2, reg_word0=1500, reg_word1=7, **{f"reg_word{i}": 0 for i in range(2, 16)})),
     to_board(P.probe_clear_request(25)),
+    to_board(P.rx_stats_request(30)),
     to_board(P.config_set_request(22, dst_ip=0xC0A80107, payload=1024, ptp_role=2, ptp_log_sync=-3),
              dict(CONFIG_SET_VALUES, mask=0b1001000000010100)),
     response(IDENT_RSP),
@@ -360,6 +366,7 @@ CTL_GOOD = [
     response(P.pack_header(P.MSG_REG_READ | R, 28) + P.REG_WORDS.pack(8, 2, 0xDEADBEEF, 12, *[0]*14)),
     response(P.pack_header(P.MSG_REG_WRITE | R, 29) + P.REG_WORDS.pack(4, 2, 1500, 7, *[0]*14)),
     response(P.pack_header(P.MSG_PROBE_CLEAR | R, 25)),
+    response(RX_STATS_RSP),
     response(P.pack_header(P.MSG_ERROR_RSP, 16) + bytes([P.ERR_BUSY])),
     response(P.pack_header(P.MSG_CLAIM | R, 17) + P.CLAIM_RSP.pack(0, 0xC0A80164, 29000)),
     response(P.pack_header(P.MSG_RELEASE | R, 18)),
@@ -382,10 +389,20 @@ CTL_BAD = [  # (datagram, expert); protocol.parse_response refuses the responses
     (from_board(IDENT_RSP + b"zz"), "bad_length"),  # Trailing bytes.
     (from_board(IDENT_RSP[:P.HEADER.size + P.IDENTIFY_FIXED.size - 1]), "bad_length"),  # No room for the strings.
     (from_board(P.pack_header(P.MSG_ERROR_RSP, 1)), "bad_length"),  # No error code.
+    (from_board(RX_STATS_RSP[:-1]), "bad_length"),                  # The last record cut short.
+    (from_board(RX_STATS_RSP + bytes(9)), "bad_length"),            # A record more than the count says.
+    (from_board(P.pack_header(P.MSG_RX_STATS | R, 32)), "bad_length"),  # No count.
+    (from_board(P.pack_header(P.MSG_RX_STATS | R, 33) + P.rx_stats_body([(i, 0) for i in range(P.RX_STATS_MAX + 1)])),
+     "bad_length"),                                                 # More records than an answer holds.
+    (from_board(P.pack_header(P.MSG_RX_STATS | R, 34) + P.rx_stats_body([(0x10, 1), (0x06, 2)])), "bad_order"),
+    (from_board(P.pack_header(P.MSG_RX_STATS | R, 35) + P.rx_stats_body([(0x06, 1), (0x06, 2)])), "bad_order"),
 ]
 CTL_BODY_FIELDS = sorted({f"ethdaqctl.{name.lower()}.{field}"
                           for name, body, strings in dissector.ctl_messages().values()
-                          for field in [b[0] for b in body] + strings})
+                          for field in [b[0] for b in body] + strings}
+                         | {f"ethdaqctl.{dissector.ctl_messages()[t][0].lower()}.{field}"
+                            for t, (_, _, names, other) in dissector.ctl_records().items()
+                            for field in [*names.values(), other]})
 CTL_FIELDS = (["frame.number", "udp.dstport", "_ws.col.Protocol", "_ws.col.Info", "ethdaqctl.response",
                "_ws.expert.severity", "_ws.expert.group", "_ws.expert.message", "_ws.malformed"]
               + [f"ethdaqctl.{name}" for name in ("magic", "version", "type", "seq")]

@@ -363,6 +363,104 @@ def test_register_writes_are_the_controllers(ctl_session):
     assert error_of(answers[1], 2) == protocol.ERR_NOT_CONTROLLER
 
 
+# --- RX_STATS: received frames the board did not use, by cause ------------------------------------
+
+CTL_CODES = {code for code, name, _ in protocol.RX_COUNTERS if name.startswith("ctl_")}   # The handler's own.
+
+
+def fake_rx_counter(code, audit=True, gate=True):
+    """test/c/ctl_host.c's board: (present, value) of a counter that is not the handler's."""
+    if code < len(protocol.RX_AUDIT_CAUSES):
+        return audit, (1 << 40) + code
+    return (gate or protocol.RX_COUNTER_NAMES[code] != "rx_full"), 1000 + code
+
+
+@pytest.mark.parametrize("stub_error, audit, gate", [(0, True, True), (protocol.ERR_UNSUPPORTED, False, False)])
+def test_rx_stats_answers_the_builds_counters_in_code_order_byte_for_byte(ctl_host, stub_error, audit, gate):
+    """The board's hook is asked for every counter of protocol.RX_COUNTERS but the handler's own,
+    in code order; the answer lists those the build has (a build without the receive audit has
+    no 0x00-0x1F codes, one without the frame gate no rx_full) and the handler's own (0 here)."""
+    rsp, cnt = ctl_host(protocol.rx_stats_request(21), stub_error=stub_error)
+    records = []
+    for code, name, _ in protocol.RX_COUNTERS:
+        present, value = (True, 0) if code in CTL_CODES else fake_rx_counter(code, audit, gate)
+        if present:
+            records.append((code, value))
+    assert rsp == protocol.pack_header(protocol.MSG_RX_STATS | protocol.RESPONSE, 21) + protocol.rx_stats_body(records)
+    msg_type, seq, stats = protocol.parse_response(rsp, expect_seq=21)
+    assert (msg_type, seq) == (protocol.MSG_RX_STATS | protocol.RESPONSE, 21)
+    assert list(stats.items()) == [(protocol.RX_COUNTER_NAMES[code], v) for code, v in records]
+    assert [int(c["code"]) for c in cnt["calls"]] == [code for code, _, _ in protocol.RX_COUNTERS if code not in CTL_CODES]
+    assert cnt["requests"] == 1 and len(rsp) <= protocol.HEADER.size + protocol.RX_STATS_RSP_MAX
+
+
+def test_rx_stats_counts_the_control_ports_malformed_datagrams_and_is_anybodys(ctl_session):
+    bad = [b"\xed\xac\x01", b"\x12\x34\x01\x01\x00\x00\x00\x01", b"\x00" * 12,   # short, magic, magic,
+           protocol.pack_header(protocol.MSG_RX_STATS | protocol.RESPONSE, 3),     # a response,
+           struct.pack(">HBBI", protocol.MAGIC, 2, protocol.MSG_RX_STATS, 4),      # wrong version,
+           protocol.pack_header(0x7E, 5), protocol.pack_header(0x7D, 6),           # unknown type (two),
+           protocol.rx_stats_request(7) + b"\x00"]                                 # wrong length.
+    answers, cnt, _ = ctl_session([(CONTROLLER, protocol.stream_stop_request(1))] + [(OTHER, b) for b in bad]
+                                  + [(OTHER, protocol.rx_stats_request(8))], times=[0] + [10] * (len(bad) + 1))
+    stats = protocol.parse_response(answers[-1], expect_seq=8)[2]   # Not the controller's: answered all the same.
+    assert {k: v for k, v in stats.items() if k.startswith("ctl_")} == dict(
+        ctl_short=1, ctl_magic=2, ctl_response=1, ctl_version=1, ctl_type=2, ctl_length=1)
+    assert error_of(answers[-2], 7) == protocol.ERR_BAD_LENGTH
+    assert (cnt["short"], cnt["magic"], cnt["type"], cnt["length"]) == (1, 2, 2, 1)
+
+
+def test_rx_stats_with_a_wrong_length_is_refused_and_asks_the_board_nothing(ctl_host):
+    for request in (protocol.rx_stats_request(9) + b"\x00", protocol.rx_stats_request(9) + bytes(9)):
+        rsp, cnt = ctl_host(request)
+        assert protocol.parse_response(rsp, expect_seq=9) == (protocol.MSG_ERROR_RSP, 9, protocol.ERR_BAD_LENGTH)
+        assert cnt["length"] == 1 and cnt["calls"] == []
+
+
+def test_rx_stats_answer_that_does_not_fit_is_refused_not_overrun(ctl_host):
+    full, _ = ctl_host(protocol.rx_stats_request(10))
+    for cap in (len(full) - 1, protocol.HEADER.size, protocol.HEADER.size - 1):
+        rsp, cnt = ctl_host(protocol.rx_stats_request(10), cap=cap)
+        assert rsp == b"" and cnt["ret"] == -1 and cnt["no_room"] == 1
+    rsp, _ = ctl_host(protocol.rx_stats_request(10), cap=len(full))
+    assert rsp == full
+
+
+def test_rx_stats_parser_keeps_unknown_codes_and_refuses_what_no_board_sends():
+    P = protocol
+    body = P.rx_stats_body([(0x00, 5), (0x10, 2**64 - 1), (0x41, 2), (0x7F, 9)])
+    stats = P.RxStats.unpack(body)
+    assert list(stats.items()) == [("rx_ok", 5), ("udp_port", 2**64 - 1), ("ctl_magic", 2), ("code_0x7f", 9)]
+    assert stats.pack() == body and P.RxStats.unpack(P.rx_stats_body([])) == {}
+    assert P.parse_response(P.pack_header(P.MSG_RX_STATS | P.RESPONSE, 1) + body)[2] == stats
+    for bad, text in ((b"", "no record count"),
+                      (body[:-1], "with 4 records must be 45 bytes, not 44"),
+                      (body + b"\x00", "must be 45 bytes, not 46"),
+                      (P.rx_stats_body([(i, 0) for i in range(P.RX_STATS_MAX + 1)]), "at most 64 records, not 65"),
+                      (P.rx_stats_body([(0x10, 1), (0x06, 1)]), "code 0x06 after 0x10"),
+                      (P.rx_stats_body([(0x06, 1), (0x06, 1)]), "code 0x06 after 0x06")):
+        with pytest.raises(P.ProtocolError, match=re.escape(text)):
+            P.RxStats.unpack(bad)
+    with pytest.raises(ValueError, match="no receive counter 'nope'"):
+        P.rx_counter_code("nope")
+
+
+def test_rx_stats_codes_reach_the_firmware_from_the_one_table(repo):
+    """c_header() names every code and lists them in order (the handler answers in that order);
+    docs/protocol.md has the table as protocol.py has it."""
+    header = protocol.c_header()
+    codes = [code for code, _, _ in protocol.RX_COUNTERS]
+    assert "#define CTL_RX_COUNTER_CODES { " + ", ".join(f"0x{c:02X}u" for c in codes) + " }" in header
+    for code, name, text in protocol.RX_COUNTERS:
+        assert re.search(rf"#define CTL_RX_COUNTER_{name.upper()} +0x{code:02X}u\n", header), name
+    doc = (repo / "docs" / "protocol.md").read_text()
+    rows = [f"| 0x{code:02X} | {name} | {text} |" for code, name, text in protocol.RX_COUNTERS]
+    assert [line for line in doc.splitlines() if re.match(r"\| 0x[0-9A-F]{2} \| [a-z_]+ \| ", line)] == rows
+    # The longest answer fits the firmware's send buffer (main.c checks it too, when it is built).
+    ctlport = (repo / "software" / "firmware" / "drivers" / "ctlport.h").read_text()
+    send_buffer = int(re.search(r"#define CTLPORT_MAX_DATAGRAM (\d+)", ctlport).group(1))
+    assert protocol.HEADER.size + protocol.RX_STATS_RSP_MAX <= send_buffer
+
+
 # --- Retransmission safety: the reply cache --------------------------------------------------------
 
 CONTROLLER, OTHER = (0xC0A80164, 40000), (0xC0A80165, 40000)

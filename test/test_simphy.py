@@ -173,3 +173,281 @@ def test_cable_line():
     import pytest
     with pytest.raises(ValueError, match="10, 100 or 1000"):
         simphy.cable_line(True, 2500)
+
+
+# The injector (gateware/verilog/ethdaq_sim_inject.v) ------------------------------------------------
+
+def parse_inject_text(text):
+    """The inject file read back as the injector reads it: whitespace-separated numbers."""
+    words = text.split()
+    seq, n, at = int(words[0]), int(words[1]), 2
+    frames, errors = [], []
+    for i in range(n):
+        length = int(words[at])
+        at += 1
+        frames.append(bytes(int(w, 16) for w in words[at:at + abs(length)]))
+        at += abs(length)
+        if length < 0:
+            errors.append(i)
+    assert at == len(words)
+    return seq, frames, errors
+
+
+def test_wire_frame_puts_the_preamble_and_sfd_first():
+    frame = bytes(range(64))
+    assert simphy.wire_frame(frame) == bytes([0x55] * 7 + [0xD5]) + frame
+    assert simphy.wire_frame(frame, preamble=b"\x55\x55\xd4") == b"\x55\x55\xd4" + frame
+    assert simphy.wire_frame(frame, preamble=b"") == frame
+
+
+def test_inject_text_is_seq_count_then_length_and_hex_bytes_per_frame():
+    frames = [simphy.wire_frame(bytes(range(100))), b"\xd5", bytes(range(256)) * 3]
+    text = simphy.inject_text(42, frames, rx_er=[1])
+    lines = text.splitlines()
+    assert lines[:3] == ["42", "3", "108"] and text.endswith("\n")
+    assert lines[3].split()[:9] == ["55"] * 7 + ["d5", "00"]
+    assert parse_inject_text(text) == (42, frames, [1])
+    assert simphy.inject_text(0, []) == "0\n0\n"
+    import pytest
+    with pytest.raises(ValueError, match="sequence number"):
+        simphy.inject_text(-1, frames)
+    with pytest.raises(ValueError, match="sequence number"):
+        simphy.inject_text(2**31, frames)
+    with pytest.raises(ValueError, match="at least one byte"):
+        simphy.inject_text(1, [b""])
+    with pytest.raises(ValueError, match="rx_er"):
+        simphy.inject_text(1, frames, rx_er=[3])
+    with pytest.raises(ValueError, match="at most"):
+        simphy.inject_text(1, [b"x" * (simphy.INJECT_MAX_BYTES + 1)])
+    with pytest.raises(ValueError, match="at most"):
+        simphy.inject_text(1, [b"x"] * (simphy.INJECT_MAX_FRAMES + 1))
+
+
+def test_inject_writes_atomically_waits_for_done_and_cleans_up(tmp_path):
+    import threading
+    import pytest
+    seen = {}
+
+    def simulation(reply):
+        # Plays the file as the injector would: reads it whole, answers in inject.done.
+        while not (tmp_path / "inject").exists():
+            pass
+        seen["text"] = (tmp_path / "inject").read_text()
+        seq = seen["text"].split()[0]
+        (tmp_path / "inject.done").write_text(reply.format(seq=seq))
+
+    (tmp_path / "inject.done").write_text("7 1\n")   # A previous run's: not taken for this one.
+    t = threading.Thread(target=simulation, args=("{seq} 1\n",))
+    t.start()
+    assert simphy.inject(tmp_path, [b"\x55\xd5abc"], seq=7, timeout=10) == 7
+    t.join()
+    assert parse_inject_text(seen["text"]) == (7, [b"\x55\xd5abc"], [])
+    assert not (tmp_path / "inject").exists() and not (tmp_path / "inject.tmp").exists()
+    t = threading.Thread(target=simulation, args=("{seq} error\n",))
+    t.start()
+    with pytest.raises(simphy.InjectError, match="could not play"):
+        simphy.inject(tmp_path, [b"x"], timeout=10)
+    t.join()
+    with pytest.raises(TimeoutError, match="did not play inject file 9"):
+        simphy.inject(tmp_path, [b"x"], seq=9, timeout=0.2)
+    assert not (tmp_path / "inject").exists()
+
+
+INJECT_TB = r"""
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include "Vethdaq_sim_inject.h"
+#include "verilated.h"
+
+// Per line of the stimulus: "DV ER DATA" (one cycle of the C model's pins), or a command:
+// "! mv NAME" renames NAME to inject, "! save NAME" renames inject.done to NAME.
+int main(int argc, char **argv) {
+    VerilatedContext ctx;
+    Vethdaq_sim_inject top{&ctx};
+    std::ifstream in(argv[1]);
+    FILE *out = fopen(argv[2], "w");
+    std::string line;
+    top.clk = 0;
+    top.eval();
+    while (std::getline(in, line) && !ctx.gotFinish()) {
+        if (line.rfind("! mv ", 0) == 0) { rename(line.substr(5).c_str(), "inject"); continue; }
+        if (line.rfind("! save ", 0) == 0) { rename("inject.done", line.substr(7).c_str()); continue; }
+        unsigned dv, er, data;
+        sscanf(line.c_str(), "%u %u %x", &dv, &er, &data);
+        top.rx_dv_i = dv; top.rx_er_i = er; top.rx_data_i = data;
+        top.eval();
+        fprintf(out, "%u %u %02x\n", top.rx_dv_o, top.rx_er_o, top.rx_data_o);
+        top.clk = 1; top.eval();
+        top.clk = 0; top.eval();
+    }
+    fclose(out);
+    top.final();
+    return 0;
+}
+"""
+
+TB_POLL, TB_FIFO_BITS, TB_MAX_BYTES, TB_MAX_FRAMES = 64, 8, 8192, 16
+
+
+def _verilator_or_skip():
+    import shutil
+    import pytest
+    if shutil.which("verilator") is None:
+        pytest.skip("verilator not installed")
+
+
+_tb_cache = {}
+
+
+def build_inject_tb(tmp_path_factory):
+    """The injector alone under Verilator, with a short poll and a 256-byte FIFO."""
+    import subprocess
+    from pathlib import Path
+    if "exe" not in _tb_cache:
+        d = tmp_path_factory.mktemp("inject_tb")
+        (d / "tb.cpp").write_text(INJECT_TB)
+        src = Path(simphy.__file__).resolve().parent / "verilog" / "ethdaq_sim_inject.v"
+        subprocess.run(["verilator", "--cc", str(src), "--exe", "tb.cpp", "--build", "-Wno-fatal", "-Wno-lint",
+                        "-Wno-style", "--top-module", "ethdaq_sim_inject", "-Mdir", "obj",
+                        f"-GPOLL_CYCLES={TB_POLL}", f"-GFIFO_BITS={TB_FIFO_BITS}", f"-GMAX_BYTES={TB_MAX_BYTES}",
+                        f"-GMAX_FRAMES={TB_MAX_FRAMES}", "-CFLAGS", "-O1"],
+                       cwd=d, check=True, capture_output=True)
+        _tb_cache["exe"] = d / "obj" / "Vethdaq_sim_inject"
+    return _tb_cache["exe"]
+
+
+class Stim:
+    """The C model's receive pins, cycle by cycle."""
+    def __init__(self):
+        self.lines = []
+
+    def idle(self, n):
+        self.lines += ["0 0 00"] * n
+
+    def tap(self, wire, gap=1):
+        """A tap frame as the C model sends it: its bytes, then `gap` idle cycles (1: back to back)."""
+        start = len([l for l in self.lines if not l.startswith("!")])
+        self.lines += [f"1 0 {b:02x}" for b in wire]
+        self.idle(gap)
+        return start
+
+    def command(self, text):
+        self.lines.append("! " + text)
+
+    @property
+    def cycles(self):
+        return len([l for l in self.lines if not l.startswith("!")])
+
+
+def run_tb(exe, workdir, stim, finished=True):
+    import subprocess
+    (workdir / "stim").write_text("\n".join(stim.lines) + "\n")
+    r = subprocess.run([str(exe), "stim", "out"], cwd=workdir, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    cycles = [line.split() for line in (workdir / "out").read_text().splitlines()]
+    # Frames on the output: (first cycle, bytes, rx_er on every byte), and the idle cycles before each.
+    frames, gaps, cur, idle = [], [], None, None
+    for i, (dv, er, data) in enumerate(cycles):
+        if dv == "1":
+            if cur is None:
+                cur = [i, bytearray(), set()]
+                gaps.append(idle)
+            cur[1].append(int(data, 16))
+            cur[2].add(er)
+            idle = 0
+        else:
+            if cur is not None:
+                frames.append((cur[0], bytes(cur[1]), cur[2] == {"1"}))
+                cur = None
+            if idle is not None:
+                idle += 1
+    assert cur is None or not finished, "the run ended inside a frame"
+    return frames, gaps, r.stdout, len(cycles)
+
+
+def _wire(tag, length):
+    """A distinct frame of `length` bytes on the wire (preamble and SFD first)."""
+    body = bytes([tag]) + bytes((tag * 7 + i) & 0xFF for i in range(length - 9))
+    return simphy.wire_frame(body)
+
+
+def test_injector_plays_whole_frames_beside_the_taps_never_mixing_or_losing_one(tmp_path, tmp_path_factory):
+    """The injector under Verilator against C-model-like tap traffic: a tap frame that finds the
+    pins idle goes through undelayed and unchanged; injected frames (one with rx_er) come out
+    byte for byte, whole, in order; tap frames sent back to back during the injection come out
+    whole, in order, each either before or after an injected frame, never inside one; every two
+    frames are INJECT_IFG idle cycles apart at least; the file is played once, `inject.done` says
+    so; a file with a missing byte is not played and says so."""
+    _verilator_or_skip()
+    exe = build_inject_tb(tmp_path_factory)
+    ifg = simphy.INJECT_IFG
+    injected = [_wire(0x80 + i, n) for i, n in enumerate((72, 1, 9, 300, 64))]
+    injected[1] = b"\xd5"                                  # One byte: an exact runt of runts.
+    (tmp_path / "a").write_text(simphy.inject_text(5, injected, rx_er=[2]))
+    bad = simphy.inject_text(6, [_wire(0x90, 70)])
+    (tmp_path / "b").write_text(bad[:bad.rindex(" ")] + "\n")   # The last byte missing.
+    s = Stim()
+    s.idle(10)
+    s.command("mv a")
+    lone = _wire(0x10, 70)
+    lone_at = s.tap(lone, gap=20)
+    # The first poll is at cycle TB_POLL - 1: the first injected frame starts, then a burst back to
+    # back arrives, then frames spaced out, over the rest of the injection.
+    s.idle(TB_POLL + 6 - s.cycles)
+    burst = [_wire(0x20 + i, n) for i, n in enumerate((60, 64, 100, 61, 80, 70, 66, 90))]
+    for f in burst:
+        s.tap(f, gap=1)
+    spaced = [_wire(0x40 + i, n) for i, n in enumerate((64, 65, 66, 67, 68, 69))]
+    for f in spaced:
+        s.tap(f, gap=150)
+    burst += spaced
+    s.idle(20 * TB_POLL)                   # Polls again with the same file: not played twice.
+    s.command("save done-a")
+    s.command("mv b")
+    after = _wire(0x30, 64)
+    s.tap(after, gap=1)
+    s.idle(2 * TB_POLL)
+    s.command("save done-b")
+    frames, gaps, stdout, _ = run_tb(exe, tmp_path, s)
+
+    assert (tmp_path / "done-a").read_text() == "5 5\n"
+    assert (tmp_path / "done-b").read_text() == "6 error\n"
+    assert "inject 6: frame 0: byte 69 missing" in stdout
+    # The lone frame: at once and unchanged.
+    assert frames[0] == (lone_at, lone, False)
+    # Every frame whole, in its own order, none mixed: an interleaving of the two sequences.
+    taps, injs = [lone] + burst + [after], list(injected)
+    order = []
+    for _, data, er in frames:
+        if taps and data == taps[0]:
+            taps.pop(0)
+            order.append("t")
+            assert not er
+        else:
+            assert injs and data == injs[0], (data.hex(), order)
+            assert er == (len(injected) - len(injs) == 2)
+            injs.pop(0)
+            order.append("i")
+    assert taps == [] and injs == []
+    import re
+    assert re.search("it+i", "".join(order)), order   # Tap frames went between injected ones.
+    assert all(g >= ifg for g in gaps[1:]), gaps
+    assert min(gaps[1:]) == ifg
+
+
+def test_injector_stops_the_simulation_rather_than_drop_a_tap_frame(tmp_path, tmp_path_factory):
+    """Tap frames back to back behind a long injected frame fill the (here 256-byte) FIFO: the
+    simulation stops and says so."""
+    _verilator_or_skip()
+    exe = build_inject_tb(tmp_path_factory)
+    (tmp_path / "a").write_text(simphy.inject_text(1, [_wire(0x80, 4000)]))
+    s = Stim()
+    s.command("mv a")
+    s.idle(TB_POLL + 5)
+    for i in range(10):
+        s.tap(_wire(0x20 + i, 100), gap=1)
+    s.idle(5000)
+    frames, gaps, stdout, cycles = run_tb(exe, tmp_path, s, finished=False)
+    assert "FIFO of 256 bytes for the tap's frames overflowed" in stdout
+    assert cycles < s.cycles

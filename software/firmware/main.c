@@ -27,12 +27,15 @@
 #include "drivers/launcher.h"
 #include "drivers/probe.h"
 #include "drivers/frontend.h"
+#include "services/rxstats.h"
 
 #define IDENT_SIZE 256
 
 static char ident[IDENT_SIZE];
 static uint8_t rx_buf[CTLPORT_MAX_DATAGRAM];
 static uint8_t tx_buf[CTLPORT_MAX_DATAGRAM];
+/* RX_STATS' answer with every counter (the longest answer) fits the send buffer, the mailbox's. */
+_Static_assert(CTL_HEADER_SIZE + CTL_RX_STATS_RSP_MAX <= sizeof(tx_buf), "RX_STATS does not fit the send buffer");
 /* Counters, reply cache (retransmitted requests are answered, not executed, twice) and who may
  * change the board's state. */
 static struct ctl_state ctl;
@@ -164,6 +167,7 @@ int main(void)
 	ops.probe      = probe_present() ? probe_op : 0;
 	ops.rules      = classifier_present() ? classifier_rules_op : 0;
 	ops.regs       = frontend_present() ? frontend_regs : 0;
+	ops.rx_counter = rxstats_counter;
 #ifdef CSR_PTP_BASE
 	ops.ptp_config = ptpsvc_configure;
 #else

@@ -200,6 +200,11 @@ class ControlClient:
         returns the words read back."""
         return self._expect(lambda seq: protocol.reg_write_request(seq, offset, words), protocol.MSG_REG_WRITE).words
 
+    def rx_stats(self):
+        """The board's receive counters (anybody's): a protocol.RxStats, {name: frames} in code
+        order, only those its build has (protocol.RX_COUNTERS says what each counts)."""
+        return self._expect(protocol.rx_stats_request, protocol.MSG_RX_STATS)
+
     def claim(self, lease_s=0):
         """Ask to be the board's controller for lease_s seconds (0: the board's default). Returns
         (granted, controller IPv4 as int, lease milliseconds left); not granted: another address

@@ -301,6 +301,7 @@ def ctl_messages():
         P.MSG_REG_READ | R:     _struct_fields(P.REG_WORDS, _REG_WORDS_NAMES),
         P.MSG_REG_WRITE:        _struct_fields(P.REG_WORDS, _REG_WORDS_NAMES),
         P.MSG_REG_WRITE | R:    _struct_fields(P.REG_WORDS, _REG_WORDS_NAMES),
+        P.MSG_RX_STATS | R:     [("count", 1, "B")],   # Then `count` records: ctl_records().
         P.MSG_ERROR_RSP:        _CTL_ERROR_BODY,
     }
     strings = {P.MSG_IDENTIFY_RSP: identity[n_fixed:]}
@@ -316,6 +317,20 @@ def ctl_messages():
     if set(bodies) - set(messages):
         raise ValueError(f"bodies for unknown message types {set(bodies) - set(messages)}")
     return messages
+
+
+def ctl_records():
+    """{type: (max records, record size, {code: field name}, field for other codes)} for the messages
+    whose fixed fields end in a record count (u8) followed by that many records of a code (u8) and a
+    value (u64), codes ascending: each known code's value is shown as a field of its own, named as
+    protocol.py names the code."""
+    P = protocol
+    if P.RX_STATS_RECORD.format not in (">BQ", "!BQ"):
+        raise ValueError(f"RX_STATS_RECORD {P.RX_STATS_RECORD.format!r}: the dissector shows (code u8, value u64)")
+    names = dict(P.RX_COUNTER_NAMES)
+    if {"count", "other"} & set(names.values()):
+        raise ValueError("an RX_COUNTERS name is one of the dissector's own: count, other")
+    return {P.MSG_RX_STATS | P.RESPONSE: (P.RX_STATS_MAX, P.RX_STATS_RECORD.size, names, "other")}
 
 
 def _lua_table(mapping, hex_keys=False):
@@ -369,6 +384,7 @@ def _lua_ctl():
         offset += _size(count, code)
     out += ["}", "local cf = {}"]
     messages = ctl_messages()
+    records = ctl_records()
     type_names = {t: name for t, (name, _, _) in messages.items()}
     for name, count, code in header:
         values = _lua_table(type_names, hex_keys=True) if name == "type" else "nil"
@@ -376,7 +392,8 @@ def _lua_ctl():
         out.append(f"cf.{name} = ProtoField.{_UINT[_size(count, code)]}({_lua_str('ethdaqctl.' + name)}, "
                    f"{_lua_str(name)}, {base}, {values})")
     out += ["",
-            "-- Message type -> name, payload fields in order (ProtoField, size), length-prefixed strings.",
+            "-- Message type -> name, payload fields in order (ProtoField, size), length-prefixed strings,",
+            "-- records after a count (the last field): (code u8, value u64), a field for each known code.",
             "local CTL_MESSAGES = {"]
     for t, (msg, body, strings) in sorted(messages.items()):
         fields = []
@@ -387,14 +404,24 @@ def _lua_ctl():
         fields += [f"ProtoField.string({_lua_str(f'ethdaqctl.{msg.lower()}.{name}')}, {_lua_str(name)})"
                    for name in strings]
         out.append(f"    [0x{t:02X}] = {{ name = {_lua_str(msg)}, fields = {{" + ("" if body else "},")
-                   + (" strings = {} }," if not body and not strings else ""))
+                   + (" strings = {} }," if not body and not strings and t not in records else ""))
         out += [f"        {line}," for line in fields[:len(body)]]
         if body:
-            out.append("    }," + (" strings = {} }," if not strings else ""))
+            out.append("    }," + (" strings = {} }," if not strings and t not in records else ""))
         if strings:
             out.append("    strings = {")
             out += [f"        {line}," for line in fields[len(body):]]
             out.append("    } },")
+        if t in records:
+            most, size, names, other = records[t]
+            prefix = f"ethdaqctl.{msg.lower()}."
+            out.append(f"    strings = {{}}, records = {{ max = {most}, size = {size}, known = {{")
+            blurb = {name: text for _, name, text in P.RX_COUNTERS}
+            out += [f"        [0x{code:02X}] = ProtoField.uint64({_lua_str(prefix + name)}, {_lua_str(name)}, base.DEC, "
+                    f"nil, nil, {_lua_str(blurb.get(name, ''))}),"
+                    for code, name in sorted(names.items())]
+            out.append(f"    }}, other = ProtoField.uint64({_lua_str(prefix + other)}, {_lua_str(other)}, base.DEC, nil, "
+                       f"nil, \"a code this dissector does not know\") }} }},")
     out.append("}")
     return out
 
@@ -411,6 +438,10 @@ for _, msg in pairs(CTL_MESSAGES) do
         for _, b in ipairs(fd.bits or {}) do ctl_fields[#ctl_fields + 1] = b end
     end
     for _, sf in ipairs(msg.strings) do ctl_fields[#ctl_fields + 1] = sf end
+    if msg.records then
+        for _, rf in pairs(msg.records.known) do ctl_fields[#ctl_fields + 1] = rf end
+        ctl_fields[#ctl_fields + 1] = msg.records.other
+    end
 end
 ethdaqctl.fields = ctl_fields
 
@@ -420,8 +451,9 @@ local ce = {
     bad_version = ProtoExpert.new("ethdaqctl.bad_version", "Wrong version", expert.group.MALFORMED, expert.severity.ERROR),
     bad_type    = ProtoExpert.new("ethdaqctl.bad_type", "Unknown message type", expert.group.MALFORMED, expert.severity.ERROR),
     bad_length  = ProtoExpert.new("ethdaqctl.bad_length", "Wrong length for the message type", expert.group.MALFORMED, expert.severity.ERROR),
+    bad_order   = ProtoExpert.new("ethdaqctl.bad_order", "Records not in ascending code order", expert.group.MALFORMED, expert.severity.ERROR),
 }
-ethdaqctl.experts = { ce.short, ce.bad_magic, ce.bad_version, ce.bad_type, ce.bad_length }
+ethdaqctl.experts = { ce.short, ce.bad_magic, ce.bad_version, ce.bad_type, ce.bad_length, ce.bad_order }
 
 ethdaqctl.prefs.port = Pref.uint("UDP port", CTL_PORT,
     "UDP port of the board's control protocol (0: none). On other ports the heuristic dissector recognises the header (magic, version, known type).")
@@ -477,7 +509,35 @@ local function ctl_dissect(tvb, pinfo, tree)
             local code = tvb(CTL_HEADER_LEN, 1):uint()
             info = info .. ", " .. (CTL_ERROR_NAMES[code] or string.format("error %d", code))
         end
-        if #msg.strings == 0 then
+        if msg.records then
+            -- The last fixed field is the record count; each record a code (u8) and a value (u64).
+            local rec = msg.records
+            local n = (off > CTL_HEADER_LEN and off <= caplen) and tvb(off - 1, 1):uint() or 0
+            if length < off then
+                fail("bad_length", t, "%s must be at least %d bytes, not %d", name, off, length)
+            elseif n > rec.max then
+                fail("bad_length", t, "%s holds at most %d records, not %d", name, rec.max, n)
+            elseif length ~= off + n * rec.size then
+                fail("bad_length", t, "%s with %d records must be %d bytes, not %d", name, n, off + n * rec.size, length)
+            elseif off + n * rec.size <= caplen then
+                local last = -1
+                for i = 0, n - 1 do
+                    local at = off + i * rec.size
+                    local code = tvb(at, 1):uint()
+                    if code <= last then
+                        fail("bad_order", t, "%s: code 0x%02X after 0x%02X (codes must ascend)", name, code, last)
+                        break
+                    end
+                    local f = rec.known[code]
+                    if f then
+                        t:add(f, tvb(at + 1, rec.size - 1))
+                    else
+                        t:add(rec.other, tvb(at + 1, rec.size - 1)):append_text(string.format(" (code 0x%02X)", code))
+                    end
+                    last = code
+                end
+            end
+        elseif #msg.strings == 0 then
             if length ~= off then
                 fail("bad_length", t, "%s must be %d bytes, not %d", name, off, length)
             end

@@ -220,10 +220,11 @@ local CTL_HEADER = {
 local cf = {}
 cf.magic = ProtoField.uint16("ethdaqctl.magic", "magic", base.HEX, nil)
 cf.version = ProtoField.uint8("ethdaqctl.version", "version", base.DEC, nil)
-cf.type = ProtoField.uint8("ethdaqctl.type", "type", base.HEX, { [0x01] = "IDENTIFY", [0x02] = "STREAM_START", [0x03] = "STREAM_STOP", [0x04] = "EMULATOR", [0x05] = "STATUS", [0x06] = "CLAIM", [0x07] = "RELEASE", [0x08] = "PTP_STATUS", [0x09] = "REBOOT", [0x0A] = "CONFIG_GET", [0x0B] = "CONFIG_SET", [0x0C] = "STREAMS", [0x0D] = "LAUNCH", [0x0E] = "PROBE", [0x0F] = "PROBE_CLEAR", [0x10] = "RULES", [0x11] = "RULE_SET", [0x12] = "REG_READ", [0x13] = "REG_WRITE", [0x81] = "IDENTIFY_RSP", [0x82] = "STREAM_START_RSP", [0x83] = "STREAM_STOP_RSP", [0x84] = "EMULATOR_RSP", [0x85] = "STATUS_RSP", [0x86] = "CLAIM_RSP", [0x87] = "RELEASE_RSP", [0x88] = "PTP_STATUS_RSP", [0x89] = "REBOOT_RSP", [0x8A] = "CONFIG_GET_RSP", [0x8B] = "CONFIG_SET_RSP", [0x8C] = "STREAMS_RSP", [0x8D] = "LAUNCH_RSP", [0x8E] = "PROBE_RSP", [0x8F] = "PROBE_CLEAR_RSP", [0x90] = "RULES_RSP", [0x91] = "RULE_SET_RSP", [0x92] = "REG_READ_RSP", [0x93] = "REG_WRITE_RSP", [0xFF] = "ERROR_RSP" })
+cf.type = ProtoField.uint8("ethdaqctl.type", "type", base.HEX, { [0x01] = "IDENTIFY", [0x02] = "STREAM_START", [0x03] = "STREAM_STOP", [0x04] = "EMULATOR", [0x05] = "STATUS", [0x06] = "CLAIM", [0x07] = "RELEASE", [0x08] = "PTP_STATUS", [0x09] = "REBOOT", [0x0A] = "CONFIG_GET", [0x0B] = "CONFIG_SET", [0x0C] = "STREAMS", [0x0D] = "LAUNCH", [0x0E] = "PROBE", [0x0F] = "PROBE_CLEAR", [0x10] = "RULES", [0x11] = "RULE_SET", [0x12] = "REG_READ", [0x13] = "REG_WRITE", [0x14] = "RX_STATS", [0x81] = "IDENTIFY_RSP", [0x82] = "STREAM_START_RSP", [0x83] = "STREAM_STOP_RSP", [0x84] = "EMULATOR_RSP", [0x85] = "STATUS_RSP", [0x86] = "CLAIM_RSP", [0x87] = "RELEASE_RSP", [0x88] = "PTP_STATUS_RSP", [0x89] = "REBOOT_RSP", [0x8A] = "CONFIG_GET_RSP", [0x8B] = "CONFIG_SET_RSP", [0x8C] = "STREAMS_RSP", [0x8D] = "LAUNCH_RSP", [0x8E] = "PROBE_RSP", [0x8F] = "PROBE_CLEAR_RSP", [0x90] = "RULES_RSP", [0x91] = "RULE_SET_RSP", [0x92] = "REG_READ_RSP", [0x93] = "REG_WRITE_RSP", [0x94] = "RX_STATS_RSP", [0xFF] = "ERROR_RSP" })
 cf.seq = ProtoField.uint32("ethdaqctl.seq", "seq", base.DEC, nil)
 
--- Message type -> name, payload fields in order (ProtoField, size), length-prefixed strings.
+-- Message type -> name, payload fields in order (ProtoField, size), length-prefixed strings,
+-- records after a count (the last field): (code u8, value u64), a field for each known code.
 local CTL_MESSAGES = {
     [0x01] = { name = "IDENTIFY", fields = {}, strings = {} },
     [0x02] = { name = "STREAM_START", fields = {
@@ -323,6 +324,7 @@ local CTL_MESSAGES = {
         { f = ProtoField.uint32("ethdaqctl.reg_write.reg_word14", "reg_word14", base.DEC, nil), size = 4, },
         { f = ProtoField.uint32("ethdaqctl.reg_write.reg_word15", "reg_word15", base.DEC, nil), size = 4, },
     }, strings = {} },
+    [0x14] = { name = "RX_STATS", fields = {}, strings = {} },
     [0x81] = { name = "IDENTIFY_RSP", fields = {
         { f = ProtoField.ether("ethdaqctl.identify_rsp.mac", "mac"), size = 6, },
         { f = ProtoField.ipv4("ethdaqctl.identify_rsp.ip", "ip"), size = 4, },
@@ -731,6 +733,42 @@ local CTL_MESSAGES = {
         { f = ProtoField.uint32("ethdaqctl.reg_write_rsp.reg_word14", "reg_word14", base.DEC, nil), size = 4, },
         { f = ProtoField.uint32("ethdaqctl.reg_write_rsp.reg_word15", "reg_word15", base.DEC, nil), size = 4, },
     }, strings = {} },
+    [0x94] = { name = "RX_STATS_RSP", fields = {
+        { f = ProtoField.uint8("ethdaqctl.rx_stats_rsp.count", "count", base.DEC, nil), size = 1, },
+    },
+    strings = {}, records = { max = 64, size = 9, known = {
+        [0x00] = ProtoField.uint64("ethdaqctl.rx_stats_rsp.rx_ok", "rx_ok", base.DEC, nil, nil, "well-formed frames for the board, passed on to its network stack (or to a receive rule that takes them)"),
+        [0x01] = ProtoField.uint64("ethdaqctl.rx_stats_rsp.fcs", "fcs", base.DEC, nil, nil, "bad frame check sequence"),
+        [0x02] = ProtoField.uint64("ethdaqctl.rx_stats_rsp.runt", "runt", base.DEC, nil, nil, "shorter than 64 bytes (FCS included)"),
+        [0x03] = ProtoField.uint64("ethdaqctl.rx_stats_rsp.oversize", "oversize", base.DEC, nil, nil, "longer than 1518 bytes (FCS included)"),
+        [0x04] = ProtoField.uint64("ethdaqctl.rx_stats_rsp.ethertype", "ethertype", base.DEC, nil, nil, "an EtherType the board does not speak"),
+        [0x05] = ProtoField.uint64("ethdaqctl.rx_stats_rsp.arp_malformed", "arp_malformed", base.DEC, nil, nil, "ARP: hardware or protocol type or size, or operation, wrong"),
+        [0x06] = ProtoField.uint64("ethdaqctl.rx_stats_rsp.not_ours", "not_ours", base.DEC, nil, nil, "to another host: unicast MAC, ARP target or IPv4 destination not the board's"),
+        [0x07] = ProtoField.uint64("ethdaqctl.rx_stats_rsp.ip_version", "ip_version", base.DEC, nil, nil, "IPv4 EtherType, but version not 4 or header length under 20 bytes"),
+        [0x08] = ProtoField.uint64("ethdaqctl.rx_stats_rsp.ip_options", "ip_options", base.DEC, nil, nil, "IPv4 header with options (the board's stack takes 20-byte headers only)"),
+        [0x09] = ProtoField.uint64("ethdaqctl.rx_stats_rsp.ip_checksum", "ip_checksum", base.DEC, nil, nil, "IPv4 header checksum wrong"),
+        [0x0A] = ProtoField.uint64("ethdaqctl.rx_stats_rsp.ip_length", "ip_length", base.DEC, nil, nil, "IPv4 total length under 20 bytes, or past the frame's end (truncated)"),
+        [0x0B] = ProtoField.uint64("ethdaqctl.rx_stats_rsp.ip_fragment", "ip_fragment", base.DEC, nil, nil, "an IPv4 fragment (the board does not reassemble)"),
+        [0x0C] = ProtoField.uint64("ethdaqctl.rx_stats_rsp.ip_protocol", "ip_protocol", base.DEC, nil, nil, "an IPv4 protocol other than UDP and ICMP"),
+        [0x0D] = ProtoField.uint64("ethdaqctl.rx_stats_rsp.icmp_type", "icmp_type", base.DEC, nil, nil, "ICMP other than an echo request"),
+        [0x0E] = ProtoField.uint64("ethdaqctl.rx_stats_rsp.udp_length", "udp_length", base.DEC, nil, nil, "UDP length under 8, or not the IPv4 payload's length"),
+        [0x0F] = ProtoField.uint64("ethdaqctl.rx_stats_rsp.udp_empty", "udp_empty", base.DEC, nil, nil, "UDP datagram with no payload"),
+        [0x10] = ProtoField.uint64("ethdaqctl.rx_stats_rsp.udp_port", "udp_port", base.DEC, nil, nil, "UDP to a port nothing on the board listens on"),
+        [0x20] = ProtoField.uint64("ethdaqctl.rx_stats_rsp.preamble", "preamble", base.DEC, nil, nil, "bad preamble or start-of-frame delimiter (dropped by the MAC)"),
+        [0x21] = ProtoField.uint64("ethdaqctl.rx_stats_rsp.rx_full", "rx_full", base.DEC, nil, nil, "no room in the receive buffer (the frame gate)"),
+        [0x22] = ProtoField.uint64("ethdaqctl.rx_stats_rsp.cpu_full", "cpu_full", base.DEC, nil, nil, "control or PTP datagram: the CPU's mailbox was full"),
+        [0x40] = ProtoField.uint64("ethdaqctl.rx_stats_rsp.ctl_short", "ctl_short", base.DEC, nil, nil, "control: shorter than the header"),
+        [0x41] = ProtoField.uint64("ethdaqctl.rx_stats_rsp.ctl_magic", "ctl_magic", base.DEC, nil, nil, "control: wrong magic (not this protocol)"),
+        [0x42] = ProtoField.uint64("ethdaqctl.rx_stats_rsp.ctl_response", "ctl_response", base.DEC, nil, nil, "control: a response sent to the board"),
+        [0x43] = ProtoField.uint64("ethdaqctl.rx_stats_rsp.ctl_version", "ctl_version", base.DEC, nil, nil, "control: wrong protocol version"),
+        [0x44] = ProtoField.uint64("ethdaqctl.rx_stats_rsp.ctl_type", "ctl_type", base.DEC, nil, nil, "control: unknown message type"),
+        [0x45] = ProtoField.uint64("ethdaqctl.rx_stats_rsp.ctl_length", "ctl_length", base.DEC, nil, nil, "control: wrong length for its type"),
+        [0x60] = ProtoField.uint64("ethdaqctl.rx_stats_rsp.ptp_short", "ptp_short", base.DEC, nil, nil, "PTP: shorter than the common header"),
+        [0x61] = ProtoField.uint64("ethdaqctl.rx_stats_rsp.ptp_version", "ptp_version", base.DEC, nil, nil, "PTP: versionPTP not 2"),
+        [0x62] = ProtoField.uint64("ethdaqctl.rx_stats_rsp.ptp_type", "ptp_type", base.DEC, nil, nil, "PTP: reserved messageType"),
+        [0x63] = ProtoField.uint64("ethdaqctl.rx_stats_rsp.ptp_type_length", "ptp_type_length", base.DEC, nil, nil, "PTP: shorter than its type's body"),
+        [0x64] = ProtoField.uint64("ethdaqctl.rx_stats_rsp.ptp_length", "ptp_length", base.DEC, nil, nil, "PTP: messageLength past the datagram, or short of its type's"),
+    }, other = ProtoField.uint64("ethdaqctl.rx_stats_rsp.other", "other", base.DEC, nil, nil, "a code this dissector does not know") } },
     [0xFF] = { name = "ERROR_RSP", fields = {
         { f = ProtoField.uint8("ethdaqctl.error_rsp.code", "code", base.DEC, { [1] = "bad version", [2] = "unknown message type", [3] = "bad length", [4] = "value out of range", [5] = "busy (a run is going: stop it first)", [6] = "not supported by this build", [7] = "stale sequence number (not executed)", [8] = "another controller holds the board (ethdaq ctl claim shows which)", [9] = "this address is not in the board's allow-list", [10] = "the board needs signed requests (--key-file)", [11] = "authentication failed (wrong key, or an old counter: is this host's clock behind?)" }), size = 1, },
     }, strings = {} },
@@ -747,6 +785,10 @@ for _, msg in pairs(CTL_MESSAGES) do
         for _, b in ipairs(fd.bits or {}) do ctl_fields[#ctl_fields + 1] = b end
     end
     for _, sf in ipairs(msg.strings) do ctl_fields[#ctl_fields + 1] = sf end
+    if msg.records then
+        for _, rf in pairs(msg.records.known) do ctl_fields[#ctl_fields + 1] = rf end
+        ctl_fields[#ctl_fields + 1] = msg.records.other
+    end
 end
 ethdaqctl.fields = ctl_fields
 
@@ -756,8 +798,9 @@ local ce = {
     bad_version = ProtoExpert.new("ethdaqctl.bad_version", "Wrong version", expert.group.MALFORMED, expert.severity.ERROR),
     bad_type    = ProtoExpert.new("ethdaqctl.bad_type", "Unknown message type", expert.group.MALFORMED, expert.severity.ERROR),
     bad_length  = ProtoExpert.new("ethdaqctl.bad_length", "Wrong length for the message type", expert.group.MALFORMED, expert.severity.ERROR),
+    bad_order   = ProtoExpert.new("ethdaqctl.bad_order", "Records not in ascending code order", expert.group.MALFORMED, expert.severity.ERROR),
 }
-ethdaqctl.experts = { ce.short, ce.bad_magic, ce.bad_version, ce.bad_type, ce.bad_length }
+ethdaqctl.experts = { ce.short, ce.bad_magic, ce.bad_version, ce.bad_type, ce.bad_length, ce.bad_order }
 
 ethdaqctl.prefs.port = Pref.uint("UDP port", CTL_PORT,
     "UDP port of the board's control protocol (0: none). On other ports the heuristic dissector recognises the header (magic, version, known type).")
@@ -813,7 +856,35 @@ local function ctl_dissect(tvb, pinfo, tree)
             local code = tvb(CTL_HEADER_LEN, 1):uint()
             info = info .. ", " .. (CTL_ERROR_NAMES[code] or string.format("error %d", code))
         end
-        if #msg.strings == 0 then
+        if msg.records then
+            -- The last fixed field is the record count; each record a code (u8) and a value (u64).
+            local rec = msg.records
+            local n = (off > CTL_HEADER_LEN and off <= caplen) and tvb(off - 1, 1):uint() or 0
+            if length < off then
+                fail("bad_length", t, "%s must be at least %d bytes, not %d", name, off, length)
+            elseif n > rec.max then
+                fail("bad_length", t, "%s holds at most %d records, not %d", name, rec.max, n)
+            elseif length ~= off + n * rec.size then
+                fail("bad_length", t, "%s with %d records must be %d bytes, not %d", name, n, off + n * rec.size, length)
+            elseif off + n * rec.size <= caplen then
+                local last = -1
+                for i = 0, n - 1 do
+                    local at = off + i * rec.size
+                    local code = tvb(at, 1):uint()
+                    if code <= last then
+                        fail("bad_order", t, "%s: code 0x%02X after 0x%02X (codes must ascend)", name, code, last)
+                        break
+                    end
+                    local f = rec.known[code]
+                    if f then
+                        t:add(f, tvb(at + 1, rec.size - 1))
+                    else
+                        t:add(rec.other, tvb(at + 1, rec.size - 1)):append_text(string.format(" (code 0x%02X)", code))
+                    end
+                    last = code
+                end
+            end
+        elseif #msg.strings == 0 then
             if length ~= off then
                 fail("bad_length", t, "%s must be %d bytes, not %d", name, off, length)
             end

@@ -17,6 +17,7 @@ Header (8 bytes):
 import hashlib
 import hmac
 import ipaddress
+import re
 import struct
 from dataclasses import dataclass
 
@@ -46,6 +47,7 @@ MSG_RULES         = 0x10
 MSG_RULE_SET      = 0x11
 MSG_REG_READ      = 0x12
 MSG_REG_WRITE     = 0x13
+MSG_RX_STATS      = 0x14
 MSG_IDENTIFY_RSP  = MSG_IDENTIFY | RESPONSE
 MSG_ERROR_RSP     = 0xFF
 NS_PER_S          = 10**9
@@ -254,6 +256,65 @@ RULES_RSP       = struct.Struct(">BIIII" + RULE_RECORD.format[1:] * MAX_RULES)
 REG_MAX_WORDS = 16
 REG_READ  = struct.Struct(">HB")
 REG_WORDS = struct.Struct(">HB" + "I" * REG_MAX_WORDS)
+# RX_STATS (anybody's): every received frame the board did not use, counted by cause, and the
+# frames it did. The answer: a count, then that many records (code u8, value u64), in code order;
+# a build lists only the counters it has (a build without the receive audit has no 0x0_/0x1_
+# codes). The audit's counts are since power-up (it keeps them in RAM, which the watchdog's and
+# REBOOT's reset does not clear); the others since the board's last reset, and the PTP port's
+# since the port last started (CONFIG_SET of a ptp_ setting restarts it). A host that does not
+# know a code shows it as code_0xNN.
+#   0x00-0x1F: the receive audit (gateware/rxaudit.py): each frame the MAC passes on is counted
+#              once, under "rx_ok" or under the first check it fails (in the order the
+#              header's fields arrive: gateware/rxaudit.py lists it; not_ours covers three
+#              checks, the destination MAC first); every one but rx_ok is dropped whole before
+#              LiteEth's layers see it.
+#   0x20-0x3F: drops before and after the audit (MAC framing, buffers full).
+#   0x40-0x5F: control datagrams the firmware's parser dropped or refused as malformed.
+#   0x60-0x7F: PTP messages the firmware's PTP port dropped as malformed.
+RX_COUNTERS = (
+    (0x00, "rx_ok",          "well-formed frames for the board, passed on to its network stack (or to a receive rule that takes them)"),
+    (0x01, "fcs",            "bad frame check sequence"),
+    (0x02, "runt",           "shorter than 64 bytes (FCS included)"),
+    (0x03, "oversize",       "longer than 1518 bytes (FCS included)"),
+    (0x04, "ethertype",      "an EtherType the board does not speak"),
+    (0x05, "arp_malformed",  "ARP: hardware or protocol type or size, or operation, wrong"),
+    (0x06, "not_ours",       "to another host: unicast MAC, ARP target or IPv4 destination not the board's"),
+    (0x07, "ip_version",     "IPv4 EtherType, but version not 4 or header length under 20 bytes"),
+    (0x08, "ip_options",     "IPv4 header with options (the board's stack takes 20-byte headers only)"),
+    (0x09, "ip_checksum",    "IPv4 header checksum wrong"),
+    (0x0A, "ip_length",      "IPv4 total length under 20 bytes, or past the frame's end (truncated)"),
+    (0x0B, "ip_fragment",    "an IPv4 fragment (the board does not reassemble)"),
+    (0x0C, "ip_protocol",    "an IPv4 protocol other than UDP and ICMP"),
+    (0x0D, "icmp_type",      "ICMP other than an echo request"),
+    (0x0E, "udp_length",     "UDP length under 8, or not the IPv4 payload's length"),
+    (0x0F, "udp_empty",      "UDP datagram with no payload"),
+    (0x10, "udp_port",       "UDP to a port nothing on the board listens on"),
+    (0x20, "preamble",       "bad preamble or start-of-frame delimiter (dropped by the MAC)"),
+    (0x21, "rx_full",        "no room in the receive buffer (the frame gate)"),
+    (0x22, "cpu_full",       "control or PTP datagram: the CPU's mailbox was full"),
+    (0x40, "ctl_short",      "control: shorter than the header"),
+    (0x41, "ctl_magic",      "control: wrong magic (not this protocol)"),
+    (0x42, "ctl_response",   "control: a response sent to the board"),
+    (0x43, "ctl_version",    "control: wrong protocol version"),
+    (0x44, "ctl_type",       "control: unknown message type"),
+    (0x45, "ctl_length",     "control: wrong length for its type"),
+    (0x60, "ptp_short",      "PTP: shorter than the common header"),
+    (0x61, "ptp_version",    "PTP: versionPTP not 2"),
+    (0x62, "ptp_type",       "PTP: reserved messageType"),
+    (0x63, "ptp_type_length", "PTP: shorter than its type's body"),
+    (0x64, "ptp_length",     "PTP: messageLength past the datagram, or short of its type's"),
+)
+RX_COUNTER_NAMES = {code: name for code, name, _ in RX_COUNTERS}
+# The receive audit's causes (their code is the index).
+RX_AUDIT_CAUSES = tuple(name for code, name, _ in RX_COUNTERS if code < 0x20)
+RX_STATS_MAX    = 64
+assert [code for code, _, _ in RX_COUNTERS if code < 0x20] == list(range(len(RX_AUDIT_CAUSES)))
+assert len(RX_COUNTERS) <= RX_STATS_MAX and len(set(RX_COUNTER_NAMES.values())) == len(RX_COUNTERS)
+# In code order, each code once: the firmware answers in the table's order (CTL_RX_COUNTER_CODES).
+assert [code for code, _, _ in RX_COUNTERS] == sorted(RX_COUNTER_NAMES)
+RX_STATS_RECORD = struct.Struct(">BQ")
+RX_STATS_RSP_MAX = 1 + RX_STATS_MAX * RX_STATS_RECORD.size   # The answer's body at most: 577 bytes.
+RX_COUNTER_DESCRIPTIONS = {name: text for _, name, text in RX_COUNTERS}
 STREAM_PRESENT = 0x01   # The build has this stream.
 STREAM_ENABLED = 0x02   # Enabled in the run.
 STREAM_FIELDS  = ("flags", "datagrams", "bytes", "dropped")
@@ -292,6 +353,7 @@ REQUEST_LENGTH[MSG_RULES]       = HEADER.size
 REQUEST_LENGTH[MSG_RULE_SET]    = HEADER.size + RULE.size
 REQUEST_LENGTH[MSG_REG_READ]    = HEADER.size + REG_READ.size
 REQUEST_LENGTH[MSG_REG_WRITE]   = HEADER.size + REG_WORDS.size
+REQUEST_LENGTH[MSG_RX_STATS]    = HEADER.size
 
 
 class ProtocolError(ValueError):
@@ -506,6 +568,64 @@ class Registers:
         if not 1 <= count <= REG_MAX_WORDS or any(words[count:]):
             raise ProtocolError(f"register answer: {count} words, unused words not 0")
         return cls(offset, list(words[:count]))
+
+
+def rx_stats_request(seq):
+    return pack_header(MSG_RX_STATS, seq)
+
+
+def rx_counter_name(code):
+    """RX_COUNTERS' name of a code; code_0xNN for one this host does not know (a newer board's)."""
+    return RX_COUNTER_NAMES.get(code, f"code_0x{code:02x}")
+
+
+def rx_counter_code(name):
+    """The code of a name rx_counter_name gives; ValueError for any other name."""
+    for code, known, _ in RX_COUNTERS:
+        if known == name:
+            return code
+    if re.fullmatch(r"code_0x[0-9a-f]{2}", name):
+        return int(name[len("code_"):], 16)
+    raise ValueError(f"no receive counter {name!r}; there are: {', '.join(RX_COUNTER_NAMES.values())}")
+
+
+def rx_stats_body(records):
+    """RX_STATS_RSP's body (after the header) for [(code, value)], as given (tests build bad ones)."""
+    records = list(records)
+    return bytes([len(records)]) + b"".join(RX_STATS_RECORD.pack(code, value) for code, value in records)
+
+
+class RxStats(dict):
+    """RX_STATS's answer: {counter name: value} in code order, only the counters the board's build
+    has (RX_COUNTERS; a code this host does not know is kept, named code_0xNN)."""
+
+    @classmethod
+    def unpack(cls, body):
+        """From the answer's bytes after the header; ProtocolError for a count past RX_STATS_MAX, a
+        length that is not the count's records, or codes not in ascending order."""
+        if not body:
+            raise ProtocolError("RX_STATS answer: no record count")
+        count = body[0]
+        if count > RX_STATS_MAX:
+            raise ProtocolError(f"RX_STATS answer: at most {RX_STATS_MAX} records, not {count}")
+        size = 1 + count * RX_STATS_RECORD.size
+        if len(body) != size:
+            raise ProtocolError(f"RX_STATS answer with {count} records must be {HEADER.size + size} bytes, "
+                                f"not {HEADER.size + len(body)}")
+        out, last = cls(), -1
+        for code, value in RX_STATS_RECORD.iter_unpack(body[1:]):
+            if code <= last:
+                raise ProtocolError(f"RX_STATS answer: code 0x{code:02X} after 0x{last:02X} (codes must ascend)")
+            out[rx_counter_name(code)] = value
+            last = code
+        return out
+
+    def records(self):
+        """[(code, value)] in code order."""
+        return [(rx_counter_code(name), value) for name, value in self.items()]
+
+    def pack(self):
+        return rx_stats_body(self.records())
 
 
 def rule_set_request(seq, index, enable=1, action=0, match=0, ethertype=0, proto=0, port=0, src_ip=0):
@@ -911,6 +1031,8 @@ def parse_response(data, expect_seq=None):
         if len(data) != HEADER.size + 1:
             raise ProtocolError(f"error response must be {HEADER.size + 1} bytes, not {len(data)}")
         return msg_type, seq, data[HEADER.size]
+    if msg_type == MSG_RX_STATS | RESPONSE:
+        return msg_type, seq, RxStats.unpack(data[HEADER.size:])
     if msg_type == MSG_IDENTIFY_RSP:
         offset = HEADER.size
         if len(data) < offset + IDENTIFY_FIXED.size:
@@ -1032,6 +1154,15 @@ def c_header():
         f"#define CTL_REG_WRITE_REQ_LENGTH {REQUEST_LENGTH[MSG_REG_WRITE]}u",
         f"#define CTL_REG_WORDS_SIZE   {REG_WORDS.size}u",
         f"#define CTL_REG_MAX_WORDS    {REG_MAX_WORDS}u",
+        f"#define CTL_MSG_RX_STATS     0x{MSG_RX_STATS:02X}u",
+        f"#define CTL_RX_STATS_REQ_LENGTH {REQUEST_LENGTH[MSG_RX_STATS]}u",
+        f"#define CTL_RX_STATS_MAX     {RX_STATS_MAX}u",
+        f"#define CTL_RX_STATS_RECORD_SIZE {RX_STATS_RECORD.size}u",
+        f"#define CTL_RX_STATS_RSP_MAX {RX_STATS_RSP_MAX}u",
+        f"#define CTL_RX_AUDIT_CAUSES  {len(RX_AUDIT_CAUSES)}u",
+        "/* RX_STATS' counters (protocol.py RX_COUNTERS): their codes, and all of them in code order. */",
+        *(f"#define CTL_RX_COUNTER_{name.upper():<16} 0x{code:02X}u" for code, name, _ in RX_COUNTERS),
+        "#define CTL_RX_COUNTER_CODES { " + ", ".join(f"0x{code:02X}u" for code, _, _ in RX_COUNTERS) + " }",
         f"#define CTL_MSG_RULES        0x{MSG_RULES:02X}u",
         f"#define CTL_MSG_RULE_SET     0x{MSG_RULE_SET:02X}u",
         f"#define CTL_RULES_REQ_LENGTH {REQUEST_LENGTH[MSG_RULES]}u",

@@ -22,7 +22,9 @@
  *
  * Invariants (abort on violation), besides the sanitizers': the answer fits the buffer; an answer
  * has our magic and version, echoes the request's seq, and is either the request's response type
- * or a 9-byte ERROR_RSP; every request moves at least one counter (at most two: an error answer
+ * or a 9-byte ERROR_RSP; an RX_STATS answer holds as many records as its count says (at most
+ * CTL_RX_STATS_MAX), codes ascending, and the board is never asked for the handler's own counters;
+ * every request moves at least one counter (at most two: an error answer
  * that did not fit also counts no_room); a request answered from the reply cache runs no board
  * operation and gets byte for byte the answer that requester got before; a request runs at most
  * one board operation; a board operation runs only for an address in the allow-list, only while
@@ -52,6 +54,12 @@ static int signed_right(const uint8_t *req, size_t len)
 		return 0;
 	hmac_sha256(fuzz_key, sizeof(fuzz_key), req, len - SHA256_DIGEST, NULL, 0, mac);
 	return memcmp(mac, req + len - SHA256_DIGEST, SHA256_DIGEST) == 0;
+}
+
+static void fail(const char *why)
+{
+	fprintf(stderr, "ctl_fuzz: invariant broken: %s\n", why);
+	abort();
 }
 
 static int op_start(const struct ctl_stream_cfg *c, uint32_t *run)
@@ -155,20 +163,38 @@ static int op_regs(int write, uint16_t offset, uint8_t count, uint32_t *words)
 	return 0;
 }
 
+/* Some codes present, some not, as builds differ; never one of the handler's own. */
+static int op_rx_counter(uint8_t code, uint64_t *value)
+{
+	if (code >= CTL_RX_COUNTER_CTL_SHORT && code <= CTL_RX_COUNTER_CTL_LENGTH)
+		fail("RX_STATS asked the board for one of the handler's own counters");
+	*value = ~(uint64_t)code;
+	return ops_error ? code % 3 != 0 : 1;
+}
+
 static const struct ctl_ops ops = { op_start, op_stop, op_emulator, op_status, op_ptp, op_ptp_config, op_link,
-				    op_streams, op_launch, op_probe, op_rules, op_regs };
+				    op_streams, op_launch, op_probe, op_rules, op_regs, op_rx_counter };
+
+/* RX_STATS_RSP's records: as many as its count says, at most CTL_RX_STATS_MAX, codes ascending. */
+static int rx_stats_well_formed(const uint8_t *rsp, int n)
+{
+	int last = -1;
+	if (n < (int)CTL_HEADER_SIZE + 1 || rsp[CTL_HEADER_SIZE] > CTL_RX_STATS_MAX ||
+	    n != (int)(CTL_HEADER_SIZE + 1 + rsp[CTL_HEADER_SIZE] * CTL_RX_STATS_RECORD_SIZE))
+		return 0;
+	for (int at = CTL_HEADER_SIZE + 1; at < n; at += CTL_RX_STATS_RECORD_SIZE) {
+		if (rsp[at] <= last)
+			return 0;
+		last = rsp[at];
+	}
+	return 1;
+}
 
 static uint32_t counter_sum(const struct ctl_counters *c)
 {
 	return c->requests + c->short_drop + c->magic_drop + c->response_drop + c->bad_version +
 	       c->bad_type + c->bad_length + c->refused + c->no_room + c->stale_seq + c->replayed +
 	       c->not_allowed + c->not_controller + c->auth_required + c->auth_failed;
-}
-
-static void fail(const char *why)
-{
-	fprintf(stderr, "ctl_fuzz: invariant broken: %s\n", why);
-	abort();
 }
 
 static void conversation(const uint8_t *data, size_t size)
@@ -266,6 +292,8 @@ static void conversation(const uint8_t *data, size_t size)
 				fail("answer does not echo the request's seq");
 			if (type == CTL_MSG_ERROR_RSP ? n != (int)CTL_HEADER_SIZE + 1 : type != (req[3] | CTL_RESPONSE))
 				fail("answer of the wrong type or length");
+			if (type == (CTL_MSG_RX_STATS | CTL_RESPONSE) && !rx_stats_well_formed(rsp, n))
+				fail("RX_STATS answer whose records are not its count's, or not in code order");
 		}
 		if (c->replayed != replayed) {
 			if (ops_calls != before_calls)
@@ -314,12 +342,12 @@ static size_t valid_request(uint8_t *buf, unsigned *seed, uint32_t seq)
 	static const uint8_t types[] = { CTL_MSG_IDENTIFY, CTL_MSG_STREAM_START, CTL_MSG_STREAM_STOP,
 					 CTL_MSG_EMULATOR, CTL_MSG_STATUS, CTL_MSG_CLAIM, CTL_MSG_RELEASE,
 					 CTL_MSG_PTP_STATUS, CTL_MSG_LAUNCH, CTL_MSG_RULES, CTL_MSG_RULE_SET,
-					 CTL_MSG_REG_READ, CTL_MSG_REG_WRITE };
+					 CTL_MSG_REG_READ, CTL_MSG_REG_WRITE, CTL_MSG_RX_STATS };
 	static const size_t lengths[] = { CTL_IDENTIFY_REQ_LENGTH, CTL_STREAM_START_REQ_LENGTH,
 					  CTL_STREAM_STOP_REQ_LENGTH, CTL_EMULATOR_REQ_LENGTH, CTL_STATUS_REQ_LENGTH,
 					  CTL_CLAIM_REQ_LENGTH, CTL_RELEASE_REQ_LENGTH, CTL_PTP_STATUS_REQ_LENGTH,
 					  CTL_LAUNCH_REQ_LENGTH, CTL_RULES_REQ_LENGTH, CTL_RULE_SET_REQ_LENGTH,
-					  CTL_REG_READ_REQ_LENGTH, CTL_REG_WRITE_REQ_LENGTH };
+					  CTL_REG_READ_REQ_LENGTH, CTL_REG_WRITE_REQ_LENGTH, CTL_RX_STATS_REQ_LENGTH };
 	unsigned k = (unsigned)rand_r(seed) % (sizeof(types) / sizeof(types[0]));
 	buf[0] = CTL_MAGIC >> 8;
 	buf[1] = CTL_MAGIC & 0xff;

@@ -163,6 +163,22 @@ static int regs(int write, uint16_t offset, uint8_t count, uint32_t *words)
 	return 0;
 }
 
+/* Receive counters: the audit's cause i counts (1 << 40) + i (wider than 32 bits), the board's
+ * 0x2N and PTP's 0x6N count 1000 + code. With a stub error: a build without the receive audit
+ * and without the frame gate (no rx_full). */
+static int rx_counter(uint8_t code, uint64_t *value)
+{
+	fprintf(stderr, "call=rx_counter code=%u\n", code);
+	if (code < CTL_RX_AUDIT_CAUSES) {
+		*value = (1ull << 40) + code;
+		return !stub_error;
+	}
+	if (code == CTL_RX_COUNTER_RX_FULL && stub_error)
+		return 0;
+	*value = 1000u + code;
+	return 1;
+}
+
 /* The build's settings, as main.c sets them at boot. */
 static const struct ctl_config boot_config = {
 	.ip = 0xC0A80132u, .mac = {0x10, 0xe2, 0xd5, 0x00, 0x00, 0x01},
@@ -186,7 +202,7 @@ int main(int argc, char **argv)
 		.boots = 3, .reset_cause = 2, .watchdog_resets = 1,
 	};
 	struct ctl_ops ops = { stream_start, stream_stop, emulator, status, ptp_status, ptp_config, link, streams, launch,
-			       probe, rules, regs };
+			       probe, rules, regs, rx_counter };
 	size_t cap = argc > 1 ? (size_t)atoi(argv[1]) : sizeof(rsp);
 	int session = argc > 2 && strcmp(argv[2], "session") == 0;
 	uint32_t src_ip = argc > 2 && !session ? (uint32_t)strtoul(argv[2], NULL, 0) : 0xC0A80164u;

@@ -51,7 +51,7 @@ static void mock_status(struct ctl_status *st)
 }
 
 static const struct ctl_ops ops = { mock_start, mock_stop, mock_emulator, mock_status, NULL, NULL, NULL, NULL, NULL,
-				    NULL, NULL, NULL };
+				    NULL, NULL, NULL, NULL };
 
 static const struct ctl_identity id = {
 	.mac = {0x10, 0xe2, 0xd5, 0, 0, 1}, .ip = 0xC0A80132u, .ctl_port = 7000, .sys_clk_hz = 125000000u,

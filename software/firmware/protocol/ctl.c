@@ -146,7 +146,7 @@ _Static_assert(FITS(CTL_STREAM_START_REQ_LENGTH) && FITS(CTL_EMULATOR_REQ_LENGTH
 	       FITS(CTL_CONFIG_GET_REQ_LENGTH) && FITS(CTL_CONFIG_SET_REQ_LENGTH) &&
 	       FITS(CTL_STREAMS_REQ_LENGTH) && FITS(CTL_LAUNCH_REQ_LENGTH) && FITS(CTL_PROBE_REQ_LENGTH) &&
 	       FITS(CTL_PROBE_CLEAR_REQ_LENGTH) && FITS(CTL_RULES_REQ_LENGTH) && FITS(CTL_RULE_SET_REQ_LENGTH) &&
-	       FITS(CTL_REG_READ_REQ_LENGTH) && FITS(CTL_REG_WRITE_REQ_LENGTH),
+	       FITS(CTL_REG_READ_REQ_LENGTH) && FITS(CTL_REG_WRITE_REQ_LENGTH) && FITS(CTL_RX_STATS_REQ_LENGTH),
 	       "a request does not fit the reply cache");
 #undef FITS
 _Static_assert(CTL_HEADER_SIZE + CTL_STATUS_RSP_SIZE <= CTL_REPLAY_RSP_MAX &&
@@ -309,6 +309,7 @@ size_t ctl_request_length(uint8_t type)
 	case CTL_MSG_RULE_SET:     return CTL_RULE_SET_REQ_LENGTH;
 	case CTL_MSG_REG_READ:     return CTL_REG_READ_REQ_LENGTH;
 	case CTL_MSG_REG_WRITE:    return CTL_REG_WRITE_REQ_LENGTH;
+	case CTL_MSG_RX_STATS:     return CTL_RX_STATS_REQ_LENGTH;
 	default:                   return 0;
 	}
 }
@@ -627,6 +628,46 @@ static int regs(struct writer *w, int write, const uint8_t *p, uint32_t seq, con
 	put_u8(w, count);
 	for (unsigned i = 0; i < CTL_REG_MAX_WORDS; i++)
 		put_be32(w, i < count ? words[i] : 0);
+	return answered(w, cnt);
+}
+
+/* RX_STATS: every counter of protocol.py's RX_COUNTERS this build has, in code order: the
+ * handler's own (its drops of malformed requests, before anything else about them is known) from
+ * cnt, the others from the board. Read-only, so its answer may be longer than the reply cache
+ * keeps (answered afresh). */
+static int rx_stats(struct writer *w, uint32_t seq, const struct ctl_ops *ops, struct ctl_counters *cnt)
+{
+	static const uint8_t codes[] = CTL_RX_COUNTER_CODES;
+	_Static_assert(sizeof(codes) <= CTL_RX_STATS_MAX, "RX_STATS: more counters than its answer holds");
+	size_t count_at;
+	uint8_t n = 0;
+
+	put_header(w, CTL_MSG_RX_STATS | CTL_RESPONSE, seq);
+	count_at = w->len;
+	put_u8(w, 0);  /* The count, set below. */
+	for (size_t i = 0; i < sizeof(codes); i++) {
+		uint64_t v = 0;
+		int have = 1;
+
+		switch (codes[i]) {
+		case CTL_RX_COUNTER_CTL_SHORT:    v = cnt->short_drop;    break;
+		case CTL_RX_COUNTER_CTL_MAGIC:    v = cnt->magic_drop;    break;
+		case CTL_RX_COUNTER_CTL_RESPONSE: v = cnt->response_drop; break;
+		case CTL_RX_COUNTER_CTL_VERSION:  v = cnt->bad_version;   break;
+		case CTL_RX_COUNTER_CTL_TYPE:     v = cnt->bad_type;      break;
+		case CTL_RX_COUNTER_CTL_LENGTH:   v = cnt->bad_length;    break;
+		default:
+			have = ops != NULL && ops->rx_counter != NULL && ops->rx_counter(codes[i], &v);
+			break;
+		}
+		if (!have)
+			continue;
+		put_u8(w, codes[i]);
+		put_be64(w, v);
+		n++;
+	}
+	if (!w->overflow)
+		w->buf[count_at] = n;  /* Written above: count_at < w->len. */
 	return answered(w, cnt);
 }
 
@@ -991,6 +1032,8 @@ static int execute(struct ctl_state *st, const struct ctl_request *rq, uint8_t *
 		return regs(&w, 0, req + CTL_HEADER_SIZE, seq, ops, cnt);
 	case CTL_MSG_REG_WRITE:
 		return regs(&w, 1, req + CTL_HEADER_SIZE, seq, ops, cnt);
+	case CTL_MSG_RX_STATS:
+		return rx_stats(&w, seq, ops, cnt);
 	case CTL_MSG_RELEASE:
 		err = may_hold(a, src_ip, rq->now_ms, cnt);
 		if (err)

@@ -277,6 +277,10 @@ struct ctl_ops {
 	/* REG_WRITE (write 1: write `count` words, then read them back) and REG_READ: the user
 	 * front-end's registers from byte `offset`. NULL: no front-end in this build. */
 	int  (*regs)(int write, uint16_t offset, uint8_t count, uint32_t *words);
+	/* RX_STATS: 1 and *value if this build has the receive counter `code` (a CTL_RX_COUNTER_*
+	 * code; never asked for the handler's own, CTL_RX_COUNTER_CTL_*), else 0. NULL: the
+	 * handler reports only its own. */
+	int  (*rx_counter)(uint8_t code, uint64_t *value);
 };
 
 /*

@@ -1,0 +1,275 @@
+#!/usr/bin/env python3
+#
+# This file is part of ethdaq.
+# SPDX-License-Identifier: BSD-2-Clause
+
+"""Robustness benches (issue 9) on the simulated board: hostile traffic at the PHY pins while it
+streams, and a long soak under a ping flood and control traffic. Everything here is simulated:
+the whole SoC in Verilator (firmware on the VexRiscv, GMII pins with preamble, FCS and gaps) on a
+tap in a network namespace this bench creates and removes; Linux receives the stream.
+
+    sudo .venv/bin/python bench/robustness.py hostile [--frames 100000] [--batch 2000] [--markdown]
+    sudo .venv/bin/python bench/robustness.py soak [--packets 1000000] [--payload 64] [--markdown]
+
+hostile: bench/hostile.py's frames of every kind (each labelled there with the cause a correct
+board counts it under), shuffled, put on the receive pins by the PHY's injector
+(gateware/simphy.py) in batches, while the board streams 4 channels below line rate. Printed: per
+cause, frames injected and the board's count of them (RX_STATS, docs/protocol.md), and the
+stream: datagrams, missing, out of order, dropped on the board; then ARP and ping after it.
+
+soak: the board streams `--packets` DAQ datagrams (4 channels, below line rate) to a receiver in
+the namespace, which checks every sample (consecutive counter values), while Linux floods it with
+pings (`ping -f`) and a control client asks STATUS in a loop. Printed: datagrams, lost, out of
+sequence, duplicates, malformed, dropped on the board, the pings and control requests answered,
+rates in simulated and wall time, and the receive counters.
+
+test/test_network.py runs both, shorter, in CI (the same functions).
+"""
+
+import argparse
+import collections
+import json
+import random
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from bench.table import print_table  # noqa: E402
+
+NETNS, TAP = "ethdaq-robust", "ethdaqrb0"
+BOARD_IP, HOST_IP = "192.168.1.50", "192.168.1.100"
+CTL_PORT, DATA_PORT = 7000, 5000
+
+# Runs in the namespace: a stream checked sample by sample until `stop` exists (or `packets`
+# datagrams came), with a ping flood and a STATUS loop beside it when asked. One JSON line out.
+STREAM = r"""
+import json, os, subprocess, sys, threading, time
+from ethdaq.host import daqformat
+from ethdaq.host.ctl import ControlClient
+from ethdaq.host.receiver import Receiver
+
+board, ctl_port, data_port = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+rate, payload, packets, stop, flood = float(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6]), sys.argv[7], sys.argv[8] == "1"
+problems, last = [], {}
+
+def check(h, data):
+    n = h.sample_bits // 8
+    s = [int.from_bytes(data[i*n:(i+1)*n], "big") for i in range(h.sample_count)]
+    if s and s != [(s[0] + i) % 65536 for i in range(len(s))]:
+        problems.append(f"stream {h.stream_id} seq {h.seq}: samples not consecutive")
+    prev = last.get(h.stream_id)
+    if prev is not None and s and (s[0] - prev - 1) % 65536 != 0 and not h.dropped:
+        problems.append(f"stream {h.stream_id} seq {h.seq}: a gap in the samples with nothing reported dropped")
+    if s:
+        last[h.stream_id] = s[-1]
+
+ctl_stats = {"sent": 0, "answered": 0, "failed": 0}
+done = threading.Event()
+
+def control_loop():
+    with ControlClient(board, ctl_port, timeout=5.0) as c:
+        while not done.is_set():
+            ctl_stats["sent"] += 1
+            try:
+                c.status()
+                ctl_stats["answered"] += 1
+            except Exception as e:
+                ctl_stats["failed"] += 1
+            time.sleep(0.01)
+
+with Receiver(port=data_port) as rx, ControlClient(board, ctl_port, timeout=5.0) as ctl:
+    ctl.emulator("counter", min(int(rate * 2**32), 2**32 - 1))
+    ping = None
+    threads = []
+    if flood:
+        ping = subprocess.Popen(["ping", "-f", "-q", "-s", "56", board], stdout=subprocess.PIPE, text=True)
+        threads = [threading.Thread(target=control_loop)]
+        for t in threads:
+            t.start()
+    t0 = time.monotonic()
+    run, dst = ctl.stream_start(dst_port=data_port, payload=payload)
+    while not os.path.exists(stop) and rx.stats.datagrams < packets:
+        rx.run(duration=0.5, max_datagrams=packets - rx.stats.datagrams, on_datagram=check)
+    ctl.stream_stop()
+    stats = rx.run(idle_timeout=3, on_datagram=check)
+    wall = time.monotonic() - t0
+    done.set()
+    for t in threads:
+        t.join(timeout=30)
+    pings = None
+    if ping is not None:
+        ping.send_signal(2)
+        out = ping.communicate(timeout=30)[0]
+        line = next((l for l in out.splitlines() if "transmitted" in l), "")
+        parts = line.replace(",", "").split()
+        pings = {"transmitted": int(parts[0]), "received": int(parts[3])} if len(parts) > 3 else {"raw": out}
+    status = ctl.status()
+    streams = ctl.streams()
+    st = stats.streams.values()
+print(json.dumps(dict(run=run, problems=problems[:20], nproblems=len(problems), datagrams=stats.datagrams,
+    payload_bytes=stats.payload_bytes, malformed=stats.malformed_total, kernel=stats.kernel_dropped,
+    missing=stats.missing, out_of_order=sum(s.out_of_order for s in st), duplicates=sum(s.duplicates for s in st),
+    board_dropped=sum(s.board_dropped for s in st), streams=sorted(stats.streams), wall_s=wall,
+    board_datagrams=sum(c.datagrams for c in streams.streams), status_dropped=status.dropped,
+    pings=pings, control=ctl_stats)))
+"""
+
+
+def rx_stats(session, board_ip=BOARD_IP, ctl_port=CTL_PORT):
+    """The board's RX_STATS, {name: value}, asked from the namespace."""
+    code = ("import json, sys\nfrom ethdaq.host.ctl import ControlClient\n"
+            f"with ControlClient({board_ip!r}, {ctl_port}) as c:\n    print(json.dumps(c.rx_stats()))\n")
+    r = session.ns_run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    if r.returncode != 0:
+        raise RuntimeError(f"RX_STATS failed: {r.stderr.strip()[-1000:]}")
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def start_stream(session, stop, rate, payload, packets, flood, board_ip=BOARD_IP, ctl_port=CTL_PORT,
+                 data_port=DATA_PORT):
+    import subprocess
+    return subprocess.Popen(["ip", "netns", "exec", session.netns, sys.executable, "-c", STREAM, board_ip,
+                             str(ctl_port), str(data_port), str(rate), str(payload), str(packets), str(stop),
+                             "1" if flood else "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=str(REPO))
+
+
+def finish_stream(proc, timeout):
+    out, err = proc.communicate(timeout=timeout)
+    if proc.returncode != 0:
+        raise RuntimeError(f"the stream failed: {err.strip()[-2000:]}")
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def hostile(session, gateware_dir, net, frames, batch=2000, seed=1, rate=0.02, payload=1472, log=print):
+    """`frames` of bench/hostile.py's mix (every kind, shuffled) injected at the pins in batches
+    while the board streams. Returns (expected counts by cause, the board's RX_STATS deltas, the
+    stream's result)."""
+    from bench.hostile import KINDS, labelled
+    from ethdaq.gateware import simphy
+    rng = random.Random(seed)
+    stop = Path(gateware_dir) / "robustness.stop"
+    stop.unlink(missing_ok=True)
+    before = rx_stats(session, net.board_ip, net.ctl_port)
+    proc = start_stream(session, stop, rate, payload, 10**9, flood=False, board_ip=net.board_ip, ctl_port=net.ctl_port)
+    expected = collections.Counter()
+    sent = 0
+    try:
+        time.sleep(2)
+        pending = []
+        while sent < frames:
+            while len(pending) < batch:
+                # A round: every kind's frames, with fresh random contents each time.
+                mix = [(f, c) for kind in KINDS
+                       for f, c in labelled(kind, net, rng, 1 if kind == "jumbo" else 4) if c is not None]
+                rng.shuffle(mix)
+                pending += mix
+            todo, pending = pending[:min(batch, frames - sent)], pending[min(batch, frames - sent):]
+            simphy.inject(gateware_dir, [simphy.wire_frame(f) for f, _ in todo], timeout=600)
+            expected.update(c for _, c in todo)
+            sent += len(todo)
+            log(f"  {sent} frames injected")
+    finally:
+        stop.touch()
+    result = finish_stream(proc, timeout=600)
+    stop.unlink(missing_ok=True)
+    after = rx_stats(session, net.board_ip, net.ctl_port)
+    return expected, {k: after[k] - before.get(k, 0) for k in after}, result
+
+
+def soak(session, packets, payload=64, rate=0.016, board_ip=BOARD_IP, ctl_port=CTL_PORT, gateware_dir=None):
+    """`packets` DAQ datagrams with a ping flood and a STATUS loop beside them. Returns the
+    stream's result and the board's RX_STATS deltas."""
+    stop = Path(gateware_dir or "/nonexistent") / "robustness.never"
+    before = rx_stats(session, board_ip, ctl_port)
+    proc = start_stream(session, stop, rate, payload, packets, flood=True, board_ip=board_ip, ctl_port=ctl_port)
+    result = finish_stream(proc, timeout=None)
+    after = rx_stats(session, board_ip, ctl_port)
+    return result, {k: after[k] - before.get(k, 0) for k in after}
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="bench", required=True)
+    h = sub.add_parser("hostile", help="hostile frames at the pins during a stream")
+    h.add_argument("--frames", type=int, default=100_000)
+    h.add_argument("--batch", type=int, default=2000, help="frames per injection file (default 2000)")
+    h.add_argument("--seed", type=int, default=1)
+    s = sub.add_parser("soak", help="a long stream under a ping flood and control traffic")
+    s.add_argument("--packets", type=int, default=1_000_000)
+    s.add_argument("--payload", type=int, default=64, help="UDP payload bytes per datagram (default 64)")
+    s.add_argument("--rate", type=float, default=0.016,
+                   help="emulator samples per cycle per channel (default 0.016: 70 %% of the line at 64 bytes)")
+    for q in (h, s):
+        q.add_argument("--output-dir", default=str(REPO / "build" / "bench-robustness"))
+        q.add_argument("--markdown", action="store_true")
+    args = p.parse_args(argv)
+    from bench.hostile import Network
+    from ethdaq.boards import get_board
+    from ethdaq.host import protocol
+    from ethdaq.soc import build, sim
+    from ethdaq.soc.daqsoc import DEFAULT_MAC
+    board = get_board("sim")
+    sim.check_can_run(NETNS)
+    log = Path(args.output_dir) / "build.log"
+    print(f"building the simulated board (log: {log}) ...", flush=True)
+    with build.output_to(log):
+        result = build.build_sim(board, args.output_dir, tap=TAP, host_ip=HOST_IP, ip_address=BOARD_IP)
+    gateware = Path(result.artifact).parent.parent
+    with sim.SimSession(gateware, netns=NETNS, echo=False, log=Path(args.output_dir) / "console.log") as session:
+        session.wait_for("ethdaq ready", timeout=180)
+        session.ns_run(["sysctl", "-q", "-w", f"net.ipv6.conf.{TAP}.disable_ipv6=1"], check=True)
+        t0 = time.monotonic()
+        if args.bench == "hostile":
+            import subprocess
+            mac = subprocess.run(["ip", "netns", "exec", NETNS, "cat", f"/sys/class/net/{TAP}/address"],
+                                 capture_output=True, text=True, check=True).stdout.strip()
+            net = Network(board_mac=DEFAULT_MAC, board_ip=BOARD_IP, host_mac=mac, host_ip=HOST_IP, ctl_port=CTL_PORT)
+            expected, delta, res = hostile(session, gateware, net, args.frames, args.batch, args.seed)
+            wall = time.monotonic() - t0
+            rows = [[name, str(expected.get(name, 0)), str(delta.get(name, 0)),
+                     "" if name == "rx_ok" else ("yes" if expected.get(name, 0) == delta.get(name, 0) else "NO"),
+                     desc] for code, name, desc in protocol.RX_COUNTERS if name in delta]
+            print(f"\nHostile frames at the pins during a stream: {args.frames} frames, seed {args.seed} "
+                  f"(simulated; `sudo .venv/bin/python bench/robustness.py hostile --frames {args.frames}`), "
+                  f"{wall:.0f} s wall\n")
+            print_table(["counter", "injected", "counted", "exact", "what"], rows, args.markdown)
+            print("\nrx_ok also counts Linux's own frames (the stream's control requests, ARP).")
+        else:
+            res, delta = soak(session, args.packets, args.payload, args.rate, gateware_dir=gateware)
+            wall = time.monotonic() - t0
+            print(f"\nSoak: {args.packets} datagrams of {args.payload} bytes, 4 channels, ping flood and a STATUS "
+                  f"loop (simulated; `sudo .venv/bin/python bench/robustness.py soak --packets {args.packets}`), "
+                  f"{wall:.0f} s wall\n")
+            rows = [[name, str(v)] for name, v in delta.items() if v]
+            print_table(["receive counter (RX_STATS, change)", "value"], rows, args.markdown)
+        ctl = res.get("control", {})
+        pings = res.get("pings") or {}
+        print()
+        print_table(["stream", "value"], [
+            ["datagrams received", str(res["datagrams"])],
+            ["datagrams the board sent", str(res["board_datagrams"])],
+            ["missing (lost)", str(res["missing"])],
+            ["out of sequence", str(res["out_of_order"])],
+            ["duplicates", str(res["duplicates"])],
+            ["malformed", str(res["malformed"])],
+            ["samples dropped on the board", str(res["board_dropped"])],
+            ["sample checks failed", str(res["nproblems"])],
+            ["kernel drops", str(res["kernel"])],
+            ["wall time of the stream, s", f"{res['wall_s']:.1f}"],
+            ["datagrams per wall second", f"{res['datagrams'] / res['wall_s']:.0f}"],
+            ["pings answered / sent", f"{pings.get('received', '-')} / {pings.get('transmitted', '-')}"],
+            ["STATUS answered / sent", f"{ctl.get('answered', '-')} / {ctl.get('sent', '-')}"],
+        ], args.markdown)
+        r = session.ns_run(["ping", "-c", "3", "-i", "0.2", "-W", "5", BOARD_IP], capture_output=True, text=True)
+        print(f"\nping after: {'answered' if r.returncode == 0 else 'NOT answered'}")
+        bad = res["missing"] or res["out_of_order"] or res["malformed"] or res["nproblems"] or res["board_dropped"]
+    return 1 if bad or r.returncode != 0 else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

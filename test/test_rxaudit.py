@@ -1,0 +1,196 @@
+"""Receive audit (gateware/rxaudit.py), in Migen simulation: every kind of bench/hostile.py's
+frames (built by scapy, FCS by zlib, each labelled there with the cause a correct board counts it
+under) arrives as LiteEth's FCS checker hands it on. Checked: each frame is counted once under its
+label, exactly; what goes on to LiteEth (every frame not rx_ok flagged, the others untouched, byte
+for byte); the counters read through `select`/`count` as the firmware reads them. The audit inside
+the simulated board, behind LiteEth's PHY and MAC, is test_network.py's."""
+
+import collections
+import random
+
+import pytest
+from migen import *
+from migen.sim import passive, run_simulation
+
+from litex.gen import LiteXModule
+
+from bench.hostile import KINDS, Network, _pad, fcs_ok, labelled, with_fcs
+from ethdaq.gateware.rxaudit import CAUSE, RXAudit
+from ethdaq.host.protocol import RX_AUDIT_CAUSES
+
+NET = Network(board_mac="10:e2:d5:00:00:77", board_ip="192.168.77.50", host_mac="02:00:00:00:00:01",
+              host_ip="192.168.77.1")
+
+
+def ip_int(text):
+    return int.from_bytes(bytes(map(int, text.split("."))), "big")
+
+
+class Dut(LiteXModule):
+    def __init__(self, claimed=False, **kwargs):
+        for cd in ("sys", "eth_rx"):
+            setattr(self, f"cd_{cd}", ClockDomain(cd))
+        kwargs.setdefault("udp_ports", NET.udp_ports)
+        kwargs.setdefault("ip_groups", (0xE0000181, 0xE000006B))
+        self.audit = RXAudit(**kwargs)
+        self.comb += [
+            self.audit.mac.eq(int(NET.board_mac.replace(":", ""), 16)),
+            self.audit.ip.eq(ip_int(NET.board_ip)),
+            self.audit.claimed.eq(claimed),
+        ]
+
+
+def run(frames, gap=24, **kwargs):
+    """frames: whole frames, FCS included. They reach the audit as from LiteEth's FCS checker:
+    the FCS taken off, `error` on the last byte where zlib says it is wrong. Returns what goes on
+    to LiteEth, [(bytes, error)], and the counters by cause name."""
+    dut = Dut(**kwargs)
+    sink, source = dut.audit.sink, dut.audit.source
+    out = {"mac": [], "counts": {}}
+    state = {"done": False}
+
+    def feed():
+        for f in frames:
+            body, bad = f[:-4], not fcs_ok(f)
+            for i, b in enumerate(body):
+                yield sink.valid.eq(1)
+                yield sink.data.eq(b)
+                yield sink.last.eq(i == len(body) - 1)
+                yield sink.error.eq(bad and i == len(body) - 1)
+                yield
+            yield sink.valid.eq(0)
+            for _ in range(gap):   # Preamble, FCS and inter-frame gap: 24 byte times at least.
+                yield
+        for _ in range(20):
+            yield
+        state["done"] = True
+
+    @passive
+    def mac_side():
+        data = bytearray()
+        while True:
+            if (yield source.valid):
+                data.append((yield source.data))
+                if (yield source.last):
+                    out["mac"].append((bytes(data), (yield source.error)))
+                    data = bytearray()
+            yield
+
+    def cpu():
+        while not state["done"]:
+            yield
+        for _ in range(20):
+            yield
+        for name, i in CAUSE.items():
+            yield from dut.audit._select.write(i)
+            for _ in range(4):    # The firmware's bus accesses between (a dummy read of select).
+                yield
+            out["counts"][name] = yield from dut.audit._count.read()
+
+    run_simulation(dut, {"eth_rx": [feed(), mac_side()], "sys": [cpu()]},
+                   clocks={"sys": 20, "eth_rx": 8})
+    return out
+
+
+def test_the_causes_are_the_protocols():
+    assert list(CAUSE) == list(RX_AUDIT_CAUSES) and CAUSE["rx_ok"] == 0
+
+
+@pytest.fixture(scope="module")
+def hostile():
+    """Every kind, shuffled together, with the frames LiteEth should see."""
+    rng = random.Random(9)
+    frames = []
+    for kind in KINDS:
+        count = 2 if kind in ("jumbo", "oversize", "fragment", "icmp_big") else 4
+        frames += [(f, cause) for f, cause in labelled(kind, NET, rng, count) if cause is not None]
+    rng.shuffle(frames)
+    return frames, run([f for f, _ in frames])
+
+
+def test_every_hostile_frame_is_counted_once_under_its_cause(hostile):
+    frames, out = hostile
+    expected = collections.Counter(cause for _, cause in frames)
+    assert set(expected) >= set(CAUSE) - {"icmp_type", "ip_protocol"}, "the mix misses a cause"
+    counts = {name: n for name, n in out["counts"].items() if n}
+    assert counts == dict(expected)
+
+
+def test_only_good_frames_reach_liteeth_unflagged_and_unchanged(hostile):
+    frames, out = hostile
+    assert len(out["mac"]) == len(frames)
+    for (f, cause), (data, error) in zip(frames, out["mac"]):
+        assert error == (cause != "rx_ok"), (cause, f[:42].hex())
+        if cause == "rx_ok":
+            assert data == f[:-4]    # LiteEth's FCS checker takes the FCS off.
+
+
+def scapy_frame(layers):
+    from scapy.all import raw
+    return with_fcs(_pad(raw(layers)))
+
+
+def test_the_other_ip_protocols_icmp_types_and_hosts_are_counted_apart():
+    from scapy.all import ICMP, IP, TCP, UDP, Ether, Raw
+    eth = Ether(src=NET.host_mac, dst=NET.board_mac)
+    ip  = IP(src=NET.host_ip, dst=NET.board_ip)
+    frames = [
+        (eth / ip / TCP(dport=22, flags="S"), "ip_protocol"),                 # A port scan.
+        (eth / ip / ICMP(type=0), "icmp_type"),                               # An echo reply.
+        (eth / ip / ICMP(type=3, code=3) / Raw(bytes(28)), "icmp_type"),      # Port unreachable.
+        (eth / ip / ICMP(type=8) / Raw(b"ping"), "rx_ok"),
+        (eth / IP(src=NET.host_ip, dst="192.168.77.51") / ICMP(type=8), "not_ours"),     # Another host's IP...
+        (Ether(src=NET.host_mac, dst="10:e2:d5:00:00:78") / ip / ICMP(type=8), "not_ours"),  # ...or MAC.
+        (eth / ip / UDP(dport=NET.ctl_port) / Raw(b"x" * 20), "rx_ok"),
+        (Ether(src=NET.host_mac, dst="ff:ff:ff:ff:ff:ff") / IP(src=NET.host_ip, dst="255.255.255.255") /
+         UDP(dport=NET.ctl_port) / Raw(b"x" * 20), "rx_ok"),                  # Broadcast discovery.
+        (Ether(src=NET.host_mac, dst="01:00:5e:00:01:81") / IP(src=NET.host_ip, dst="224.0.1.129") /
+         UDP(dport=319) / Raw(b"x" * 44), "rx_ok"),                           # PTP's group.
+    ]
+    out = run([scapy_frame(f) for f, _ in frames])
+    assert {n: c for n, c in out["counts"].items() if c} == dict(collections.Counter(c for _, c in frames))
+    assert [e for _, e in out["mac"]] == [int(c != "rx_ok") for _, c in frames]
+
+
+def test_ptp_over_ethernet_is_taken_only_when_the_build_speaks_it():
+    from scapy.all import Ether, Raw
+    frame = scapy_frame(Ether(src=NET.host_mac, dst="01:1b:19:00:00:00", type=0x88F7) / Raw(bytes(44)))
+    assert run([frame])["counts"]["ethertype"] == 1
+    out = run([frame], ethertypes=(0x88F7,))
+    assert out["counts"]["ethertype"] == 0 and out["counts"]["rx_ok"] == 1
+
+
+def test_minimum_frames_back_to_back_are_all_counted():
+    """64-byte frames with the shortest gap, bad and good alternating: one event per 84 byte
+    times, with sys slower than the receive clock (20 ns against 8 ns here)."""
+    from scapy.all import ICMP, IP, Ether
+    good = scapy_frame(Ether(src=NET.host_mac, dst=NET.board_mac) / IP(src=NET.host_ip, dst=NET.board_ip) / ICMP())
+    bad  = good[:-1] + bytes([good[-1] ^ 0x80])
+    out = run([good, bad] * 30)
+    assert out["counts"]["rx_ok"] == 30 and out["counts"]["fcs"] == 30
+    assert sum(out["counts"].values()) == 60
+
+
+def test_bad_parameters_are_refused():
+    with pytest.raises(ValueError, match="udp_ports"):
+        RXAudit(udp_ports=())
+    with pytest.raises(ValueError, match="ethertypes"):
+        RXAudit(udp_ports=(7000,), ethertypes=(0x0800,))
+    with pytest.raises(ValueError, match="ip_groups"):
+        RXAudit(udp_ports=(7000,), ip_groups=(0xC0A80101,))
+    with pytest.raises(ValueError, match="max_frame"):
+        RXAudit(udp_ports=(7000,), max_frame=40)
+
+
+def test_a_port_a_classifier_rule_takes_is_not_a_fault():
+    """Rules change at run time: a datagram to a port no core listens on is counted as udp_port,
+    unless a drop or fast-track rule of the classifier behind takes it (its `takes`, the audit's
+    `claimed`); then it passes (the rule counts it). Other faults stay faults."""
+    from scapy.all import IP, UDP, Ether, Raw
+    eth = Ether(src=NET.host_mac, dst=NET.board_mac)
+    good  = scapy_frame(eth / IP(src=NET.host_ip, dst=NET.board_ip) / UDP(dport=9100) / Raw(b"x" * 30))
+    empty = scapy_frame(eth / IP(src=NET.host_ip, dst=NET.board_ip) / UDP(dport=9100))
+    assert run([good])["counts"]["udp_port"] == 1
+    out = run([good, empty], claimed=True)
+    assert out["counts"]["rx_ok"] == 1 and out["counts"]["udp_empty"] == 1 and out["counts"]["udp_port"] == 0
+    assert [e for _, e in out["mac"]] == [0, 1]
