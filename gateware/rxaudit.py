@@ -16,7 +16,9 @@ the payload length; a zero-length datagram brings a byte of Ethernet padding wit
 counted. The audit decides for them, with the frame's own bytes, and counts what it refused.
 
 Each frame is counted once (`protocol.RX_COUNTERS`, codes 0x00-0x1F), under the first check it
-fails, in this order: bad FCS (the MAC's flag), runt (under 60 bytes before the FCS), oversize
+fails, in this order: a receive error the PHY signalled (`error` on a byte before the last: RX_ER,
+from a PHY that reports it, as the simulated board's does; LiteEth's drop it), bad FCS (the MAC's
+flag on the last byte), runt (under 60 bytes before the FCS), oversize
 (over `max_frame`), then as the header arrives: destination MAC, EtherType, ARP's fixed fields and
 target, IPv4 version and header length, options, header checksum, total length, fragment,
 destination address, protocol, ICMP type, UDP length (under 8, or not the IPv4 payload's), empty
@@ -29,7 +31,7 @@ The output is the input one cycle later (the PHY does not wait: `sink.ready` is 
 set on the last byte of every frame not counted as rx_ok; the frame gate behind it drops those
 whole. Counting happens in sys: one event per frame, its cause held in the receive domain until
 the next frame's end (at least 20 byte times), so it is stable when the event's pulse has
-crossed. The counts live in a small RAM, as in gateware/streamstats.py: read, then written back
+crossed. The counts live in a block RAM, as in gateware/streamstats.py: read, then written back
 incremented (two cycles; frames come at least 8 sys cycles apart at 1 Gb/s with sys at 50 MHz).
 Writing `select` copies that cause's count to `count` (48 bits, never torn by a frame being
 counted as it is read).
@@ -123,6 +125,7 @@ class RXAudit(LiteXModule):
         proto     = Signal(8)
         udp_port  = Signal(16)
         csum      = Signal(17)               # Ones'-complement sum of the IPv4 header's words.
+        er_seen   = Signal()                 # `error` on a byte before the last: the PHY's RX_ER.
         mac_b     = Array(self.mac[8*(5 - i):8*(6 - i)] for i in range(6))
 
         def fail(cause):
@@ -192,8 +195,9 @@ class RXAudit(LiteXModule):
                     ).Elif(~one_of(udp_port, udp_ports), fail_l4("udp_port")),
                 ),
             ),
+            If(sink.error & ~sink.last, er_seen.eq(1)),
             If(sink.last,
-                bad.eq(0), bad_l4.eq(0), group.eq(0), mac_eq.eq(0), is_ipv4.eq(0), is_arp.eq(0), is_udp.eq(0),
+                er_seen.eq(0), bad.eq(0), bad_l4.eq(0), group.eq(0), mac_eq.eq(0), is_ipv4.eq(0), is_arp.eq(0), is_udp.eq(0),
                 is_icmp.eq(0), fragment.eq(0),
             ),
         )
@@ -203,7 +207,8 @@ class RXAudit(LiteXModule):
         cause  = Signal(max=len(CAUSE))
         self.comb += [
             length.eq(n + 1),
-            If(sink.error, cause.eq(CAUSE["fcs"])
+            If(er_seen, cause.eq(CAUSE["phy_error"])
+            ).Elif(sink.error, cause.eq(CAUSE["fcs"])
             ).Elif(length < MIN_FRAME, cause.eq(CAUSE["runt"])
             ).Elif(length > max_frame, cause.eq(CAUSE["oversize"])
             ).Elif(bad != 0, cause.eq(bad)
@@ -228,7 +233,9 @@ class RXAudit(LiteXModule):
         # Counters (sys).
         self.event = event = PulseSynchronizer(cd_rx, "sys")
         self.comb += event.i.eq(ended)
-        mem = Memory(COUNTER_BITS, len(CAUSE), init=[0]*len(CAUSE))
+        # 512 deep though only len(CAUSE) are used: Yosys then maps it to block RAM (two DP16KD on
+        # ECP5), not 24 DPR16X4 of distributed RAM, which cost the colorlight_i5 about 130 LUT4.
+        mem = Memory(COUNTER_BITS, 512, init=[0]*512)
         self.specials += mem
         port = mem.get_port(write_capable=True)
         self.specials += port

@@ -438,3 +438,8 @@ class SimPHY(LiteEthPHYGMII):
             pads.tx_en.eq(gated.tx_en & tx_pass),
             pads.tx_er.eq(gated.tx_er & tx_pass),
         ]
+
+        # RX_ER on the stream's `error`, byte for byte (LiteEth's GMII receiver drops it): LiteEth's
+        # preamble and FCS checkers carry it on, and the receive audit (gateware/rxaudit.py)
+        # counts a frame with it as phy_error.
+        self.sync.eth_rx += self.rx.source.error.eq(gated.rx_er)

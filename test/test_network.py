@@ -984,6 +984,35 @@ def test_a_short_soak_under_a_ping_flood_and_control_traffic_loses_nothing(board
     assert bad == {}, bad
 
 
+def test_a_frame_with_rx_er_is_counted_and_not_answered(board, tmp_path):
+    """RX_ER high during a frame (the PHY saw a bad symbol): LiteEth's GMII receiver ignores it and
+    answered such a ping; the receive audit counts it under phy_error and drops it. The same ping
+    without RX_ER is answered."""
+    from scapy.all import ICMP, IP, Ether, Raw, raw, rdpcap
+    from bench.hostile import with_fcs
+    from ethdaq.gateware import simphy
+    link = json.loads(board.ns_run(["ip", "-j", "link", "show", TAP], capture_output=True, text=True,
+                                   check=True).stdout)
+    def echo(seq):
+        return simphy.wire_frame(with_fcs(raw(Ether(src=link[0]["address"], dst=MAC) / IP(src=HOST_IP, dst=BOARD_IP) /
+                                              ICMP(type=8, id=0x1E1E, seq=seq) / Raw(b"rx_er %d" % seq + bytes(40)))))
+    before = rx_stats(board)
+    pcap = tmp_path / "rx_er.pcap"
+    dump = subprocess.Popen(["ip", "netns", "exec", NETNS, "tcpdump", "-i", TAP, "-U", "-n", "-w", str(pcap),
+                             f"icmp and ether src {MAC}"], stderr=subprocess.PIPE, text=True)
+    try:
+        dump.stderr.readline()
+        simphy.inject(board.gateware_dir, [echo(1), echo(2), echo(3)], rx_er={0, 2}, timeout=60)
+        time.sleep(1)
+    finally:
+        dump.terminate()
+        dump.wait(timeout=10)
+    after = rx_stats(board)
+    assert after["phy_error"] - before["phy_error"] == 2
+    replies = sorted(f[ICMP].seq for f in rdpcap(str(pcap)) if f.haslayer(ICMP) and f[ICMP].id == 0x1E1E)
+    assert replies == [2], replies
+
+
 def test_reboot_resets_the_board_once_and_it_comes_back(board):
     """Last in this module: it reboots the board. Until here no watchdog reset happened (every test
     above ran on the first boot, the firmware feeding its 10 ms simulated-time watchdog); REBOOT

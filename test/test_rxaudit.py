@@ -40,7 +40,7 @@ class Dut(LiteXModule):
         ]
 
 
-def run(frames, gap=24, **kwargs):
+def run(frames, gap=24, phy_errors=(), **kwargs):
     """frames: whole frames, FCS included. They reach the audit as from LiteEth's FCS checker:
     the FCS taken off, `error` on the last byte where zlib says it is wrong. Returns what goes on
     to LiteEth, [(bytes, error)], and the counters by cause name."""
@@ -50,13 +50,14 @@ def run(frames, gap=24, **kwargs):
     state = {"done": False}
 
     def feed():
-        for f in frames:
+        for n, f in enumerate(frames):
             body, bad = f[:-4], not fcs_ok(f)
             for i, b in enumerate(body):
                 yield sink.valid.eq(1)
                 yield sink.data.eq(b)
                 yield sink.last.eq(i == len(body) - 1)
-                yield sink.error.eq(bad and i == len(body) - 1)
+                # RX_ER reaches the audit as `error` on the byte it came with (SimPHY).
+                yield sink.error.eq((bad and i == len(body) - 1) or (n in phy_errors and i == 20))
                 yield
             yield sink.valid.eq(0)
             for _ in range(gap):   # Preamble, FCS and inter-frame gap: 24 byte times at least.
@@ -111,7 +112,7 @@ def hostile():
 def test_every_hostile_frame_is_counted_once_under_its_cause(hostile):
     frames, out = hostile
     expected = collections.Counter(cause for _, cause in frames)
-    assert set(expected) >= set(CAUSE) - {"icmp_type", "ip_protocol"}, "the mix misses a cause"
+    assert set(expected) >= set(CAUSE) - {"icmp_type", "ip_protocol", "phy_error"}, "the mix misses a cause"
     counts = {name: n for name, n in out["counts"].items() if n}
     assert counts == dict(expected)
 
@@ -194,3 +195,14 @@ def test_a_port_a_classifier_rule_takes_is_not_a_fault():
     out = run([good, empty], claimed=True)
     assert out["counts"]["rx_ok"] == 1 and out["counts"]["udp_empty"] == 1 and out["counts"]["udp_port"] == 0
     assert [e for _, e in out["mac"]] == [0, 1]
+
+
+def test_a_receive_error_the_phy_signalled_comes_first():
+    """A frame during which the PHY raised RX_ER is counted as phy_error and dropped, whatever
+    else it is (here a good ping, and one with a bad FCS too)."""
+    from scapy.all import ICMP, IP, Ether
+    good = scapy_frame(Ether(src=NET.host_mac, dst=NET.board_mac) / IP(src=NET.host_ip, dst=NET.board_ip) / ICMP())
+    bad  = good[:-1] + bytes([good[-1] ^ 0x01])
+    out = run([good, good, bad, good], phy_errors={1, 2})
+    assert {n: c for n, c in out["counts"].items() if c} == {"rx_ok": 2, "phy_error": 2}
+    assert [e for _, e in out["mac"]] == [0, 1, 1, 0]
