@@ -119,16 +119,24 @@ class FrameGate(LiteXModule):
 
 
 class FrameGateCounters(LiteXModule):
-    """The gate's drops by class as CSRs (sys), counted from its per-frame pulses in `cd`."""
-    def __init__(self, gate, cd="eth_rx"):
-        self._dropped_error    = CSRStatus(32, description="Received frames dropped whole: bad FCS, or the classifier's drop/fast-track flag.")
-        self._dropped_full     = CSRStatus(32, description="Received frames dropped whole: the gate's buffer had no room.")
-        self._dropped_oversize = CSRStatus(32, description="Received frames dropped whole: longer than the gate's max_frame.")
+    """The gate's drops by class as CSRs (sys), counted from its per-frame pulses in `cd`. Without
+    `with_error` and `with_oversize` only the drops for want of room are counted: the receive audit
+    in front (gateware/rxaudit.py) counts the frames it flags, by cause, and the oversize ones."""
+    def __init__(self, gate, cd="eth_rx", with_error=True, with_oversize=True):
+        if with_error:
+            self._dropped_error    = CSRStatus(32, description="Received frames dropped whole: bad FCS, the receive audit's or the classifier's flag.")
+        self._dropped_full         = CSRStatus(32, description="Received frames dropped whole: the gate's buffer had no room.")
+        if with_oversize:
+            self._dropped_oversize = CSRStatus(32, description="Received frames dropped whole: longer than the gate's max_frame.")
 
         # # #
 
-        for ev, csr in ((gate.ev_error, self._dropped_error), (gate.ev_full, self._dropped_full),
-                        (gate.ev_oversize, self._dropped_oversize)):
+        events = [(gate.ev_full, self._dropped_full)]
+        if with_error:
+            events.append((gate.ev_error, self._dropped_error))
+        if with_oversize:
+            events.append((gate.ev_oversize, self._dropped_oversize))
+        for ev, csr in events:
             ps = PulseSynchronizer(cd, "sys")
             self.submodules += ps
             self.comb += ps.i.eq(ev)

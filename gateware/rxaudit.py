@@ -138,10 +138,10 @@ class RXAudit(LiteXModule):
             return reduce(or_, [value == v for v in values], Constant(0, 1))
 
         csum_next = Signal(17)
-        csum_fold = Signal(17)
+        csum_ok   = Signal()   # The folded sum is 0xFFFF (no adder for the fold).
         self.comb += [
             csum_next.eq(csum[:16] + csum[16] + w16),
-            csum_fold.eq(csum_next[:16] + csum_next[16]),
+            csum_ok.eq(Mux(csum_next[16], csum_next[:16] == 0xFFFE, csum_next[:16] == 0xFFFF)),
         ]
         ip_ok_dst = Signal()
         self.comb += ip_ok_dst.eq((w32 == self.ip) | (w32 == 0xFFFFFFFF) | one_of(w32, ip_groups))
@@ -177,7 +177,7 @@ class RXAudit(LiteXModule):
                 If(n == 21, fragment.eq(w16[13] | (w16[:13] != 0))),
                 If(n == 23, proto.eq(b)),
                 If(n == 33,
-                    If(csum_fold[:16] != 0xFFFF, fail("ip_checksum")
+                    If(~csum_ok, fail("ip_checksum")
                     ).Elif(ip_total < 20, fail("ip_length")
                     ).Elif(fragment, fail("ip_fragment")
                     ).Elif(~ip_ok_dst, fail("not_ours")
@@ -202,17 +202,15 @@ class RXAudit(LiteXModule):
             ),
         )
 
-        # The verdict, at the last byte: `length` bytes (saturating) before the FCS.
-        length = Signal(len(n) + 1)
+        # The verdict, at the last byte: the frame holds n + 1 bytes (saturating) before the FCS.
         cause  = Signal(max=len(CAUSE))
         self.comb += [
-            length.eq(n + 1),
             If(er_seen, cause.eq(CAUSE["phy_error"])
             ).Elif(sink.error, cause.eq(CAUSE["fcs"])
-            ).Elif(length < MIN_FRAME, cause.eq(CAUSE["runt"])
-            ).Elif(length > max_frame, cause.eq(CAUSE["oversize"])
+            ).Elif(n < MIN_FRAME - 1, cause.eq(CAUSE["runt"])
+            ).Elif(n > max_frame - 1, cause.eq(CAUSE["oversize"])
             ).Elif(bad != 0, cause.eq(bad)
-            ).Elif(is_ipv4 & (ip_total + 14 > length), cause.eq(CAUSE["ip_length"])
+            ).Elif(is_ipv4 & (ip_total + 13 > n), cause.eq(CAUSE["ip_length"])
             ).Elif((bad_l4 != 0) & ~((bad_l4 == CAUSE["udp_port"]) & self.claimed), cause.eq(bad_l4)
             ).Else(cause.eq(CAUSE["rx_ok"])),
         ]

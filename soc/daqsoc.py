@@ -349,7 +349,10 @@ class DAQSoC(SoCCore):
             self.rx_gate    = ClockDomainsRenamer("eth_rx")(FrameGate())
             last = self.classifier if with_classifier else self.rx_audit
             rx_pipeline.insert(rx_pipeline.index(last) + 1, self.rx_gate)
-            self.rx_gate_counters = FrameGateCounters(self.rx_gate, cd="eth_rx")
+            # Without the classifier (whose RULES report them) the audit's counts say why frames
+            # were flagged: the gate counts only its own drops for want of room.
+            self.rx_gate_counters = FrameGateCounters(self.rx_gate, cd="eth_rx",
+                with_error=with_classifier, with_oversize=with_classifier)
         if with_classifier:
             self.fasttrack = FastTrackSink(self.classifier.fasttrack, cd_rx="eth_rx")
             if with_rx_audit:

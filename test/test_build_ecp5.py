@@ -35,9 +35,11 @@ def test_colorlight_i5_bitstream_and_summary():
     for resource in ("LUT4", "FF", "BRAM (DP16KD)"):
         m = re.search(rf"{re.escape(resource)}\s+(\d+) / (\d+)", text)
         assert m and 0 < int(m.group(1)) < int(m.group(2)), text
-    # The full SoC fits with room to route: at 91 % of the LUTs nextpnr did not finish routing.
+    # The full SoC fits with room to route: at 91 % of the LUTs nextpnr's router1 did not finish.
+    # The receive audit and frame gate (issue 9) took the default build from 82.8 % to 86.9 %,
+    # where router1 still converges (137 s of routing, docs/boards/colorlight_i5.md).
     m = re.search(r"LUT4\s+(\d+) / (\d+)", text)
-    assert int(m.group(1)) < 0.85*int(m.group(2)), text
+    assert int(m.group(1)) < 0.88*int(m.group(2)), text
     found = clocks(text)
     names = {c[0] for c in found}
     assert "sys_clk" in names and any(n.startswith("eth_clocks0_rx") for n in names), text
