@@ -1013,6 +1013,36 @@ def test_a_frame_with_rx_er_is_counted_and_not_answered(board, tmp_path):
     assert replies == [2], replies
 
 
+def test_pings_for_another_host_are_counted_and_not_answered(board, tmp_path):
+    """LiteEth alone answers a ping to any IPv4 address (its IP layer's with_broadcast) and to any
+    MAC (no layer checks it): on a shared segment the board would answer for other hosts. The
+    receive audit counts both under not_ours and drops them; the board's own ping is answered."""
+    from scapy.all import ICMP, IP, Ether, Raw, raw, rdpcap
+    from bench.hostile import with_fcs
+    from ethdaq.gateware import simphy
+    link = json.loads(board.ns_run(["ip", "-j", "link", "show", TAP], capture_output=True, text=True,
+                                   check=True).stdout)
+    def echo(seq, dst_mac=MAC, dst_ip=BOARD_IP):
+        return simphy.wire_frame(with_fcs(raw(Ether(src=link[0]["address"], dst=dst_mac) / IP(src=HOST_IP, dst=dst_ip) /
+                                              ICMP(type=8, id=0x2F2F, seq=seq) / Raw(bytes(40)))))
+    before = rx_stats(board)
+    pcap = tmp_path / "others.pcap"
+    dump = subprocess.Popen(["ip", "netns", "exec", NETNS, "tcpdump", "-i", TAP, "-U", "-n", "-w", str(pcap),
+                             f"icmp and ether src {MAC}"], stderr=subprocess.PIPE, text=True)
+    try:
+        dump.stderr.readline()
+        simphy.inject(board.gateware_dir, [echo(1, dst_ip="192.168.77.99"), echo(2, dst_mac="02:00:00:00:00:99"),
+                                           echo(3)], timeout=60)
+        time.sleep(1)
+    finally:
+        dump.terminate()
+        dump.wait(timeout=10)
+    after = rx_stats(board)
+    assert after["not_ours"] - before["not_ours"] == 2
+    replies = sorted(f[ICMP].seq for f in rdpcap(str(pcap)) if f.haslayer(ICMP) and f[ICMP].id == 0x2F2F)
+    assert replies == [3], replies
+
+
 def test_reboot_resets_the_board_once_and_it_comes_back(board):
     """Last in this module: it reboots the board. Until here no watchdog reset happened (every test
     above ran on the first boot, the firmware feeding its 10 ms simulated-time watchdog); REBOOT
