@@ -302,14 +302,8 @@ def insert_classifier(mac_core, classifier):
     """Put `classifier` into LiteEth's MAC core receive pipeline right after its FCS checker (in
     the receive clock: LiteEth's 8-bit datapath, with_sys_datapath False). Before the core is
     finalized."""
-    from liteeth.mac.crc import LiteEthMACCRC32Checker
-    pipeline = mac_core.rx_datapath.pipeline
-    crcs = [i for i, m in enumerate(pipeline) if isinstance(m, LiteEthMACCRC32Checker)]
-    if len(crcs) != 1:
-        raise ValueError("RXClassifier needs LiteEth's MAC core with its FCS checker (with_preamble_crc=True)")
-    if len(pipeline[crcs[0]].source.data) != 8:
-        raise ValueError("RXClassifier needs the MAC's 8-bit receive datapath (eth_dw=8)")
-    pipeline.insert(crcs[0] + 1, classifier)
+    from ethdaq.gateware.rxaudit import insert_after_fcs_checker
+    insert_after_fcs_checker(mac_core, classifier, "RXClassifier")
 
 
 class FastTrackSink(LiteXModule):

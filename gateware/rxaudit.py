@@ -258,15 +258,21 @@ class RXAudit(LiteXModule):
         ]
 
 
-def insert_rx_audit(mac_core, audit):
-    """Put `audit` into LiteEth's MAC core receive pipeline right after its FCS checker (in the
-    receive clock: LiteEth's 8-bit datapath, with_sys_datapath False), before anything else there
-    (the receive classifier). Before the core is finalized."""
+def insert_after_fcs_checker(mac_core, module, who):
+    """Put `module` into LiteEth's MAC core receive pipeline right after its FCS checker (in the
+    receive clock: LiteEth's 8-bit datapath, with_sys_datapath False), before anything already
+    there. Before the core is finalized."""
     from liteeth.mac.crc import LiteEthMACCRC32Checker
     pipeline = mac_core.rx_datapath.pipeline
     crcs = [i for i, m in enumerate(pipeline) if isinstance(m, LiteEthMACCRC32Checker)]
     if len(crcs) != 1:
-        raise ValueError("RXAudit needs LiteEth's MAC core with its FCS checker (with_preamble_crc=True)")
+        raise ValueError(f"{who} needs LiteEth's MAC core with its FCS checker (with_preamble_crc=True)")
     if len(pipeline[crcs[0]].source.data) != 8:
-        raise ValueError("RXAudit needs the MAC's 8-bit receive datapath (eth_dw=8)")
-    pipeline.insert(crcs[0] + 1, audit)
+        raise ValueError(f"{who} needs the MAC's 8-bit receive datapath (eth_dw=8)")
+    pipeline.insert(crcs[0] + 1, module)
+
+
+def insert_rx_audit(mac_core, audit):
+    """`audit` right after LiteEth's FCS checker, in front of the receive classifier if it is
+    there (insert it after the classifier)."""
+    insert_after_fcs_checker(mac_core, audit, "RXAudit")

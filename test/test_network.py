@@ -984,32 +984,42 @@ def test_a_short_soak_under_a_ping_flood_and_control_traffic_loses_nothing(board
     assert bad == {}, bad
 
 
-def test_a_frame_with_rx_er_is_counted_and_not_answered(board, tmp_path):
-    """RX_ER high during a frame (the PHY saw a bad symbol): LiteEth's GMII receiver ignores it and
-    answered such a ping; the receive audit counts it under phy_error and drops it. The same ping
-    without RX_ER is answered."""
-    from scapy.all import ICMP, IP, Ether, Raw, raw, rdpcap
+def pin_echo(board, seq, echo_id, dst_mac=MAC, dst_ip=BOARD_IP):
+    """An ICMP echo request from the tap's address, as it goes on the board's receive pins."""
+    from scapy.all import ICMP, IP, Ether, Raw, raw
     from bench.hostile import with_fcs
     from ethdaq.gateware import simphy
     link = json.loads(board.ns_run(["ip", "-j", "link", "show", TAP], capture_output=True, text=True,
                                    check=True).stdout)
-    def echo(seq):
-        return simphy.wire_frame(with_fcs(raw(Ether(src=link[0]["address"], dst=MAC) / IP(src=HOST_IP, dst=BOARD_IP) /
-                                              ICMP(type=8, id=0x1E1E, seq=seq) / Raw(b"rx_er %d" % seq + bytes(40)))))
-    before = rx_stats(board)
-    pcap = tmp_path / "rx_er.pcap"
+    return simphy.wire_frame(with_fcs(raw(Ether(src=link[0]["address"], dst=dst_mac) / IP(src=HOST_IP, dst=dst_ip) /
+                                          ICMP(type=8, id=echo_id, seq=seq) / Raw(bytes(40)))))
+
+
+def inject_and_get_replies(board, tmp_path, frames, echo_id, rx_er=()):
+    """Inject `frames` at the pins; the seqs of the board's echo replies with `echo_id` (tcpdump)."""
+    from scapy.all import ICMP, rdpcap
+    from ethdaq.gateware import simphy
+    pcap = tmp_path / f"replies-{echo_id:x}.pcap"
     dump = subprocess.Popen(["ip", "netns", "exec", NETNS, "tcpdump", "-i", TAP, "-U", "-n", "-w", str(pcap),
                              f"icmp and ether src {MAC}"], stderr=subprocess.PIPE, text=True)
     try:
         dump.stderr.readline()
-        simphy.inject(board.gateware_dir, [echo(1), echo(2), echo(3)], rx_er={0, 2}, timeout=60)
+        simphy.inject(board.gateware_dir, frames, rx_er=set(rx_er), timeout=60)
         time.sleep(1)
     finally:
         dump.terminate()
         dump.wait(timeout=10)
-    after = rx_stats(board)
-    assert after["phy_error"] - before["phy_error"] == 2
-    replies = sorted(f[ICMP].seq for f in rdpcap(str(pcap)) if f.haslayer(ICMP) and f[ICMP].id == 0x1E1E)
+    return sorted(f[ICMP].seq for f in rdpcap(str(pcap)) if f.haslayer(ICMP) and f[ICMP].id == echo_id)
+
+
+def test_a_frame_with_rx_er_is_counted_and_not_answered(board, tmp_path):
+    """RX_ER high during a frame (the PHY saw a bad symbol): LiteEth's GMII receiver ignores it and
+    answered such a ping; the receive audit counts it under phy_error and drops it. The same ping
+    without RX_ER is answered."""
+    before = rx_stats(board)
+    replies = inject_and_get_replies(board, tmp_path, [pin_echo(board, seq, 0x1E1E) for seq in (1, 2, 3)], 0x1E1E,
+                                     rx_er={0, 2})
+    assert rx_stats(board)["phy_error"] - before["phy_error"] == 2
     assert replies == [2], replies
 
 
@@ -1017,29 +1027,11 @@ def test_pings_for_another_host_are_counted_and_not_answered(board, tmp_path):
     """LiteEth alone answers a ping to any IPv4 address (its IP layer's with_broadcast) and to any
     MAC (no layer checks it): on a shared segment the board would answer for other hosts. The
     receive audit counts both under not_ours and drops them; the board's own ping is answered."""
-    from scapy.all import ICMP, IP, Ether, Raw, raw, rdpcap
-    from bench.hostile import with_fcs
-    from ethdaq.gateware import simphy
-    link = json.loads(board.ns_run(["ip", "-j", "link", "show", TAP], capture_output=True, text=True,
-                                   check=True).stdout)
-    def echo(seq, dst_mac=MAC, dst_ip=BOARD_IP):
-        return simphy.wire_frame(with_fcs(raw(Ether(src=link[0]["address"], dst=dst_mac) / IP(src=HOST_IP, dst=dst_ip) /
-                                              ICMP(type=8, id=0x2F2F, seq=seq) / Raw(bytes(40)))))
     before = rx_stats(board)
-    pcap = tmp_path / "others.pcap"
-    dump = subprocess.Popen(["ip", "netns", "exec", NETNS, "tcpdump", "-i", TAP, "-U", "-n", "-w", str(pcap),
-                             f"icmp and ether src {MAC}"], stderr=subprocess.PIPE, text=True)
-    try:
-        dump.stderr.readline()
-        simphy.inject(board.gateware_dir, [echo(1, dst_ip="192.168.77.99"), echo(2, dst_mac="02:00:00:00:00:99"),
-                                           echo(3)], timeout=60)
-        time.sleep(1)
-    finally:
-        dump.terminate()
-        dump.wait(timeout=10)
-    after = rx_stats(board)
-    assert after["not_ours"] - before["not_ours"] == 2
-    replies = sorted(f[ICMP].seq for f in rdpcap(str(pcap)) if f.haslayer(ICMP) and f[ICMP].id == 0x2F2F)
+    frames = [pin_echo(board, 1, 0x2F2F, dst_ip="192.168.77.99"), pin_echo(board, 2, 0x2F2F, dst_mac="02:00:00:00:00:99"),
+              pin_echo(board, 3, 0x2F2F)]
+    replies = inject_and_get_replies(board, tmp_path, frames, 0x2F2F)
+    assert rx_stats(board)["not_ours"] - before["not_ours"] == 2
     assert replies == [3], replies
 
 
