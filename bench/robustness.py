@@ -205,6 +205,8 @@ def main(argv=None):
     h.add_argument("--frames", type=int, default=100_000)
     h.add_argument("--batch", type=int, default=1000, help="frames per injection file, at most (default 1000)")
     h.add_argument("--seed", type=int, default=1)
+    h.add_argument("--rate", type=float, default=0.02,
+                   help="emulator samples per cycle per channel (default 0.02: 16 %% of the line; 0.1: 80 %%)")
     s = sub.add_parser("soak", help="a long stream under a ping flood and control traffic")
     s.add_argument("--packets", type=int, default=1_000_000)
     s.add_argument("--payload", type=int, default=64, help="UDP payload bytes per datagram (default 64)")
@@ -235,7 +237,7 @@ def main(argv=None):
             mac = subprocess.run(["ip", "netns", "exec", NETNS, "cat", f"/sys/class/net/{TAP}/address"],
                                  capture_output=True, text=True, check=True).stdout.strip()
             net = Network(board_mac=DEFAULT_MAC, board_ip=BOARD_IP, host_mac=mac, host_ip=HOST_IP, ctl_port=CTL_PORT)
-            expected, delta, res = hostile(session, gateware, net, args.frames, args.batch, args.seed)
+            expected, delta, res = hostile(session, gateware, net, args.frames, args.batch, args.seed, args.rate)
             wall = time.monotonic() - t0
             rows = []
             for code, name, desc in protocol.RX_COUNTERS:
@@ -251,8 +253,9 @@ def main(argv=None):
                 ok = got >= want if name in BACKGROUND else got == want
                 rows.append([name, str(want), str(got), ("yes" if ok else "NO") + (" (at least)" if name in BACKGROUND else ""),
                              desc])
-            print(f"\nHostile frames at the pins during a stream: {args.frames} frames, seed {args.seed} "
-                  f"(simulated; `sudo .venv/bin/python bench/robustness.py hostile --frames {args.frames}`), "
+            print(f"\nHostile frames at the pins during a stream: {args.frames} frames, seed {args.seed}, "
+                  f"stream at {args.rate:g} samples per cycle per channel (simulated; `sudo .venv/bin/python "
+                  f"bench/robustness.py hostile --frames {args.frames} --rate {args.rate:g}`), "
                   f"{wall:.0f} s wall\n")
             print_table(["counter", "injected", "counted", "exact", "what"], rows, args.markdown)
             print("\nrx_ok and icmp_type also count Linux's own frames: the stream's control requests and ARP; "
