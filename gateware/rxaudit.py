@@ -10,10 +10,10 @@ counted once by cause, and flagged for the frame gate to drop if it is not one t
 LiteEth's receive layers trust what they are given. Reading their code (and test/test_rxaudit.py
 and test_network.py show the cases): the IP layer takes any destination address (its
 `with_broadcast`, on by default in LiteEthUDPIPCore, ORs the address check away) and no layer
-looks at the destination MAC, so a ping to another host is answered; an IPv4 fragment's first
-piece goes to UDP as a datagram, its length taken from the IP header; a UDP length under 8 wraps
-the payload length; a zero-length datagram brings a byte of Ethernet padding with it; nothing is
-counted. The audit decides for them, with the frame's own bytes, and counts what it refused.
+looks at the destination MAC, so a ping to another host is answered; the IP layer never looks at
+the fragment fields, so every piece of a fragmented datagram goes to UDP as one; a UDP length
+under 8 wraps the payload length; a zero-length datagram brings a byte of Ethernet padding with
+it; nothing is counted. The audit decides for them, with the frame's own bytes, and counts what it refused.
 
 Each frame is counted once (`protocol.RX_COUNTERS`, codes 0x00-0x1F), under the first check it
 fails, in this order: a receive error the PHY signalled (`error` on a byte before the last: RX_ER,
@@ -50,15 +50,14 @@ from litex.soc.interconnect.csr import CSRStatus, CSRStorage
 
 from liteeth.common import eth_phy_description
 
+from ethdaq.gateware.tsu import ETHERTYPE_IPV4, IP_PROTO_UDP
 from ethdaq.host.protocol import RX_AUDIT_CAUSES
 
 CAUSE = {name: i for i, name in enumerate(RX_AUDIT_CAUSES)}
 COUNTER_BITS = 48   # 2**48 frames: 5 years of minimum-size frames at 1 Gb/s.
 
-ETHERTYPE_IPV4 = 0x0800
 ETHERTYPE_ARP  = 0x0806
 IP_PROTO_ICMP  = 1
-IP_PROTO_UDP   = 17
 ICMP_ECHO_REQUEST = 8
 MIN_FRAME      = 60       # Bytes before the FCS (64 with it).
 
@@ -216,7 +215,7 @@ class RXAudit(LiteXModule):
         ]
 
         # Out, one cycle later, flagged.
-        self.held = held = Signal(max=len(CAUSE))   # The last frame's cause (cd_rx), till the next one ends.
+        held  = Signal(max=len(CAUSE))   # The last frame's cause (cd_rx), till the next one ends.
         ended = Signal()
         sync_rx += [
             source.valid.eq(beat),

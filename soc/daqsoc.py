@@ -32,8 +32,8 @@ from ethdaq.gateware.netaddr import NetAddress
 from ethdaq.gateware.probe import DAQProbes, MAILBOX_CLASSES, RX_CLASSES, STAMP_BITS as PROBE_STAMP_BITS, TX_CLASSES
 from ethdaq.gateware.streamer import DAQStreamer
 from ethdaq.gateware.streamstats import COUNTER_BITS
-from ethdaq.gateware.tsu import (PHY_FPGA_LATENCY_CYCLES, PTPClock, PTPClockCSR, PTPTimestamper,
-                                 phy_corrections_ns, tap)
+from ethdaq.gateware.tsu import (PHY_FPGA_LATENCY_CYCLES, PTP_ETHERTYPE, PTP_IPV4_PDELAY, PTP_IPV4_PRIMARY,
+                                 PTPClock, PTPClockCSR, PTPTimestamper, phy_corrections_ns, tap)
 from ethdaq.gateware.launcher import LATENCY_CYCLES as LAUNCHER_LATENCY_CYCLES, Launcher, guard_cycles
 from ethdaq.gateware.txpath import TXPath, connect_streamer
 from ethdaq.gateware.watchdog import Watchdog
@@ -123,8 +123,7 @@ def check_ports(ctl_port, data_port=DEFAULT_DATA_PORT):
 PTP_ROLES      = {"auto": 0, "master": 1, "slave": 2}   # enum ptp_role
 PTP_TRANSPORTS = {"udp": 0, "l2": 1}                    # enum ptp_transport
 PTP_UDP_PORTS  = (319, 320)
-PTP_IP_GROUPS  = (0xE0000181, 0xE000006B)   # 224.0.1.129 (PTP's primary), 224.0.0.107 (peer delay).
-PTP_ETHERTYPE  = 0x88F7
+PTP_IP_GROUPS  = (PTP_IPV4_PRIMARY, PTP_IPV4_PDELAY)   # The IPv4 groups PTP over UDP is sent to.
 PTP_TX_MAX     = 64    # Largest message the firmware sends: Announce (64 bytes).
 
 
@@ -442,9 +441,9 @@ class DAQSoC(SoCCore):
             # connects mismatched streams without an error).
             if eth_dw != 8:
                 raise ValueError(f"PTP over Ethernet (l2) needs eth_dw=8 for now, not {eth_dw!r}; use ptp_transport='udp'")
-            self.ptp_l2 = CPUMACPort(ethernet_type=0x88F7, mac_address=self.netaddr.mac,
+            self.ptp_l2 = CPUMACPort(ethernet_type=PTP_ETHERTYPE, mac_address=self.netaddr.mac,
                 rx_depth=256, rx_frames=4, rx_max=128, tx_depth=PTP_TX_MAX)
-            l2_port = self.ethcore.mac.crossbar.get_port(0x88F7, dw=8)
+            l2_port = self.ethcore.mac.crossbar.get_port(PTP_ETHERTYPE, dw=8)
             self.comb += [
                 l2_port.source.connect(self.ptp_l2.sink),
                 self.ptp_l2.source.connect(l2_port.sink),

@@ -688,6 +688,13 @@ print(json.dumps(sorted(sources)))
 """
 
 
+def tap_mac(board):
+    """The MAC address of Linux's end of the tap (the host's)."""
+    link = json.loads(board.ns_run(["ip", "-j", "link", "show", TAP], capture_output=True, text=True,
+                                   check=True).stdout)
+    return link[0]["address"]
+
+
 def neighbour_mac(board, ip):
     r = board.ns_run(["ip", "neigh", "show", ip], capture_output=True, text=True, timeout=30)
     m = re.search(r"lladdr ([0-9a-f:]{17})", r.stdout)
@@ -833,9 +840,7 @@ def test_frames_injected_at_the_pins_are_received_beside_linuxs_which_lose_nothi
     from scapy.all import ICMP, IP, Ether, Raw, raw, rdpcap
     from bench.hostile import Network, fcs_ok, frames, with_fcs
     from ethdaq.gateware import simphy
-    link = json.loads(board.ns_run(["ip", "-j", "link", "show", TAP], capture_output=True, text=True,
-                                   check=True).stdout)
-    host_mac = link[0]["address"]
+    host_mac = tap_mac(board)
     net = Network(board_mac=MAC, board_ip=BOARD_IP, host_mac=host_mac, host_ip=HOST_IP, ctl_port=CTL_PORT)
     rng = random.Random(9)
 
@@ -912,9 +917,7 @@ def test_hostile_frames_at_the_pins_during_a_stream_are_each_counted_by_cause(bo
     import collections, random, threading
     from bench.hostile import KINDS, Network, fcs_ok, labelled
     from ethdaq.gateware import simphy
-    link = json.loads(board.ns_run(["ip", "-j", "link", "show", TAP], capture_output=True, text=True,
-                                   check=True).stdout)
-    net = Network(board_mac=MAC, board_ip=BOARD_IP, host_mac=link[0]["address"], host_ip=HOST_IP, ctl_port=CTL_PORT)
+    net = Network(board_mac=MAC, board_ip=BOARD_IP, host_mac=tap_mac(board), host_ip=HOST_IP, ctl_port=CTL_PORT)
     rng = random.Random(21)
     mix = [(f, c) for kind in KINDS for f, c in labelled(kind, net, rng, 2 if kind == "jumbo" else 4)
            if c is not None]
@@ -984,14 +987,12 @@ def test_a_short_soak_under_a_ping_flood_and_control_traffic_loses_nothing(board
     assert bad == {}, bad
 
 
-def pin_echo(board, seq, echo_id, dst_mac=MAC, dst_ip=BOARD_IP):
-    """An ICMP echo request from the tap's address, as it goes on the board's receive pins."""
+def pin_echo(host_mac, seq, echo_id, dst_mac=MAC, dst_ip=BOARD_IP):
+    """An ICMP echo request from the host (`tap_mac()`), as it goes on the board's receive pins."""
     from scapy.all import ICMP, IP, Ether, Raw, raw
     from bench.hostile import with_fcs
     from ethdaq.gateware import simphy
-    link = json.loads(board.ns_run(["ip", "-j", "link", "show", TAP], capture_output=True, text=True,
-                                   check=True).stdout)
-    return simphy.wire_frame(with_fcs(raw(Ether(src=link[0]["address"], dst=dst_mac) / IP(src=HOST_IP, dst=dst_ip) /
+    return simphy.wire_frame(with_fcs(raw(Ether(src=host_mac, dst=dst_mac) / IP(src=HOST_IP, dst=dst_ip) /
                                           ICMP(type=8, id=echo_id, seq=seq) / Raw(bytes(40)))))
 
 
@@ -1016,8 +1017,9 @@ def test_a_frame_with_rx_er_is_counted_and_not_answered(board, tmp_path):
     """RX_ER high during a frame (the PHY saw a bad symbol): LiteEth's GMII receiver ignores it and
     answered such a ping; the receive audit counts it under phy_error and drops it. The same ping
     without RX_ER is answered."""
+    host = tap_mac(board)
     before = rx_stats(board)
-    replies = inject_and_get_replies(board, tmp_path, [pin_echo(board, seq, 0x1E1E) for seq in (1, 2, 3)], 0x1E1E,
+    replies = inject_and_get_replies(board, tmp_path, [pin_echo(host, seq, 0x1E1E) for seq in (1, 2, 3)], 0x1E1E,
                                      rx_er={0, 2})
     assert rx_stats(board)["phy_error"] - before["phy_error"] == 2
     assert replies == [2], replies
@@ -1027,9 +1029,10 @@ def test_pings_for_another_host_are_counted_and_not_answered(board, tmp_path):
     """LiteEth alone answers a ping to any IPv4 address (its IP layer's with_broadcast) and to any
     MAC (no layer checks it): on a shared segment the board would answer for other hosts. The
     receive audit counts both under not_ours and drops them; the board's own ping is answered."""
+    host = tap_mac(board)
     before = rx_stats(board)
-    frames = [pin_echo(board, 1, 0x2F2F, dst_ip="192.168.77.99"), pin_echo(board, 2, 0x2F2F, dst_mac="02:00:00:00:00:99"),
-              pin_echo(board, 3, 0x2F2F)]
+    frames = [pin_echo(host, 1, 0x2F2F, dst_ip="192.168.77.99"), pin_echo(host, 2, 0x2F2F, dst_mac="02:00:00:00:00:99"),
+              pin_echo(host, 3, 0x2F2F)]
     replies = inject_and_get_replies(board, tmp_path, frames, 0x2F2F)
     assert rx_stats(board)["not_ours"] - before["not_ours"] == 2
     assert replies == [3], replies
@@ -1080,11 +1083,7 @@ def test_rx_stats_count_received_frames_the_board_did_not_use_by_cause(board):
     counted by the receive audit under udp_port, datagrams to the control port with a wrong magic
     by the firmware's parser under ctl_magic, each exactly once; frames the board used (the
     control requests themselves) under rx_ok."""
-    def rx():
-        r = ctl(board, "rx", "--json")
-        assert r.returncode == 0, r.stderr
-        return json.loads(r.stdout)
-    before = rx()
+    before = rx_stats(board)
     # This build has the receive audit (an 8-bit, 1 Gb/s datapath), the frame gate (the classifier)
     # and PTP: every counter protocol.py defines.
     assert list(before) == [name for _, name, _ in protocol.RX_COUNTERS], before
@@ -1096,7 +1095,7 @@ for _ in range(3):
 for _ in range(2):
     s.sendto(b"\\xbe\\xef" + bytes(10), ({BOARD_IP!r}, {CTL_PORT}))
 """)
-    after = rx()   # Sent after them on the same tap: the board has counted them when it answers.
+    after = rx_stats(board)   # Sent after them on the same tap: the board has counted them when it answers.
     delta = {name: after[name] - before[name] for name in before}
     assert delta["udp_port"] == 3, delta
     assert delta["ctl_magic"] == 2, delta
