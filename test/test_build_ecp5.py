@@ -24,7 +24,7 @@ def summary():
 
 
 def clocks(text):
-    return re.findall(r"^\s+(\S+)\s+([\d.]+) MHz\s+([\d.]+) MHz\s+(met|FAILED)$", text, re.M)
+    return re.findall(r"^\s+(\S+)\s+([\d.]+) MHz\s+([\d.]+) MHz\s+(met|FAILED)\b", text, re.M)
 
 
 @BUILD
