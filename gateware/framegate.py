@@ -58,21 +58,28 @@ class FrameGate(LiteXModule):
         first    = Signal(reset=1)   # The next byte starts a frame.
         storing  = Signal()          # This frame is being stored.
         count    = Signal(max=max_frame + 1)
+        at_max   = Signal()          # count == max_frame - 1.
         oversize = Signal()          # Cut at max_frame bytes: dropped at its end.
         overflow = Signal()          # Cut where the buffer filled: dropped at its end.
         room     = Signal()
+        full     = Signal()
         cut      = Signal()
         admit    = Signal()          # This byte is stored.
         full_drop = Signal()         # At the last byte: the frame found no room.
+        # A frame starts with two free bytes and a verdict slot; while it is stored, the byte that
+        # leaves one free byte (or reaches max_frame) ends it in the buffer, so a frame always has
+        # its end there and the rest of it is never stored. `room` and `full` are registered
+        # (the buffer's level is an adder and a compare away), one byte on the safe side: the
+        # level moves by at most one a cycle.
+        self.sync += [
+            room.eq((data_fifo.level < depth - 3) & (verdict_fifo.level < frames - 1)),
+            full.eq(data_fifo.level >= depth - 4),
+        ]
         self.comb += [
             sink.ready.eq(1),        # The PHY does not wait.
             beat.eq(sink.valid),
-            # A frame starts with two free bytes and a verdict slot; while it is stored, the byte
-            # that leaves one free byte (or reaches max_frame) ends it in the buffer, so a frame
-            # always has its end there and the rest of it is never stored.
-            room.eq((data_fifo.level < depth - 2) & verdict_fifo.sink.ready),
             admit.eq(beat & Mux(first, room, storing)),
-            cut.eq(admit & ~sink.last & ((count == max_frame - 1) | (data_fifo.level >= depth - 3))),
+            cut.eq(admit & ~sink.last & (at_max | full)),
             data_fifo.sink.valid.eq(admit),
             data_fifo.sink.data.eq(sink.data),
             data_fifo.sink.last.eq(sink.last | cut),
@@ -81,16 +88,17 @@ class FrameGate(LiteXModule):
         ]
         self.sync += If(beat,
             If(first, storing.eq(room)),
-            If(admit, count.eq(count + 1)),
+            If(admit, count.eq(count + 1), at_max.eq(count == max_frame - 2)),
             If(cut,
                 storing.eq(0),
-                If(count == max_frame - 1, oversize.eq(1)).Else(overflow.eq(1)),
+                If(at_max, oversize.eq(1)).Else(overflow.eq(1)),
             ),
             first.eq(0),
             If(sink.last,
                 first.eq(1),
                 storing.eq(0),
                 count.eq(0),
+                at_max.eq(0),
                 oversize.eq(0),
                 overflow.eq(0),
             ),
@@ -106,16 +114,32 @@ class FrameGate(LiteXModule):
             self.ev_error.eq(end & ~full_drop & ~oversize & sink.error),
         ]
 
-        # Out: a frame whose verdict has come; a dropped one is read out unseen.
-        drop = verdict_fifo.source.drop
+        # Out: a frame whose verdict has come; a dropped one is read out unseen. The bytes leave the
+        # block RAM through a register first (`out_*`), with no logic between: its read is slow
+        # (5.8 ns from clock to data on the ECP5, which yosys maps without the RAM's output
+        # register), so only a flip-flop may follow it in the same cycle. Reset-less, so the
+        # flip-flops need no reset gate in front of them either.
+        out_valid = Signal()
+        out_data  = Signal(8, reset_less=True)
+        out_last  = Signal(reset_less=True)
+        out_ready = Signal()
+        take      = Signal()
+        drop      = verdict_fifo.source.drop
         self.comb += [
-            source.valid.eq(data_fifo.source.valid & verdict_fifo.source.valid & ~drop),
-            source.data.eq(data_fifo.source.data),
-            source.last.eq(data_fifo.source.last),
-            source.last_be.eq(data_fifo.source.last),
-            data_fifo.source.ready.eq(verdict_fifo.source.valid & (drop | source.ready)),
-            verdict_fifo.source.ready.eq(data_fifo.source.valid & data_fifo.source.ready & data_fifo.source.last),
+            take.eq(~out_valid | out_ready),
+            data_fifo.source.ready.eq(take),
+            source.valid.eq(out_valid & verdict_fifo.source.valid & ~drop),
+            source.data.eq(out_data),
+            source.last.eq(out_last),
+            source.last_be.eq(out_last),
+            out_ready.eq(verdict_fifo.source.valid & (drop | source.ready)),
+            verdict_fifo.source.ready.eq(out_valid & out_ready & out_last),
         ]
+        self.sync += If(take,
+            out_valid.eq(data_fifo.source.valid),
+            out_data.eq(data_fifo.source.data),
+            out_last.eq(data_fifo.source.last),
+        )
 
 
 class FrameGateCounters(LiteXModule):

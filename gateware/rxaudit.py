@@ -27,9 +27,12 @@ its end, comes before the ICMP and UDP checks. A frame that passes is counted as
 one to another UDP port that a drop or fast-track rule of the classifier behind takes (`claimed`;
 the rule counts it).
 
-The output is the input one cycle later (the PHY does not wait: `sink.ready` is 1), with `error`
+The output is the input two cycles later (the PHY does not wait: `sink.ready` is 1), with `error`
 set on the last byte of every frame not counted as rx_ok; the frame gate behind it drops those
-whole. Counting happens in sys: one event per frame, its cause held in the receive domain until
+whole. Inside, the input is registered and the checks are pipelined (registered position flags,
+fields compared a byte before they are judged, each cause a flag before it is encoded), so no
+cycle holds more than a few LUT levels: the receive clock has to run at 137.5 MHz on the
+colorlight_i5's ECP5 (bench/ecp5_rxtiming.py). Counting happens in sys: one event per frame, its cause held in the receive domain until
 the next frame's end (at least 20 byte times), so it is stable when the event's pulse has
 crossed. The counts live in a block RAM, as in gateware/streamstats.py: read, then written back
 incremented (two cycles; frames come at least 8 sys cycles apart at 1 Gb/s with sys at 50 MHz).
@@ -89,142 +92,222 @@ class RXAudit(LiteXModule):
         # # #
 
         sync_rx = getattr(self.sync, cd_rx)
-        beat = Signal()
-        b    = sink.data
-        self.comb += [
-            sink.ready.eq(1),
-            beat.eq(sink.valid),
-        ]
+        self.comb += sink.ready.eq(1)
 
-        # Byte offset in the frame (saturating), and the 16 and 32-bit big-endian fields that end
-        # at this byte.
-        n   = Signal(max=max(max_frame + 2, 64))
+        # The input, registered (stage A): nothing of LiteEth's FCS checker (its FIFO's read, its
+        # CRC compare) shares a cycle with the checks. `n` counts the sink's bytes (saturating);
+        # what depends on the position only is registered with the byte, so the byte in stage A
+        # comes with flags saying where it is.
+        n     = Signal(max=max(max_frame + 2, 64))
         n_max = 2**len(n) - 1
+        sync_rx += If(sink.valid,
+            If(n != n_max, n.eq(n + 1)),
+            If(sink.last, n.eq(0)),
+        )
+        beat  = Signal()
+        b     = Signal(8)
+        last  = Signal()
+        error = Signal()
+        last_be = Signal()
+        sync_rx += [
+            beat.eq(sink.valid),
+            b.eq(sink.data),
+            last.eq(sink.last),
+            last_be.eq(sink.last_be),
+            error.eq(sink.error),
+        ]
+        end = Signal()
+        self.comb += end.eq(beat & last)
+
+        flags = []   # Added to sync_rx once every check has asked for its positions.
+
+        def at_n(name, cond):
+            flag = Signal(name=name)
+            flags.append(flag.eq(cond))
+            return flag
+
+        positions = {}
+
+        def at(k):   # The byte in stage A is the frame's byte k.
+            if k not in positions:
+                positions[k] = at_n(f"at{k}", n == k)
+            return positions[k]
+
+        runt     = at_n("runt",     n < MIN_FRAME - 1)   # The frame holds n + 1 bytes before the FCS.
+        oversize = at_n("oversize", n > max_frame - 1)
+        mac_rest = at_n("mac_rest", (n > 0) & (n < 6))
+        csum_add = at_n("csum_add", (n > 15) & (n < 34) & n[0])
+
+        # The 16 and 32-bit big-endian fields that end at the byte in stage A.
         sr  = Signal(24)
         w16 = Signal(16)
         w32 = Signal(32)
         self.comb += [w16.eq(Cat(b, sr[:8])), w32.eq(Cat(b, sr))]
-        sync_rx += If(beat,
-            sr.eq(Cat(b, sr[:16])),
-            If(n != n_max, n.eq(n + 1)),
-            If(sink.last, n.eq(0)),
-        )
+        sync_rx += If(beat, sr.eq(Cat(b, sr[:16])))
 
-        # What the header has said so far.
+        # The checks (stage B). Each one that fails at the byte in stage A gives its cause in
+        # `code` (ICMP and UDP: `code_l4`), registered; at most one per byte, so the causes are
+        # ORed, not prioritised. Applied in the next cycle: the first failed check's cause stays
+        # in `bad` (`bad_l4`) until the frame's end. Where a check needs a field that ends at the
+        # byte it is judged on, the field is compared into a flag first and judged a byte later
+        # (IPv4 at byte 35, not 33; ICMP at 36; UDP at 40; ARP's target at 42): still long before
+        # the last byte of a frame that is not a runt (59), and a runt is counted as one whatever
+        # its header said.
         bad       = Signal(max=len(CAUSE))   # The first failed check's cause (link, ARP, IPv4); 0 (rx_ok): none yet.
         bad_l4    = Signal(max=len(CAUSE))   # The same for ICMP and UDP: judged after a truncated IPv4 datagram.
+        code      = Signal(max=len(CAUSE))
+        code_l4   = Signal(max=len(CAUSE))
         group     = Signal()
         mac_eq    = Signal()
+        mac_next  = Signal(8)                # The board's MAC byte the byte in stage A is compared with.
         is_ipv4   = Signal()
         is_arp    = Signal()
         is_udp    = Signal()
         is_icmp   = Signal()
-        ip_total  = Signal(16)
-        fragment  = Signal()
-        proto     = Signal(8)
-        udp_port  = Signal(16)
-        csum      = Signal(17)               # Ones'-complement sum of the IPv4 header's words.
         er_seen   = Signal()                 # `error` on a byte before the last: the PHY's RX_ER.
         mac_b     = Array(self.mac[8*(5 - i):8*(6 - i)] for i in range(6))
-
-        def fail(cause):
-            return If(bad == 0, bad.eq(CAUSE[cause]))
-
-        def fail_l4(cause):
-            return If(bad_l4 == 0, bad_l4.eq(CAUSE[cause]))
+        sync_rx += If(sink.valid, mac_next.eq(mac_b[n[:3]]))
 
         def one_of(value, values):
             return reduce(or_, [value == v for v in values], Constant(0, 1))
 
+        def cause(c):
+            return CAUSE[c]
+
+        # Fields and flags captured from the header for the checks judged later.
+        csum      = Signal(17)               # Ones'-complement sum of the IPv4 header's words.
         csum_next = Signal(17)
-        csum_ok   = Signal()   # The folded sum is 0xFFFF (no adder for the fold).
+        csum_fold = Signal()                 # The folded sum is 0xFFFF (no adder for the fold).
+        csum_ok   = Signal()                 # ...registered at byte 34.
+        ip_udp    = Signal(16)               # IPv4 total length - 20: what the UDP length must be.
+        ip_end    = Signal(17)               # IPv4 total length + 13: the last byte's offset must reach it.
+        ip_short  = Signal()                 # Total length under 20.
+        fragment  = Signal()
+        proto_udp = Signal()
+        proto_icmp = Signal()
+        eq_ip     = Signal()                 # w32 one byte ago was the board's address...
+        eq_dst    = Signal()                 # ...or one it takes (broadcast, the PTP groups).
+        dst_ok    = Signal()
+        icmp_bad  = Signal()
+        port_ok   = Signal()
+        udp_lt8   = Signal()
+        udp_eq8   = Signal()
+        udp_diff  = Signal()
+        truncated = Signal()                 # The IPv4 datagram ends past the byte in stage A.
         self.comb += [
             csum_next.eq(csum[:16] + csum[16] + w16),
-            csum_ok.eq(Mux(csum_next[16], csum_next[:16] == 0xFFFE, csum_next[:16] == 0xFFFF)),
+            csum_fold.eq(Mux(csum[16], csum[:16] == 0xFFFE, csum[:16] == 0xFFFF)),
         ]
-        ip_ok_dst = Signal()
-        self.comb += ip_ok_dst.eq((w32 == self.ip) | (w32 == 0xFFFFFFFF) | one_of(w32, ip_groups))
-        arp_fixed = {15: 1, 17: ETHERTYPE_IPV4}   # htype (Ethernet), ptype (IPv4): 16-bit fields.
-        sync_rx += If(beat,
-            # Ethernet header.
-            If(n == 0, group.eq(b[0]), mac_eq.eq(b == mac_b[0])),
-            If((n > 0) & (n < 6) & (b != mac_b[n[:3]]), mac_eq.eq(0)),
-            If((n == 6) & ~group & ~mac_eq, fail("not_ours")),
-            If(n == 13,
-                If(w16 == ETHERTYPE_IPV4, is_ipv4.eq(1)
-                ).Elif(w16 == ETHERTYPE_ARP, is_arp.eq(1)
-                ).Elif(~one_of(w16, ethertypes), fail("ethertype")),
-            ),
-            # ARP (RFC 826) for IPv4 over Ethernet: request or reply, to the board's address.
-            If(is_arp,
-                *[If((n == k) & (w16 != v), fail("arp_malformed")) for k, v in arp_fixed.items()],
-                If((n == 18) & (b != 6), fail("arp_malformed")),
-                If((n == 19) & (b != 4), fail("arp_malformed")),
-                If((n == 21) & (w16 != 1) & (w16 != 2), fail("arp_malformed")),
-                If((n == 41) & (w32 != self.ip), fail("not_ours")),
-            ),
-            # IPv4: version and header length at its first byte; the rest judged at its last
-            # (byte 33), once the checksum covers the header the fields came from.
-            If(is_ipv4,
-                If(n == 14,
-                    If((b[4:] != 4) | (b[:4] < 5), fail("ip_version")
-                    ).Elif(b[:4] != 5, fail("ip_options")),
+        sync_rx += [
+            If(sink.valid, truncated.eq(ip_end > n)),
+            If(beat,
+                eq_ip.eq(w32 == self.ip),
+                eq_dst.eq((w32 == 0xFFFFFFFF) | one_of(w32, ip_groups)),
+                If(at(15), csum.eq(w16)),
+                If(csum_add, csum.eq(csum_next)),
+                If(at(17),
+                    ip_udp.eq(w16 - 20),
+                    ip_end.eq(w16 + 13),
+                    ip_short.eq(w16 < 20),
                 ),
-                If((n == 15), csum.eq(w16)),
-                If((n > 15) & (n < 34) & n[0], csum.eq(csum_next)),
-                If(n == 17, ip_total.eq(w16)),
-                If(n == 21, fragment.eq(w16[13] | (w16[:13] != 0))),
-                If(n == 23, proto.eq(b)),
-                If(n == 33,
-                    If(~csum_ok, fail("ip_checksum")
-                    ).Elif(ip_total < 20, fail("ip_length")
-                    ).Elif(fragment, fail("ip_fragment")
-                    ).Elif(~ip_ok_dst, fail("not_ours")
-                    ).Elif(proto == IP_PROTO_UDP, is_udp.eq(1)
-                    ).Elif(proto == IP_PROTO_ICMP, is_icmp.eq(1)
-                    ).Else(fail("ip_protocol")),
+                If(at(21), fragment.eq(w16[13] | (w16[:13] != 0))),
+                If(at(23), proto_udp.eq(b == IP_PROTO_UDP), proto_icmp.eq(b == IP_PROTO_ICMP)),
+                If(at(34),   # The sum and the destination address of bytes 14..33.
+                    csum_ok.eq(csum_fold),
+                    dst_ok.eq(eq_ip | eq_dst),
+                    icmp_bad.eq(b != ICMP_ECHO_REQUEST),
+                ),
+                If(at(37), port_ok.eq(one_of(w16, udp_ports))),
+                If(at(39),
+                    udp_lt8.eq(w16 < 8),
+                    udp_eq8.eq(w16 == 8),
+                    udp_diff.eq(w16 != ip_udp),
                 ),
             ),
-            If(is_icmp & (n == 34) & (b != ICMP_ECHO_REQUEST), fail_l4("icmp_type")),
-            If(is_udp,
-                If(n == 37, udp_port.eq(w16)),
-                If(n == 39,
-                    If((w16 < 8) | (w16 != ip_total - 20), fail_l4("udp_length")
-                    ).Elif(w16 == 8, fail_l4("udp_empty")
-                    ).Elif(~one_of(udp_port, udp_ports), fail_l4("udp_port")),
-                ),
+        ]
+        # The checks, by cause: each is high in the cycle after the byte that fails it, and the
+        # failed causes are encoded into `code` a cycle later (no `~x` alone as a Mux's select
+        # anywhere here: Migen's simulator takes ~1 as true).
+        ip_ok = Signal()
+        self.comb += ip_ok.eq(csum_ok & ~ip_short & ~fragment & dst_ok)
+        checks = {
+            "not_ours": (at(6) & ~group & ~mac_eq) |
+                        (is_arp & at(42) & ~eq_ip) |                       # ARP's target (38..41).
+                        (is_ipv4 & at(35) & csum_ok & ~ip_short & ~fragment & ~dst_ok),
+            "ethertype": at(13) & ~((w16 == ETHERTYPE_IPV4) | (w16 == ETHERTYPE_ARP) | one_of(w16, ethertypes)),
+            # ARP (RFC 826) for IPv4 over Ethernet: request or reply.
+            "arp_malformed": is_arp & ((at(15) & (w16 != 1)) |              # htype: Ethernet.
+                                       (at(17) & (w16 != ETHERTYPE_IPV4)) | # ptype: IPv4.
+                                       (at(18) & (b != 6)) |
+                                       (at(19) & (b != 4)) |
+                                       (at(21) & (w16 != 1) & (w16 != 2))),
+            # IPv4: version and header length at its first byte; the rest once the checksum
+            # covers the header the fields came from.
+            "ip_version":  is_ipv4 & at(14) & ((b[4:] != 4) | (b[:4] < 5)),
+            "ip_options":  is_ipv4 & at(14) & (b[4:] == 4) & (b[:4] > 5),
+            "ip_checksum": is_ipv4 & at(35) & ~csum_ok,
+            "ip_length":   is_ipv4 & at(35) & csum_ok & ip_short,
+            "ip_fragment": is_ipv4 & at(35) & csum_ok & ~ip_short & fragment,
+            "ip_protocol": is_ipv4 & at(35) & ip_ok & ~proto_udp & ~proto_icmp,
+        }
+        checks_l4 = {
+            "icmp_type":  is_icmp & at(36) & icmp_bad,
+            "udp_length": is_udp & at(40) & (udp_lt8 | udp_diff),
+            "udp_empty":  is_udp & at(40) & ~udp_lt8 & ~udp_diff & udp_eq8,
+            "udp_port":   is_udp & at(40) & ~udp_lt8 & ~udp_diff & ~udp_eq8 & ~port_ok,
+        }
+        failed    = {c: Signal(name=f"failed_{c}") for c in checks}
+        failed_l4 = {c: Signal(name=f"failed_{c}") for c in checks_l4}
+        sync_rx += [
+            *[failed[c].eq(beat & ~last & cond) for c, cond in checks.items()],
+            *[failed_l4[c].eq(beat & ~last & cond) for c, cond in checks_l4.items()],
+            # At most one cause a cycle (the checks are at different bytes, or exclusive): ORed,
+            # not prioritised. None survives the frame's last byte.
+            code.eq(Mux(end, 0, reduce(or_, [Mux(f, cause(c), 0) for c, f in failed.items()]))),
+            code_l4.eq(Mux(end, 0, reduce(or_, [Mux(f, cause(c), 0) for c, f in failed_l4.items()]))),
+        ]
+        sync_rx += [
+            If(bad == 0, bad.eq(code)),
+            If(bad_l4 == 0, bad_l4.eq(code_l4)),
+            If(beat,
+                If(at(0), group.eq(b[0]), mac_eq.eq(b == mac_next)),
+                If(mac_rest & (b != mac_next), mac_eq.eq(0)),
+                If(at(13), is_ipv4.eq(w16 == ETHERTYPE_IPV4), is_arp.eq(w16 == ETHERTYPE_ARP)),
+                If(is_ipv4 & at(35), is_udp.eq(ip_ok & proto_udp), is_icmp.eq(ip_ok & proto_icmp)),
+                If(error & ~last, er_seen.eq(1)),
             ),
-            If(sink.error & ~sink.last, er_seen.eq(1)),
-            If(sink.last,
-                er_seen.eq(0), bad.eq(0), bad_l4.eq(0), group.eq(0), mac_eq.eq(0), is_ipv4.eq(0), is_arp.eq(0), is_udp.eq(0),
-                is_icmp.eq(0), fragment.eq(0),
+            If(end,
+                er_seen.eq(0), bad.eq(0), bad_l4.eq(0), group.eq(0), mac_eq.eq(0), is_ipv4.eq(0), is_arp.eq(0),
+                is_udp.eq(0), is_icmp.eq(0),
             ),
-        )
+        ]
 
-        # The verdict, at the last byte: the frame holds n + 1 bytes (saturating) before the FCS.
-        cause  = Signal(max=len(CAUSE))
+        sync_rx += If(sink.valid, *flags)
+
+        # The verdict, at the last byte.
+        verdict = Signal(max=len(CAUSE))
         self.comb += [
-            If(er_seen, cause.eq(CAUSE["phy_error"])
-            ).Elif(sink.error, cause.eq(CAUSE["fcs"])
-            ).Elif(n < MIN_FRAME - 1, cause.eq(CAUSE["runt"])
-            ).Elif(n > max_frame - 1, cause.eq(CAUSE["oversize"])
-            ).Elif(bad != 0, cause.eq(bad)
-            ).Elif(is_ipv4 & (ip_total + 13 > n), cause.eq(CAUSE["ip_length"])
-            ).Elif((bad_l4 != 0) & ~((bad_l4 == CAUSE["udp_port"]) & self.claimed), cause.eq(bad_l4)
-            ).Else(cause.eq(CAUSE["rx_ok"])),
+            If(er_seen, verdict.eq(CAUSE["phy_error"])
+            ).Elif(error, verdict.eq(CAUSE["fcs"])
+            ).Elif(runt, verdict.eq(CAUSE["runt"])
+            ).Elif(oversize, verdict.eq(CAUSE["oversize"])
+            ).Elif(bad != 0, verdict.eq(bad)
+            ).Elif(is_ipv4 & truncated, verdict.eq(CAUSE["ip_length"])
+            ).Elif((bad_l4 != 0) & ~((bad_l4 == CAUSE["udp_port"]) & self.claimed), verdict.eq(bad_l4)
+            ).Else(verdict.eq(CAUSE["rx_ok"])),
         ]
 
-        # Out, one cycle later, flagged.
+        # Out, two cycles after the input, flagged.
         held  = Signal(max=len(CAUSE))   # The last frame's cause (cd_rx), till the next one ends.
         ended = Signal()
         sync_rx += [
             source.valid.eq(beat),
             source.data.eq(b),
-            source.last.eq(sink.last),
-            source.last_be.eq(sink.last_be),
-            source.error.eq(sink.error | (sink.last & (cause != CAUSE["rx_ok"]))),
-            ended.eq(beat & sink.last),
-            If(beat & sink.last, held.eq(cause)),
+            source.last.eq(last),
+            source.last_be.eq(last_be),
+            source.error.eq(error | (last & (verdict != CAUSE["rx_ok"]))),
+            ended.eq(end),
+            If(end, held.eq(verdict)),
         ]
 
         # Counters (sys).

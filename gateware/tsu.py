@@ -693,7 +693,8 @@ class _PTPParser(LiteXModule):
         self.comb += beat.eq(sink.valid & sink.ready)
 
         cnt      = Signal(8)   # Byte within the current header.
-        hi       = Signal(8)   # Previous byte, for 16-bit fields.
+        hist     = Signal(40)  # The bytes before this one (the previous in hist[:8]).
+        hi       = hist[:8]
         ihl_m1   = Signal(4)
         mac_pri  = Signal()    # Destination MAC matches so far.
         mac_pd   = Signal()
@@ -716,8 +717,12 @@ class _PTPParser(LiteXModule):
                 Mux(ip_pri, DST_PRIMARY, Mux(ip_pd, DST_PDELAY, DST_OTHER)),
                 Mux(mac_pri, DST_PRIMARY, Mux(mac_pd, DST_PDELAY, DST_OTHER)))),
         ]
-        self.sync += If(beat, hi.eq(b))
+        self.sync += If(beat, hist.eq(Cat(b, hist[:-8])))
         word = Cat(b, hi)  # Big-endian 16-bit field ending at this byte.
+        # The PTP destinations are compared whole at their last byte, not byte by byte against a
+        # table indexed by `cnt` (a multiplexer in the state machine's path).
+        w32 = Cat(b, hist[:24])
+        w48 = Cat(b, hist)
 
         def ether_type(allow_vlan):
             """Dispatch on the EtherType ending at this byte."""
@@ -757,20 +762,16 @@ class _PTPParser(LiteXModule):
                 If(beat,
                     self.sfd.eq(1),
                     *start_frame(),
-                    NextValue(mac_pri, b == (PTP_MAC_PRIMARY >> 40)),
-                    NextValue(mac_pd,  b == (PTP_MAC_PDELAY >> 40)),
                     NextValue(cnt, 1),
                     NextState("ETH"),
                 )
             )
-        mac_pri_b = Array(C((PTP_MAC_PRIMARY >> 8*(5 - i)) & 0xff, 8) for i in range(6))
-        mac_pd_b  = Array(C((PTP_MAC_PDELAY  >> 8*(5 - i)) & 0xff, 8) for i in range(6))
         fsm.act("ETH",  # Destination MAC (0..5), source MAC, EtherType (12..13).
             If(beat,
                 NextValue(cnt, cnt + 1),
-                If(cnt < 6,
-                    If(b != mac_pri_b[cnt[:3]], NextValue(mac_pri, 0)),
-                    If(b != mac_pd_b[cnt[:3]],  NextValue(mac_pd, 0)),
+                If(cnt == 5,
+                    NextValue(mac_pri, w48 == PTP_MAC_PRIMARY),
+                    NextValue(mac_pd,  w48 == PTP_MAC_PDELAY),
                 ),
                 If(cnt == 13, *ether_type(allow_vlan=1)),
             )
@@ -781,8 +782,6 @@ class _PTPParser(LiteXModule):
                 If(cnt == 3, *ether_type(allow_vlan=0)),
             )
         )
-        ip_pri_b = Array(C((PTP_IPV4_PRIMARY >> 8*(3 - i)) & 0xff, 8) for i in range(4))
-        ip_pd_b  = Array(C((PTP_IPV4_PDELAY  >> 8*(3 - i)) & 0xff, 8) for i in range(4))
         fsm.act("IPV4",
             If(beat,
                 NextValue(cnt, cnt + 1),
@@ -794,13 +793,9 @@ class _PTPParser(LiteXModule):
                 If((cnt == 6) & (b[:6] != 0), NextState("DROP")),   # MF flag, offset bits 12..8.
                 If((cnt == 7) & (b != 0), NextState("DROP")),       # Offset bits 7..0.
                 If((cnt == 9) & (b != IP_PROTO_UDP), NextState("DROP")),
-                If(cnt == 16,
-                    NextValue(ip_pri, b == ip_pri_b[0]),
-                    NextValue(ip_pd,  b == ip_pd_b[0]),
-                ),
-                If((cnt > 16) & (cnt < 20),
-                    If(b != ip_pri_b[cnt[:2]], NextValue(ip_pri, 0)),
-                    If(b != ip_pd_b[cnt[:2]],  NextValue(ip_pd, 0)),
+                If(cnt == 19,
+                    NextValue(ip_pri, w32 == PTP_IPV4_PRIMARY),
+                    NextValue(ip_pd,  w32 == PTP_IPV4_PDELAY),
                 ),
                 # Last header byte: (IHL - 1)*4 + 3. Options are skipped.
                 If((cnt[2:] == ihl_m1) & (cnt[:2] == 3) & (cnt >= 19),

