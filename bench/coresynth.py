@@ -77,7 +77,9 @@ CORES = {"rxaudit": rxaudit, "classifier": classifier, "framegate": framegate, "
 def synth(name, out_dir):
     out_dir.mkdir(parents=True, exist_ok=True)
     m, ios = CORES[name]()
-    conv = verilog.convert(m, ios=ios, name=name)
+    # As the ECP5 platform lowers gateware/bram.py's BlockRAM (boards/platform.py).
+    from ethdaq.gateware.bram import ecp5_special_overrides
+    conv = verilog.convert(m, ios=ios, name=name, special_overrides=ecp5_special_overrides)
     # Not ConvOutput.write(): it writes memory init files into the current directory.
     (out_dir / f"{name}.v").write_text(conv.main_source)
     for filename, content in conv.data_files.items():

@@ -41,6 +41,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.ecp5_pnr import report              # noqa: E402
 from bench.ecp5_timing import _parity, run     # noqa: E402
+from ethdaq.gateware.bram import ecp5_special_overrides                   # noqa: E402
 from ethdaq.gateware.framegate import FrameGate, FrameGateCounters         # noqa: E402
 from ethdaq.gateware.macpipeline import insert_tx_buffer                  # noqa: E402
 from ethdaq.gateware.macstats import MACErrors                            # noqa: E402
@@ -184,7 +185,9 @@ def export(build_dir):
     top = RXTimingTop()
     for sig, name in top.renames.items():
         sig.name_override = name
-    out = convert(top, ios=top.ios, name="top")
+    # As the ECP5 platform converts (boards/platform.py): BlockRAM lowered to DP16KD with its
+    # output register.
+    out = convert(top, ios=top.ios, name="top", special_overrides=ecp5_special_overrides)
     text = str(out.main_source) if hasattr(out, "main_source") else str(out)
     (build_dir / "top.v").write_text(text)
     for filename, content in getattr(out, "data_files", {}).items():

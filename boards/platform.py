@@ -8,6 +8,8 @@ oscillator's period constraint (and the CRG's PLL input, boards/crg.py) follow f
 from litex.build.lattice import LatticeECP5Platform
 from litex.build.xilinx import Xilinx7SeriesPlatform
 
+from ethdaq.gateware.bram import ecp5_special_overrides
+
 
 class ECP5BoardPlatform(LatticeECP5Platform):
     def __init__(self, device, io, clk_name, clk_freq, toolchain="trellis"):
@@ -15,6 +17,13 @@ class ECP5BoardPlatform(LatticeECP5Platform):
         self.default_clk_freq   = clk_freq  # Exact, for the PLL (1e9/period does not round-trip).
         self.default_clk_period = 1e9/clk_freq
         LatticeECP5Platform.__init__(self, device, io, toolchain=toolchain)
+
+    def get_verilog(self, *args, special_overrides=dict(), **kwargs):
+        # Our block RAM with DP16KD's output register (gateware/bram.py), besides LiteX's ECP5
+        # lowerings.
+        so = dict(ecp5_special_overrides)
+        so.update(special_overrides)
+        return LatticeECP5Platform.get_verilog(self, *args, special_overrides=so, **kwargs)
 
     def do_finalize(self, fragment):
         LatticeECP5Platform.do_finalize(self, fragment)

@@ -34,6 +34,8 @@ from litex.soc.interconnect.csr import CSRStatus
 
 from liteeth.common import eth_phy_description
 
+from ethdaq.gateware.bram import BlockRAMFIFO
+
 
 class FrameGate(LiteXModule):
     def __init__(self, depth=2048, max_frame=1536, frames=64):
@@ -51,7 +53,7 @@ class FrameGate(LiteXModule):
         # # #
 
         # Bytes (data and last) and one verdict per stored frame (1: drop it).
-        self.data_fifo    = data_fifo    = stream.SyncFIFO([("data", 8)], depth, buffered=True)
+        self.data_fifo    = data_fifo    = BlockRAMFIFO([("data", 8)], depth)
         self.verdict_fifo = verdict_fifo = stream.SyncFIFO([("drop", 1)], frames)
 
         beat     = Signal()
@@ -114,32 +116,20 @@ class FrameGate(LiteXModule):
             self.ev_error.eq(end & ~full_drop & ~oversize & sink.error),
         ]
 
-        # Out: a frame whose verdict has come; a dropped one is read out unseen. The bytes leave the
-        # block RAM through a register first (`out_*`), with no logic between: its read is slow
-        # (5.8 ns from clock to data on the ECP5, which yosys maps without the RAM's output
-        # register), so only a flip-flop may follow it in the same cycle. Reset-less, so the
-        # flip-flops need no reset gate in front of them either.
-        out_valid = Signal()
-        out_data  = Signal(8, reset_less=True)
-        out_last  = Signal(reset_less=True)
-        out_ready = Signal()
-        take      = Signal()
-        drop      = verdict_fifo.source.drop
+        # Out: a frame whose verdict has come; a dropped one is read out unseen. The bytes come
+        # from the block RAM's output register (BlockRAMFIFO, gateware/bram.py): the RAM's read
+        # itself is slow (5.8 ns from clock to data on the ECP5 without that register), after the
+        # register only the consumer's logic follows.
+        data = data_fifo.source
+        drop = verdict_fifo.source.drop
         self.comb += [
-            take.eq(~out_valid | out_ready),
-            data_fifo.source.ready.eq(take),
-            source.valid.eq(out_valid & verdict_fifo.source.valid & ~drop),
-            source.data.eq(out_data),
-            source.last.eq(out_last),
-            source.last_be.eq(out_last),
-            out_ready.eq(verdict_fifo.source.valid & (drop | source.ready)),
-            verdict_fifo.source.ready.eq(out_valid & out_ready & out_last),
+            source.valid.eq(data.valid & verdict_fifo.source.valid & ~drop),
+            source.data.eq(data.data),
+            source.last.eq(data.last),
+            source.last_be.eq(data.last),
+            data.ready.eq(verdict_fifo.source.valid & (drop | source.ready)),
+            verdict_fifo.source.ready.eq(data.valid & data.ready & data.last),
         ]
-        self.sync += If(take,
-            out_valid.eq(data_fifo.source.valid),
-            out_data.eq(data_fifo.source.data),
-            out_last.eq(data_fifo.source.last),
-        )
 
 
 class FrameGateCounters(LiteXModule):
