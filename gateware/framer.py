@@ -46,6 +46,17 @@ def field_bytes(fields):
     return out
 
 
+def mux_tree(words, sel):
+    """words[sel] as a balanced tree of 2:1 multiplexers, one select bit per level (an Array
+    index became a priority chain four LUTs deep in front of the multiplexer on ECP5)."""
+    level, bit = list(words), 0
+    while len(level) > 1:
+        level = [Mux(sel[bit], level[i + 1], level[i]) if i + 1 < len(level) else level[i]
+                 for i in range(0, len(level), 2)]
+        bit += 1
+    return level[0]
+
+
 # UDP Framer ---------------------------------------------------------------------------------------
 
 class UDPFramer(LiteXModule):
@@ -79,6 +90,12 @@ class UDPFramer(LiteXModule):
             ip_len.eq(sink.length + UDP_HEADER_LEN + IP_HEADER_LEN),
         ]
 
+        # The destination address and ports, registered: constant for a run (the streamer's
+        # settings), so a register is as good as the sink, and it keeps the buffer in front out
+        # of the header multiplexer's and the checksum's paths.
+        dst_ip, src_port, dst_port = Signal(32), Signal(16), Signal(16)
+        self.sync += [dst_ip.eq(sink.ip_address), src_port.eq(sink.src_port), dst_port.eq(sink.dst_port)]
+
         # IPv4 header checksum: the words that do not change between datagrams are summed in a
         # register ahead of time, the length is added one cycle later, and the folded,
         # complemented sum is registered once more: right from the frame's fourth cycle on, and
@@ -93,7 +110,7 @@ class UDPFramer(LiteXModule):
         base = Signal(20)
         total = Signal(21)
         self.sync += [
-            base.eq(static + src_words + sink.ip_address[16:32] + sink.ip_address[0:16] + ident),
+            base.eq(static + src_words + dst_ip[16:32] + dst_ip[0:16] + ident),
             total.eq(base + ip_len),
         ]
         fold1 = Signal(17)
@@ -107,35 +124,75 @@ class UDPFramer(LiteXModule):
         header = field_bytes([
             (self.dst_mac, 6), (mac_address, 6), (ETHERTYPE_IPV4, 2),
             (0x45, 1), (0, 1), (ip_len, 2), (ident, 2), (IP_FLAGS_DF, 2), (ttl, 1), (IP_PROTO_UDP, 1),
-            (checksum, 2), (src_ip, 4), (sink.ip_address, 4),
-            (sink.src_port, 2), (sink.dst_port, 2), (udp_len, 2), (0, 2),
+            (checksum, 2), (src_ip, 4), (dst_ip, 4),
+            (src_port, 2), (dst_port, 2), (udp_len, 2), (0, 2),
         ])
         assert len(header) == FRAME_HEADER_LEN
         if dw == 64:
             self._wide(header)
             return
-        header = Array(header)
-
-        count   = Signal(max=FRAME_HEADER_LEN + 1)
+        # The header byte on the output is a register, fetched when the previous one goes out
+        # (no multiplexer between the header and the buffer behind). Bytes 0-7 come from an
+        # 8-way multiplexer, byte 0 (the destination MAC's first byte) refreshed while the frame
+        # waits; bytes 8-41 from a shift register, loaded when byte 6 is fetched (the frame's 6th
+        # cycle at the earliest, when the lengths and the checksum are right) and shifted as they
+        # are fetched: a 42-way multiplexer was five LUTs deep.
+        assert FRAME_HEADER_LEN > 8
+        count   = Signal(max=FRAME_HEADER_LEN + 1)  # Header bytes sent.
+        hnext   = Signal(max=FRAME_HEADER_LEN + 1, reset=1)  # count + 1
+        hdr     = Signal(reset=1)  # count < FRAME_HEADER_LEN
+        first   = Signal(reset=1)  # count == 0
+        hhi     = Signal()         # hnext >= 8
+        h6      = Signal()         # hnext == 6
+        hsr_en  = Signal()         # h6 | hhi: the shift register loads or shifts at go_h.
+        hbyte   = Signal(8)        # header[count]
+        hsr     = Signal(8*(FRAME_HEADER_LEN - 8))
         started = Signal()
-        self.comb += started.eq((count != 0) | self.mac_valid)
+        mac_valid = Signal()  # Delayed with byte 0, which is fetched from dst_mac a cycle ahead.
+        self.sync += mac_valid.eq(self.mac_valid)
+        go_h = Signal()  # A header byte goes out.
+        go_e = Signal()  # The frame's last byte goes out.
+        fend = Signal()
         self.comb += [
-            If(count < FRAME_HEADER_LEN,
+            started.eq(~first | mac_valid),
+            go_h.eq(hdr & sink.valid & started & source.ready),
+            go_e.eq(~hdr & sink.valid & sink.last & source.ready),
+            If(hdr,
                 source.valid.eq(sink.valid & started),
-                source.data.eq(header[count]),
+                source.data.eq(hbyte),
             ).Else(
                 sink.connect(source, keep={"valid", "ready", "data", "last", "last_be"}),
             )
         ]
         self.sync += [
-            If(source.valid & source.ready,
-                If(count < FRAME_HEADER_LEN,
-                    count.eq(count + 1)
-                ).Elif(source.last,
-                    count.eq(0),
-                    self.frames.eq(self.frames + 1),
-                )
-            )
+            If(go_h,
+                count.eq(count + 1),
+                hnext.eq(hnext + 1),
+                first.eq(0),
+                hdr.eq(count != FRAME_HEADER_LEN - 1),
+                hhi.eq(hhi | (hnext == 7)),
+                h6.eq(hnext == 5),
+                hsr_en.eq(hhi | (hnext == 7) | (hnext == 5)),
+            ).Elif(go_e,
+                count.eq(0),
+                hnext.eq(1),
+                first.eq(1),
+                hdr.eq(1),
+                hhi.eq(0),
+                hsr_en.eq(0),
+            ),
+            If(go_h,
+                hbyte.eq(Mux(hhi, hsr[:8], mux_tree(header[:8], hnext[:3]))),
+            ).Elif(go_e | first,
+                hbyte.eq(header[0]),
+            ),
+            If(go_h & hsr_en,
+                hsr.eq(Mux(h6, Cat(*header[8:]), hsr[8:])),
+            ),
+            # Counted a cycle after the frame's end (the next frame's identification and checksum
+            # are needed from its 6th byte on).
+            fend.eq(go_e),
+            If(fend, self.frames.eq(self.frames + 1)),
         ]
 
     def _wide(self, header):
@@ -230,12 +287,12 @@ class ARPRequester(LiteXModule):
         nb     = dw//8
         nwords = (60 + nb - 1)//nb
         frame += [C(0, 8)]*(nwords*nb - len(frame))  # Padding to the 60-byte minimum frame.
-        frame  = Array([Cat(*frame[i*nb:(i + 1)*nb]) for i in range(nwords)])
+        frame  = [Cat(*frame[i*nb:(i + 1)*nb]) for i in range(nwords)]
         count   = Signal(max=nwords)
         last_lane = (60 - 1) % nb
         self.comb += [
             source.valid.eq(busy),
-            source.data.eq(frame[count]),
+            source.data.eq(mux_tree(frame, count)),
             source.last.eq(count == nwords - 1),
             source.last_be.eq(Mux(source.last, 1 << last_lane, 0)),
             self.announced.eq(source.valid & source.ready & source.last & announcing),

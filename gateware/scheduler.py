@@ -52,22 +52,35 @@ class FrameScheduler(LiteXModule):
             self.comb += If(sinks[i].valid, pick.eq(i))
         self.comb += If(self.hold, pick.eq(0))
         self.sync += pick_r.eq(pick)
-        sel = Signal(max=max(n, 2))
-        self.comb += sel.eq(Mux(inframe, grant, pick_r))
+        # The input connected, Mux(inframe, grant, pick_r), is itself a register: computed from
+        # the next values of the three, so the multiplexers' select lines come straight from a
+        # flip-flop (it fans out to every data, valid and ready line).
+        sel       = Signal(max=max(n, 2), reset=idle_choice)
+        inframe_n = Signal()
+        grant_n   = Signal(max=max(n, 2))
         self.comb += Case(sel, {i: sinks[i].connect(source) for i in range(n)})
         self.comb += [
             self.started.eq(source.valid & source.ready & ~inframe),
             self.started_from.eq(sel),
-        ]
-        self.sync += [
+            inframe_n.eq(inframe),
+            grant_n.eq(grant),
             If(source.valid & source.ready,
                 If(source.last,
-                    inframe.eq(0),
+                    inframe_n.eq(0),
                 ).Else(
-                    inframe.eq(1),
-                    grant.eq(sel),
+                    inframe_n.eq(1),
+                    grant_n.eq(sel),
                 )
-            )
+            ),
         ]
+        self.sync += [
+            inframe.eq(inframe_n),
+            grant.eq(grant_n),
+            sel.eq(Mux(inframe_n, grant_n, pick)),
+        ]
+        # Frames counted a cycle after their last byte: each 32-bit counter's enable is then a
+        # register, not the end of the ready chain through the grant.
+        ends = Signal(n)
+        self.sync += ends.eq(Cat(*[s.valid & s.ready & s.last for s in sinks]))
         for i in range(n):
-            self.sync += If(sinks[i].valid & sinks[i].ready & sinks[i].last, self.frames[i].eq(self.frames[i] + 1))
+            self.sync += If(ends[i], self.frames[i].eq(self.frames[i] + 1))

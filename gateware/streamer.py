@@ -34,7 +34,7 @@ from liteeth.common import eth_udp_user_description
 
 from ethdaq.gateware.cdcfifo import LevelFIFO
 from ethdaq.gateware.csr import CSRConfig
-from ethdaq.gateware.framer import field_bytes
+from ethdaq.gateware.framer import field_bytes, mux_tree
 from ethdaq.gateware.resolver import ARPResolver, MODE_ARP, MODE_FIXED
 from ethdaq.gateware.streamstats import StreamCounters
 from ethdaq.host import daqformat
@@ -104,8 +104,8 @@ class DAQChannel(LiteXModule):
         # # #
 
         self.stream_id = stream_id
-        self.fifo  = fifo  = LevelFIFO([("data", width)], words, "sys", cd_tx)
-        self.descs = descs = LevelFIFO(descriptor_layout(), descriptors, "sys", cd_tx)
+        self.fifo  = fifo  = LevelFIFO([("data", width)], words, "sys", cd_tx, buffered=True, framing=False)
+        self.descs = descs = LevelFIFO(descriptor_layout(), descriptors, "sys", cd_tx, framing=False)
         self.comb += [
             fifo.source.connect(source),
             descs.source.connect(desc),
@@ -457,7 +457,12 @@ class DAQStreamer(LiteXModule):
 
 class _Serializer(LiteXModule):
     """Round-robin over channels with a complete datagram: its DAQ header, then its samples (MSB
-    first), `dw` bits per cycle. Runs in one domain with the channels' read sides."""
+    first), `dw` bits per cycle. Runs in one domain with the channels' read sides.
+
+    Built for the ECP5 transmit clock (docs/results.md, "ECP5 timing of the transmit path"): what
+    the state machine decides on (last header word, last sample, next channel, stale datagram,
+    rate-limit gap) is a register set a cycle or more ahead, not a comparison in the same cycle.
+    `source` wants a registered `ready` (TXPath's data_buf)."""
     def __init__(self, channels, sample_width, src_port, dw=8):
         nchannels    = len(channels)
         sample_bytes = sample_width//8
@@ -500,52 +505,75 @@ class _Serializer(LiteXModule):
             stream_id=sel, flags=desc.flags, seq=desc.seq, timestamp=desc.timestamp,
             dropped=desc.dropped, sample_count=desc.count, sample_bits=sample_width, run=desc.run))
         hwords   = daqformat.HEADER_LEN//nb
-        header   = Array([Cat(*hb[i*nb:(i + 1)*nb]) for i in range(hwords)])  # Lane 0 first on the wire.
-        hcount   = Signal(max=hwords)
-        # Units of the sample phase: buffer words when packed, else bytes of one sample.
-        bcount   = Signal(max=max(sample_bytes, 2))
-        scount   = Signal(16)
-        pop_samp = Signal()
-        nwords   = Signal(16)   # Buffer entries (words or samples) of this datagram.
+        assert hwords >= 5  # The registers derived from `desc` below are right from the header's 4th cycle on.
+        header   = [Cat(*hb[i*nb:(i + 1)*nb]) for i in range(hwords)]  # Lane 0 first on the wire.
         self.comb += [
-            Case(sel, {i: w.ready.eq(pop_samp) for i, (d, w) in enumerate(heads)}),
             source.src_port.eq(src_port),
             source.dst_port.eq(self.dst_port),
             source.ip_address.eq(self.dst_ip),
-            source.length.eq(daqformat.HEADER_LEN + (desc.count << log2_int(sample_bytes))),
-            nwords.eq((desc.count + spw - 1) >> log2_int(spw)),
         ]
         full_be = 1 << (nb - 1)  # LiteEth's last_be: one-hot at the last valid byte lane.
 
-        gap_count = Signal(32)
-        self.fsm = fsm = FSM(reset_state="SELECT")
-        # Choosing a channel copies its head descriptor into `desc` and pops it in the next cycle
-        # (registered: the FSM does not reach into the FIFO's read pointer and RAM address); while
-        # that pop is in flight the channel's old head must not count as pending.
-        load     = Signal()
+        # Control signals of the state machine (combinational, from registers).
+        load     = Signal()  # Copy the head descriptor of channel `load_sel` into `desc`.
         load_sel = Signal(max=max(nchannels, 2))
+        h_adv    = Signal()  # A header word goes out.
+        w_init   = Signal()  # Start counting the datagram's buffer entries (SAMPLES, DISCARD).
+        pop_arm  = Signal(nchannels)  # Per channel: a sample word going out now pops its head buffer.
+        d_pop    = Signal()           # DISCARD pops the head buffer of channel `sel`.
+        # Narrow per-channel pop enables: a registered "armed" and the (registered) ready of
+        # data_buf, so the head buffers' enables are not at the end of the state machine's logic.
+        self.comb += [w.ready.eq((pop_arm[i] & source.ready) | (d_pop & (sel == i))) for i, (d, w) in enumerate(heads)]
+
+        # Choosing a channel pops its head descriptor in the next cycle (registered: the FSM does
+        # not reach into the FIFO's read pointer); while that pop is in flight the channel's old
+        # head must not count as pending. The head stays on the FIFO's output until the pop, so
+        # at 8 bits, where the header's first desc-dependent byte (flags) goes out at the 8th
+        # cycle, `desc` (about 250 flip-flops) is copied in that cycle, by the registered pop
+        # rather than by `load` (a wide fan-out at the end of the FSM's logic); at 64 bits the
+        # first word holds the flags, so it is copied at `load`. The payload length is needed
+        # from the first word on: its sample count is copied at `load`.
+        late     = nb == 1
         pop_r    = Signal()
         pop_ch   = Signal(max=max(nchannels, 2))
+        pop_rr   = Signal()
+        pop_ch_r = Signal(max=max(nchannels, 2))
+        load_d   = Signal()  # First cycle of a datagram's header.
+        load_dd  = Signal()
+        count_l  = Signal(16)
+        d_load, d_sel = (pop_r, pop_ch) if late else (load, load_sel)
         self.sync += [
-            If(load, Case(load_sel, {i: [getattr(desc, name).eq(getattr(d, name)) for name, _ in descriptor_layout()]
-                                     for i, (d, w) in enumerate(heads)})),
+            If(load,
+                sel.eq(load_sel),
+                count_l.eq(Array(d.count for d, w in heads)[load_sel]),
+            ),
+            If(d_load,
+                Case(d_sel, {i: [getattr(desc, name).eq(getattr(d, name)) for name, _ in descriptor_layout()]
+                             for i, (d, w) in enumerate(heads)}),
+            ),
             pop_r.eq(load),
             pop_ch.eq(load_sel),
+            pop_rr.eq(pop_r),
+            pop_ch_r.eq(pop_ch),
+            load_d.eq(load),
+            load_dd.eq(load_d),
         ]
+        self.comb += source.length.eq(daqformat.HEADER_LEN + (count_l << log2_int(sample_bytes)))
         # Sequence numbers, per channel: 0 at FLAG_FIRST, else the channel's previous one + 1 (every
         # descriptor passes here in order, discarded ones too). Ready one cycle after the rest of
         # `desc` (whose flags are loaded by then): the header's seq field starts at byte 8, in the
-        # second cycle at the earliest.
-        assert next(f.offset for f in daqformat.FIELDS if f.name == "seq") >= dw//8
+        # second cycle at the earliest (the 8th at 8 bits).
+        assert next(f.offset for f in daqformat.FIELDS if f.name == "seq") >= (8 if late else dw//8)
+        s_load, s_sel, commit, commit_ch = (pop_r, pop_ch, pop_rr, pop_ch_r) if late else (load, load_sel, pop_r, pop_ch)
         seqs     = Array(Signal(64, name=f"seq{i}") for i in range(nchannels))
         seq_prev = Signal(64)
         seq_next = Signal(64)
         self.comb += seq_next.eq(Mux(desc.flags & daqformat.FLAG_FIRST != 0, 0, seq_prev + 1))
         self.sync += [
-            If(load, seq_prev.eq(seqs[load_sel])),
-            If(pop_r,
+            If(s_load, seq_prev.eq(seqs[s_sel])),
+            If(commit,
                 desc.seq.eq(seq_next),
-                seqs[pop_ch].eq(seq_next),
+                seqs[commit_ch].eq(seq_next),
             ),
         ]
         self.comb += Case(pop_ch, {i: d.ready.eq(pop_r) for i, (d, w) in enumerate(heads)})
@@ -570,148 +598,245 @@ class _Serializer(LiteXModule):
         # The choices, registered: they drive the load of `desc` (about 250 flip-flops) and were
         # on the transmit clock's critical path. One cycle old is exact where they are used: a
         # channel stays pending until popped, pops start only at a load, and SELECT and finish()
-        # are never within two cycles of a load (a header takes at least 5 cycles; DISCARD takes
-        # one), by which time the pop is in `pending`. A channel that just became pending waits
+        # are never within two cycles of a load (a header takes at least 5 cycles; DISCARD at least
+        # three), by which time the pop is in `pending`. A channel that just became pending waits
         # one more cycle.
-        any_r, others_r = Signal(), Signal()
+        any_r = Signal()
         nxt_r, nxt_other_r = Signal.like(nxt), Signal.like(nxt_other)
         self.sync += [
             any_r.eq(pending != 0),
-            others_r.eq(others != 0),
             nxt_r.eq(nxt),
             nxt_other_r.eq(nxt_other),
         ]
 
-        def finish():
-            """On the datagram's last word: count it and go on."""
-            return [
-                NextValue(self.sent, self.sent + 1),
-                self.sent_event.eq(1),
-                If(self.gap != 0,
-                    NextValue(gap_count, self.gap),
-                    NextState("GAP")
-                ).Elif(others_r,
-                    load.eq(1),
-                    load_sel.eq(nxt_other_r),
-                    NextValue(sel, nxt_other_r),
-                    NextValue(hcount, 0),
-                    NextValue(bcount, 0),
-                    NextValue(scount, 0),
-                    NextState("HEADER")
-                ).Else(
-                    NextState("SELECT")
-                )
-            ]
-        fsm.act("SELECT",
-            If(any_r,
-                load.eq(1),
-                load_sel.eq(nxt_r),
-                NextValue(sel, nxt_r),
-                NextValue(hcount, 0),
-                NextValue(bcount, 0),
-                NextValue(scount, 0),
-                NextState("HEADER")
-            )
-        )
         # A datagram of an earlier run can only still be here if its destination never answered
         # ARP; it must not go to the next run's destination. "Earlier" modulo 2**32 (run - desc.run
         # in 1..2**31-1), so a run number that has not crossed from sys yet cannot make a new
-        # datagram look stale. Registered (it was on the transmit clock's critical path): taken
-        # from the head descriptor when it is loaded, then re-evaluated every cycle from `desc`,
-        # so a datagram waiting for its destination's MAC turns stale when a new run starts.
-        def is_stale(run):
-            age = (self.run - run)[:32]
+        # datagram look stale. Computed in two registered steps (age, then the test) for every
+        # channel's head descriptor, so it is ready in a datagram's first header cycle (the head
+        # was shown at least a cycle before its load, and stays until the pop after it); then
+        # re-evaluated from `desc` (from the header's fourth cycle on), so a datagram waiting at
+        # the first header word for its destination's MAC turns stale when a new run starts.
+        def is_stale(age):
             return (age != 0) & ~age[31]
-        stale = Signal()
+        ages    = [Signal(32, name=f"age{i}") for i in range(nchannels)]
+        stale_h = Signal(nchannels)
+        age_d   = Signal(32)
+        stale   = Signal()
         self.sync += [
-            If(load,
-                stale.eq(Array(is_stale(d.run) for d, w in heads)[load_sel])
-            ).Else(
-                stale.eq(is_stale(desc.run))
-            )
+            [a.eq(self.run - d.run) for a, (d, w) in zip(ages, heads)],
+            stale_h.eq(Cat(*[is_stale(a) for a in ages])),
+            age_d.eq(self.run - desc.run),
         ]
-        fsm.act("HEADER",
-            If(stale & (hcount == 0),
-                NextState("DISCARD")
-            ),
-            source.valid.eq(~(stale & (hcount == 0))),
-            source.data.eq(header[hcount]),
-            source.last.eq((hcount == hwords - 1) & (desc.count == 0)),
-            source.last_be.eq(Mux(source.last, full_be, 0)),
-            If(source.ready,
-                NextValue(hcount, hcount + 1),
-                If(hcount == hwords - 1,
-                    If(desc.count == 0,
-                        *finish()
-                    ).Else(
-                        NextState("SAMPLES")
-                    )
-                )
-            )
-        )
-        self.sync += If(fsm.ongoing("SAMPLES") & ~samples.valid, self.underrun.eq(self.underrun + 1))
-        if packed:
-            # One buffer word per cycle; the last one holds the remaining 1..spw samples.
-            last_word = Signal()
-            last_be   = Signal(nb)
-            tail      = Signal(max=max(spw, 2))  # Samples in the last word, minus one.
-            nwords_m1 = Signal(16)  # Registered: desc is stable for the whole HEADER phase.
-            self.sync += nwords_m1.eq(nwords - 1)
-            self.comb += [
-                last_word.eq(scount == nwords_m1),
-                tail.eq((desc.count - 1)[:len(tail)] if spw > 1 else 0),
-                Case(tail, {k: last_be.eq(1 << ((k + 1)*sample_bytes - 1)) for k in range(spw)}),
+        stale_now = Signal()
+        self.comb += stale_now.eq(Mux(load_d, Array(stale_h[i] for i in range(nchannels))[sel], stale))
+        self.sync += If(load_d, stale.eq(stale_now)).Elif(~load_dd, stale.eq(is_stale(age_d)))
+
+        # Registers derived from `desc`, right from the third cycle of the header (`desc` is copied
+        # by the pop at 8 bits); used from the header's last word, and in DISCARD's third cycle.
+        beat_shift = 0 if packed else log2_int(sample_bytes)  # Output words per buffer entry: 2**beat_shift.
+        nwords_r = Signal(16)  # Buffer entries (words or samples) of this datagram.
+        nw_zero  = Signal()    # ... 0
+        nw_one   = Signal()    # ... 1
+        nbeats_r = Signal(16 + beat_shift)  # Output words of its samples.
+        nb_one   = Signal()                 # ... 1
+        self.sync += [
+            nwords_r.eq((desc.count + spw - 1) >> log2_int(spw)),
+            nw_zero.eq(desc.count == 0),
+            nw_one.eq((desc.count != 0) & ((desc.count - 1)[log2_int(spw):16] == 0)),
+            nbeats_r.eq(nwords_r << beat_shift),
+            nb_one.eq(nw_one if beat_shift == 0 else 0),
+        ]
+
+        # States, one flip-flop each, and the registered decisions. Every condition below is a
+        # small function of registers and of `source.ready` (registered in data_buf).
+        s_select  = Signal(reset=1)
+        s_header  = Signal()
+        s_samples = Signal()
+        s_discard = Signal()
+        s_gap     = Signal()
+
+        # At 8 bits, the header byte on the output is a register, fetched when the previous one
+        # goes out (no multiplexer between the header and data_buf). Bytes 0-7 (constants, the
+        # stream id and the flags) come from an 8-way multiplexer; bytes 8-39 (seq and every
+        # later field) from a shift register, loaded once `desc` and seq are complete (the
+        # header's 3rd cycle) and shifted as they are fetched (from the 8th cycle on): a 40-way
+        # multiplexer was five LUTs deep.
+        if nb == 1:
+            seq_at = next(f.offset for f in daqformat.FIELDS if f.name == "seq")
+            assert isinstance(hb[0], Constant) and seq_at == 8
+            hidx    = Signal(max=hwords + 1)
+            hhi     = Signal()  # hidx >= 8
+            hword   = Signal(8)
+            hsr     = Signal(8*(hwords - 8))
+            hsr_ld  = Signal()
+            self.sync += [
+                hsr_ld.eq(pop_rr),  # `desc` since the cycle before, seq since this one.
+                If(load,
+                    hword.eq(hb[0]),
+                    hidx.eq(1),
+                    hhi.eq(0),
+                ).Elif(h_adv,
+                    hword.eq(Mux(hhi, hsr[:8], mux_tree(header[:8], hidx[:3]))),
+                    hidx.eq(hidx + 1),
+                    hhi.eq(hhi | (hidx == 7)),
+                ),
+                If(hsr_ld,
+                    hsr.eq(Cat(*hb[8:])),
+                ).Elif(h_adv & hhi,
+                    hsr.eq(hsr[8:]),
+                ),
             ]
-            fsm.act("SAMPLES",
-                source.valid.eq(1),  # The whole datagram is in the buffer: valid never drops here.
-                source.data.eq(samples.data),
-                source.last.eq(last_word),
-                source.last_be.eq(Mux(last_word, last_be, 0)),
-                If(source.ready,
-                    pop_samp.eq(1),
-                    NextValue(scount, scount + 1),
-                    If(last_word,
-                        *finish()
-                    )
-                )
-            )
+            hdata = hword
+
+        # Header: position, first word, last word, last word of a datagram without samples.
+        hcount = Signal(max=hwords)
+        hfirst = Signal()
+        hlast  = Signal()
+        h_fin  = Signal()
+        # Samples: output words left (the current one included), and "this is the last".
+        bleft  = Signal(len(nbeats_r))
+        s_fin  = Signal()
+        # DISCARD: buffer entries left, "this is the last", "all popped"; its first two cycles;
+        # then a pop every other cycle, counted in the cycle after it from a registered "taken"
+        # (the selected head buffer's valid then drives one flip-flop, not the counters).
+        wleft  = Signal(16)
+        wlast  = Signal()
+        wdone  = Signal()
+        dinit  = Signal()
+        dinit2 = Signal()
+        d_phase = Signal()
+        d_took  = Signal()
+        # After the datagram: rate-limit gap, next channel at once, or SELECT (from the same cycle's
+        # `gap` and `pending`, so exactly one is set).
+        f_gap, f_next, f_sel = Signal(), Signal(), Signal()
+        self.sync += [
+            f_gap.eq(self.gap != 0),
+            f_next.eq((others != 0) & (self.gap == 0)),
+            f_sel.eq((others == 0) & (self.gap == 0)),
+        ]
+        gap_count = Signal(32)
+        g_last    = Signal()  # gap_count <= 1: the gap's last cycle.
+        underrun_r = Signal()
+
+        ready      = source.ready
+        first_word = Signal()
+        stale_drop = Signal()
+        fin        = Signal()   # The datagram's last word goes out.
+        s_beat     = Signal()   # A sample word goes out.
+        s_init     = Signal()   # The header's last word goes out, samples follow.
+        d_end      = Signal()
+        g_start    = Signal()
+        g_end      = Signal()
+        if packed:
+            blast = C(1)
         else:
             # One byte per cycle, MSB first; a sample is popped after its last byte.
-            sample_b  = Array([samples.data[8*(sample_bytes - 1 - i):8*(sample_bytes - i)] for i in range(sample_bytes)])
-            last_byte = Signal()
-            count_m1 = Signal(16)  # Registered: desc is stable for the whole HEADER phase.
-            self.sync += count_m1.eq(desc.count - 1)
-            self.comb += last_byte.eq((scount == count_m1) & (bcount == sample_bytes - 1))
-            fsm.act("SAMPLES",
-                source.valid.eq(1),  # The whole datagram is in the buffer: valid never drops here.
-                source.data.eq(sample_b[bcount]),
-                source.last.eq(last_byte),
-                source.last_be.eq(last_byte),
-                If(source.ready,
-                    If(bcount == sample_bytes - 1,
-                        NextValue(bcount, 0),
-                        NextValue(scount, scount + 1),
-                        pop_samp.eq(1),
-                        If(last_byte,
-                            *finish()
-                        )
-                    ).Else(
-                        NextValue(bcount, bcount + 1)
-                    )
-                )
-            )
-        fsm.act("DISCARD",
-            If(scount == nwords,
-                NextValue(self.stale, self.stale + 1),
-                NextState("SELECT")
-            ).Elif(samples.valid,
-                pop_samp.eq(1),
-                NextValue(scount, scount + 1)
-            )
-        )
-        fsm.act("GAP",
-            NextValue(gap_count, gap_count - 1),
-            If(gap_count <= 1,
-                NextState("SELECT")
-            )
-        )
+            bcount = Signal(max=max(sample_bytes, 2))
+            blast  = Signal()
+            self.comb += blast.eq(bcount == sample_bytes - 1)  # At most 2 bits.
+            self.sync += If(s_beat, If(blast, bcount.eq(0)).Else(bcount.eq(bcount + 1)))
+        # In SAMPLES next cycle, at a sample's last byte: the next cycle's pop_arm (`sel` does
+        # not change while in SAMPLES, and a load leaves it).
+        s_samples_n = Signal()
+        blast_n     = Signal()
+        self.comb += [
+            s_samples_n.eq(s_init | (s_samples & ~(ready & s_fin))),
+            blast_n.eq(1 if packed else Mux(s_beat, Mux(blast, sample_bytes == 1, bcount == sample_bytes - 2), blast)),
+        ]
+        self.sync += pop_arm.eq(Mux(s_samples_n & blast_n, 1 << sel, 0))
+        self.comb += [
+            first_word.eq(s_header & hfirst),
+            stale_drop.eq(first_word & stale_now),
+            # Not gated by stale_drop (valid is): a stale datagram's header state is dropped with it.
+            h_adv.eq(s_header & ready),
+            s_beat.eq(s_samples & ready),
+            fin.eq(ready & ((s_header & h_fin) | (s_samples & s_fin))),
+            s_init.eq(h_adv & hlast & ~h_fin),
+            load.eq((s_select & any_r) | (fin & f_next)),
+            load_sel.eq(Mux(s_select, nxt_r, nxt_other_r)),
+            d_end.eq(s_discard & d_phase & wdone),
+            d_pop.eq(s_discard & d_phase & ~wdone),
+            w_init.eq(s_discard & dinit2),
+            g_start.eq(fin & f_gap),
+            g_end.eq(s_gap & g_last),
+            self.sent_event.eq(fin),
+        ]
+        self.sync += [
+            s_select.eq((s_select & ~any_r) | (fin & f_sel) | d_end | g_end),
+            s_header.eq(load | (s_header & ~stale_drop & ~(ready & hlast))),
+            s_samples.eq(s_samples_n),
+            s_discard.eq(stale_drop | (s_discard & ~d_end)),
+            s_gap.eq(g_start | (s_gap & ~g_last)),
+            dinit.eq(stale_drop),
+            dinit2.eq(dinit),
+            d_took.eq(d_pop & samples.valid),
+            If(w_init, d_phase.eq(1)).Elif(s_discard & ~dinit, d_phase.eq(~d_phase)).Else(d_phase.eq(0)),
+            If(load,
+                hcount.eq(0),
+                hfirst.eq(1),
+                hlast.eq(0),
+                h_fin.eq(0),
+            ).Elif(h_adv,
+                hcount.eq(hcount + 1),
+                hfirst.eq(0),
+                hlast.eq(hcount == hwords - 2),
+                h_fin.eq((hcount == hwords - 2) & nw_zero),
+            ),
+            If(s_init,
+                bleft.eq(nbeats_r),
+                s_fin.eq(nb_one),
+            ).Elif(s_beat,
+                bleft.eq(bleft - 1),
+                s_fin.eq(bleft == 2),
+            ),
+            If(w_init,
+                wleft.eq(nwords_r),
+                wlast.eq(nw_one),
+                wdone.eq(nw_zero),
+            ).Elif(d_took,
+                wleft.eq(wleft - 1),
+                wlast.eq(wleft == 2),
+                wdone.eq(wlast),
+            ),
+            If(d_end, self.stale.eq(self.stale + 1)),
+            # Loaded while not in GAP (the setting is static), so that `fin` does not fan out
+            # to its 32 enables.
+            If(~s_gap,
+                gap_count.eq(self.gap),
+                g_last.eq(self.gap <= 1),
+            ).Else(
+                gap_count.eq(gap_count - 1),
+                g_last.eq(gap_count <= 2),
+            ),
+            # Counted a cycle late: the selected head buffer's valid feeds one flip-flop, not the
+            # counter's 32 enables.
+            underrun_r.eq(s_samples & ~samples.valid),
+            If(underrun_r, self.underrun.eq(self.underrun + 1)),
+        ]
+        # Datagrams sent: counted a cycle after the event (the 64-bit counter's enable is a register).
+        sent_r = Signal()
+        self.sync += [sent_r.eq(self.sent_event), If(sent_r, self.sent.eq(self.sent + 1))]
+
+        # Output: header words, then sample words (the whole datagram is in the buffer, so valid
+        # never drops in SAMPLES).
+        self.comb += [
+            source.valid.eq((s_header & ~stale_drop) | s_samples),
+            source.last.eq((s_header & h_fin) | (s_samples & s_fin)),
+        ]
+        if packed:
+            # One buffer word per cycle; the last one holds the remaining 1..spw samples.
+            last_be   = Signal(nb)
+            tail      = Signal(max=max(spw, 2))  # Samples in the last word, minus one.
+            self.comb += [
+                tail.eq((desc.count - 1)[:len(tail)] if spw > 1 else 0),
+                Case(tail, {k: last_be.eq(1 << ((k + 1)*sample_bytes - 1)) for k in range(spw)}),
+                source.data.eq(Mux(s_samples, samples.data, mux_tree(header, hcount))),
+                source.last_be.eq(Mux(s_header & h_fin, full_be, 0) | Mux(s_samples & s_fin, last_be, 0)),
+            ]
+        else:
+            sample_b = Array([samples.data[8*(sample_bytes - 1 - i):8*(sample_bytes - i)] for i in range(sample_bytes)])
+            self.comb += [
+                source.data.eq(Mux(s_samples, sample_b[bcount], hdata)),
+                source.last_be.eq(source.last),
+            ]

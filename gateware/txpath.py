@@ -4,13 +4,13 @@
 
 """PHY-side transmit path: the DAQ data path beside LiteEth's MAC, merged at frame boundaries.
 
-    Launcher (time-triggered, optional) ──────────────────────────────────┐ class 0
-    LiteEth MAC (ARP, ICMP, control, PTP) ────────────────────────────────┤ class 1
-    streamer ─► (ready reg) ─► UDPFramer ─► register ─┐                   │
-    ARPRequester ─────────────────────────────────────┴► CRC ─► preamble ─┴► FrameScheduler ─► IFG ─► PHY
-                                                                   class 2 (bulk)   strict priority at frame
-                                                                   boundaries: a waiting frame is delayed by at
-                                                                   most the one frame already on the line
+    Launcher (time-triggered, optional) ───────────────────────────────────────────┐ class 0
+    LiteEth MAC (ARP, ICMP, control, PTP) ─────────────────────────────────────────┤ class 1
+    streamer ─► register ─► UDPFramer ─► register ─┐                               │
+    ARPRequester ─► register ──────────────────────┴► CRC ─► register ─► preamble ─┴► FrameScheduler ─► IFG ─► register ─► PHY
+                                                                     class 2 (bulk)   strict priority at frame
+                                                                                      boundaries: a waiting frame is delayed by at
+                                                                                      most the one frame already on the line
 
 LiteEth is given `mac_phy`, a stand-in PHY: its frames (with preamble and FCS, as the real PHY
 wants them) come out of `mac_phy.sink` into the scheduler, and received frames pass from the
@@ -83,10 +83,11 @@ class TXPath(LiteXModule):
         r = ClockDomainsRenamer(cd_tx)
         self.framer    = framer    = r(UDPFramer(mac_address, ip_address, dw=dw))
         self.requester = requester = r(ARPRequester(mac_address, ip_address, dw=dw))
-        # Registered ready towards the streamer (no added cycle: a datagram passes straight
-        # through unless the framer stalls it), so the schedulers', CRC's and framer's ready
-        # chain does not reach into the streamer's FSM and buffers.
-        self.data_buf = data_buf = r(stream.Buffer(eth_udp_user_description(dw), pipe_valid=False, pipe_ready=True))
+        # Registered valid, data and ready between the streamer and the framer (one cycle): the
+        # streamer's header and sample multiplexers and the framer's header multiplexer would
+        # otherwise share a cycle, and the framer's ready chain would reach into the streamer's
+        # state machine and buffers.
+        self.data_buf = data_buf = r(stream.Buffer(eth_udp_user_description(dw), pipe_valid=True, pipe_ready=True))
         self.comb += [
             self.data.connect(data_buf.sink),
             data_buf.source.connect(framer.sink),
@@ -106,15 +107,22 @@ class TXPath(LiteXModule):
         # on through the framer into the streamer's buffer (eth_tx's critical path on ECP5 after
         # the schedulers' choice was registered, 12.9 ns).
         self.framer_reg = framer_reg = r(stream.Buffer(eth_phy_description(dw), pipe_valid=True, pipe_ready=True))
+        # The ARP requester's frame multiplexer, registered (it fed the CRC in one cycle).
+        self.requester_reg = requester_reg = r(stream.Buffer(eth_phy_description(dw), pipe_valid=True, pipe_ready=True))
         self.comb += [
-            requester.source.connect(local.sinks[0]),
+            requester.source.connect(requester_reg.sink),
+            requester_reg.source.connect(local.sinks[0]),
             framer.source.connect(framer_reg.sink),
             framer_reg.source.connect(local.sinks[1]),
         ]
         if mac_phy.with_preamble_crc:
             self.crc      = crc      = r(LiteEthMACCRC32Inserter(eth_phy_description(dw)))
             self.preamble = preamble = r(LiteEthMACPreambleInserter(dw))
-            self.submodules += stream.Pipeline(local, crc, preamble)
+            # A register between the CRC and the preamble (one cycle): the preamble inserter's,
+            # the schedulers' and the gap's valid/ready chain would otherwise run on through the
+            # CRC into the local scheduler's inputs.
+            self.crc_buf  = crc_buf  = r(stream.Buffer(eth_phy_description(dw), pipe_valid=True, pipe_ready=True))
+            self.submodules += stream.Pipeline(local, crc, crc_buf, preamble)
             ours = preamble.source
         else:
             ours = local.source
