@@ -14,8 +14,8 @@ output registered, so nothing is optimised away and I/O paths do not dominate.
 
     .venv/bin/python bench/ecp5_timing.py [--build-dir build/ecp5_timing] [--seed 1] [--tx-mhz 125] [--synth-only]
 
-LiteXContext.device is set to the colorlight_i5's ECP5, as LiteX's platform does, so the gateware
-that has an ECP5-specific form (the channel buffers' block RAMs, gateware/cdcfifo.py) uses it.
+The Verilog is converted with the ECP5 platform's lowerings (boards/platform.py), so block RAMs
+(gateware/bram.py: the channel buffers) are DP16KD with their output register, as in a board build.
 
 yowasp tools run under WASI and only see the working tree: the build directory must be inside it.
 """
@@ -122,15 +122,13 @@ class TimingTop(Module):
 
 
 def export(build_dir):
-    from litex.gen import LiteXContext
     from litex.gen.fhdl.verilog import convert
-    # What LiteX's ECP5 platform sets: ECP5-specific gateware (the channel buffers' block RAM
-    # output registers, gateware/cdcfifo.py) is chosen from it.
-    LiteXContext.device = "LFE5U-25F-6BG256C"
+    from ethdaq.gateware.bram import ecp5_special_overrides
     top = TimingTop()
     for sig, name in top.renames.items():
         sig.name_override = name
-    out = convert(top, ios=top.ios, name="top")
+    # As the ECP5 platform lowers gateware/bram.py's BlockRAM (boards/platform.py).
+    out = convert(top, ios=top.ios, name="top", special_overrides=ecp5_special_overrides)
     text = str(out.main_source) if hasattr(out, "main_source") else str(out)
     (build_dir / "top.v").write_text(text)
 

@@ -19,6 +19,8 @@ from litex.gen import *
 
 from litex.soc.interconnect import stream
 
+from ethdaq.gateware.bram import BlockRAM
+
 
 class LevelFIFO(LiteXModule):
     """`depth` entries (a power of two) of `layout`; sink in `cd_write`, source in `cd_read`.
@@ -43,12 +45,11 @@ class LevelFIFO(LiteXModule):
     not use them, it saves their RAM bits (an 18-bit entry would take twice the ECP5 block RAMs of
     a 16-bit one, and a multiplexer behind them).
 
-    `ram` (buffered only): "generic" (inferred memory and a fabric output register), "ecp5"
-    (DP16KD blocks with REGMODE OUTREG, up to 16384 entries), or "auto": "ecp5" when LiteX's
-    platform is an ECP5 (LiteXContext.device), else "generic". Both behave the same, cycle for
-    cycle.
+    The buffered RAM is gateware/bram.py's BlockRAM: DP16KD blocks with their output register on
+    ECP5 builds (the platform lowers it), a Memory and a fabric register elsewhere; both behave
+    the same, cycle for cycle.
     """
-    def __init__(self, layout, depth, cd_write="sys", cd_read="sys", buffered=False, framing=True, ram="auto"):
+    def __init__(self, layout, depth, cd_write="sys", cd_read="sys", buffered=False, framing=True):
         self.sink   = sink   = stream.Endpoint(layout)
         self.source = source = stream.Endpoint(layout)
         self.level    = Signal(max=depth + 1)
@@ -150,30 +151,20 @@ class LevelFIFO(LiteXModule):
                 ),
                 If(oce, valid_b.eq(valid_a)),
             ]
-            if ram == "auto":
-                ram = "ecp5" if str(LiteXContext.device or "").upper().startswith("LFE5") else "generic"
             # The write is registered (one cycle late: the reader sees the entry two or more
             # cycles after `produce` moves): the block RAM's write enable and address then come
-            # from flip-flops, not from the writer's admission logic.
-            wadr, wdat, we = Signal(bits), Signal(len(payload)), Signal()
+            # from flip-flops, not from the writer's admission logic. The RAM (gateware/bram.py)
+            # is the two stages: its read stage loads at `take`, its output register at `oce`
+            # (on ECP5, DP16KD's output register).
+            self.ram = ram = BlockRAM(len(payload), depth, cd_write=cd_write, cd_read=cd_read, with_ce=True)
             sync_write = getattr(self.sync, cd_write)
-            sync_write += [wadr.eq(produce.q_binary[:bits]), wdat.eq(payload), we.eq(produce.ce)]
-            if ram == "ecp5" and depth <= 16384:
-                self._ecp5_ram(wdat, out, depth, cd_write, cd_read,
-                    wadr=wadr, we=we, radr=rd_bin[:bits], re=take, oce=oce)
-            else:
-                storage = Memory(len(payload), depth)
-                wrport  = storage.get_port(write_capable=True, clock_domain=cd_write)
-                rdport  = storage.get_port(has_re=True, clock_domain=cd_read)
-                self.specials += storage, wrport, rdport
-                self.comb += [
-                    wrport.adr.eq(wadr),
-                    wrport.dat_w.eq(wdat),
-                    wrport.we.eq(we),
-                    rdport.adr.eq(rd_bin[:bits]),
-                    rdport.re.eq(take),
-                ]
-                sync_read += If(oce, out.eq(rdport.dat_r))
+            sync_write += [ram.wadr.eq(produce.q_binary[:bits]), ram.wdata.eq(payload), ram.we.eq(produce.ce)]
+            self.comb += [
+                ram.radr.eq(rd_bin[:bits]),
+                ram.read_ce.eq(take),
+                ram.out_ce.eq(oce),
+                out.eq(ram.rdata),
+            ]
         else:
             readable = Signal()
             storage = Memory(len(payload), depth)
@@ -190,38 +181,3 @@ class LevelFIFO(LiteXModule):
                 out.eq(rdport.dat_r),
                 source.valid.eq(readable),
             ]
-
-    def _ecp5_ram(self, din, dout, depth, cd_write, cd_read, wadr, we, radr, re, oce):
-        """ECP5 DP16KD blocks, each all `depth` entries deep and as wide as that allows (yosys
-        does not infer the output register): port A writes, port B reads with CEB = `re` (the
-        output latch) and OCEB = `oce` (REGMODE_B OUTREG)."""
-        for width, shift in ((9, 3), (4, 2), (2, 1), (1, 0)):  # The widest that is deep enough.
-            if depth <= 16384 >> shift:
-                break
-        else:
-            raise ValueError(f"LevelFIFO: no single-block-deep DP16KD mode for {depth} entries")
-        rd = Signal(len(din))  # (A slice of a Cat as the target of an assignment exports badly.)
-        self.comb += dout.eq(rd)
-        for lo in range(0, len(din), width):
-            n   = min(width, len(din) - lo)
-            di  = Cat(din[lo:lo + n], Replicate(0, 18 - n))
-            do  = Signal(18)
-            self.comb += rd[lo:lo + n].eq(do[:n])
-            ada = Cat(Replicate(0, shift), wadr, Replicate(0, 14 - shift - len(wadr)))
-            adb = Cat(Replicate(0, shift), radr, Replicate(0, 14 - shift - len(radr)))
-            self.specials += Instance("DP16KD",
-                p_DATA_WIDTH_A=width, p_DATA_WIDTH_B=width,
-                p_REGMODE_A="NOREG", p_REGMODE_B="OUTREG",
-                p_RESETMODE="SYNC", p_ASYNC_RESET_RELEASE="SYNC",
-                p_CSDECODE_A="0b000", p_CSDECODE_B="0b000",
-                p_WRITEMODE_A="NORMAL", p_WRITEMODE_B="NORMAL", p_GSR="AUTO",
-                i_CLKA=ClockSignal(cd_write), i_CEA=1, i_OCEA=1, i_WEA=we, i_RSTA=0,
-                i_CSA0=0, i_CSA1=0, i_CSA2=0,
-                **{f"i_ADA{i}": ada[i] for i in range(14)},
-                **{f"i_DIA{i}": di[i] for i in range(18)},
-                i_CLKB=ClockSignal(cd_read), i_CEB=re, i_OCEB=oce, i_WEB=0, i_RSTB=0,
-                i_CSB0=0, i_CSB1=0, i_CSB2=0,
-                **{f"i_ADB{i}": adb[i] for i in range(14)},
-                **{f"i_DIB{i}": 0 for i in range(18)},
-                **{f"o_DOB{i}": do[i] for i in range(18)},
-            )
