@@ -37,9 +37,11 @@ def test_colorlight_i5_bitstream_and_summary():
         assert m and 0 < int(m.group(1)) < int(m.group(2)), text
     # The full SoC fits with room to route: at 91 % of the LUTs nextpnr's router1 did not finish.
     # The receive audit and frame gate (issue 9) took the default build from 82.8 % to 86.9 %,
-    # where router1 still converges (137 s of routing, docs/boards/colorlight_i5.md).
+    # where router1 still converged (137 s of routing); issue 8's pipelining to 87.7 %, where it
+    # did not within its 600 s and router2 routed it (docs/boards/colorlight_i5.md). The same
+    # gateware's count moves by about 1 % between builds (placement packs LUTs differently).
     m = re.search(r"LUT4\s+(\d+) / (\d+)", text)
-    assert int(m.group(1)) < 0.88*int(m.group(2)), text
+    assert int(m.group(1)) < 0.90*int(m.group(2)), text
     found = clocks(text)
     names = {c[0] for c in found}
     assert "sys_clk" in names and any(n.startswith("eth_clocks0_rx") for n in names), text
