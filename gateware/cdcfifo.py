@@ -9,7 +9,8 @@ The streamer admits a datagram only when its buffer has room for all of it, so t
 AsyncFIFO only says "writable"; this one is the same gray-pointer design and also decodes the
 synchronised read pointer on the write side: `level` is exact in one domain and, across domains,
 never lower than the true level (the reader's progress arrives a few cycles late), so admission
-is safe.
+is safe. `sink.ready` is registered: exact for the writer's own writes, the reader's progress
+seen a cycle later than in `level` (never optimistic).
 """
 
 from migen import *
@@ -26,6 +27,10 @@ class LevelFIFO(LiteXModule):
     """`depth` entries (a power of two) of `layout`; sink in `cd_write`, source in `cd_read`.
 
     `level` (cd_write): entries written and not yet known to be read.
+    `sink.ready` (cd_write): `level` < `depth`, from registers: decided in the cycle before from
+    that cycle's level, with one more entry required if that cycle wrote one. Exact for writes,
+    the reader's progress counted a cycle later than in `level` (conservative); no carry chain
+    between `level` and the write pointer's enable.
     `consumed` (cd_write): entries known to be read since reset (wraps at 2*depth).
 
     Two read sides:
@@ -107,13 +112,24 @@ class LevelFIFO(LiteXModule):
             # The decoder is registered: one more cycle of pessimism, never optimism.
             self.comb += [decoder.i.eq(consume_w), consume_w_bin.eq(decoder.o)]
 
+        # `writable`: the level can only have grown by this cycle's write since it was compared,
+        # so the comparison with one entry to spare is exact when it wrote, the plain one when not.
         writable = Signal()
+        lt0      = Signal(reset=1)              # level < depth (in the cycle before).
+        lt1      = Signal(reset=int(depth > 1)) # level < depth - 1.
+        wrote    = Signal()
+        sync_write = getattr(self.sync, cd_write)
         self.comb += [
             self.level.eq((produce.q_binary - consume_w_bin)[:bits + 1]),
             self.consumed.eq(consume_w_bin),
-            writable.eq(self.level < depth),
+            writable.eq(Mux(wrote, lt1, lt0)),
             produce.ce.eq(sink.valid & writable),
             sink.ready.eq(writable),
+        ]
+        sync_write += [
+            lt0.eq(self.level < depth),
+            lt1.eq(self.level < depth - 1),
+            wrote.eq(produce.ce),
         ]
 
         # Storage: whole endpoint payload (data fields, and first/last if `framing`) per entry.
@@ -157,7 +173,6 @@ class LevelFIFO(LiteXModule):
             # is the two stages: its read stage loads at `take`, its output register at `oce`
             # (on ECP5, DP16KD's output register).
             self.ram = ram = BlockRAM(len(payload), depth, cd_write=cd_write, cd_read=cd_read, with_ce=True)
-            sync_write = getattr(self.sync, cd_write)
             sync_write += [ram.wadr.eq(produce.q_binary[:bits]), ram.wdata.eq(payload), ram.we.eq(produce.ce)]
             self.comb += [
                 ram.radr.eq(rd_bin[:bits]),

@@ -65,13 +65,23 @@ class DetectorEmulator(LiteXModule):
         fire  = Signal()
         self.rng = rng  # For tests.
 
+        # The pulse decision `rng < rate` (a 32-bit carry chain) is made a cycle ahead, from the
+        # next value of `rng`, into a register: the same pulses in the same cycles, and no carry
+        # chain between the comparison and the sink's admission logic (a rate written by the CPU
+        # applies a cycle later).
+        rng_next   = Signal(32)
+        pulse_fire = Signal(reset=int(seed < 2**31))  # rng < rate, for the reset values.
+        self.comb += [
+            rng_next.eq(xorshift32(rng)),
+            If(self._seed.re, rng_next.eq(Mux(self._seed.storage == 0, 1, self._seed.storage))),
+        ]
         self.sync += [
-            rng.eq(xorshift32(rng)),
-            If(self._seed.re, rng.eq(Mux(self._seed.storage == 0, 1, self._seed.storage))),
+            rng.eq(rng_next),
+            pulse_fire.eq(rng_next < rate),
         ]
         self.comb += [
             If(mode == MODE_PULSE,
-                fire.eq(rng < rate)
+                fire.eq(pulse_fire)
             ).Else(
                 fire.eq(phase[32])
             )

@@ -72,6 +72,14 @@ class DAQChannel(LiteXModule):
 
     Control inputs (driven by DAQStreamer): enable, running, start (pulse), stop (pulse),
     max_samples (samples per datagram), backpressure, timestamp, run.
+
+    A datagram is admitted at its first sample only if the sample buffer has room for all its
+    words and the descriptor FIFO a slot. The decision comes from registers: compared in the
+    cycle before, exact for this channel's own writes, with the transmit side's reading seen a
+    cycle later than the buffers' `level` shows it (so a channel may drop, or stall, a cycle
+    longer when its buffer is full). The datagram's closing sample is known a cycle ahead too
+    (`last`). max_samples must be static while running (it is: the streamer's payload setting is
+    written while stopped), and takes two cycles to apply.
     """
     def __init__(self, stream_id, sample_width, buffer_samples, descriptors=8, cd_tx="sys", dw=8):
         # With a data path at least as wide as a sample, samples are packed on the way in into
@@ -120,16 +128,35 @@ class DAQChannel(LiteXModule):
         first     = Signal()
         stopping  = Signal()
         room      = Signal()
-        free      = Signal(max=words + 2)
-        need      = Signal(16)
         close     = Signal()
         close_last = Signal()
+        last      = Signal()    # The next accepted sample closes the datagram (count + 1 >= max_samples).
 
-        self.comb += [
-            free.eq(words - fifo.level),
-            need.eq((self.max_samples + spw - 1) >> log2_int(spw)),  # Words of a full datagram.
-            room.eq((free >= need) & descs.sink.ready),
+        # Admission: `room` (both buffers can take a whole datagram) is decided a cycle ahead, from
+        # registers, so no carry chain lies between the buffers' levels and `sink.ready`/`accept`.
+        # The comparisons are made with the last cycle's levels, twice: as needed, and with one
+        # entry to spare; the levels can only have grown by that cycle's writes (at most one word
+        # and one descriptor), so the spare one is used where it wrote: exact for this channel's
+        # writes; the reader's progress counts a cycle later than the level shows it.
+        # `lim` = words - need (words of a full datagram), from max_samples (static during a run).
+        need  = Signal(17)
+        lim   = Signal(max=words + 1)
+        big   = Signal()            # need > words: never room.
+        f0, f1 = Signal(), Signal()  # fifo.level <= lim, < lim.
+        d0, d1 = Signal(), Signal()  # descs.level < descriptors, < descriptors - 1.
+        f_wrote, d_wrote = Signal(), Signal()
+        self.comb += need.eq((self.max_samples + spw - 1) >> log2_int(spw))
+        self.sync += [
+            lim.eq(words - need),
+            big.eq(need > words),
+            f0.eq(~big & (fifo.level <= lim)),
+            f1.eq(~big & (fifo.level < lim)),
+            d0.eq(descs.level < descriptors),
+            d1.eq(descs.level < descriptors - 1),
+            f_wrote.eq(fifo.sink.valid),
+            d_wrote.eq(descs.sink.valid),
         ]
+        self.comb += room.eq(Mux(f_wrote, f1, f0) & Mux(d_wrote, d1, d0))
 
         accept = Signal()
         drop   = self.drop
@@ -148,7 +175,7 @@ class DAQChannel(LiteXModule):
                 # Not running: the detector is not stalled and its samples are not part of a run.
                 sink.ready.eq(1),
             ),
-            close.eq(accept & (count + 1 >= self.max_samples)),
+            close.eq(accept & last),
         ]
         if not packed:
             self.comb += [fifo.sink.valid.eq(accept), fifo.sink.data.eq(sink.data)]
@@ -190,6 +217,18 @@ class DAQChannel(LiteXModule):
             descs.sink.valid.eq(close | close_last),
         ]
         self.comb += close_last.eq(stopping & descs.sink.ready)
+
+        # `last` for the next cycle, from its count (so `close` is one gate after `accept`); it
+        # follows a change of max_samples within a cycle while no sample is accepted.
+        self.sync += [
+            If(self.start | close | close_last,
+                last.eq(self.max_samples <= 1),
+            ).Elif(accept,
+                last.eq(count + 2 >= self.max_samples),
+            ).Else(
+                last.eq(count + 1 >= self.max_samples),
+            )
+        ]
 
         self.sync += [
             If(self.start,
