@@ -87,7 +87,10 @@ class BlockRAM(LiteXModule):
         if not with_ce:
             self.comb += [self.read_ce.eq(1), self.out_ce.eq(1)]
 
-        self.specials.array = array = _BlockRAMArray(width, depth)
+        # Not an attribute: LiteX's AutoCSR would take a Memory attribute for a CSR-mapped memory
+        # and give it a third port (the CPU's), which no block RAM has.
+        array = _BlockRAMArray(width, depth)
+        self.specials += array
         wport = array.get_port(write_capable=True, clock_domain=cd_write)
         # Read-first: the read stage is a data register (LiteX writes other sync reads as an
         # address register, whose data would change when the word is written while it holds).

@@ -31,10 +31,24 @@ def check_can_run(netns):
     if os.geteuid() != 0:
         raise SimError("the simulation needs root to create its network namespace; run as root (e.g. sudo ethdaq sim)")
     tools.require("ip")
-    existing = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split()
-    if netns in existing:
-        raise SimError(f"network namespace {netns!r} is already in use (another 'ethdaq sim' running?); "
-                       f"stop it, choose --netns, or remove it with 'ip netns del {netns}'")
+    if netns in list_netns():
+        if netns_pids(netns):
+            raise SimError(f"network namespace {netns!r} is already in use (another 'ethdaq sim' running?); "
+                           f"stop it, choose --netns, or remove it with 'ip netns del {netns}'")
+        raise SimError(f"network namespace {netns!r} exists but no process runs in it (left behind by a "
+                       f"run that was killed?); remove it with 'ip netns del {netns}' or choose --netns")
+
+
+def list_netns():
+    """The names of the network namespaces `ip netns` knows."""
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    return [line.split()[0] for line in out.splitlines() if line.strip()]
+
+
+def netns_pids(netns):
+    """The processes running in a network namespace (a simulation runs in the one it made)."""
+    out = subprocess.run(["ip", "netns", "pids", netns], capture_output=True, text=True).stdout
+    return [int(p) for p in out.split()]
 
 
 def check_addresses(board_ip, host_ip):

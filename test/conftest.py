@@ -22,6 +22,21 @@ def ethdaq_cmd(*args):
 requires_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces")
 
 
+# Network namespaces left behind -------------------------------------------------------------------
+# A run killed from outside (a CI timeout, a machine stopped) cannot remove the namespaces its
+# simulations ran in, and `ethdaq sim` rightly refuses a namespace that exists. The tests' own
+# namespaces are all named ethdaq-*; one in which no process runs belongs to no live simulation
+# (each simulation runs inside its namespace), so it is removed before the tests start.
+def _remove_stale_test_namespaces():
+    if os.geteuid() != 0:
+        return
+    from ethdaq.soc.sim import list_netns, netns_pids
+    for ns in list_netns():
+        if ns.startswith("ethdaq-") and not netns_pids(ns):
+            subprocess.run(["ip", "netns", "del", ns], check=False)
+            print(f"\nremoved the network namespace {ns!r}, left behind by an earlier run", flush=True)
+
+
 # Background builds ---------------------------------------------------------------------------------
 # A bitstream build (test_build_ecp5.py) takes about 10 minutes of one core, a Yosys synth_xilinx
 # pass (test_build_xilinx.py) about 3, and the rest of the suite is mostly single-threaded
@@ -62,6 +77,7 @@ def pytest_collection_modifyitems(session, config, items):
 def pytest_collection_finish(session):
     if session.config.option.collectonly:
         return
+    _remove_stale_test_namespaces()
     queue = []
     for item in session.items:
         marker = item.get_closest_marker("background_build")

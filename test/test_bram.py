@@ -22,6 +22,7 @@ from migen.fhdl.structure import _Assign, _Slice
 from migen.fhdl.tools import lower_specials
 from migen.sim import passive, run_simulation
 
+from litex.gen import LiteXModule
 from litex.gen.fhdl.verilog import convert
 from litex.soc.interconnect import stream
 
@@ -295,6 +296,21 @@ class _Top(Module):
         self.clock_domains.cd_sys = ClockDomain()
         self.submodules.ram = ram = BlockRAM(9, 2048)
         self.ios = {ram.we, ram.wadr, ram.wdata, ram.radr, ram.rdata, self.cd_sys.clk, self.cd_sys.rst}
+
+
+def test_the_array_is_not_a_memory_for_the_cpu_bus():
+    """A Memory attribute of a LiteXModule is what LiteX's AutoCSR maps onto the CPU's bus (with
+    a third port): the RAM and the FIFO on it keep theirs out of sight, and the exported array
+    has exactly the RAM's two ports."""
+    class _Host(LiteXModule):
+        def __init__(self):
+            self.ram  = BlockRAM(9, 2048)
+            self.fifo = BlockRAMFIFO([("data", 8)], 512)
+    assert _Host().get_memories() == []
+    top = _Top()
+    v = str(convert(top, ios=top.ios, name="top").main_source)
+    ports = re.findall(r"^// Port \d+ \| Read: \w+ +\| Write: (\S+)", v, re.M)
+    assert sorted(ports) == ["----", "Sync"], ports     # one write port, one read port
 
 
 def test_verilog_export_by_default_is_a_memory_and_a_register():

@@ -5,6 +5,7 @@ import os
 import json
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -160,14 +161,26 @@ def test_sim_needs_root(monkeypatch, capsys):
 
 
 @requires_root
-def test_sim_refuses_namespace_in_use_and_leaves_it_alone():
+@pytest.mark.parametrize("busy", [True, False], ids=["in-use", "left-behind"])
+def test_sim_refuses_a_namespace_that_exists_and_leaves_it_alone(busy):
     ns = "ethdaq-busy"
     subprocess.run(["ip", "netns", "add", ns], check=True)
+    # A process in the namespace is what a running simulation looks like; none, a killed one's.
+    holder = subprocess.Popen(["ip", "netns", "exec", ns, "sleep", "60"]) if busy else None
     try:
+        if holder is not None:
+            deadline = time.monotonic() + 10
+            while not subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True).stdout.strip():
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
         r = run("sim", "--netns", ns)
-        assert_one_line_error(r, f"network namespace '{ns}' is already in use")
+        assert_one_line_error(r, f"network namespace '{ns}' is already in use" if busy else
+                              f"network namespace '{ns}' exists but no process runs in it")
         assert ns in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     finally:
+        if holder is not None:
+            holder.kill()
+            holder.wait()
         subprocess.run(["ip", "netns", "del", ns], check=True)
 
 

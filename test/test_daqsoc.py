@@ -87,3 +87,14 @@ def test_the_latency_probes_are_an_option_with_the_classes_the_firmware_reads():
     assert soc.constants["ETHDAQ_PROBE_RX_CLASSES"] == len(RX_CLASSES) == 1
     # The transmit tap knows the scheduler's inputs: launcher 0, LiteEth 1, bulk 2.
     assert len(soc.txpath.scheduler.sinks) == 3
+
+
+def test_no_buffer_of_the_data_path_is_mapped_on_the_cpu_bus():
+    """LiteX's AutoCSR maps every Memory it finds as an attribute of a CSR module onto the CPU's
+    bus, with one more port: a block RAM with a third (write) port, which Xilinx block RAMs do
+    not have (yosys synth_xilinx stops), and CSR space and logic for nothing. The identifier's
+    ROM is the only memory the CPU reads through the CSR bus."""
+    soc = DAQSoC(get_board("sim"), fasttrack_ports=(9000,))
+    mapped = {name: sub.get_memories() for name, sub in soc._submodules
+              if name and hasattr(sub, "get_memories")}
+    assert {name for name, memories in mapped.items() if memories} == {"identifier"}
