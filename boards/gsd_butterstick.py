@@ -64,9 +64,6 @@ class Board:
     max_payload  = 1472
     is_sim       = False
     ptp_phy      = "ecp5rgmii"
-    # nextpnr's default router (router1) did not finish on this board in 17 minutes (one wire
-    # stays contested, at 22 % LUT use); router2 routes it in about 2.5 minutes.
-    nextpnr_opts = ["--router", "router2"]
     # The ButterStick's USB DFU bootloader (VID:PID 1209:5af1, alternate setting 0, as in
     # litex-boards' DFU programmer for this board). Unverified here: no board.
     loader       = ["--dfu", "--vid", "0x1209", "--pid", "0x5af1", "--altsetting", "0"]

@@ -65,13 +65,22 @@ def test_colorlight_i5_meets_timing_with_10_percent_margin():
 
 
 def test_board_nextpnr_options_reach_the_build_script():
-    """A board's own nextpnr options (gsd_butterstick: router2, without which nextpnr's default
-    router did not finish) are in the script LiteX writes, beside the report option."""
+    """A board's own nextpnr options (a board file's `nextpnr_opts`, here a router) are in the
+    script LiteX writes, beside the report option; without them nextpnr runs with its defaults
+    (and soc/pnr.py's router1-then-router2)."""
     from ethdaq.boards import get_board
     from ethdaq.soc.build import build_hardware
     out = REPO / "build" / "test-butterstick-script"
-    build_hardware(get_board("gsd_butterstick"), out, run=False)
-    script = (out / "gateware" / "build_gsd_butterstick.sh").read_text()
-    line = next(l for l in script.splitlines() if l.startswith("nextpnr-ecp5"))
+
+    def nextpnr_line(board):
+        build_hardware(board, out, run=False)
+        script = (out / "gateware" / "build_gsd_butterstick.sh").read_text()
+        return next(l for l in script.splitlines() if l.startswith("nextpnr-ecp5"))
+
+    board = get_board("gsd_butterstick")
+    assert "--router" not in nextpnr_line(board)
+    class WithRouter(board):
+        nextpnr_opts = ["--router", "router2"]
+    line = nextpnr_line(WithRouter)
     assert "--report gsd_butterstick_report.json" in line and "--router router2" in line, line
     assert "--um5g-85k" in line and "--speed 8" in line

@@ -68,7 +68,7 @@ def test_the_command_line_notes_the_router_beside_the_report(fake, tmp_path):
 
 
 def test_a_router_chosen_by_the_build_is_left_alone(fake, tmp_path):
-    """A board's own --router (gsd_butterstick: router2) goes to nextpnr unchanged, no budget."""
+    """A board's own --router (a board file's nextpnr_opts) goes to nextpnr unchanged, no budget."""
     report = tmp_path / "r.json"
     r = subprocess.run([sys.executable, "-m", "ethdaq.soc.pnr", str(fake), "--router", "router1", "--converge",
                         "--report", str(report)], capture_output=True, text=True, timeout=60,
