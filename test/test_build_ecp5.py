@@ -1,8 +1,12 @@
-"""One full colorlight_i5 bitstream build with the yowasp tools (Yosys + nextpnr-ecp5 + ecppack),
-as `ethdaq build` does it for a user, and the summary table parsed from nextpnr's report.
+"""Full bitstream builds with the yowasp tools (Yosys + nextpnr-ecp5 + ecppack), as `ethdaq build`
+does them for a user, and the summary table parsed from nextpnr's report: the colorlight_i5
+(the issue's CI board: a 25F-6, 88 % full, which does not yet meet timing with the margin: a
+strict xfail) and the lattice_versa_ecp5 (a 45F-8: the same SoC meets every clock with the
+margin, asserted).
 
-The build (about 10 minutes of one core) starts when the tests are collected and runs beside
-the rest of the suite (test/conftest.py, background_build); these tests run last and wait for it.
+The builds (about 20 and 5 minutes of one core) start when the tests are collected and run
+beside the rest of the suite (test/conftest.py, background_build); these tests run last and wait
+for them.
 """
 
 import re
@@ -62,6 +66,27 @@ def test_colorlight_i5_bitstream_and_summary():
 def test_colorlight_i5_meets_timing_with_10_percent_margin():
     for name, achieved, required, status in clocks(summary()):
         assert float(achieved) >= 1.1*float(required), (name, achieved, required)
+
+
+VERSA = REPO / "build" / "test-lattice_versa_ecp5"
+
+
+@pytest.mark.background_build("lattice_versa_ecp5",
+                              ["build", "--board", "lattice_versa_ecp5", "--output-dir", str(VERSA)])
+def test_lattice_versa_ecp5_meets_timing_with_10_percent_margin():
+    """Issue 8's criterion on a board that reaches it: every clock at least 10 % above what it
+    needs (eth 137.5 MHz for 125; sys 66 for 60), by nextpnr's estimate after routing, and the
+    summary says so. Measured: eth 145.6, sys 85.5 MHz at b96a2da; eth 151.7, sys 95.9 at 07b7c01."""
+    code, out = background_build("lattice_versa_ecp5", timeout=2400)
+    assert code == 0, out[-4000:]
+    text = out[out.index("ethdaq build summary"):]
+    assert (VERSA / "gateware" / "lattice_versa_ecp5.bit").stat().st_size > 100_000
+    found = clocks(text)
+    assert {c[0] for c in found} == {"sys_clk", "eth_clocks0_rx"}, text
+    for name, achieved, required, status in found:
+        assert status == "met" and float(achieved) >= 1.1*float(required), (name, achieved, required)
+    assert text.count("met (with the 10 % margin") == 2, text
+    assert "timing not met" not in out
 
 
 def test_board_nextpnr_options_reach_the_build_script():
