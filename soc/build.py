@@ -161,12 +161,15 @@ def preflight(board, output_dir):
     return output_dir
 
 
-def build_hardware(board, output_dir, toolchain="trellis", run=True, **soc_kwargs):
+def build_hardware(board, output_dir, toolchain="trellis", run=True, seed=1, **soc_kwargs):
     """Build gateware + firmware + bitstream for a hardware board; return a BuildResult.
 
-    toolchain "trellis" (ECP5): Yosys + nextpnr + ecppack, all here. "vivado" (Xilinx): the
-    complete Vivado project; Vivado runs only if it is on PATH (result.vivado_missing otherwise).
-    "yosys" (Xilinx): the same project, then Yosys' synth_xilinx for a resource estimate."""
+    toolchain "trellis" (ECP5): Yosys + nextpnr + ecppack, all here; `seed` is nextpnr's (placement
+    and so timing vary with it, a few MHz). "vivado" (Xilinx): the complete Vivado project; Vivado
+    runs only if it is on PATH (result.vivado_missing otherwise). "yosys" (Xilinx): the same
+    project, then Yosys' synth_xilinx for a resource estimate."""
+    if seed != 1 and toolchain != "trellis":
+        raise BuildError(f"a seed is for nextpnr (ECP5 boards); {board.name} builds with {toolchain}")
     output_dir = preflight(board, output_dir)
     shims = tools.yowasp_shims(output_dir / ".tools")
     soc = make_soc(board, toolchain="vivado" if toolchain == "yosys" else toolchain, **soc_kwargs)
@@ -184,9 +187,9 @@ def build_hardware(board, output_dir, toolchain="trellis", run=True, **soc_kwarg
             stale.unlink()
     with _path_prepended(shims):
         try:
-            builder.build(build_name=board.name, run=run)
+            builder.build(build_name=board.name, run=run, **({"seed": seed} if toolchain == "trellis" else {}))
         except (OSError, subprocess.CalledProcessError) as e:
-            raise BuildError(f"{board.name} build failed: {e}") from None
+            raise BuildError(f"{board.name} build failed: {_unroutable(output_dir) or e}") from None
         gateware = Path(builder.gateware_dir)
         result = BuildResult(board.name, output_dir, firmware=builder.firmware_bin, gateware=gateware,
                              toolchain=toolchain)
@@ -273,6 +276,18 @@ def vivado_summary(gateware, name):
     summary["wns_ns"] = float(m.group(1)) if m else None
     summary["whs_ns"] = float(m.group(3)) if m else None
     return summary
+
+
+def _unroutable(output_dir):
+    """soc/pnr.py's verdict when neither nextpnr router converged, from the build's log (where
+    `ethdaq build` writes nextpnr's output), or None."""
+    log = Path(output_dir) / "build.log"
+    if not log.exists():
+        return None
+    for line in log.read_text(errors="replace").splitlines():
+        if line.startswith("ethdaq: the design does not route"):
+            return line[len("ethdaq: "):]
+    return None
 
 
 def nextpnr_summary(report_path, soc):

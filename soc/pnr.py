@@ -11,7 +11,11 @@ in the firmware's ident string, moves the placement, and with some placements ro
 about a minute of routing, with worse timing. So: router1 first, for at most
 ROUTER1_BUDGET_S seconds of its own CPU time in the routing step (CPU time, not wall time, so a
 busy machine does not change the outcome); past that, the build says so and routes again with
-router2. A build that names a router itself (a board's nextpnr_opts) runs nextpnr unchanged.
+router2. router2 does not always converge either: on the colorlight_5a_75b at 88 % of the LUTs
+its overused wires grew from 3,000 to 8,000 over 60 iterations, and it never stops by itself.
+It gets ROUTER2_BUDGET_S; past that the build stops with an error that says the design does not
+route on this FPGA, instead of running for ever. A build that names a router itself (a board's
+nextpnr_opts) runs nextpnr unchanged.
 
 Which router made the bitstream is written beside nextpnr's report (`<report>.router`) for the
 build summary.
@@ -29,6 +33,12 @@ import time
 # CPU seconds router1 may spend routing before router2 takes over. Converging runs took 200 to
 # 380 s of wall time for the whole of routing on this project's machines.
 ROUTER1_BUDGET_S = float(os.environ.get("ETHDAQ_ROUTER1_BUDGET_S", 600))
+# CPU seconds router2 may spend routing. When it converged it took 60 to 300 s (colorlight_i5:
+# 80 iterations, 86.5 s); on the colorlight_5a_75b it had diverged after 66 iterations, 790 s.
+ROUTER2_BUDGET_S = float(os.environ.get("ETHDAQ_ROUTER2_BUDGET_S", 900))
+
+# run()'s exit code when neither router converged within its budget.
+EXIT_UNROUTABLE = 75
 
 ROUTING_STARTS = "Info: Routing.."
 
@@ -61,12 +71,10 @@ def _copy(stream, out, seen):
     out.flush()
 
 
-def run(nextpnr, args, budget_s=None, out=sys.stdout, poll_s=1.0):
-    """Run nextpnr with router1 and the CPU budget; returns (exit code, "router1") or, if the
-    budget ran out, nextpnr's result with router2: (exit code, "router2"). Output goes to `out`."""
-    budget_s = ROUTER1_BUDGET_S if budget_s is None else budget_s
-    proc = subprocess.Popen([nextpnr, *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, bufsize=1)
+def _run_budgeted(cmd, budget_s, out, poll_s):
+    """Run nextpnr; its exit code, or None if its routing step used more than `budget_s` seconds
+    of CPU (then it has been stopped)."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
     routing = threading.Event()
     copier = threading.Thread(target=_copy, args=(proc.stdout, out, routing), daemon=True)
     copier.start()
@@ -81,19 +89,34 @@ def run(nextpnr, args, budget_s=None, out=sys.stdout, poll_s=1.0):
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
-            break
+            copier.join()
+            return None
         time.sleep(poll_s)
-    else:
-        copier.join()
-        return proc.returncode, "router1"
     copier.join()
+    return proc.returncode
+
+
+def run(nextpnr, args, budget_s=None, out=sys.stdout, poll_s=1.0, budget2_s=None):
+    """Run nextpnr with router1 and the CPU budget; returns (exit code, "router1") or, if the
+    budget ran out, nextpnr's result with router2: (exit code, "router2"), and (EXIT_UNROUTABLE,
+    "none") if router2 overran its budget too. Output goes to `out`."""
+    budget_s = ROUTER1_BUDGET_S if budget_s is None else budget_s
+    budget2_s = ROUTER2_BUDGET_S if budget2_s is None else budget2_s
+    code = _run_budgeted([nextpnr, *args], budget_s, out, poll_s)
+    if code is not None:
+        return code, "router1"
     out.write(f"ethdaq: nextpnr's router1 had not converged after {budget_s:.0f} s of routing "
               f"(CPU time); routing again with router2 (soc/pnr.py)\n")
     out.flush()
-    proc = subprocess.Popen([nextpnr, *args, "--router", "router2"], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, bufsize=1)
-    _copy(proc.stdout, out, threading.Event())
-    return proc.wait(), "router2"
+    code = _run_budgeted([nextpnr, *args, "--router", "router2"], budget2_s, out, poll_s)
+    if code is not None:
+        return code, "router2"
+    out.write(f"ethdaq: the design does not route on this FPGA: neither nextpnr's router1 "
+              f"({budget_s:.0f} s) nor router2 ({budget2_s:.0f} s of routing, CPU time) converged. "
+              f"The FPGA is too full for the router; use a larger FPGA or a smaller SoC "
+              f"(docs/boards/README.md)\n")
+    out.flush()
+    return EXIT_UNROUTABLE, "none"
 
 
 def main(argv=None):
@@ -112,7 +135,8 @@ def main(argv=None):
             f"router2 (router1 had not converged after {ROUTER1_BUDGET_S:.0f} s of routing)"
         with open(report + ".router", "w") as f:
             f.write(note + "\n")
-    sys.stdout.write(f"ethdaq: place and route took {time.monotonic() - t0:.0f} s with {router}\n")
+    if router != "none":
+        sys.stdout.write(f"ethdaq: place and route took {time.monotonic() - t0:.0f} s with {router}\n")
     return code
 
 

@@ -103,7 +103,11 @@ def test_board_nextpnr_options_reach_the_build_script():
         return next(l for l in script.splitlines() if l.startswith("nextpnr-ecp5"))
 
     board = get_board("gsd_butterstick")
-    assert "--router" not in nextpnr_line(board)
+    line = nextpnr_line(board)
+    assert "--router" not in line and "--seed 1" in line, line
+    build_hardware(board, out, run=False, seed=7)   # `ethdaq build --seed 7`
+    script = (out / "gateware" / "build_gsd_butterstick.sh").read_text()
+    assert "--seed 7" in next(l for l in script.splitlines() if l.startswith("nextpnr-ecp5"))
     class WithRouter(board):
         nextpnr_opts = ["--router", "router2"]
     line = nextpnr_line(WithRouter)

@@ -127,6 +127,14 @@ def test_bad_addresses(args, text):
     assert_one_line_error(run("build", "--board", "sim", *args), text)
 
 
+@pytest.mark.parametrize("board, toolchain, tool", [("sim", None, "Verilator"), ("digilent_arty", "vivado", "vivado")])
+def test_a_seed_is_only_for_nextpnr(tmp_path, board, toolchain, tool):
+    r = run("build", "--board", board, *(["--toolchain", toolchain] if toolchain else []), "--seed", "3",
+            "--output-dir", str(tmp_path / "out"))
+    assert_one_line_error(r, f"--seed is nextpnr's, for ECP5 boards; {board} builds with {tool}")
+    assert not (tmp_path / "out").exists()
+
+
 def test_sim_board_clock_is_fixed():
     assert_one_line_error(run("build", "--board", "sim", "--sys-clk-freq", "50e6"), "sys clock is fixed at 125 MHz")
 

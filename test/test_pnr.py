@@ -13,7 +13,8 @@ from ethdaq.soc import pnr, tools
 # A stand-in nextpnr: places, then routes. With router1 it converges only if told to
 # (--converge), else spins printing progress like router1 stuck at thousands of arcs (and fails
 # after a minute);
-# router2 always finishes. Writes the report it is asked for.
+# router2 finishes unless told not to (--stuck2), then it spins like router1. Writes the
+# report it is asked for.
 FAKE = textwrap.dedent('''\
     #!{python}
     import json, sys, time
@@ -21,7 +22,7 @@ FAKE = textwrap.dedent('''\
     print("Info: Placed 100 cells", flush=True)
     print("Info: Routing..", flush=True)
     router = args[args.index("--router") + 1] if "--router" in args else "router1"
-    if router == "router1" and "--converge" not in args:
+    if (router == "router1" and "--converge" not in args) or (router == "router2" and "--stuck2" in args):
         n, t0 = 0, time.monotonic()
         while time.monotonic() - t0 < 60:  # Gives up by itself: a broken budget fails, not hangs.
             n += 1
@@ -54,6 +55,24 @@ def test_router1_past_its_cpu_budget_gives_way_to_router2(fake):
     text = out.getvalue()
     assert "router1 had not converged after 0 s of routing" in text
     assert text.count("Info: Routing..") == 2 and "Routing complete (router2)" in text
+
+
+def test_router2_past_its_budget_too_ends_the_build_with_a_verdict(fake):
+    """router2 does not always converge either (colorlight_5a_75b at 88 % of its LUTs): it has a
+    budget too, and then the build stops and says why instead of running for ever."""
+    out = io.StringIO()
+    code, router = pnr.run(str(fake), ["--stuck2"], budget_s=0.5, budget2_s=0.5, out=out, poll_s=0.05)
+    assert (code, router) == (pnr.EXIT_UNROUTABLE, "none")
+    text = out.getvalue()
+    assert text.count("Info: Routing..") == 2 and "Routing complete" not in text
+    assert "ethdaq: the design does not route on this FPGA: neither nextpnr's router1 (0 s) nor router2 (0 s" in text
+
+
+def test_the_build_error_is_the_verdict(tmp_path):
+    from ethdaq.soc.build import _unroutable
+    assert _unroutable(tmp_path) is None
+    (tmp_path / "build.log").write_text("Info: Routing..\nethdaq: the design does not route on this FPGA: x\n")
+    assert _unroutable(tmp_path) == "the design does not route on this FPGA: x"
 
 
 def test_the_command_line_notes_the_router_beside_the_report(fake, tmp_path):
