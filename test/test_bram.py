@@ -22,11 +22,23 @@ from migen.fhdl.structure import _Assign, _Slice
 from migen.fhdl.tools import lower_specials
 from migen.sim import passive, run_simulation
 
-from litex.gen import LiteXModule
+from litex.gen import LiteXContext, LiteXModule
 from litex.gen.fhdl.verilog import convert
 from litex.soc.interconnect import stream
 
 from ethdaq.gateware.bram import BlockRAM, BlockRAMFIFO, ecp5_dp16kd_geometry, ecp5_special_overrides
+
+
+@pytest.fixture(autouse=True)
+def _no_soc_in_context():
+    """LiteX's Verilog export heads its output with the hierarchy of LiteXContext.top, the last
+    SoC created in the process, not of the module it converts: after a board build in the same
+    session (test_build_ecp5) that header lists DP16KDs of that SoC. The tests here convert
+    small designs of their own; they see only those."""
+    saved, LiteXContext.top = LiteXContext.top, None
+    yield
+    LiteXContext.top = saved
+
 
 REPO = Path(__file__).resolve().parents[1]
 
