@@ -73,9 +73,8 @@ class LevelFIFO(LiteXModule):
         rd_gray = Signal(bits + 1)
         take    = Signal()
         if buffered:
-            # rd_bin + 1 and its gray code are kept in registers too, so `readable` comes from
-            # two registered comparisons
-            # between two comparisons of registers.
+            # rd_bin + 1 and its gray code are kept in registers too, so `readable` is a choice
+            # between two registered comparisons.
             nxt_bin  = Signal(bits + 1, reset=1)
             nxt_gray = Signal(bits + 1, reset=1)
             inc      = Signal(bits + 1)

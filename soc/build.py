@@ -161,6 +161,13 @@ def preflight(board, output_dir):
     return output_dir
 
 
+def check_seed(board, toolchain, seed):
+    """A placement seed other than the default is nextpnr's: ECP5 (trellis) builds only."""
+    if seed != 1 and toolchain != "trellis":
+        tool = "Verilator" if board.is_sim else toolchain
+        raise BuildError(f"--seed is nextpnr's, for ECP5 boards; {board.name} builds with {tool}")
+
+
 def build_hardware(board, output_dir, toolchain="trellis", run=True, seed=1, **soc_kwargs):
     """Build gateware + firmware + bitstream for a hardware board; return a BuildResult.
 
@@ -168,8 +175,7 @@ def build_hardware(board, output_dir, toolchain="trellis", run=True, seed=1, **s
     and so timing vary with it, a few MHz). "vivado" (Xilinx): the complete Vivado project; Vivado
     runs only if it is on PATH (result.vivado_missing otherwise). "yosys" (Xilinx): the same
     project, then Yosys' synth_xilinx for a resource estimate."""
-    if seed != 1 and toolchain != "trellis":
-        raise BuildError(f"a seed is for nextpnr (ECP5 boards); {board.name} builds with {toolchain}")
+    check_seed(board, toolchain, seed)
     output_dir = preflight(board, output_dir)
     shims = tools.yowasp_shims(output_dir / ".tools")
     soc = make_soc(board, toolchain="vivado" if toolchain == "yosys" else toolchain, **soc_kwargs)
@@ -284,8 +290,9 @@ def _unroutable(output_dir):
     log = Path(output_dir) / "build.log"
     if not log.exists():
         return None
+    from ethdaq.soc.pnr import UNROUTABLE
     for line in log.read_text(errors="replace").splitlines():
-        if line.startswith("ethdaq: the design does not route"):
+        if line.startswith(f"ethdaq: {UNROUTABLE}"):
             return line[len("ethdaq: "):]
     return None
 

@@ -234,9 +234,7 @@ def cmd_build(args):
     if toolchain not in board.toolchains:
         raise CLIError(f"toolchain for board {board.name} must be one of {', '.join(board.toolchains)}, not {toolchain!r}")
     output_dir = Path(args.output_dir or os.path.join("build", board.name))
-    if args.seed != 1 and (board.is_sim or toolchain != "trellis"):
-        raise CLIError(f"--seed is nextpnr's, for ECP5 boards; {board.name} builds with "
-                       f"{'Verilator' if board.is_sim else toolchain}")
+    build.check_seed(board, toolchain, args.seed)
     if board.is_sim and args.sys_clk_freq:
         raise CLIError("the simulated board's sys clock is fixed at 125 MHz (it is the GMII clock)")
     soc_kwargs = _soc_kwargs(args)

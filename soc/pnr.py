@@ -38,8 +38,10 @@ ROUTER1_BUDGET_S = float(os.environ.get("ETHDAQ_ROUTER1_BUDGET_S", 600))
 # 80 iterations, 86.5 s); on the colorlight_5a_75b it had diverged after 66 iterations, 790 s.
 ROUTER2_BUDGET_S = float(os.environ.get("ETHDAQ_ROUTER2_BUDGET_S", 900))
 
-# run()'s exit code when neither router converged within its budget.
+# run()'s exit code and the start of its verdict when neither router converged within its budget
+# (soc/build.py finds the verdict in the build's log and makes it the build's error).
 EXIT_UNROUTABLE = 75
+UNROUTABLE = "the design does not route on this FPGA"
 
 # The line each router prints as it starts routing (after the quick "Routing globals...").
 ROUTING_STARTS = ("Info: Routing..", "Info: Running router2")
@@ -113,7 +115,7 @@ def run(nextpnr, args, budget_s=None, out=sys.stdout, poll_s=1.0, budget2_s=None
     code = _run_budgeted([nextpnr, *args, "--router", "router2"], budget2_s, out, poll_s)
     if code is not None:
         return code, "router2"
-    out.write(f"ethdaq: the design does not route on this FPGA: neither nextpnr's router1 "
+    out.write(f"ethdaq: {UNROUTABLE}: neither nextpnr's router1 "
               f"({budget_s:.0f} s) nor router2 ({budget2_s:.0f} s of routing, CPU time) converged. "
               f"The FPGA is too full for the router; use a larger FPGA or a smaller SoC "
               f"(docs/boards/README.md)\n")

@@ -97,17 +97,15 @@ def test_board_nextpnr_options_reach_the_build_script():
     from ethdaq.soc.build import build_hardware
     out = REPO / "build" / "test-butterstick-script"
 
-    def nextpnr_line(board):
-        build_hardware(board, out, run=False)
+    def nextpnr_line(board, **kwargs):
+        build_hardware(board, out, run=False, **kwargs)
         script = (out / "gateware" / "build_gsd_butterstick.sh").read_text()
         return next(l for l in script.splitlines() if l.startswith("nextpnr-ecp5"))
 
     board = get_board("gsd_butterstick")
     line = nextpnr_line(board)
     assert "--router" not in line and "--seed 1" in line, line
-    build_hardware(board, out, run=False, seed=7)   # `ethdaq build --seed 7`
-    script = (out / "gateware" / "build_gsd_butterstick.sh").read_text()
-    assert "--seed 7" in next(l for l in script.splitlines() if l.startswith("nextpnr-ecp5"))
+    assert "--seed 7" in nextpnr_line(board, seed=7)   # `ethdaq build --seed 7`
     class WithRouter(board):
         nextpnr_opts = ["--router", "router2"]
     line = nextpnr_line(WithRouter)

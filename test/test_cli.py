@@ -11,6 +11,7 @@ import pytest
 
 from conftest import REPO, VENV_BIN, ethdaq_cmd, requires_root
 from ethdaq.soc import cli
+from ethdaq.soc.sim import netns_pids
 
 
 def run(*args, env=None, cwd=None):
@@ -178,7 +179,7 @@ def test_sim_refuses_a_namespace_that_exists_and_leaves_it_alone(busy):
     try:
         if holder is not None:
             deadline = time.monotonic() + 10
-            while not subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True).stdout.strip():
+            while not netns_pids(ns):
                 assert time.monotonic() < deadline
                 time.sleep(0.05)
         r = run("sim", "--netns", ns)
