@@ -20,6 +20,12 @@ nextpnr's TRELLIS_COMB does (nextpnr's COMB total also includes route-through LU
 
     .venv/bin/python bench/resources.py [--board colorlight_i5 ...] [--build-dir build/resources]
     .venv/bin/python bench/resources.py --from-build build/try1 --board colorlight_i5   (no build)
+    .venv/bin/python bench/resources.py --board colorlight_i5 --device LFE5U-45F-6BG381C
+
+`--device` builds an ECP5 board's SoC, pins and clocks on another part in the same package and
+speed grade: the LFE5U-45F-6BG381C beside the colorlight_i5's LFE5U-25F-6BG381C has the same
+fabric speed and twice the room, so it tells what the speed grade costs from what the fill costs
+(docs/boards/README.md). No board is built that way; it is a measurement.
 
 The seed paper's VHDL stack (Spartan-6, LUT6) is printed beside for reference: 4906 LUTs with
 PTP, of which 2071 are PTP. An ECP5 LUT4 holds less logic than a Spartan-6 LUT6, so the
@@ -244,6 +250,29 @@ def print_tables(board, fpga, report, table, elapsed=None, family="ecp5"):
     print(f"| {SEED_PAPER[0]} | {SEED_PAPER[1]} LUT6 (PTP {SEED_PAPER[2]}) |" + " |"*(len(columns) - 1))
 
 
+def on_device(board, device):
+    """`board` (an ECP5 board) with its FPGA replaced by `device`, a part of the same package and
+    speed grade (its pins and timing class are the board's)."""
+    m_board = re.fullmatch(r"LFE5UM?5?G?-(\d+)F-(\d)([A-Z]+\d+)[CI]?", board.fpga)
+    m_dev   = re.fullmatch(r"LFE5UM?5?G?-(\d+)F-(\d)([A-Z]+\d+)[CI]?", device)
+    if m_board is None or "trellis" not in board.toolchains:
+        raise ValueError(f"--device is for ECP5 boards; {board.name} has a {board.fpga}")
+    if m_dev is None or m_dev.group(2, 3) != m_board.group(2, 3):
+        raise ValueError(f"--device must be an ECP5 part in {board.name}'s package and speed grade "
+                         f"(-{m_board.group(2)}{m_board.group(3)}), not {device!r}")
+    make_platform = board.platform
+
+    class OnDevice(board):
+        fpga = device
+
+        @staticmethod
+        def platform(toolchain="trellis"):
+            plat = make_platform(toolchain)
+            plat.device = device
+            return plat
+    return OnDevice
+
+
 def main(argv=None):
     from ethdaq.boards import BOARDS, get_board
     from ethdaq.soc.build import build_hardware, nextpnr_summary, xilinx_cell_summary
@@ -252,10 +281,19 @@ def main(argv=None):
     p.add_argument("--board", action="append", help="board (repeatable; default: every hardware board)")
     p.add_argument("--build-dir", default=str(ROOT / "build" / "resources"))
     p.add_argument("--from-build", help="report on an existing build directory (one board) instead of building")
+    p.add_argument("--device", help="ECP5 only: build on this part instead of the board's (same package and "
+                                    "speed grade, e.g. LFE5U-45F-6BG381C for the colorlight_i5)")
     args = p.parse_args(argv)
     names = args.board or [n for n, b in BOARDS.items() if not b.is_sim]
+    if args.device and len(names) != 1:
+        p.error("--device needs exactly one --board")
     for name in names:
         board = get_board(name)
+        if args.device:
+            try:
+                board = on_device(board, args.device)
+            except ValueError as e:
+                p.error(str(e))
         xilinx = "yosys" in board.toolchains
         elapsed = None
         if args.from_build:
@@ -273,7 +311,8 @@ def main(argv=None):
         else:
             report = nextpnr_summary(gw / f"{name}_report.json", None)
             table = attribute(gw / f"{name}.json", gw / f"{name}.v")
-        print_tables(name, board.fpga, report, table, elapsed, family="xc7" if xilinx else "ecp5")
+        print_tables(name + (f" on {args.device}" if args.device else ""), board.fpga, report, table, elapsed,
+                     family="xc7" if xilinx else "ecp5")
 
 
 if __name__ == "__main__":

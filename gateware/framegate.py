@@ -54,7 +54,13 @@ class FrameGate(LiteXModule):
 
         # Bytes (data and last) and one verdict per stored frame (1: drop it).
         self.data_fifo    = data_fifo    = BlockRAMFIFO([("data", 8)], depth)
-        self.verdict_fifo = verdict_fifo = stream.SyncFIFO([("drop", 1)], frames)
+        # The verdict comes out of a register (buffered), and the gate's output goes through a
+        # buffer with registered valid and ready: the data FIFO's read enable is then one LUT from
+        # flip-flops. Read straight from the verdict's distributed RAM and from the next stage's
+        # `ready`, it was thirteen logic levels with its level counter's carry chain (10.8 ns, the
+        # eth_rx critical path of a full SoC on an LFE5U-45F-6, docs/boards/README.md).
+        self.verdict_fifo = verdict_fifo = stream.SyncFIFO([("drop", 1)], frames, buffered=True)
+        self.out_buffer   = out_buffer   = stream.Buffer(eth_phy_description(8), pipe_valid=True, pipe_ready=True)
 
         beat     = Signal()
         first    = Signal(reset=1)   # The next byte starts a frame.
@@ -122,13 +128,15 @@ class FrameGate(LiteXModule):
         # register only the consumer's logic follows.
         data = data_fifo.source
         drop = verdict_fifo.source.drop
+        out  = out_buffer.sink
         self.comb += [
-            source.valid.eq(data.valid & verdict_fifo.source.valid & ~drop),
-            source.data.eq(data.data),
-            source.last.eq(data.last),
-            source.last_be.eq(data.last),
-            data.ready.eq(verdict_fifo.source.valid & (drop | source.ready)),
+            out.valid.eq(data.valid & verdict_fifo.source.valid & ~drop),
+            out.data.eq(data.data),
+            out.last.eq(data.last),
+            out.last_be.eq(data.last),
+            data.ready.eq(verdict_fifo.source.valid & (drop | out.ready)),
             verdict_fifo.source.ready.eq(data.valid & data.ready & data.last),
+            out_buffer.source.connect(source),
         ]
 
 

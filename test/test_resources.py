@@ -52,3 +52,22 @@ def test_attribution_of_a_synthesized_netlist(family):
     assert lut(streamer) >= (8 if family == "ecp5" else 4)                       # The XOR and != 0 logic.
     total = sum(lut(c) for c in table.values())
     assert lut(streamer) + lut(ptp) == total                                     # Nothing unattributed.
+
+
+def test_device_option_builds_on_a_part_in_the_same_package_and_speed_grade():
+    """--device moves an ECP5 board's SoC to another part of its package and speed grade (the
+    platform nextpnr is given says so); anything else is refused with the reason, and the board
+    itself keeps its part."""
+    from ethdaq.boards import get_board
+    i5 = get_board("colorlight_i5")
+    moved = resources.on_device(i5, "LFE5U-45F-6BG381C")
+    assert moved.fpga == "LFE5U-45F-6BG381C" and moved.platform().device == "LFE5U-45F-6BG381C"
+    assert moved.name == "colorlight_i5" and i5.fpga == "LFE5U-25F-6BG381C"
+    assert i5.platform().device == "LFE5U-25F-6BG381C"
+    for device in ("LFE5U-45F-8BG381C", "LFE5U-45F-6BG256C", "XC7A35T"):
+        with pytest.raises(ValueError, match="same|package and speed grade"):
+            resources.on_device(i5, device)
+    with pytest.raises(ValueError, match="for ECP5 boards"):
+        resources.on_device(get_board("digilent_arty"), "LFE5U-45F-6BG381C")
+    with pytest.raises(SystemExit):
+        resources.main(["--board", "colorlight_i5", "--board", "gsd_butterstick", "--device", "LFE5U-45F-6BG381C"])
