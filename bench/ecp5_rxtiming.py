@@ -43,7 +43,7 @@ from bench.ecp5_pnr import report              # noqa: E402
 from bench.ecp5_timing import _parity, run     # noqa: E402
 from ethdaq.gateware.bram import ecp5_special_overrides                   # noqa: E402
 from ethdaq.gateware.framegate import FrameGate, FrameGateCounters         # noqa: E402
-from ethdaq.gateware.macpipeline import insert_tx_buffer, replace_tx_cdc                # noqa: E402
+from ethdaq.gateware.macpipeline import insert_tx_buffer, replace_tx_cdc  # noqa: E402
 from ethdaq.gateware.macstats import MACErrors                            # noqa: E402
 from ethdaq.gateware.netaddr import NetAddress                            # noqa: E402
 from ethdaq.gateware.rxaudit import RXAudit, insert_rx_audit              # noqa: E402

@@ -250,11 +250,15 @@ def print_tables(board, fpga, report, table, elapsed=None, family="ecp5"):
     print(f"| {SEED_PAPER[0]} | {SEED_PAPER[1]} LUT6 (PTP {SEED_PAPER[2]}) |" + " |"*(len(columns) - 1))
 
 
+# An ECP5 part number: size, speed grade, package (LFE5U-25F-6BG381C: 25, 6, BG381).
+ECP5_PART = re.compile(r"LFE5UM?5?G?-(\d+)F-(\d)([A-Z]+\d+)[CI]?")
+
+
 def on_device(board, device):
     """`board` (an ECP5 board) with its FPGA replaced by `device`, a part of the same package and
     speed grade (its pins and timing class are the board's)."""
-    m_board = re.fullmatch(r"LFE5UM?5?G?-(\d+)F-(\d)([A-Z]+\d+)[CI]?", board.fpga)
-    m_dev   = re.fullmatch(r"LFE5UM?5?G?-(\d+)F-(\d)([A-Z]+\d+)[CI]?", device)
+    m_board = ECP5_PART.fullmatch(board.fpga)
+    m_dev   = ECP5_PART.fullmatch(device)
     if m_board is None or "trellis" not in board.toolchains:
         raise ValueError(f"--device is for ECP5 boards; {board.name} has a {board.fpga}")
     if m_dev is None or m_dev.group(2, 3) != m_board.group(2, 3):

@@ -31,32 +31,38 @@ from liteeth.common import eth_phy_description
 from ethdaq.gateware.cdcfifo import LevelFIFO
 
 
+def _tx_cdc_index(pipeline, who):
+    """Where LiteEth's transmit crossing (sys to eth_tx) is in a MAC core's transmit pipeline:
+    right after its sink when the datapath is in eth_tx (with_sys_datapath False)."""
+    cdcs = [i for i, m in enumerate(pipeline) if isinstance(m, stream.ClockDomainCrossing)]
+    if len(cdcs) != 1 or cdcs[0] != 1:
+        raise ValueError(f"{who} needs LiteEth's MAC core with its datapath in eth_tx (with_sys_datapath=False)")
+    return cdcs[0]
+
+
 def insert_tx_buffer(mac_core):
     """A buffer (registered valid and ready) right after the transmit clock-domain crossing of
     `mac_core` (a LiteEthMACCore with its 8-bit datapath in eth_tx, with_sys_datapath False),
     before it is finalized. Returns the buffer."""
     pipeline = mac_core.tx_datapath.pipeline
-    cdcs = [i for i, m in enumerate(pipeline) if isinstance(m, stream.ClockDomainCrossing)]
-    if len(cdcs) != 1 or cdcs[0] != 1:
-        raise ValueError("insert_tx_buffer needs LiteEth's MAC core with its datapath in eth_tx (with_sys_datapath=False)")
-    dw = len(pipeline[cdcs[0]].source.data)
+    i = _tx_cdc_index(pipeline, "insert_tx_buffer")
+    dw = len(pipeline[i].source.data)
     buf = ClockDomainsRenamer("eth_tx")(stream.Buffer(eth_phy_description(dw), pipe_valid=True, pipe_ready=True))
-    pipeline.insert(cdcs[0] + 1, buf)
+    pipeline.insert(i + 1, buf)
     return buf
 
 
 def replace_tx_cdc(mac_core, depth=32):
     """Replace the transmit clock-domain crossing of `mac_core` (sys to eth_tx, as
-    insert_tx_buffer needs it) by a LevelFIFO of `depth` entries, before the core is finalized.
+    insert_tx_buffer needs it) by a LevelFIFO of `depth` entries (LiteEth's own default depth),
+    before the core is finalized. Call insert_tx_buffer first: it finds LiteEth's crossing.
     Returns the new crossing."""
     pipeline = mac_core.tx_datapath.pipeline
-    cdcs = [i for i, m in enumerate(pipeline) if isinstance(m, stream.ClockDomainCrossing)]
-    if len(cdcs) != 1 or cdcs[0] != 1:
-        raise ValueError("replace_tx_cdc needs LiteEth's MAC core with its datapath in eth_tx (with_sys_datapath=False)")
-    old = pipeline[cdcs[0]]
+    i   = _tx_cdc_index(pipeline, "replace_tx_cdc")
+    old = pipeline[i]
     dw  = len(old.source.data)
     cdc = LevelFIFO(eth_phy_description(dw), depth, cd_write="sys", cd_read="eth_tx")
-    pipeline[cdcs[0]] = cdc
+    pipeline[i] = cdc
     # The old crossing is a submodule of the datapath already: out of it, or its FIFO would be
     # built unconnected.
     datapath = mac_core.tx_datapath
