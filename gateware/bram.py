@@ -69,8 +69,14 @@ class BlockRAM(LiteXModule):
     A read of an address in the cycle it is written (from the same or the other clock) gives
     an undefined word: DP16KD does not define it across ports, so do not rely on the Memory's
     behaviour either. Contents start at 0; the output register is not reset.
+
+    `with_dp16kd=False` keeps the same two-stage read everywhere but leaves the array to Yosys on
+    the ECP5 (its output register then in the fabric): Yosys packs wide words into 36-bit
+    PDPW16KD, twice as dense as the DP16KD this module builds (at most 18 bits wide), and the
+    array's read data comes straight from it, 5.8 ns after the read clock. For read sides whose
+    clock has that time to spare (a 142-bit record FIFO read in sys: 4 block RAMs, not 8).
     """
-    def __init__(self, width, depth, cd_write="sys", cd_read="sys", with_ce=False):
+    def __init__(self, width, depth, cd_write="sys", cd_read="sys", with_ce=False, with_dp16kd=True):
         if depth < 2:
             raise ValueError(f"depth must be at least 2, not {depth!r}")
         self.width, self.depth = width, depth
@@ -89,7 +95,7 @@ class BlockRAM(LiteXModule):
 
         # Not an attribute: LiteX's AutoCSR would take a Memory attribute for a CSR-mapped memory
         # and give it a third port (the CPU's), which no block RAM has.
-        array = _BlockRAMArray(width, depth)
+        array = (_BlockRAMArray if with_dp16kd else _InferredBlockRAMArray)(width, depth)
         self.specials += array
         wport = array.get_port(write_capable=True, clock_domain=cd_write)
         # Read-first: the read stage is a data register (LiteX writes other sync reads as an
@@ -103,7 +109,7 @@ class BlockRAM(LiteXModule):
             rport.adr.eq(self.radr),
             rport.re.eq(self.read_ce),
         ]
-        self.specials.read = _BlockRAMRead(self, rport.dat_r, cd_write, cd_read)
+        self.specials.read = (_BlockRAMRead if with_dp16kd else _InferredBlockRAMRead)(self, rport.dat_r, cd_write, cd_read)
 
 
 class _BlockRAMArray(Memory):
@@ -150,6 +156,16 @@ class _BlockRAMRead(Special):
 class _BlockRAMOutputRegister(Module):
     def __init__(self, dr):
         self.sync += If(dr.out_ce, dr.rdata.eq(dr.array_rdata))
+
+
+# Subclasses, so that ecp5_special_overrides (looked up by exact class) leaves them to the default
+# lowering: a Memory for Yosys to map, and a fabric output register.
+class _InferredBlockRAMArray(_BlockRAMArray):
+    pass
+
+
+class _InferredBlockRAMRead(_BlockRAMRead):
+    pass
 
 
 # ECP5 ---------------------------------------------------------------------------------------------

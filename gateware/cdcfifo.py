@@ -52,9 +52,10 @@ class LevelFIFO(LiteXModule):
 
     The buffered RAM is gateware/bram.py's BlockRAM: DP16KD blocks with their output register on
     ECP5 builds (the platform lowers it), a Memory and a fabric register elsewhere; both behave
-    the same, cycle for cycle.
+    the same, cycle for cycle. `with_dp16kd=False`: a Memory and a fabric register on the ECP5
+    too (wide entries in half the block RAMs, for a slow read clock; see BlockRAM).
     """
-    def __init__(self, layout, depth, cd_write="sys", cd_read="sys", buffered=False, framing=True):
+    def __init__(self, layout, depth, cd_write="sys", cd_read="sys", buffered=False, framing=True, with_dp16kd=True):
         self.sink   = sink   = stream.Endpoint(layout)
         self.source = source = stream.Endpoint(layout)
         self.level    = Signal(max=depth + 1)
@@ -171,7 +172,8 @@ class LevelFIFO(LiteXModule):
             # from flip-flops, not from the writer's admission logic. The RAM (gateware/bram.py)
             # is the two stages: its read stage loads at `take`, its output register at `oce`
             # (on ECP5, DP16KD's output register).
-            self.ram = ram = BlockRAM(len(payload), depth, cd_write=cd_write, cd_read=cd_read, with_ce=True)
+            self.ram = ram = BlockRAM(len(payload), depth, cd_write=cd_write, cd_read=cd_read, with_ce=True,
+                with_dp16kd=with_dp16kd)
             sync_write += [ram.wadr.eq(produce.q_binary[:bits]), ram.wdata.eq(payload), ram.we.eq(produce.ce)]
             self.comb += [
                 ram.radr.eq(rd_bin[:bits]),

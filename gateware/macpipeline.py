@@ -20,15 +20,23 @@ and out of the RAM into the read register (7.6 ns, 6 LUT levels, eth_tx's critic
 context on the LFE5U-25F-6). gateware/cdcfifo.py's LevelFIFO (unbuffered) reads at a registered
 address instead; `replace_tx_cdc` puts it in the crossing's place, same depth, first-word
 fall-through as before.
+
+On the receive side, LiteEth's FCS checker judged a frame from the CRC after its last byte, in
+that byte's cycle, into the last byte's `error` and the clock enable of its error counter's pulse
+synchronizer: eth_rx's critical path in the colorlight_i5's full SoC. `replace_rx_crc` puts
+gateware/fcschecker.py's FCSChecker in its place, which judges the CRC register a cycle later.
 """
 
 from migen import ClockDomainsRenamer
+from migen.fhdl.structure import _Assign
 
 from litex.soc.interconnect import stream
 
 from liteeth.common import eth_phy_description
+from liteeth.mac.crc import LiteEthMACCRC32Checker
 
 from ethdaq.gateware.cdcfifo import LevelFIFO
+from ethdaq.gateware.fcschecker import FCSChecker
 
 
 def _tx_cdc_index(pipeline, who):
@@ -69,3 +77,29 @@ def replace_tx_cdc(mac_core, depth=32):
     datapath._submodules = [(name, m) for name, m in datapath._submodules if m is not old]
     datapath.submodules += cdc
     return cdc
+
+
+def replace_rx_crc(mac_core):
+    """Replace the FCS checker of `mac_core` (a LiteEthMACCore with its 8-bit datapath in eth_rx,
+    with_preamble_crc True) by an FCSChecker, before the core is finalized: in its pipeline, and
+    as the source of its FCS error counter's pulse. Returns the new checker."""
+    datapath = mac_core.rx_datapath
+    pipeline = datapath.pipeline
+    olds = [i for i, m in enumerate(pipeline) if isinstance(m, LiteEthMACCRC32Checker)]
+    if len(olds) != 1 or len(pipeline[olds[0]].sink.data) != 8:
+        raise ValueError("replace_rx_crc needs LiteEth's MAC core with its FCS checker at 8 bits "
+                         "(with_preamble_crc=True, with_sys_datapath=False)")
+    i   = olds[0]
+    old = pipeline[i]
+    # LiteEth's counter: `ps.i.eq(rx_crc.error)` among the datapath's combinatorial statements.
+    comb   = datapath._fragment.comb
+    drives = [j for j, st in enumerate(comb) if isinstance(st, _Assign) and st.r is old.error]
+    if len(drives) != 1:
+        raise ValueError(f"replace_rx_crc: LiteEth's FCS error pulse is driven {len(drives)} times, expected once")
+    new = ClockDomainsRenamer("eth_rx")(FCSChecker())
+    pipeline[i] = new
+    comb[drives[0]] = comb[drives[0]].l.eq(new.error)
+    # Out of the datapath's submodules, or LiteEth's checker would be built unconnected.
+    datapath._submodules = [(name, m) for name, m in datapath._submodules if m is not old]
+    datapath.submodules += new
+    return new

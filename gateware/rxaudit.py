@@ -343,10 +343,12 @@ class RXAudit(LiteXModule):
 def insert_after_fcs_checker(mac_core, module, who):
     """Put `module` into LiteEth's MAC core receive pipeline right after its FCS checker (in the
     receive clock: LiteEth's 8-bit datapath, with_sys_datapath False), before anything already
-    there. Before the core is finalized."""
+    there; LiteEth's checker or gateware/fcschecker.py's in its place. Before the core is
+    finalized."""
     from liteeth.mac.crc import LiteEthMACCRC32Checker
+    from ethdaq.gateware.fcschecker import FCSChecker
     pipeline = mac_core.rx_datapath.pipeline
-    crcs = [i for i, m in enumerate(pipeline) if isinstance(m, LiteEthMACCRC32Checker)]
+    crcs = [i for i, m in enumerate(pipeline) if isinstance(m, (LiteEthMACCRC32Checker, FCSChecker))]
     if len(crcs) != 1:
         raise ValueError(f"{who} needs LiteEth's MAC core with its FCS checker (with_preamble_crc=True)")
     if len(pipeline[crcs[0]].source.data) != 8:

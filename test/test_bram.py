@@ -45,11 +45,11 @@ REPO = Path(__file__).resolve().parents[1]
 
 # Default lowering against a model ------------------------------------------------------------------
 
-def _ram_sim(width, depth, cycles, seed, clocks):
+def _ram_sim(width, depth, cycles, seed, clocks, with_dp16kd=True):
     """Random writes (domain "wr") and reads (domain "rd") with random enables. The writer keeps
     to addresses in the lower half once the upper half is written, the reader reads the upper
     half then, so no address is read while it may be written (undefined across clocks)."""
-    dut = BlockRAM(width, depth, cd_write="wr", cd_read="rd", with_ce=True)
+    dut = BlockRAM(width, depth, cd_write="wr", cd_read="rd", with_ce=True, with_dp16kd=with_dp16kd)
     rng = random.Random(seed)
     mem = [0]*depth
     upper_done = [False]
@@ -105,6 +105,11 @@ def test_default_lowering_reads_in_two_cycles_with_stalls_in_one_domain():
 def test_default_lowering_reads_in_two_cycles_with_stalls_across_two_domains():
     assert _ram_sim(18, 128, 2000, seed=2, clocks={"wr": 7, "rd": 10}) > 1000
     assert _ram_sim(5, 32, 2000, seed=3, clocks={"wr": 13, "rd": 6}) > 1000
+
+
+def test_a_ram_left_to_yosys_reads_the_same_way():
+    """with_dp16kd=False: the same two-stage read, cycle for cycle (only the ECP5 lowering differs)."""
+    assert _ram_sim(36, 64, 2000, seed=4, clocks={"wr": 7, "rd": 10}, with_dp16kd=False) > 1000
 
 
 def test_read_and_write_in_one_domain_with_a_plain_sequence():
@@ -304,9 +309,9 @@ def test_ecp5_lowering_clocks_each_port_from_its_domain_after_renaming():
 
 
 class _Top(Module):
-    def __init__(self):
+    def __init__(self, **kw):
         self.clock_domains.cd_sys = ClockDomain()
-        self.submodules.ram = ram = BlockRAM(9, 2048)
+        self.submodules.ram = ram = BlockRAM(9, 2048, **kw)
         self.ios = {ram.we, ram.wadr, ram.wdata, ram.radr, ram.rdata, self.cd_sys.clk, self.cd_sys.rst}
 
 
@@ -348,6 +353,18 @@ def test_ecp5_platform_lowers_to_dp16kd_with_the_output_register():
     v = str(platform.get_verilog(top, name="top").main_source)
     assert v.count("DP16KD #(") == 1 and '.REGMODE_B           ("OUTREG")' in v
     assert not re.search(r"reg \[8:0\] \w+\[0:2047\];", v)
+
+
+def test_ecp5_platform_leaves_a_ram_without_dp16kd_to_yosys():
+    """with_dp16kd=False: no DP16KD instance, the array a Verilog memory (Yosys maps it), the
+    output register in the fabric."""
+    from ethdaq.boards.colorlight_i5 import Board
+    platform = Board.platform()
+    top = _Top(with_dp16kd=False)
+    clk = platform.request(platform.default_clk_name)
+    top.comb += top.cd_sys.clk.eq(clk)
+    v = str(platform.get_verilog(top, name="top").main_source)
+    assert "DP16KD" not in v and re.search(r"reg \[8:0\] \w+\[0:2047\];", v)
 
 
 # yosys and nextpnr --------------------------------------------------------------------------------

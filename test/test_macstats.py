@@ -8,6 +8,8 @@ changes)."""
 
 import zlib
 
+import pytest
+
 from migen import ClockDomain, run_simulation
 
 from litex.gen import LiteXModule
@@ -16,6 +18,7 @@ from litex.soc.interconnect import stream
 from liteeth.common import eth_phy_description
 from liteeth.mac.core import LiteEthMACCore
 
+from ethdaq.gateware.macpipeline import replace_rx_crc
 from ethdaq.gateware.macstats import MACErrors
 from ethdaq.gateware.txpath import TXPath
 
@@ -29,7 +32,7 @@ class _PHY:
 
 
 class Dut(LiteXModule):
-    def __init__(self, through_txpath=True):
+    def __init__(self, through_txpath=True, registered=False):
         for cd in ("sys", "eth_rx", "eth_tx"):
             setattr(self, f"cd_{cd}", ClockDomain(cd))
         self.phy  = _PHY()
@@ -38,6 +41,8 @@ class Dut(LiteXModule):
             self.txpath = TXPath(self.phy, 0x10e2d5000001, "192.168.1.50")
             mac_phy = self.txpath.mac_phy
         self.core = LiteEthMACCore(mac_phy, dw=8, with_preamble_crc=True)
+        if registered:
+            replace_rx_crc(self.core)
         self.errors = MACErrors(self.core)
 
 
@@ -47,9 +52,11 @@ def frame(payload, fcs_flip=0, sfd=0xD5):
     return bytes([0x55] * 7 + [sfd]) + body + fcs.to_bytes(4, "little")
 
 
-def run_frames(through_txpath):
-    dut = Dut(through_txpath)
-    frames = [frame(bytes(46)), frame(bytes(range(46)), fcs_flip=1), frame(bytes(46), sfd=0xD4), frame(bytes(64))]
+def run_frames(through_txpath, registered=False):
+    dut = Dut(through_txpath, registered)
+    # The fourth frame ends inside its preamble (no SFD): LiteEth's preamble checker drops it.
+    frames = [frame(bytes(46)), frame(bytes(range(46)), fcs_flip=1), frame(bytes(46), sfd=0xD4),
+              bytes([0x55] * 12), frame(bytes(64))]
     got = {"out": []}
 
     def phy_side():
@@ -81,16 +88,26 @@ def run_frames(through_txpath):
     return got
 
 
-def test_bad_fcs_and_bad_preamble_are_flagged_and_counted_in_their_class():
-    got = run_frames(through_txpath=True)
+@pytest.mark.parametrize("registered", [False, True], ids=["liteeth", "fcschecker"])
+def test_bad_fcs_and_bad_preamble_are_flagged_and_counted_in_their_class(registered):
+    """`registered`: with gateware/fcschecker.py's checker in place of LiteEth's (as daqsoc
+    builds it), the bytes, flags and counts are the same."""
+    got = run_frames(through_txpath=True, registered=registered)
     # (bytes delivered without preamble and FCS, error flag on the last): LiteEth flags, it does
     # not drop; the consumers must (gateware/cpuport.py CPUMACPort does; see docs/liteeth-notes.md).
     assert got["out"] == [(60, 0), (60, 1), (51, 1), (78, 0)]
     # LiteEth's preamble checker passes a frame with a broken SFD on, misaligned (51 bytes), and
-    # it fails the FCS check: both bad frames count as FCS errors.
-    assert (got["fcs"], got["preamble"]) == (2, 0)
+    # it fails the FCS check: both bad frames count as FCS errors. The frame without an SFD is
+    # the preamble error, and goes nowhere.
+    assert (got["fcs"], got["preamble"]) == (2, 1)
 
 
 def test_upstream_liteeth_checks_no_fcs_when_the_phy_leaves_last_be_at_0():
     got = run_frames(through_txpath=False)
-    assert got["out"] == [(60, 0), (60, 0), (51, 0), (78, 0)] and (got["fcs"], got["preamble"]) == (0, 0)
+    assert got["out"] == [(60, 0), (60, 0), (51, 0), (78, 0)] and (got["fcs"], got["preamble"]) == (0, 1)
+
+
+def test_the_fcs_checker_replacement_refuses_a_mac_without_its_checker():
+    core = LiteEthMACCore(_PHY(), dw=8, with_preamble_crc=False)
+    with pytest.raises(ValueError, match="with_preamble_crc=True"):
+        replace_rx_crc(core)
