@@ -214,7 +214,15 @@ def _soc_kwargs(args):
         print(ETHERBONE_WARNING.format(port=args.etherbone_port), file=sys.stderr, flush=True)
     if getattr(args, "sys_clk_freq", None):
         kwargs["sys_clk_freq"] = args.sys_clk_freq
+    if getattr(args, "build_id", None):
+        kwargs["build_id"] = args.build_id
     return kwargs
+
+
+def _build_id(text):
+    if not re.fullmatch(r"[0-9A-Za-z._-]{1,32}", text):
+        raise argparse.ArgumentTypeError(f"build id must be 1 to 32 letters, digits, '.', '_' or '-', not {text!r}")
+    return text
 
 
 def _freq(text):
@@ -809,6 +817,9 @@ def make_parser():
     p.add_argument("--seed", type=int, default=1, help="nextpnr's placement seed, ECP5 boards (default 1); timing "
                    "varies by a few MHz between seeds")
     p.add_argument("--sys-clk-freq", type=_freq, help="system clock in Hz (default: the board's, see docs/boards)")
+    p.add_argument("--build-id", type=_build_id, help="the build's name in the SoC's identifier and the firmware "
+                   "(default: the git revision). The identifier is logic: on a nearly full FPGA another id can "
+                   "place and route differently, so CI's build uses a fixed one")
     p.add_argument("--pin-probe", action="store_true",
                    help="simulated board only: print the cycle of every control frame at the GMII pins on the "
                         "console (bench/ctllatency.py)")

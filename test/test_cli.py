@@ -116,6 +116,7 @@ def test_unsupported_toolchain(tmp_path):
     (["--ptp-log-sync", "9"], "log2 interval must be an integer from -10 to 6, not '9'"),
     (["--ptp-log-announce", "x"], "log2 interval must be an integer from -10 to 6, not 'x'"),
     (["--ptp-domain", "256"], "PTP domain must be an integer from 0 to 255, not '256'"),
+    (["--build-id", "a b"], "build id must be 1 to 32 letters, digits, '.', '_' or '-', not 'a b'"),
     (["--ptp-role", "boss"], "invalid choice: 'boss'"),
     (["--ptp-transport", "tcp"], "invalid choice: 'tcp'"),
     (["--fasttrack-port", "7000"], "fast-track port 7000 is the control port's"),
