@@ -48,6 +48,14 @@ def _tx_cdc_index(pipeline, who):
     return cdcs[0]
 
 
+def _swap(datapath, old, new):
+    """`new` in `old`'s place among `datapath`'s submodules. `old` is a submodule of the datapath
+    already (LiteEth adds each stage as it builds it): out of it, or it would be built
+    unconnected."""
+    datapath._submodules = [(name, m) for name, m in datapath._submodules if m is not old]
+    datapath.submodules += new
+
+
 def insert_tx_buffer(mac_core):
     """A buffer (registered valid and ready) right after the transmit clock-domain crossing of
     `mac_core` (a LiteEthMACCore with its 8-bit datapath in eth_tx, with_sys_datapath False),
@@ -71,11 +79,7 @@ def replace_tx_cdc(mac_core, depth=32):
     dw  = len(old.source.data)
     cdc = LevelFIFO(eth_phy_description(dw), depth, cd_write="sys", cd_read="eth_tx")
     pipeline[i] = cdc
-    # The old crossing is a submodule of the datapath already: out of it, or its FIFO would be
-    # built unconnected.
-    datapath = mac_core.tx_datapath
-    datapath._submodules = [(name, m) for name, m in datapath._submodules if m is not old]
-    datapath.submodules += cdc
+    _swap(mac_core.tx_datapath, old, cdc)
     return cdc
 
 
@@ -99,7 +103,5 @@ def replace_rx_crc(mac_core):
     new = ClockDomainsRenamer("eth_rx")(FCSChecker())
     pipeline[i] = new
     comb[drives[0]] = comb[drives[0]].l.eq(new.error)
-    # Out of the datapath's submodules, or LiteEth's checker would be built unconnected.
-    datapath._submodules = [(name, m) for name, m in datapath._submodules if m is not old]
-    datapath.submodules += new
+    _swap(datapath, old, new)
     return new

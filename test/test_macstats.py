@@ -32,7 +32,7 @@ class _PHY:
 
 
 class Dut(LiteXModule):
-    def __init__(self, through_txpath=True, registered=False):
+    def __init__(self, through_txpath=True, fcschecker=False):
         for cd in ("sys", "eth_rx", "eth_tx"):
             setattr(self, f"cd_{cd}", ClockDomain(cd))
         self.phy  = _PHY()
@@ -41,7 +41,7 @@ class Dut(LiteXModule):
             self.txpath = TXPath(self.phy, 0x10e2d5000001, "192.168.1.50")
             mac_phy = self.txpath.mac_phy
         self.core = LiteEthMACCore(mac_phy, dw=8, with_preamble_crc=True)
-        if registered:
+        if fcschecker:
             replace_rx_crc(self.core)
         self.errors = MACErrors(self.core)
 
@@ -52,8 +52,8 @@ def frame(payload, fcs_flip=0, sfd=0xD5):
     return bytes([0x55] * 7 + [sfd]) + body + fcs.to_bytes(4, "little")
 
 
-def run_frames(through_txpath, registered=False):
-    dut = Dut(through_txpath, registered)
+def run_frames(through_txpath, fcschecker=False):
+    dut = Dut(through_txpath, fcschecker)
     # The fourth frame ends inside its preamble (no SFD): LiteEth's preamble checker drops it.
     frames = [frame(bytes(46)), frame(bytes(range(46)), fcs_flip=1), frame(bytes(46), sfd=0xD4),
               bytes([0x55] * 12), frame(bytes(64))]
@@ -88,11 +88,11 @@ def run_frames(through_txpath, registered=False):
     return got
 
 
-@pytest.mark.parametrize("registered", [False, True], ids=["liteeth", "fcschecker"])
-def test_bad_fcs_and_bad_preamble_are_flagged_and_counted_in_their_class(registered):
-    """`registered`: with gateware/fcschecker.py's checker in place of LiteEth's (as daqsoc
-    builds it), the bytes, flags and counts are the same."""
-    got = run_frames(through_txpath=True, registered=registered)
+@pytest.mark.parametrize("fcschecker", [False, True], ids=["liteeth", "fcschecker"])
+def test_bad_fcs_and_bad_preamble_are_flagged_and_counted_in_their_class(fcschecker):
+    """`fcschecker`: with gateware/fcschecker.py's checker in place of LiteEth's
+    (macpipeline.replace_rx_crc), the bytes, flags and counts are the same."""
+    got = run_frames(through_txpath=True, fcschecker=fcschecker)
     # (bytes delivered without preamble and FCS, error flag on the last): LiteEth flags, it does
     # not drop; the consumers must (gateware/cpuport.py CPUMACPort does; see docs/liteeth-notes.md).
     assert got["out"] == [(60, 0), (60, 1), (51, 1), (78, 0)]
