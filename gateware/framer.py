@@ -136,7 +136,10 @@ class UDPFramer(LiteXModule):
         # 8-way multiplexer, byte 0 (the destination MAC's first byte) refreshed while the frame
         # waits; bytes 8-41 from a shift register, loaded when byte 6 is fetched (the frame's 6th
         # cycle at the earliest, when the lengths and the checksum are right) and shifted as they
-        # are fetched: a 42-way multiplexer was five LUTs deep.
+        # are fetched: a 42-way multiplexer was five LUTs deep. The shift register loads and
+        # shifts a cycle after the fetch that asks for it, on registered enables, and a fetch
+        # while a shift is owed takes the byte after: its 272 clock enables hang on flip-flops,
+        # not on `ready`.
         assert FRAME_HEADER_LEN > 8
         count   = Signal(max=FRAME_HEADER_LEN + 1)  # Header bytes sent.
         hnext   = Signal(max=FRAME_HEADER_LEN + 1, reset=1)  # count + 1
@@ -147,6 +150,9 @@ class UDPFramer(LiteXModule):
         hsr_en  = Signal()         # h6 | hhi: the shift register loads or shifts at go_h.
         hbyte   = Signal(8)        # header[count]
         hsr     = Signal(8*(FRAME_HEADER_LEN - 8))
+        hsr_ld  = Signal()         # Byte 6 went out last cycle: load now.
+        owed    = Signal()         # hsr[:8] went out last cycle: shift now.
+        hsr_ce  = Signal()         # hsr_ld | owed, as its own flip-flop.
         started = Signal()
         mac_valid = Signal()  # Delayed with byte 0, which is fetched from dst_mac a cycle ahead.
         self.sync += mac_valid.eq(self.mac_valid)
@@ -182,12 +188,15 @@ class UDPFramer(LiteXModule):
                 hsr_en.eq(0),
             ),
             If(go_h,
-                hbyte.eq(Mux(hhi, hsr[:8], mux_tree(header[:8], hnext[:3]))),
+                hbyte.eq(Mux(hhi, Mux(owed, hsr[8:16], hsr[:8]), mux_tree(header[:8], hnext[:3]))),
             ).Elif(go_e | first,
                 hbyte.eq(header[0]),
             ),
-            If(go_h & hsr_en,
-                hsr.eq(Mux(h6, Cat(*header[8:]), hsr[8:])),
+            hsr_ld.eq(go_h & h6),
+            owed.eq(go_h & hhi),
+            hsr_ce.eq(go_h & hsr_en),
+            If(hsr_ce,
+                hsr.eq(Mux(hsr_ld, Cat(*header[8:]), hsr[8:])),
             ),
             # Counted a cycle after the frame's end (the next frame's identification and checksum
             # are needed from its 6th byte on).

@@ -700,7 +700,9 @@ class _Serializer(LiteXModule):
         # stream id and the flags) come from an 8-way multiplexer; bytes 8-39 (seq and every
         # later field) from a shift register, loaded once `desc` and seq are complete (the
         # header's 3rd cycle) and shifted as they are fetched (from the 8th cycle on): a 40-way
-        # multiplexer was five LUTs deep.
+        # multiplexer was five LUTs deep. The shift register shifts a cycle after the fetch, on
+        # a registered enable (`owed`), and a fetch while a shift is owed takes the byte after:
+        # its 256 clock enables hang on a flip-flop, not on `ready` (7.7 ns on the LFE5U-25F-6).
         if nb == 1:
             seq_at = next(f.offset for f in daqformat.FIELDS if f.name == "seq")
             assert isinstance(hb[0], Constant) and seq_at == 8
@@ -709,20 +711,22 @@ class _Serializer(LiteXModule):
             hword   = Signal(8)
             hsr     = Signal(8*(hwords - 8))
             hsr_ld  = Signal()
+            owed    = Signal()  # hsr[:8] went out last cycle: shift now.
             self.sync += [
                 hsr_ld.eq(pop_rr),  # `desc` since the cycle before, seq since this one.
+                owed.eq(h_adv & hhi),
                 If(load,
                     hword.eq(hb[0]),
                     hidx.eq(1),
                     hhi.eq(0),
                 ).Elif(h_adv,
-                    hword.eq(Mux(hhi, hsr[:8], mux_tree(header[:8], hidx[:3]))),
+                    hword.eq(Mux(hhi, Mux(owed, hsr[8:16], hsr[:8]), mux_tree(header[:8], hidx[:3]))),
                     hidx.eq(hidx + 1),
                     hhi.eq(hhi | (hidx == 7)),
                 ),
                 If(hsr_ld,
                     hsr.eq(Cat(*hb[8:])),
-                ).Elif(h_adv & hhi,
+                ).Elif(owed,
                     hsr.eq(hsr[8:]),
                 ),
             ]

@@ -26,7 +26,7 @@ from ethdaq.gateware.emulator import add_emulators
 from ethdaq.gateware.frontend import FrontendContext, instantiate as instantiate_frontend
 from ethdaq.gateware.classifier import FastTrackSink, RXClassifier, insert_classifier
 from ethdaq.gateware.framegate import FrameGate, FrameGateCounters
-from ethdaq.gateware.macpipeline import insert_tx_buffer, replace_tx_cdc
+from ethdaq.gateware.macpipeline import insert_tx_buffer, replace_rx_crc, replace_tx_cdc
 from ethdaq.gateware.macstats import MACErrors
 from ethdaq.gateware.rxaudit import RXAudit, insert_rx_audit
 from ethdaq.gateware.netaddr import NetAddress
@@ -335,6 +335,8 @@ class DAQSoC(SoCCore):
         if eth_dw == 8:   # LiteEth's transmit ready chain, cut after its crossing (gateware/macpipeline.py).
             self.eth_tx_buffer = insert_tx_buffer(self.ethcore.mac.core)
             self.eth_tx_cdc    = replace_tx_cdc(self.ethcore.mac.core)
+            # Its FCS checker, judging from the CRC register (gateware/fcschecker.py).
+            self.eth_rx_fcs    = replace_rx_crc(self.ethcore.mac.core)
         # Receive classifier (issue 7; off by default until the small ECP5 boards have room,
         # docs/liteeth-notes.md): rules matched right after the FCS checker and a fast-track sink
         # without the CPU. The receive audit (issue 9) before it judges and counts every frame;

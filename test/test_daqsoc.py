@@ -32,10 +32,9 @@ def test_etherbone_port_must_be_free(port, used):
 
 
 def test_the_audit_classifier_and_gate_sit_between_the_fcs_checker_and_the_rest_of_the_mac():
-    from liteeth.mac.crc import LiteEthMACCRC32Checker
     def crc_index(soc):
         pipeline = soc.ethcore.mac.core.rx_datapath.pipeline
-        return pipeline, next(i for i, m in enumerate(pipeline) if isinstance(m, LiteEthMACCRC32Checker))
+        return pipeline, pipeline.index(soc.eth_rx_fcs)
     plain = DAQSoC(get_board("sim"))
     assert not hasattr(plain, "classifier") and "ETHDAQ_CLASSIFIER_RULES" not in plain.constants
     pipeline, crc = crc_index(plain)
@@ -112,3 +111,21 @@ def test_the_mac_transmit_crossing_reads_at_a_registered_address():
     assert tx.pipeline[2] is soc.eth_tx_buffer
     assert not any(isinstance(m, stream.ClockDomainCrossing) for m in tx.pipeline)
     assert not any(isinstance(m, stream.ClockDomainCrossing) for _, m in tx._submodules)
+
+
+def test_the_mac_fcs_checker_judges_from_a_register():
+    """LiteEth's FCS checker is replaced by gateware/fcschecker.py's, in the receive pipeline and
+    as the source of the FCS error counter's pulse; LiteEth's is gone from the design."""
+    from migen.fhdl.structure import _Assign
+    from migen.genlib.cdc import PulseSynchronizer
+    from liteeth.mac.crc import LiteEthMACCRC32Checker
+    from ethdaq.gateware.fcschecker import FCSChecker
+    soc = DAQSoC(get_board("sim"))
+    rx  = soc.ethcore.mac.core.rx_datapath
+    assert isinstance(soc.eth_rx_fcs, FCSChecker) and soc.eth_rx_fcs in rx.pipeline
+    assert rx.pipeline[rx.pipeline.index(soc.eth_rx_fcs) + 1] is soc.rx_audit
+    assert not any(isinstance(m, LiteEthMACCRC32Checker) for m in rx.pipeline)
+    assert not any(isinstance(m, LiteEthMACCRC32Checker) for _, m in rx._submodules)
+    pulses = {id(m.i) for _, m in rx._submodules if isinstance(m, PulseSynchronizer)}
+    assert any(id(st.l) in pulses and st.r is soc.eth_rx_fcs.error
+               for st in rx._fragment.comb if isinstance(st, _Assign))
