@@ -31,6 +31,7 @@ from litex.soc.interconnect.csr import CSR, CSRField, CSRStatus
 
 from liteeth.common import eth_phy_description
 
+from ethdaq.gateware.cdcfifo import LevelFIFO
 from ethdaq.gateware.csr import CSRConfig
 
 # Constants ----------------------------------------------------------------------------------------
@@ -843,7 +844,7 @@ class PTPTimestamper(LiteXModule):
         time is taken in the SFD beat. Without, in the first beat (the first byte after the SFD,
         one byte time later: compensate in the firmware).
     cd : domain of the tapped stream (eth_tx or eth_rx); cd_clock : the clock's domain.
-    depth : records held for the firmware (power of two, >= 4).
+    depth : records held for the firmware (power of two, >= 4; two more when `cd` is not sys).
 
     The firmware (sys) sees the head record while `status.pending`, and writes `pop` to drop it.
     Records lost because the FIFO was full are counted in `overflows`.
@@ -888,7 +889,14 @@ class PTPTimestamper(LiteXModule):
         if cd == "sys":
             self.fifo = fifo = stream.SyncFIFO(layout, depth)
         else:
-            self.fifo = fifo = ClockDomainsRenamer({"write": cd, "read": "sys"})(stream.AsyncFIFO(layout, depth))
+            # gateware/cdcfifo.py's LevelFIFO, not Migen's AsyncFIFO: its `sink.ready` is a register.
+            # AsyncFIFO's `writable` (a compare of the gray pointers) and the write ran into the
+            # write pointer's increment: 7 LUT levels, 9.97 ns, eth's critical path of the full
+            # SoC on an LFE5U-45F-6. Its RAM is left to Yosys (36-bit block RAMs, read in sys
+            # without the output register: 4 DP16KD for 512 records, as AsyncFIFO's). Two more
+            # records fit (the read side's two stages).
+            self.fifo = fifo = LevelFIFO(layout, depth, cd_write=cd, cd_read="sys", buffered=True,
+                framing=False, with_dp16kd=False)
         # The time of this frame is back from the capture long before its end (>= 34 header
         # bytes after the SFD vs. a round trip of a few cycles), and the next SFD is at least a
         # preamble away: `have` is the "this frame's time arrived" flag. Should an SFD come while

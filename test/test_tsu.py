@@ -681,16 +681,19 @@ def test_receive_tap_ignores_ready():
     assert [(r["sec"], r["ns"]) for r in records] == feeder.sfd_times
 
 
-def test_back_to_back_frames_and_fifo_overflow_is_counted():
-    frames = [ptp_udp(0, s) if s % 2 else ptp_l2(8, s) for s in range(7)]
-    # Back to back (no idle cycle between frames), read as they come: all seven.
-    bench, feeder, records = simulate(frames, idle=0)
-    assert [r["seq"] for r in records] == list(range(7))
+@pytest.mark.parametrize("cd, kept", [("sys", 4), ("eth_rx", 6)])
+def test_back_to_back_frames_and_fifo_overflow_is_counted(cd, kept):
+    """`kept`: a 4-deep FIFO keeps four records in one clock domain; across domains (LevelFIFO,
+    its block RAM read through two stages) six."""
+    frames = [ptp_udp(0, s) if s % 2 else ptp_l2(8, s) for s in range(9)]
+    # Back to back (no idle cycle between frames), read as they come: all nine.
+    bench, feeder, records = simulate(frames, cd=cd, idle=0)
+    assert [r["seq"] for r in records] == list(range(9))
     assert [(r["sec"], r["ns"]) for r in records] == feeder.sfd_times
 
-    # The firmware busy elsewhere during the burst: a 4-deep FIFO keeps the first four, the
-    # other three are counted, then it drains.
-    bench = Bench(depth=4)
+    # The firmware busy elsewhere during the burst: the FIFO keeps the first records, the others
+    # are counted, then it drains.
+    bench = Bench(cd=cd, depth=4)
     feeder = Feeder(bench, frames, idle=0)
     records, result = [], {}
 
@@ -701,10 +704,11 @@ def test_back_to_back_frames_and_fifo_overflow_is_counted():
         budget = iter(range(40))
         yield from reader(bench.ts, records, lambda: next(budget, None) is None)
 
-    run_simulation(bench, [feeder.run(), firmware()])
-    assert result["overflows"] == 3
-    assert [r["seq"] for r in records] == [0, 1, 2, 3]
-    assert [(r["sec"], r["ns"]) for r in records] == feeder.sfd_times[:4]
+    gens = [feeder.run(), firmware()] if cd == "sys" else {"sys": [firmware()], cd: [feeder.run()]}
+    run_simulation(bench, gens, clocks={"sys": 8, cd: 8})
+    assert result["overflows"] == len(frames) - kept
+    assert [r["seq"] for r in records] == list(range(kept))
+    assert [(r["sec"], r["ns"]) for r in records] == feeder.sfd_times[:kept]
 
 
 @pytest.mark.parametrize("cd, cd_clock", [("eth_rx", "sys"), ("eth_tx", "eth_tx"), ("eth_rx", "eth_tx")])
