@@ -21,6 +21,7 @@ from litex.soc.interconnect import stream
 from liteeth.common import eth_phy_description
 from liteeth.core import LiteEthUDPIPCore
 
+from ethdaq.gateware.bustimeout import use_registered_timeout
 from ethdaq.gateware.cpuport import CPUMACPort, CPUUDPPort, connect_udp_ports
 from ethdaq.gateware.emulator import add_emulators
 from ethdaq.gateware.frontend import FrontendContext, instantiate as instantiate_frontend
@@ -265,6 +266,9 @@ class DAQSoC(SoCCore):
             ident         = f"ethdaq {board.name} {self.build_id} {options}",
             ident_version = False,
             **kwargs)
+        # The bus timeout answers from a flip-flop, not from its counter's compare: that compare
+        # fed the CPU's data bus acknowledge, the start of sys's critical path on the 25F-6 boards.
+        use_registered_timeout(self.bus)
 
         # Watchdog and reboot (the control protocol's REBOOT): a soft reset of every domain, the
         # clocks running; why and how often it happened survive it (gateware/watchdog.py).
