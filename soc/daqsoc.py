@@ -15,6 +15,7 @@ from pathlib import Path
 from migen import ClockDomainsRenamer, ClockSignal, Instance, Mux
 
 from litex.build.generic_platform import ConstraintError
+from litex.build.lattice import LatticeECP5Platform
 from litex.soc.integration.soc_core import SoCCore
 from litex.soc.interconnect import stream
 
@@ -24,6 +25,7 @@ from liteeth.core import LiteEthUDPIPCore
 from ethdaq.gateware.bustimeout import use_registered_timeout
 from ethdaq.gateware.cpuport import CPUMACPort, CPUUDPPort, connect_udp_ports
 from ethdaq.gateware.emulator import add_emulators
+from ethdaq.gateware.globalreset import promote_resets
 from ethdaq.gateware.frontend import FrontendContext, instantiate as instantiate_frontend
 from ethdaq.gateware.classifier import FastTrackSink, RXClassifier, insert_classifier
 from ethdaq.gateware.framegate import FrameGate, FrameGateCounters
@@ -280,6 +282,13 @@ class DAQSoC(SoCCore):
         # The board's addresses are the build's until the control protocol changes them
         # (gateware/netaddr.py): LiteEth's MAC filter, ARP and IP layers take them as signals.
         self.ethphy  = board.ethphy(platform)
+        # ECP5: the domains' resets on global lines (gateware/globalreset.py); nextpnr routed each
+        # through the fabric to thousands of flip-flops.
+        self.global_resets = []
+        if isinstance(platform, LatticeECP5Platform):
+            for crg in (self.crg, getattr(self.ethphy, "crg", None)):
+                if crg is not None:
+                    self.global_resets += promote_resets(crg)
         fasttrack_ports = tuple(fasttrack_ports)
         with_classifier = with_classifier or bool(fasttrack_ports)
         if with_classifier:
