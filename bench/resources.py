@@ -280,6 +280,7 @@ def on_device(board, device):
 def main(argv=None):
     from ethdaq.boards import BOARDS, get_board
     from ethdaq.soc.build import build_hardware, nextpnr_summary, xilinx_cell_summary
+    from ethdaq.soc.cli import _build_id
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--board", action="append", help="board (repeatable; default: every hardware board)")
@@ -287,6 +288,9 @@ def main(argv=None):
     p.add_argument("--from-build", help="report on an existing build directory (one board) instead of building")
     p.add_argument("--device", help="ECP5 only: build on this part instead of the board's (same package and "
                                     "speed grade, e.g. LFE5U-45F-6BG381C for the colorlight_i5)")
+    p.add_argument("--build-id", type=_build_id, help="the build's name in the SoC's identifier (default: the git "
+                   "revision), as `ethdaq build --build-id`: the identifier is logic, so a fixed id keeps the netlist "
+                   "(and nextpnr's result) the same from commit to commit; CI's builds use 'ci'")
     args = p.parse_args(argv)
     names = args.board or [n for n, b in BOARDS.items() if not b.is_sim]
     if args.device and len(names) != 1:
@@ -305,7 +309,8 @@ def main(argv=None):
         else:
             out = Path(args.build_dir) / name
             t0 = time.monotonic()
-            build_hardware(board, out, toolchain="yosys" if xilinx else "trellis")
+            build_hardware(board, out, toolchain="yosys" if xilinx else "trellis",
+                           **({"build_id": args.build_id} if args.build_id else {}))
             elapsed = time.monotonic() - t0
         gw = out / "gateware"
         if xilinx:
