@@ -43,7 +43,7 @@ from bench.ecp5_pnr import report              # noqa: E402
 from bench.ecp5_timing import _parity, run     # noqa: E402
 from ethdaq.gateware.bram import ecp5_special_overrides                   # noqa: E402
 from ethdaq.gateware.framegate import FrameGate, FrameGateCounters         # noqa: E402
-from ethdaq.gateware.macpipeline import insert_tx_buffer, replace_rx_crc, replace_tx_cdc  # noqa: E402
+from ethdaq.gateware.macpipeline import insert_tx_buffer, replace_rx_crc, replace_tx_cdc, replace_tx_framing  # noqa: E402
 from ethdaq.gateware.macstats import MACErrors                            # noqa: E402
 from ethdaq.gateware.netaddr import NetAddress                            # noqa: E402
 from ethdaq.gateware.rxaudit import RXAudit, insert_rx_audit              # noqa: E402
@@ -118,6 +118,7 @@ class RXTimingTop(Module):
         self.submodules.eth_errors = MACErrors(mac)
         self.submodules.eth_tx_buffer = insert_tx_buffer(mac)
         replace_tx_cdc(mac)
+        replace_tx_framing(mac)
         replace_rx_crc(mac)
         rx_pipeline = mac.rx_datapath.pipeline
         self.submodules.eth_rx_buffer = eth_rx_buffer = stream.Buffer(eth_phy_description(8),

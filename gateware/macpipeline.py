@@ -17,9 +17,11 @@ Behind that buffer, the crossing itself was the next: Migen's AsyncFIFO reads it
 through a synchronous port at the *next* read address, which is computed from `re` in the same
 cycle, so the buffer's `ready` ran through the gray counter's increment into the RAM's address
 and out of the RAM into the read register (7.6 ns, 6 LUT levels, eth_tx's critical path out of
-context on the LFE5U-25F-6). gateware/cdcfifo.py's LevelFIFO (unbuffered) reads at a registered
-address instead; `replace_tx_cdc` puts it in the crossing's place, same depth, first-word
-fall-through as before.
+context on the LFE5U-25F-6). And it passes bytes on as they come: with sys slower than the PHY
+(60 MHz on the ECP5 boards, 8 bits a cycle against 125 MHz) it runs empty inside every frame and
+TX_EN drops mid-frame (gateware/framefifo.py). `replace_tx_cdc` puts gateware/framefifo.py's
+FrameFIFO in its place: store-and-forward, 2048 bytes in one block RAM, read at a registered
+address.
 
 On the receive side, LiteEth's FCS checker judged a frame from the CRC after its last byte, in
 that byte's cycle, into the last byte's `error` and the clock enable of its error counter's pulse
@@ -33,9 +35,12 @@ from migen.fhdl.structure import _Assign
 from litex.soc.interconnect import stream
 
 from liteeth.common import eth_phy_description
-from liteeth.mac.crc import LiteEthMACCRC32Checker
+from liteeth.mac.crc import LiteEthMACCRC32Checker, LiteEthMACCRC32Inserter
+from liteeth.mac.padding import LiteEthMACPaddingInserter
+from liteeth.mac.preamble import LiteEthMACPreambleInserter
 
-from ethdaq.gateware.cdcfifo import LevelFIFO
+from ethdaq.gateware.framefifo import FrameFIFO
+from ethdaq.gateware.mactx import MACTransmitter
 from ethdaq.gateware.fcschecker import FCSChecker
 
 
@@ -56,6 +61,11 @@ def _swap(datapath, old, new):
     datapath.submodules += new
 
 
+def _drop(datapath, old):
+    """`old` out of `datapath`'s submodules (replaced along with another stage)."""
+    datapath._submodules = [(name, m) for name, m in datapath._submodules if m is not old]
+
+
 def insert_tx_buffer(mac_core):
     """A buffer (registered valid and ready) right after the transmit clock-domain crossing of
     `mac_core` (a LiteEthMACCore with its 8-bit datapath in eth_tx, with_sys_datapath False),
@@ -68,16 +78,17 @@ def insert_tx_buffer(mac_core):
     return buf
 
 
-def replace_tx_cdc(mac_core, depth=32):
+def replace_tx_cdc(mac_core, depth=2048):
     """Replace the transmit clock-domain crossing of `mac_core` (sys to eth_tx, as
-    insert_tx_buffer needs it) by a LevelFIFO of `depth` entries (LiteEth's own default depth),
-    before the core is finalized. Call insert_tx_buffer first: it finds LiteEth's crossing.
-    Returns the new crossing."""
+    insert_tx_buffer needs it) by a FrameFIFO of `depth` bytes (store-and-forward: a frame leaves
+    only once all of it is in), before the core is finalized. Call insert_tx_buffer first: it
+    finds LiteEth's crossing. Returns the new crossing."""
     pipeline = mac_core.tx_datapath.pipeline
     i   = _tx_cdc_index(pipeline, "replace_tx_cdc")
     old = pipeline[i]
-    dw  = len(old.source.data)
-    cdc = LevelFIFO(eth_phy_description(dw), depth, cd_write="sys", cd_read="eth_tx")
+    if len(old.source.data) != 8:
+        raise ValueError("replace_tx_cdc needs LiteEth's MAC core at 8 bits (dw=8)")
+    cdc = FrameFIFO(depth, cd_write="sys", cd_read="eth_tx")
     pipeline[i] = cdc
     _swap(mac_core.tx_datapath, old, cdc)
     return cdc
@@ -104,4 +115,26 @@ def replace_rx_crc(mac_core):
     pipeline[i] = new
     comb[drives[0]] = comb[drives[0]].l.eq(new.error)
     _swap(datapath, old, new)
+    return new
+
+
+def replace_tx_framing(mac_core):
+    """Replace the padding, FCS and preamble inserters of `mac_core`'s transmit pipeline (8-bit
+    datapath in eth_tx, with_preamble_crc and with_padding) by one MACTransmitter, before the core
+    is finalized. Returns it."""
+    datapath = mac_core.tx_datapath
+    pipeline = datapath.pipeline
+    kinds = (LiteEthMACPaddingInserter, LiteEthMACCRC32Inserter, LiteEthMACPreambleInserter)
+    found = [i for i, m in enumerate(pipeline) if isinstance(m, kinds)]
+    if (len(found) != 3 or found != list(range(found[0], found[0] + 3))
+            or not all(isinstance(pipeline[i], k) for i, k in zip(found, kinds))
+            or len(pipeline[found[0]].sink.data) != 8):
+        raise ValueError("replace_tx_framing needs LiteEth's MAC core with its padding, FCS and preamble "
+                         "inserters in a row at 8 bits (with_padding, with_preamble_crc, with_sys_datapath=False)")
+    olds = pipeline[found[0]:found[0] + 3]
+    new  = ClockDomainsRenamer("eth_tx")(MACTransmitter())
+    pipeline[found[0]:found[0] + 3] = [new]
+    for old in olds[1:]:
+        _drop(datapath, old)
+    _swap(datapath, olds[0], new)
     return new

@@ -7,7 +7,7 @@
     Launcher (time-triggered, optional) ───────────────────────────────────────────┐ class 0
     LiteEth MAC (ARP, ICMP, control, PTP) ─────────────────────────────────────────┤ class 1
     streamer ─► register ─► UDPFramer ─► register ─┐                               │
-    ARPRequester ─► register ──────────────────────┴► CRC ─► register ─► preamble ─┴► FrameScheduler ─► IFG ─► register ─► PHY
+    ARPRequester ─► register ──────────────────────┴► FCS and preamble ────────────┴► FrameScheduler ─► IFG ─► register ─► PHY
                                                                      class 2 (bulk)   strict priority at frame
                                                                                       boundaries: a waiting frame is delayed by at
                                                                                       most the one frame already on the line
@@ -31,6 +31,7 @@ from liteeth.mac.gap import LiteEthMACGap
 from liteeth.mac.preamble import LiteEthMACPreambleInserter
 
 from ethdaq.gateware.framer import ARPRequester, UDPFramer
+from ethdaq.gateware.mactx import MACTransmitter
 from ethdaq.gateware.scheduler import FrameScheduler
 
 
@@ -115,7 +116,13 @@ class TXPath(LiteXModule):
             framer.source.connect(framer_reg.sink),
             framer_reg.source.connect(local.sinks[1]),
         ]
-        if mac_phy.with_preamble_crc:
+        if mac_phy.with_preamble_crc and dw == 8:
+            # FCS and preamble in one stage with registered outputs (gateware/mactx.py), as in
+            # LiteEth's MAC core (gateware/macpipeline.py replace_tx_framing).
+            self.mactx = mactx = r(MACTransmitter(with_padding=True))
+            self.submodules += stream.Pipeline(local, mactx)
+            ours = mactx.source
+        elif mac_phy.with_preamble_crc:
             self.crc      = crc      = r(LiteEthMACCRC32Inserter(eth_phy_description(dw)))
             self.preamble = preamble = r(LiteEthMACPreambleInserter(dw))
             # A register between the CRC and the preamble (one cycle): the preamble inserter's,

@@ -29,7 +29,7 @@ from ethdaq.gateware.globalreset import promote_resets
 from ethdaq.gateware.frontend import FrontendContext, instantiate as instantiate_frontend
 from ethdaq.gateware.classifier import FastTrackSink, RXClassifier, insert_classifier
 from ethdaq.gateware.framegate import FrameGate, FrameGateCounters
-from ethdaq.gateware.macpipeline import insert_tx_buffer, replace_rx_crc, replace_tx_cdc
+from ethdaq.gateware.macpipeline import insert_tx_buffer, replace_rx_crc, replace_tx_cdc, replace_tx_framing
 from ethdaq.gateware.macstats import MACErrors
 from ethdaq.gateware.rxaudit import RXAudit, insert_rx_audit
 from ethdaq.gateware.netaddr import NetAddress
@@ -348,6 +348,8 @@ class DAQSoC(SoCCore):
         if eth_dw == 8:   # LiteEth's transmit ready chain, cut after its crossing (gateware/macpipeline.py).
             self.eth_tx_buffer = insert_tx_buffer(self.ethcore.mac.core)
             self.eth_tx_cdc    = replace_tx_cdc(self.ethcore.mac.core)
+            # Its padding, FCS and preamble inserters, in one registered stage (gateware/mactx.py).
+            self.eth_tx_framing = replace_tx_framing(self.ethcore.mac.core)
             # Its FCS checker, judging from the CRC register (gateware/fcschecker.py).
             self.eth_rx_fcs    = replace_rx_crc(self.ethcore.mac.core)
         # Receive classifier (issue 7; off by default until the small ECP5 boards have room,

@@ -99,15 +99,17 @@ def test_no_buffer_of_the_data_path_is_mapped_on_the_cpu_bus():
     assert {name for name, memories in mapped.items() if memories} == {"identifier"}
 
 
-def test_the_mac_transmit_crossing_reads_at_a_registered_address():
-    """LiteEth's transmit crossing (Migen's AsyncFIFO: its RAM read at the next address, from `re`)
-    is replaced by a LevelFIFO of the same depth, behind the buffer that cuts LiteEth's ready
-    chain (gateware/macpipeline.py); the AsyncFIFO is gone from the design, not left unconnected."""
+def test_the_mac_transmit_crossing_stores_whole_frames():
+    """LiteEth's transmit crossing (Migen's AsyncFIFO: its RAM read at the next address, from `re`,
+    and bytes passed on as they come) is replaced by a FrameFIFO that holds a whole frame,
+    behind the buffer that cuts LiteEth's ready chain (gateware/macpipeline.py); the AsyncFIFO is
+    gone from the design, not left unconnected."""
     from litex.soc.interconnect import stream
-    from ethdaq.gateware.cdcfifo import LevelFIFO
+    from ethdaq.gateware.framefifo import FrameFIFO
     soc = DAQSoC(get_board("sim"))
     tx = soc.ethcore.mac.core.tx_datapath
-    assert tx.pipeline[1] is soc.eth_tx_cdc and isinstance(soc.eth_tx_cdc, LevelFIFO)
+    assert tx.pipeline[1] is soc.eth_tx_cdc and isinstance(soc.eth_tx_cdc, FrameFIFO)
+    assert len(soc.eth_tx_cdc.fifo.level) == 12   # 2048 bytes: LiteEth's 1530-byte MTU fits.
     assert tx.pipeline[2] is soc.eth_tx_buffer
     assert not any(isinstance(m, stream.ClockDomainCrossing) for m in tx.pipeline)
     assert not any(isinstance(m, stream.ClockDomainCrossing) for _, m in tx._submodules)
