@@ -267,9 +267,11 @@ class BlockRAMFIFO(LiteXModule):
     after its source (as `take = ~valid | ready`): a word written in cycle t is at the source in
     cycle t+3 at the earliest, and `level` counts the words in the array and the read stage,
     not the one at the source (as the buffered FIFO's level does not count the register after
-    it); at most `depth` + 2 words are inside.
+    it); at most `depth` + 2 words are inside. `depth` is a power of two.
     """
     def __init__(self, layout, depth):
+        if depth < 2 or depth & (depth - 1):
+            raise ValueError(f"BlockRAMFIFO: depth must be a power of two (its pointers wrap), not {depth!r}")
         self.sink   = sink   = stream.Endpoint(layout)
         self.source = source = stream.Endpoint(layout)
         self.level  = Signal(max=depth + 2)
@@ -282,31 +284,39 @@ class BlockRAMFIFO(LiteXModule):
         out    = Cat(*[x for x in (source.payload.raw_bits(), source.param.raw_bits(), source.last) if len(x)])
         self.ram = ram = BlockRAM(len(fields), depth, with_ce=True)
 
-        wptr  = Signal(max=depth)
-        rptr  = Signal(max=depth)
-        count = Signal(max=depth + 1)   # Words in the array.
+        # Pointers with one bit more than the address: empty and full are comparisons of
+        # flip-flops, and the consumer's `ready` (through `read`) reaches only the read pointer's
+        # clock enable. A word counter updated from `read` put the consumer's `ready` chain in
+        # front of its carry chain (the frame gate's, eth_rx's critical path in the colorlight_i5's
+        # full SoC: 12 logic levels, 8.8 ns).
+        bits  = log2_int(depth, need_pow2=False)
+        wptr  = Signal(bits + 1)
+        rptr  = Signal(bits + 1)
+        count = Signal(bits + 1)         # Words in the array.
+        empty = Signal()
         write = Signal()
-        read  = Signal()                # A word leaves the array for the read stage.
-        stage_valid = Signal()          # The read stage holds a word.
+        read  = Signal()                 # A word leaves the array for the read stage.
+        stage_valid = Signal()           # The read stage holds a word.
         self.comb += [
-            sink.ready.eq(count != depth),
+            empty.eq(wptr == rptr),
+            count.eq(wptr - rptr),
+            sink.ready.eq(~((wptr[:bits] == rptr[:bits]) & (wptr[bits] != rptr[bits]))),
             write.eq(sink.valid & sink.ready),
             ram.we.eq(write),
-            ram.wadr.eq(wptr),
+            ram.wadr.eq(wptr[:bits]),
             ram.wdata.eq(fields),
             # The output register moves when it is empty or taken, the read stage when it is
             # empty or moves on: as the buffered FIFO's stage and the register after it.
             ram.out_ce.eq(~source.valid | source.ready),
             ram.read_ce.eq(~stage_valid | ram.out_ce),
-            read.eq(ram.read_ce & (count != 0)),
-            ram.radr.eq(rptr),
+            read.eq(ram.read_ce & ~empty),
+            ram.radr.eq(rptr[:bits]),
             out.eq(ram.rdata),
             self.level.eq(count + stage_valid),
         ]
         self.sync += [
-            If(write, wptr.eq(Mux(wptr == depth - 1, 0, wptr + 1))),
-            If(read,  rptr.eq(Mux(rptr == depth - 1, 0, rptr + 1))),
-            count.eq(count + write - read),
-            If(ram.read_ce, stage_valid.eq(count != 0)),
+            If(write, wptr.eq(wptr + 1)),
+            If(read,  rptr.eq(rptr + 1)),
+            If(ram.read_ce, stage_valid.eq(~empty)),
             If(ram.out_ce, source.valid.eq(stage_valid)),
         ]

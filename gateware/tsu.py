@@ -801,7 +801,8 @@ class _PTPParser(LiteXModule):
                 # Version 4, header 5..15 words; first and only fragment; protocol UDP.
                 If(cnt == 0,
                     NextValue(ihl_m1, b[:4] - 1),
-                    If((b[4:] != 4) | (b[:4] < 5), NextState("DROP")),
+                    # IHL < 5 spelled out: a `<` becomes a carry chain in the state's cone.
+                    If((b[4:] != 4) | (~b[3] & ~(b[2] & (b[1] | b[0]))), NextState("DROP")),
                 ),
                 If((cnt == 6) & (b[:6] != 0), NextState("DROP")),   # MF flag, offset bits 12..8.
                 If((cnt == 7) & (b != 0), NextState("DROP")),       # Offset bits 7..0.
@@ -810,8 +811,9 @@ class _PTPParser(LiteXModule):
                     NextValue(ip_pri, w32 == PTP_IPV4_PRIMARY),
                     NextValue(ip_pd,  w32 == PTP_IPV4_PDELAY),
                 ),
-                # Last header byte: (IHL - 1)*4 + 3. Options are skipped.
-                If((cnt[2:] == ihl_m1) & (cnt[:2] == 3) & (cnt >= 19),
+                # Last header byte: (IHL - 1)*4 + 3. Options are skipped. (IHL >= 5 here, so
+                # this is byte 19 or later without a `>=` compare.)
+                If((cnt[2:] == ihl_m1) & (cnt[:2] == 3),
                     NextValue(cnt, 0), NextState("UDP"),
                 ),
             )
@@ -829,7 +831,8 @@ class _PTPParser(LiteXModule):
                 If(cnt == 0, NextValue(msg_type, b[:4])),
                 If((cnt == 1) & (b[:4] != PTP_VERSION), NextState("DROP")),
                 If(cnt == 4, NextValue(domain, b)),
-                If((cnt >= 26) & (cnt < 30), NextValue(source, Cat(b, source[:24]))),
+                # Bytes 24..29 shifted in: the last four are 26..29 (no `>=`/`<` carry chains).
+                If((cnt[3:] == 3) & ~(cnt[2] & cnt[1]), NextValue(source, Cat(b, source[:24]))),
                 If(cnt == 31, NextValue(seq, Cat(b, hi))),
                 If(cnt == PTP_HEADER_LEN - 1, NextState("DONE")),
             )

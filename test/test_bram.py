@@ -164,7 +164,7 @@ class _Reference(Module):
 
 
 @pytest.mark.parametrize("depth,wp,rp,seed", [(16, 0.9, 0.3, 1), (16, 0.3, 0.9, 2), (64, 0.7, 0.7, 3),
-                                              (5, 0.8, 0.5, 4)])
+                                              (8, 0.8, 0.5, 4), (2, 0.6, 0.6, 5)])
 def test_fifo_is_cycle_for_cycle_the_buffered_syncfifo_and_a_register(depth, wp, rp, seed):
     class Top(Module):
         def __init__(self):
@@ -222,6 +222,11 @@ def _bit(e):
         return (e, 0)
     assert e.stop - e.start == 1, e
     return (e.value, e.start)
+
+
+def test_fifo_depth_must_be_a_power_of_two():
+    with pytest.raises(ValueError, match="power of two"):
+        BlockRAMFIFO([("data", 8)], 5)
 
 
 @pytest.mark.parametrize("width,depth,dw,blocks", [

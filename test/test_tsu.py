@@ -15,6 +15,7 @@ from migen import *
 from scapy.contrib.ptp_v2 import PTP
 from scapy.layers.inet import IP, UDP, IPOption_Router_Alert
 from scapy.layers.l2 import ARP, Dot1Q, Ether
+from scapy.packet import Raw
 
 from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
@@ -629,6 +630,12 @@ def test_non_ptp_frames_make_no_record():
         bytes([0x55]*7 + [0x5D]) + bytes(Ether(dst="01:1b:19:00:00:00", type=0x88F7)/ptp(0, 10)),  # No SFD.
         ptp_udp(0, 11),                                                                   # The control.
     ]
+    # IHL below 5 (a malformed header): dropped. With IHL 4 the 16-byte header would end before
+    # the destination address, which here reads as UDP ports 319, followed by four bytes and a
+    # PTP header: taken as PTP over UDP if the IHL were not checked.
+    frames[-1:-1] = [wire(eth/IP(dst="1.63.1.63", ihl=ihl)/UDP(sport=319, dport=319)/ptp(0, 20 + ihl))
+                     for ihl in (0, 1)]
+    frames[-1:-1] = [wire(eth/IP(dst="1.63.1.63", ihl=4, proto=17)/Raw(bytes(4) + bytes(ptp(0, 24))))]
     bench, feeder, records = simulate(frames)
     assert [r["seq"] for r in records] == [11]
     assert (records[0]["sec"], records[0]["ns"]) == feeder.sfd_times[-1]
