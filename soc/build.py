@@ -24,6 +24,7 @@ from litex.soc.integration.soc_core import get_mem_data
 
 import ethdaq.host
 from ethdaq.host import protocol
+from ethdaq.gateware.onehot import check_reset, one_hot_fsms
 from ethdaq.soc.daqsoc import DAQSoC
 from ethdaq.soc import tools
 
@@ -178,6 +179,13 @@ def build_hardware(board, output_dir, toolchain="trellis", run=True, seed=1, **s
     check_seed(board, toolchain, seed)
     output_dir = preflight(board, output_dir)
     shims = tools.yowasp_shims(output_dir / ".tools")
+    # ECP5: state machines one-hot (gateware/onehot.py; Yosys leaves LiteX's binary otherwise).
+    one_hot = one_hot_fsms() if toolchain == "trellis" else contextlib.nullcontext()
+    with one_hot:
+        return _build_hardware(board, output_dir, shims, toolchain, run, seed, soc_kwargs)
+
+
+def _build_hardware(board, output_dir, shims, toolchain, run, seed, soc_kwargs):
     soc = make_soc(board, toolchain="vivado" if toolchain == "yosys" else toolchain, **soc_kwargs)
     if toolchain == "trellis":
         soc.platform.toolchain._pnr_opts += f" --report {board.name}_report.json"
@@ -202,6 +210,12 @@ def build_hardware(board, output_dir, toolchain="trellis", run=True, seed=1, **s
         if toolchain == "yosys":
             result.report = synth_xilinx(soc, gateware, board.name)
     result.vivado_missing = toolchain == "vivado" and vivado_missing
+    if toolchain == "trellis":
+        try:
+            check_reset((gateware / f"{board.name}.v").read_text())
+        except ValueError as e:
+            (gateware / f"{board.name}.bit").unlink(missing_ok=True)
+            raise BuildError(f"{board.name}: {e}") from None
     if run:
         result.artifact = gateware / f"{board.name}.bit"
         if not result.artifact.exists():
