@@ -184,14 +184,18 @@ class RXTimingTop(Module):
 
 
 def export(build_dir):
-    from litex.gen.fhdl.verilog import convert
-    top = RXTimingTop()
-    for sig, name in top.renames.items():
-        sig.name_override = name
-    # As the ECP5 platform converts (boards/platform.py): BlockRAM lowered to DP16KD with its
-    # output register.
-    out = convert(top, ios=top.ios, name="top", special_overrides=ecp5_special_overrides)
-    text = str(out.main_source) if hasattr(out, "main_source") else str(out)
+    # As an ECP5 build of the SoC (soc/build.py): state machines one-hot (gateware/onehot.py).
+    from ethdaq.gateware.onehot import check_reset, one_hot_fsms
+    with one_hot_fsms():
+        from litex.gen.fhdl.verilog import convert
+        top = RXTimingTop()
+        for sig, name in top.renames.items():
+            sig.name_override = name
+        # As the ECP5 platform converts (boards/platform.py): BlockRAM lowered to DP16KD with its
+        # output register.
+        out = convert(top, ios=top.ios, name="top", special_overrides=ecp5_special_overrides)
+        text = str(out.main_source) if hasattr(out, "main_source") else str(out)
+    check_reset(text)
     (build_dir / "top.v").write_text(text)
     for filename, content in getattr(out, "data_files", {}).items():
         (build_dir / filename).write_text(content)
