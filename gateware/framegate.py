@@ -79,9 +79,13 @@ class FrameGate(LiteXModule):
         # its end there and the rest of it is never stored. `room` and `full` are registered
         # (the buffer's level is an adder and a compare away), one byte on the safe side: the
         # level moves by at most one a cycle.
+        # The data FIFO's level is a subtraction of its pointers: registered before the compares
+        # (one more cycle late, so one more byte on the safe side).
+        level = Signal.like(data_fifo.level)
         self.sync += [
-            room.eq((data_fifo.level < depth - 3) & (verdict_fifo.level < frames - 1)),
-            full.eq(data_fifo.level >= depth - 4),
+            level.eq(data_fifo.level),
+            room.eq((level < depth - 4) & (verdict_fifo.level < frames - 1)),
+            full.eq(level >= depth - 5),
         ]
         self.comb += [
             sink.ready.eq(1),        # The PHY does not wait.
