@@ -11,6 +11,26 @@ import re
 from pathlib import Path
 
 
+def export_top(make_top, build_dir):
+    """Write `make_top()` (a Module with `renames` {signal: port name} and `ios`) as
+    build_dir/top.v the way an ECP5 build of the SoC converts it: gateware/bram.py's BlockRAM
+    lowered to DP16KD with its output register (boards/platform.py), state machines one-hot with
+    the reset check (gateware/onehot.py, soc/build.py); and the data files it comes with."""
+    from litex.gen.fhdl.verilog import convert
+    from ethdaq.gateware.bram import ecp5_special_overrides
+    from ethdaq.gateware.onehot import check_reset, one_hot_fsms
+    with one_hot_fsms():
+        top = make_top()
+        for sig, name in top.renames.items():
+            sig.name_override = name
+        out = convert(top, ios=top.ios, name="top", special_overrides=ecp5_special_overrides)
+    text = str(out.main_source) if hasattr(out, "main_source") else str(out)
+    check_reset(text)
+    (Path(build_dir) / "top.v").write_text(text)
+    for filename, content in getattr(out, "data_files", {}).items():
+        (Path(build_dir) / filename).write_text(content)
+
+
 def slack_histogram(log):
     """[(low_ps, high_ps, endpoints)] from nextpnr's "Slack histogram" in `log`. The log draws
     the counts as bars ('*' for `unit` endpoints, '+' for 1..unit-1 more): the counts are exact

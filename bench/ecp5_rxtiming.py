@@ -39,32 +39,20 @@ from liteeth.mac.core import LiteEthMACCore
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.ecp5_pnr import report              # noqa: E402
+from bench.ecp5_pnr import export_top, report  # noqa: E402
 from bench.ecp5_timing import _parity, run     # noqa: E402
-from ethdaq.gateware.bram import ecp5_special_overrides                   # noqa: E402
 from ethdaq.gateware.framegate import FrameGate, FrameGateCounters         # noqa: E402
 from ethdaq.gateware.macpipeline import insert_tx_buffer, replace_rx_crc, replace_tx_cdc, replace_tx_framing  # noqa: E402
 from ethdaq.gateware.macstats import MACErrors                            # noqa: E402
 from ethdaq.gateware.netaddr import NetAddress                            # noqa: E402
 from ethdaq.gateware.rxaudit import RXAudit, insert_rx_audit              # noqa: E402
+from ethdaq.gateware.txpath import MACPHY                                 # noqa: E402
 from ethdaq.gateware.tsu import PTPTimestamper, tap                       # noqa: E402
 from ethdaq.soc.daqsoc import DEFAULT_CTL_PORT, PTP_IP_GROUPS, PTP_UDP_PORTS  # noqa: E402
 
 BOARD_MAC = 0x10e2d5000000
 BOARD_IP  = 0xc0a80132   # 192.168.1.50
 ETH_MHZ, SYS_MHZ = 125, 60
-
-
-class _MACPHYStandIn:
-    """As TXPath.mac_phy (gateware/txpath.py): what LiteEthMACCore needs of a PHY."""
-    dw = 8
-    with_preamble_crc = True
-    with_padding      = True
-    integrated_ifg_inserter = True
-
-    def __init__(self):
-        self.sink   = stream.Endpoint(eth_phy_description(8))
-        self.source = stream.Endpoint(eth_phy_description(8))
 
 
 class _PTPClockStandIn(Module):
@@ -112,7 +100,7 @@ class RXTimingTop(Module):
 
         # As soc/daqsoc.py: addresses, MAC core, receive buffer in sys, audit, gate.
         self.submodules.netaddr = netaddr = NetAddress(BOARD_IP, BOARD_MAC, cd_tx="eth_tx", cd_rx="eth_rx")
-        self.phy = phy = _MACPHYStandIn()
+        self.phy = phy = MACPHY()   # As TXPath.mac_phy: preamble and FCS in the MAC.
         self.submodules.mac = mac = LiteEthMACCore(phy, dw=8, with_sys_datapath=False,
             tx_cdc_depth=32, tx_cdc_buffered=True, rx_cdc_depth=32, rx_cdc_buffered=True)
         self.submodules.eth_errors = MACErrors(mac)
@@ -184,21 +172,7 @@ class RXTimingTop(Module):
 
 
 def export(build_dir):
-    # As an ECP5 build of the SoC (soc/build.py): state machines one-hot (gateware/onehot.py).
-    from ethdaq.gateware.onehot import check_reset, one_hot_fsms
-    with one_hot_fsms():
-        from litex.gen.fhdl.verilog import convert
-        top = RXTimingTop()
-        for sig, name in top.renames.items():
-            sig.name_override = name
-        # As the ECP5 platform converts (boards/platform.py): BlockRAM lowered to DP16KD with its
-        # output register.
-        out = convert(top, ios=top.ios, name="top", special_overrides=ecp5_special_overrides)
-        text = str(out.main_source) if hasattr(out, "main_source") else str(out)
-    check_reset(text)
-    (build_dir / "top.v").write_text(text)
-    for filename, content in getattr(out, "data_files", {}).items():
-        (build_dir / filename).write_text(content)
+    export_top(RXTimingTop, build_dir)
 
 
 def main():

@@ -122,19 +122,8 @@ class TimingTop(Module):
 
 
 def export(build_dir):
-    # As an ECP5 build of the SoC (soc/build.py): state machines one-hot (gateware/onehot.py).
-    from ethdaq.gateware.onehot import check_reset, one_hot_fsms
-    with one_hot_fsms():
-        from litex.gen.fhdl.verilog import convert
-        from ethdaq.gateware.bram import ecp5_special_overrides
-        top = TimingTop()
-        for sig, name in top.renames.items():
-            sig.name_override = name
-        # As the ECP5 platform lowers gateware/bram.py's BlockRAM (boards/platform.py).
-        out = convert(top, ios=top.ios, name="top", special_overrides=ecp5_special_overrides)
-        text = str(out.main_source) if hasattr(out, "main_source") else str(out)
-    check_reset(text)
-    (build_dir / "top.v").write_text(text)
+    from bench.ecp5_pnr import export_top
+    export_top(TimingTop, build_dir)
 
 
 def run(cmd, log):

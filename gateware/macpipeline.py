@@ -57,7 +57,7 @@ def _swap(datapath, old, new):
     """`new` in `old`'s place among `datapath`'s submodules. `old` is a submodule of the datapath
     already (LiteEth adds each stage as it builds it): out of it, or it would be built
     unconnected."""
-    datapath._submodules = [(name, m) for name, m in datapath._submodules if m is not old]
+    _drop(datapath, old)
     datapath.submodules += new
 
 

@@ -35,12 +35,14 @@ from ethdaq.gateware.mactx import MACTransmitter
 from ethdaq.gateware.scheduler import FrameScheduler
 
 
-class _MACPHY:
-    """What LiteEthMACCore needs of a PHY: dw, sink, source and its framing options."""
-    def __init__(self, phy):
-        self.dw = phy.dw
-        self.sink   = stream.Endpoint(eth_phy_description(phy.dw))
-        self.source = stream.Endpoint(eth_phy_description(phy.dw))
+class MACPHY:
+    """What LiteEthMACCore needs of a PHY: dw, sink, source and its framing options, those of
+    `phy`; without one (tests and benches of the MAC core alone), an 8-bit PHY that wants the
+    preamble, FCS and padding from the MAC."""
+    def __init__(self, phy=None):
+        self.dw = phy.dw if phy is not None else 8
+        self.sink   = stream.Endpoint(eth_phy_description(self.dw))
+        self.source = stream.Endpoint(eth_phy_description(self.dw))
         self.with_preamble_crc = getattr(phy, "with_preamble_crc", True)
         self.with_padding      = getattr(phy, "with_padding", True)
         self.integrated_ifg_inserter = True  # The scheduler's IFG inserter serves all sources.
@@ -63,7 +65,7 @@ class TXPath(LiteXModule):
             ip_address = convert_ip(ip_address)
         if dw not in (8, 64):
             raise ValueError(f"TXPath: PHY data width must be 8 (GMII/RGMII) or 64 (XGMII), not {dw!r}")
-        self.mac_phy     = mac_phy = _MACPHY(phy)
+        self.mac_phy     = mac_phy = MACPHY(phy)
         self.data        = stream.Endpoint(eth_udp_user_description(dw))
         self.dst_mac     = Signal(48)
         self.dst_valid   = Signal()

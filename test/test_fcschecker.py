@@ -16,6 +16,8 @@ from liteeth.mac.crc import LiteEthMACCRC32Checker
 
 from ethdaq.gateware.fcschecker import FCSChecker
 
+from stream_helpers import send_frames
+
 # zlib.crc32 of a frame followed by its own FCS (little-endian): the CRC-32 residue.
 RESIDUE = 0x2144DF1C
 
@@ -50,25 +52,6 @@ def run(frames, rxers, checker, in_gaps=0.0, out_stalls=0.0, seed=1):
     got = {"bytes": [], "pulses": 0}
     total_out = sum(max(len(f) - 4, 0) for f in frames)
 
-    def producer():
-        sink = dut.chk.sink
-        for f, rxer in zip(frames, rxers):
-            for i, b in enumerate(f):
-                while rng.random() < in_gaps:
-                    yield sink.valid.eq(0)
-                    yield
-                yield sink.valid.eq(1)
-                yield sink.data.eq(b)
-                yield sink.last.eq(i == len(f) - 1)
-                yield sink.last_be.eq(i == len(f) - 1)
-                yield sink.error.eq(i in rxer)
-                yield
-                while not (yield sink.ready):
-                    yield
-            yield sink.valid.eq(0)
-            for _ in range(3):
-                yield
-
     def consumer():
         src = dut.chk.source
         tail = 0
@@ -84,7 +67,7 @@ def run(frames, rxers, checker, in_gaps=0.0, out_stalls=0.0, seed=1):
             if tail > 20:
                 return
 
-    run_simulation(dut, [producer(), consumer()])
+    run_simulation(dut, [send_frames(dut.chk.sink, frames, rng, in_gaps, errors=rxers, between=3), consumer()])
     return got
 
 

@@ -16,13 +16,14 @@ from migen import ClockDomain, run_simulation
 from migen.sim import passive
 
 from litex.gen import LiteXModule
-from litex.soc.interconnect import stream
 
-from liteeth.common import eth_phy_description
 from liteeth.mac.core import LiteEthMACCore
 
 from ethdaq.gateware.framefifo import FrameFIFO
 from ethdaq.gateware.macpipeline import insert_tx_buffer, replace_tx_cdc
+from ethdaq.gateware.txpath import MACPHY
+
+from stream_helpers import send_frames
 
 PREAMBLE = bytes([0x55] * 7 + [0xD5])
 # Clock periods in simulator units: sys at half the PHY's clock (60 vs 125 MHz on the ECP5
@@ -30,48 +31,16 @@ PREAMBLE = bytes([0x55] * 7 + [0xD5])
 SLOW, FAST = (16, 3), (8, 0)
 
 
-class _PHYStandIn:
-    """What LiteEthMACCore needs of a PHY (as gateware/txpath.py's _MACPHY)."""
-    dw = 8
-    with_preamble_crc = True
-    with_padding      = True
-    integrated_ifg_inserter = True
-
-    def __init__(self):
-        self.sink   = stream.Endpoint(eth_phy_description(8))
-        self.source = stream.Endpoint(eth_phy_description(8))
-
-
 class _MAC(LiteXModule):
     def __init__(self, ours):
         self.cd_sys    = ClockDomain("sys")
         self.cd_eth_tx = ClockDomain("eth_tx")
         self.cd_eth_rx = ClockDomain("eth_rx")
-        self.phy  = _PHYStandIn()
+        self.phy  = MACPHY()
         self.core = LiteEthMACCore(self.phy, dw=8, with_sys_datapath=False)
         if ours:
             self.buf = insert_tx_buffer(self.core)
             self.cdc = replace_tx_cdc(self.core)
-
-
-@passive
-def _send(sink, frames, rng=None, gaps=0.0):
-    """Passive: the simulation ends with the reader (bounded), also when the writer is stuck."""
-    for f in frames:
-        for i, b in enumerate(f):
-            while rng is not None and rng.random() < gaps:
-                yield sink.valid.eq(0)
-                yield
-            yield sink.valid.eq(1)
-            yield sink.data.eq(b)
-            yield sink.last.eq(i == len(f) - 1)
-            yield sink.last_be.eq(i == len(f) - 1)
-            yield
-            while not (yield sink.ready):
-                yield
-        yield sink.valid.eq(0)
-    while True:
-        yield
 
 
 def _mac_line(ours, frames):
@@ -93,7 +62,7 @@ def _mac_line(ours, frames):
             if ends == len(frames):
                 return
 
-    run_simulation(dut, {"sys": [_send(dut.core.sink, frames)], "eth_tx": [phy()]},
+    run_simulation(dut, {"sys": [send_frames(dut.core.sink, frames)], "eth_tx": [phy()]},
                    clocks={"sys": SLOW, "eth_tx": FAST, "eth_rx": FAST})
     return line
 
@@ -178,7 +147,7 @@ def _fifo_run(frames, depth, wclk, rclk, in_gaps, out_stalls, seed=1):
             got["oversize"] += yield dut.fifo.oversize
 
     wrng = random.Random(seed + 1)
-    run_simulation(dut, {"sys": [_send(dut.fifo.sink, frames, wrng, in_gaps), oversize()], "eth_tx": [reader()]},
+    run_simulation(dut, {"sys": [send_frames(dut.fifo.sink, frames, wrng, in_gaps), oversize()], "eth_tx": [reader()]},
                    clocks={"sys": wclk, "eth_tx": rclk})
     return got
 

@@ -10,7 +10,6 @@ import zlib
 import pytest
 
 from migen import ClockDomain, run_simulation
-from migen.sim import passive
 
 from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
@@ -24,6 +23,9 @@ from liteeth.mac.preamble import LiteEthMACPreambleInserter
 
 from ethdaq.gateware.mactx import MACTransmitter
 from ethdaq.gateware.macpipeline import insert_tx_buffer, replace_tx_cdc, replace_tx_framing
+from ethdaq.gateware.txpath import MACPHY
+
+from stream_helpers import send_frames
 
 PREAMBLE = bytes([0x55] * 7 + [0xD5])
 
@@ -43,25 +45,6 @@ class _LiteEthChain(LiteXModule):
         pre = LiteEthMACPreambleInserter(8)
         self.submodules += pad, crc, pre, stream.Pipeline(pad, crc, pre)
         self.sink, self.source = pad.sink, pre.source
-
-
-@passive
-def _send(sink, frames, rng, gaps):
-    for f in frames:
-        for i, b in enumerate(f):
-            while rng.random() < gaps:
-                yield sink.valid.eq(0)
-                yield
-            yield sink.valid.eq(1)
-            yield sink.data.eq(b)
-            yield sink.last.eq(i == len(f) - 1)
-            yield sink.last_be.eq(i == len(f) - 1)
-            yield
-            while not (yield sink.ready):
-                yield
-        yield sink.valid.eq(0)
-    while True:
-        yield
 
 
 def run(make, frames, in_gaps=0.0, out_stalls=0.0, seed=1):
@@ -96,7 +79,7 @@ def run(make, frames, in_gaps=0.0, out_stalls=0.0, seed=1):
                     if len(out) == expect:
                         return
 
-    run_simulation(dut, [_send(dut.tx.sink, frames, random.Random(seed + 1), in_gaps), reader()])
+    run_simulation(dut, [send_frames(dut.tx.sink, frames, random.Random(seed + 1), in_gaps), reader()])
     return out
 
 
@@ -133,19 +116,8 @@ def test_without_padding_short_frames_stay_short():
     assert [w for w, _ in got] == [on_the_line(f, padding=False) for f in frames]
 
 
-class _PHYStandIn:
-    dw = 8
-    with_preamble_crc = True
-    with_padding      = True
-    integrated_ifg_inserter = True
-
-    def __init__(self):
-        self.sink   = stream.Endpoint(eth_phy_description(8))
-        self.source = stream.Endpoint(eth_phy_description(8))
-
-
 def test_replace_tx_framing_puts_one_transmitter_in_liteeths_mac_core():
-    core = LiteEthMACCore(_PHYStandIn(), dw=8, with_sys_datapath=False)
+    core = LiteEthMACCore(MACPHY(), dw=8, with_sys_datapath=False)
     insert_tx_buffer(core)
     replace_tx_cdc(core)
     tx = replace_tx_framing(core)
