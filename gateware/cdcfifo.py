@@ -23,6 +23,45 @@ from litex.soc.interconnect import stream
 from ethdaq.gateware.bram import BlockRAM
 
 
+class AheadGrayCounter(LiteXModule):
+    """A counter (binary `q_binary` and gray `q`, registers; counts at `ce`) whose successor is
+    kept in registers too, for the read side of a crossing: `differs` says whether `other` (a
+    gray count of the same width, from the other side's flip-flops, which can only move away
+    from this one) differs from the count, as a choice between the count's and its successor's
+    comparisons with `other` made in the cycle before, picked by whether that cycle counted. No
+    path runs from `ce` through a compare into `differs`."""
+    def __init__(self, width):
+        self.ce       = Signal()
+        self.q_binary = Signal(width)
+        self.q        = Signal(width)
+        self.other    = Signal(width)
+        self.differs  = Signal()
+
+        # # #
+
+        nxt_bin  = Signal(width, reset=1)
+        nxt_gray = Signal(width, reset=1)
+        inc      = Signal(width)
+        neq0     = Signal()   # The count differed from `other`, in the cycle before.
+        neq1     = Signal()   # Its successor did.
+        took     = Signal()   # The cycle before counted.
+        self.comb += [
+            inc.eq(nxt_bin + 1),
+            self.differs.eq(Mux(took, neq0 & neq1, neq0)),
+        ]
+        self.sync += [
+            If(self.ce,
+                self.q_binary.eq(nxt_bin),
+                self.q.eq(nxt_gray),
+                nxt_bin.eq(inc),
+                nxt_gray.eq(inc ^ inc[1:]),
+            ),
+            neq0.eq(self.q != self.other),
+            neq1.eq(nxt_gray != self.other),
+            took.eq(self.ce),
+        ]
+
+
 class LevelFIFO(LiteXModule):
     """`depth` entries (a power of two) of `layout`; sink in `cd_write`, source in `cd_read`.
 
@@ -73,23 +112,11 @@ class LevelFIFO(LiteXModule):
         rd_bin  = Signal(bits + 1)
         rd_gray = Signal(bits + 1)
         take    = Signal()
-        if buffered:
-            # rd_bin + 1 and its gray code are kept in registers too, so `readable` is a choice
-            # between two registered comparisons.
-            nxt_bin  = Signal(bits + 1, reset=1)
-            nxt_gray = Signal(bits + 1, reset=1)
-            inc      = Signal(bits + 1)
-            self.comb += inc.eq(nxt_bin + 1)
-            sync_read += If(take,
-                rd_bin.eq(nxt_bin),
-                rd_gray.eq(nxt_gray),
-                nxt_bin.eq(inc),
-                nxt_gray.eq(inc ^ inc[1:]),
-            )
-        else:
-            consume = ClockDomainsRenamer(cd_read)(GrayCounter(bits + 1))
-            self.submodules += consume
-            self.comb += [rd_bin.eq(consume.q_binary), rd_gray.eq(consume.q), consume.ce.eq(take)]
+        # Buffered, the pointer's successor is kept in registers too, so `readable` is a choice
+        # between two registered comparisons (AheadGrayCounter).
+        consume = ClockDomainsRenamer(cd_read)((AheadGrayCounter if buffered else GrayCounter)(bits + 1))
+        self.submodules += consume
+        self.comb += [rd_bin.eq(consume.q_binary), rd_gray.eq(consume.q), consume.ce.eq(take)]
 
         # Pointers seen from the other side (two flip-flops when the clocks differ).
         produce_r = Signal(bits + 1)
@@ -144,22 +171,17 @@ class LevelFIFO(LiteXModule):
             # Stage a: the RAM's output latch (loads at `take`); stage b: the output register
             # (loads at `oce`, when it is empty or read).
             readable = Signal()
-            neq0     = Signal()
-            neq1     = Signal()
-            took     = Signal()
             valid_a  = Signal()
             valid_b  = Signal()
             oce      = Signal()
             self.comb += [
                 oce.eq(~valid_b | source.ready),
-                readable.eq(Mux(took, neq0 & neq1, neq0)),
+                consume.other.eq(produce_r),
+                readable.eq(consume.differs),
                 take.eq(readable & (~valid_a | oce)),
                 source.valid.eq(valid_b),
             ]
             sync_read += [
-                neq0.eq(rd_gray != produce_r),
-                neq1.eq(nxt_gray != produce_r),
-                took.eq(take),
                 If(take,
                     valid_a.eq(1)
                 ).Elif(oce,

@@ -40,7 +40,7 @@ from litex.soc.interconnect import stream
 
 from liteeth.common import eth_phy_description
 
-from ethdaq.gateware.cdcfifo import LevelFIFO
+from ethdaq.gateware.cdcfifo import AheadGrayCounter, LevelFIFO
 
 
 class FrameFIFO(LiteXModule):
@@ -97,40 +97,21 @@ class FrameFIFO(LiteXModule):
         released_r = Signal(bits + 1)
         self.specials += MultiReg(released.q, released_r, cd_read)
 
-        # Read side: frames sent (counted at their last byte), and whether another is released:
-        # the comparisons of the count and its successor with the crossed count, registered, the
-        # second chosen in the cycle after a frame ended (as LevelFIFO's `readable`).
-        sent_bin  = Signal(bits + 1)
-        sent_gray = Signal(bits + 1)
-        next_bin  = Signal(bits + 1, reset=1)
-        next_gray = Signal(bits + 1, reset=1)
-        inc       = Signal(bits + 1)
-        neq0      = Signal()
-        neq1      = Signal()
-        ended     = Signal()
-        in_frame  = Signal()
-        open_     = Signal()
-        done      = Signal()
+        # Read side: frames sent (counted at their last byte), and whether another is released
+        # (AheadGrayCounter: from registered comparisons, as LevelFIFO's `readable`).
+        sent     = ClockDomainsRenamer(cd_read)(AheadGrayCounter(bits + 1))
+        self.submodules += sent
+        in_frame = Signal()
+        open_    = Signal()
         self.comb += [
-            inc.eq(next_bin + 1),
-            open_.eq(in_frame | Mux(ended, neq1, neq0)),
+            sent.other.eq(released_r),
+            sent.ce.eq(source.valid & source.ready & source.last),
+            open_.eq(in_frame | sent.differs),
             source.valid.eq(fifo.source.valid & open_),
             fifo.source.ready.eq(source.ready & open_),
             source.data.eq(fifo.source.data),
             source.last.eq(fifo.source.end),
             source.last_be.eq(fifo.source.end),
             source.first.eq(~in_frame),
-            done.eq(source.valid & source.ready & source.last),
         ]
-        sync_r += [
-            If(done,
-                sent_bin.eq(next_bin),
-                sent_gray.eq(next_gray),
-                next_bin.eq(inc),
-                next_gray.eq(inc ^ inc[1:]),
-            ),
-            neq0.eq(sent_gray != released_r),
-            neq1.eq(next_gray != released_r),
-            ended.eq(done),
-            If(source.valid & source.ready, in_frame.eq(~source.last)),
-        ]
+        sync_r += If(source.valid & source.ready, in_frame.eq(~source.last))
