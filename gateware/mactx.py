@@ -15,8 +15,9 @@ chain, 9 LUT levels, 9.2 ns for a 7.27 ns period (nextpnr, build id ci).
 `last`) comes from registers, and `sink.ready` is the data state and the output register's own
 room (two flip-flops and `source.ready`). It emits seven 0x55 and 0xD5, the frame's bytes,
 zeros up to 60 bytes (`with_padding`), and the FCS; the CRC register shifts out the FCS, so no
-multiplexer chooses its bytes. Each frame costs the same cycles as through LiteEth's modules
-(8 + max(n, 60) + 4 bytes, no cycle between them); a frame whose bytes stop coming before its end
+multiplexer chooses its bytes. A frame of n bytes takes 8 + max(n, 60) + 4 cycles, frames back to
+back (LiteEth's FCS and preamble inserters each spend a cycle in IDLE before a frame, and its MAC
+core puts a buffer between them); a frame whose bytes stop coming before its end
 is sent with the gap, as LiteEth's modules send it (`sink` should be a store-and-forward FIFO:
 gateware/framefifo.py).
 """
