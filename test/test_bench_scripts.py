@@ -1,0 +1,45 @@
+"""Every bench script starts as the docs run it (`.venv/bin/python bench/X.py`), from the
+repository root: its module-level imports resolve and its argument parser answers --help. The
+benches take minutes to hours, so CI runs none of them in full; this catches a bench broken by a
+refactor at its imports (bench/ecp5_timing.py imported bench.ecp5_pnr inside a function, where
+it failed when run as a script: 658184a to this test)."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+# The scripts (the others are modules they share).
+SCRIPTS = sorted(p.name for p in (REPO / "bench").glob("*.py") if '__name__ == "__main__"' in p.read_text())
+
+
+def test_the_list_is_not_empty():
+    assert {"ecp5_timing.py", "ecp5_rxtiming.py", "bram_timing.py", "resources.py"} <= set(SCRIPTS)
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_bench_script_answers_help(script):
+    r = subprocess.run([sys.executable, f"bench/{script}", "--help"], cwd=REPO,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "usage" in r.stdout.lower(), r.stdout[-2000:]
+
+
+def test_seeds_runs_the_builds_own_nextpnr_command_with_each_seed(tmp_path):
+    """bench/seeds.py takes nextpnr's arguments from LiteX's build script and changes only the
+    seed and the output files."""
+    from bench.seeds import nextpnr_command, with_option
+    gw = tmp_path / "gateware"
+    gw.mkdir()
+    (gw / "build_b.sh").write_text("set -e\nyosys -l b.rpt b.ys\nnextpnr-ecp5 --json b.json --lpf b.lpf "
+                                   "--report b_report.json --25k --speed 6 --seed 1 \necppack b.config\n")
+    args = nextpnr_command(gw)
+    assert args[:2] == ["--json", "b.json"] and "--25k" in args
+    seeded = with_option(with_option(args, "--seed", "3"), "--textcfg", "seeds/x.config")
+    assert seeded[seeded.index("--seed") + 1] == "3" and seeded.count("--seed") == 1
+    assert seeded[-2:] == ["--textcfg", "seeds/x.config"] and "--speed" in seeded
+    (gw / "build_b.sh").write_text("vivado -mode batch\n")
+    with pytest.raises(SystemExit, match="no nextpnr-ecp5 line"):
+        nextpnr_command(gw)
