@@ -108,7 +108,7 @@ def main():
         netlists["build"] = base[base.index("--json") + 1]
     if "default" in args.abc9:
         netlists["default"] = synthesise_default(gateware, gateware / "seeds")
-    jobs = [(tag, j, s) for tag, j in netlists.items() for s in args.seeds]
+    jobs = [(j, tag, s) for tag, j in netlists.items() for s in args.seeds]
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
         results = list(pool.map(lambda t: place_and_route(gateware, base, *t), jobs))
     clocks = sorted({c for _, _, f, _ in results for c in f})

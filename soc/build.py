@@ -186,11 +186,12 @@ def build_hardware(board, output_dir, toolchain="trellis", run=True, seed=1, **s
 
 
 # LiteX's trellis toolchain options for every ECP5 build. flow3: Yosys' abc9 maps with its
-# delay-oriented "flow3" script (restructuring, then keeping the fastest of several mappings).
-# The default script recovers area on every path shorter than the design's longest, wherever it
-# is: eth's paths (8 ns) were mapped as deep as the slowest sys path allows (a 10-bit gray
-# decoder as 9 LUTs in series). On the colorlight_i5 (c5e0afa, seed 1): eth 118.6 -> 122.9 MHz,
-# sys 60.7 -> 63.8 MHz, 332 LUT4 fewer; Yosys takes about as long (docs/boards/colorlight_i5.md).
+# "flow3" script (restructuring, then the best of several mappings) instead of its default, which
+# recovers area on every path shorter than the design's longest wherever it is. On the
+# colorlight_i5 it maps the same Verilog into about 2 % fewer LUT4 (c5e0afa: 332 fewer; with
+# the streamer's gap_le1: 407 fewer), room the 25F boards need. Timing is the same within
+# nextpnr's seed-to-seed spread (bench/seeds.py, seeds 1 to 3, medians: eth 117.6 vs 118.7 MHz,
+# sys 62.9 vs 63.8; single seeds range over 13 MHz). docs/liteeth-notes.md.
 TRELLIS_OPTIONS = {"flow3": True}
 
 
