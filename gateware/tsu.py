@@ -727,7 +727,7 @@ class _PTPParser(LiteXModule):
         # halves: the high byte's flag is kept for the next beat (`hi_was`), the low byte's is
         # used in its own beat.
         steering = (ETHERTYPE_VLAN, PTP_ETHERTYPE, ETHERTYPE_IPV4, PTP_EVENT_PORT, PTP_GENERAL_PORT)
-        values   = {v >> 8 for v in steering} | {v & 0xff for v in steering} | {IP_PROTO_UDP}
+        values   = {v >> 8 for v in steering} | {v & 0xff for v in steering} | {0, IP_PROTO_UDP}
         byte_is  = {v: flag(f"byte_is_{v:02x}", b == v) for v in sorted(values)}
         # Version 4 and IHL < 5, spelled out (a `<` is a carry chain).
         bad_ihl  = flag("bad_ipv4_start", (b[4:] != 4) | (~b[3] & ~(b[2] & (b[1] | b[0]))))

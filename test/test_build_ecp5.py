@@ -122,7 +122,7 @@ def test_board_nextpnr_options_reach_the_build_script():
     line = nextpnr_line(WithRouter)
     assert "--report gsd_butterstick_report.json" in line and "--router router2" in line, line
     assert "--um5g-85k" in line and "--speed 8" in line
-    # abc9 maps with its delay-oriented flow3 script (soc/build.py TRELLIS_OPTIONS), before synthesis.
+    # abc9 maps with its flow3 script (soc/build.py TRELLIS_OPTIONS), set before synthesis.
     ys = (out / "gateware" / "gsd_butterstick.ys").read_text().splitlines()
     assert ys.index("scratchpad -copy abc9.script.flow3 abc9.script") < next(
         k for k, l in enumerate(ys) if l.startswith("synth_ecp5")), ys
