@@ -50,6 +50,7 @@ class Capture:
         self.params = []
         self.gaps_inside = 0
         self.underrun = None
+        self.spans = []   # (first, last) cycle of each datagram.
 
     @passive
     def run(self):
@@ -64,10 +65,13 @@ class Capture:
             if inside and not valid:
                 self.gaps_inside += 1
             if valid and r:
+                if not inside:
+                    first = cycle
                 cur.append((yield src.data))
                 inside = True
                 if (yield src.last):
                     self.datagrams.append(bytes(cur))
+                    self.spans.append((first, cycle))
                     self.params.append(dict(length=(yield src.length), dst_port=(yield src.dst_port),
                                             src_port=(yield src.src_port), ip=(yield src.ip_address)))
                     cur, inside = [], False
@@ -356,3 +360,24 @@ def test_channel_buffers_cross_to_a_faster_or_slower_transmit_clock(tx_period):
         assert len(stream) >= 5
         check_stream_invariants(stream)
     check_stream_counters(cap)  # Counted in eth_tx, read from sys.
+
+
+@pytest.mark.parametrize("gap", [0, 1, 2, 3, 7])
+def test_rate_limit_gap_separates_datagrams_by_exactly_its_cycles(gap):
+    """The `gap` setting (idle cycles after each datagram) with samples always waiting: every
+    pair of datagrams is `gap` + 1 cycles apart (the cycle that enters the gap counts too), and
+    back to back at 0. gap 1 and 2 are the serializer's `gap_le1` and `gap_count <= 2` ends."""
+    dut = DUT()
+    cap = Capture(dut)
+
+    def setup():
+        yield from write(dut.streamer._payload, 32)
+        yield from write(dut.streamer._gap, gap)
+        for emu in dut.emulators:
+            yield from write(emu._mode, MODE_COUNTER)
+            yield from write(emu._rate, 2**32 - 1)
+
+    run_streamer(dut, setup, 1500, cap)
+    assert len(cap.spans) > 10
+    idle = {b[0] - a[1] - 1 for a, b in zip(cap.spans, cap.spans[1:])}
+    assert idle == {gap + 1 if gap else 0}
