@@ -8,12 +8,15 @@ seeds (111 to 125 MHz for the same netlist) than most single timing fixes gain, 
 comparison of two commits says little; this is the measurement for one.
 
     .venv/bin/python bench/seeds.py build/X --seeds 1 2 3 [--jobs 2] [--abc9 default] [--markdown]
+    .venv/bin/python bench/seeds.py build/X --nextpnr="--placer-heap-timingweight 40" --tag tw40
 
 build/X is an `ethdaq build --board B --output-dir build/X` directory (its gateware/ holds the
 Verilog, the Yosys script and LiteX's build script, whose nextpnr command is run again with
 each seed). --abc9 default synthesises the same Verilog again with Yosys' default abc9 script
 instead of the build's (soc/build.py TRELLIS_OPTIONS: flow3), to compare the two on one
-netlist. Results go to build/X/gateware/seeds/; nothing in the build itself changes. Each seed
+netlist. --nextpnr adds options to (or replaces options of) the build's nextpnr command, to
+measure placer and router settings the same way; --tag names those runs. Results go to
+build/X/gateware/seeds/; nothing in the build itself changes. Each seed
 takes one core for 5 to 10 minutes on the 25F boards. nextpnr's estimates, not a board.
 """
 
@@ -70,6 +73,21 @@ def synthesise_default(gateware):
     return "seeds/default.json"
 
 
+def with_options(args, extra):
+    """args with the options of the string `extra` ("--a 1 --flag --b x") set or added; a flag
+    (an option without a value) is added once."""
+    words = shlex.split(extra)
+    for i, w in enumerate(words):
+        if not w.startswith("--"):
+            continue
+        value = words[i + 1] if i + 1 < len(words) and not words[i + 1].startswith("--") else None
+        if value is None:
+            args = list(args) + ([w] if w not in args else [])
+        else:
+            args = with_option(args, w, value)
+    return args
+
+
 def place_and_route(gateware, base, json_name, tag, seed):
     args = with_option(base, "--json", json_name)
     args = with_option(args, "--seed", str(seed))
@@ -94,6 +112,9 @@ def main():
     p.add_argument("--jobs", type=int, default=2, help="nextpnr runs at once (one core each)")
     p.add_argument("--abc9", choices=("build", "default"), nargs="+", default=["build"],
                    help="which netlists: the build's, and/or the Verilog again with abc9's default script")
+    p.add_argument("--nextpnr", default="", metavar="OPTIONS",
+                   help='nextpnr options to set or add, e.g. --nextpnr="--placer-heap-timingweight 40 --tmg-ripup" (with =: the value starts with --)')
+    p.add_argument("--tag", default=None, help="a name for these runs' files (default: the netlist's)")
     p.add_argument("--markdown", action="store_true")
     args = p.parse_args()
     gateware = Path(args.build).resolve() / "gateware"
@@ -102,12 +123,14 @@ def main():
     if ROOT not in gateware.parents:
         raise SystemExit("the build directory must be inside the working tree (yowasp runs under WASI)")
     (gateware / "seeds").mkdir(exist_ok=True)
-    base = nextpnr_command(gateware)
+    base = with_options(nextpnr_command(gateware), args.nextpnr)
     netlists = {}
     if "build" in args.abc9:
         netlists["build"] = base[base.index("--json") + 1]
     if "default" in args.abc9:
         netlists["default"] = synthesise_default(gateware)
+    if args.tag:
+        netlists = {f"{args.tag}-{tag}": j for tag, j in netlists.items()}
     jobs = [(j, tag, s) for tag, j in netlists.items() for s in args.seeds]
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
         results = list(pool.map(lambda t: place_and_route(gateware, base, *t), jobs))

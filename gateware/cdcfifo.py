@@ -14,7 +14,7 @@ seen a cycle later than in `level` (never optimistic).
 """
 
 from migen import *
-from migen.genlib.cdc import MultiReg, GrayCounter, GrayDecoder
+from migen.genlib.cdc import MultiReg, GrayCounter
 
 from litex.gen import *
 
@@ -62,6 +62,44 @@ class AheadGrayCounter(LiteXModule):
         ]
 
 
+class GrayDecoder2(LiteXModule):
+    """Gray code `i` to binary `o` in two registered stages (`o` two cycles after `i`), one LUT4
+    level each: first each bit's XOR with the bits above it within its group of four, and each
+    group's parity; then each bit's group result with the parities of the groups above.
+
+    Migen's GrayDecoder (`o[k] = o[k+1] ^ i[k]`, one register) is the same function, and Yosys'
+    abc9 maps it as written: one LUT per bit in series (9 for a 10-bit pointer, 8.4 ns of the
+    colorlight_i5's eth clock, whose period is 7.27 ns), because the design's longest path is
+    elsewhere and the chain is the smallest mapping (docs/liteeth-notes.md). With a register
+    between the two stages no mapping can be deeper than two LUTs (stage two has one input per
+    group: four groups, 16 bits, fit one LUT4)."""
+    def __init__(self, width):
+        self.i = Signal(width)
+        self.o = Signal(width)
+
+        # # #
+
+        groups = [list(range(lo, min(lo + 4, width))) for lo in range(0, width, 4)]
+        within = Signal(width)            # i[k] ^ ... ^ i[top of k's group]
+        parity = Signal(len(groups))      # Each group's XOR.
+        for g, bits in enumerate(groups):
+            for k in bits:
+                self.sync += within[k].eq(_xor(self.i[j] for j in bits if j >= k))
+            self.sync += parity[g].eq(_xor(self.i[j] for j in bits))
+        for g, bits in enumerate(groups):
+            above = [parity[h] for h in range(g + 1, len(groups))]
+            for k in bits:
+                self.sync += self.o[k].eq(_xor([within[k]] + above))
+
+
+def _xor(bits):
+    bits = list(bits)
+    out = bits[0]
+    for b in bits[1:]:
+        out = out ^ b
+    return out
+
+
 class LevelFIFO(LiteXModule):
     """`depth` entries (a power of two) of `layout`; sink in `cd_write`, source in `cd_read`.
 
@@ -75,7 +113,8 @@ class LevelFIFO(LiteXModule):
     Two read sides:
 
     - `buffered=False` (small FIFOs, distributed RAM): the entry at the read pointer is read
-      asynchronously and shown as soon as it is known to be written (first-word fall-through).
+      asynchronously (first-word fall-through) and shown from the cycle after the writer's
+      pointer is seen to have passed it (`readable` is registered).
     - `buffered=True` (block RAM): the RAM's read is a two-stage pipeline, the RAM's own output
       latch and an output register (on ECP5, the block RAM's output register: without it its
       clock-to-out alone is 5.8 ns, most of a 137.5 MHz cycle, see docs/results.md). Each stage
@@ -112,11 +151,17 @@ class LevelFIFO(LiteXModule):
         rd_bin  = Signal(bits + 1)
         rd_gray = Signal(bits + 1)
         take    = Signal()
-        # Buffered, the pointer's successor is kept in registers too, so `readable` is a choice
-        # between two registered comparisons (AheadGrayCounter).
-        consume = ClockDomainsRenamer(cd_read)((AheadGrayCounter if buffered else GrayCounter)(bits + 1))
+        # The pointer's successor is kept in registers too, so `readable` is a choice between two
+        # registered comparisons with the writer's pointer (AheadGrayCounter): no path runs from
+        # that pointer through a comparison and `take` into the read pointer (on the streamer's
+        # descriptor FIFO, 7 LUT levels, the colorlight_i5's eth critical path with one seed).
+        consume = ClockDomainsRenamer(cd_read)(AheadGrayCounter(bits + 1))
         self.submodules += consume
-        self.comb += [rd_bin.eq(consume.q_binary), rd_gray.eq(consume.q), consume.ce.eq(take)]
+        self.comb += [
+            rd_bin.eq(consume.q_binary),
+            rd_gray.eq(consume.q),
+            consume.ce.eq(take),
+        ]
 
         # Pointers seen from the other side (two flip-flops when the clocks differ).
         produce_r = Signal(bits + 1)
@@ -130,13 +175,14 @@ class LevelFIFO(LiteXModule):
                 MultiReg(produce.q, produce_r, cd_read),
                 MultiReg(rd_gray, consume_w, cd_write),
             ]
+        self.comb += consume.other.eq(produce_r)
         consume_w_bin = Signal(bits + 1)
         if same:
             self.comb += consume_w_bin.eq(rd_bin)
         else:
-            decoder = ClockDomainsRenamer(cd_write)(GrayDecoder(bits + 1))
+            decoder = ClockDomainsRenamer(cd_write)(GrayDecoder2(bits + 1))
             self.submodules += decoder
-            # The decoder is registered: one more cycle of pessimism, never optimism.
+            # The decoder's two registers: two more cycles of pessimism, never optimism.
             self.comb += [decoder.i.eq(consume_w), consume_w_bin.eq(decoder.o)]
 
         # `writable`: the level can only have grown by this cycle's write since it was compared,
@@ -176,7 +222,6 @@ class LevelFIFO(LiteXModule):
             oce      = Signal()
             self.comb += [
                 oce.eq(~valid_b | source.ready),
-                consume.other.eq(produce_r),
                 readable.eq(consume.differs),
                 take.eq(readable & (~valid_a | oce)),
                 source.valid.eq(valid_b),
@@ -213,7 +258,7 @@ class LevelFIFO(LiteXModule):
                 wrport.adr.eq(produce.q_binary[:bits]),
                 wrport.dat_w.eq(payload),
                 wrport.we.eq(produce.ce),
-                readable.eq(rd_gray != produce_r),
+                readable.eq(consume.differs),
                 take.eq(source.ready & readable),
                 rdport.adr.eq(rd_bin[:bits]),
                 out.eq(rdport.dat_r),

@@ -68,15 +68,24 @@ class MACTransmitter(LiteXModule):
         ]
 
         # CRC-32 of the frame's bytes and padding; in the FCS state it shifts out a byte a cycle.
-        crc     = Signal(32, reset=2**32 - 1)
-        engine  = LiteEthMACCRCEngine(data_width=8, width=32, polynom=0x04c11db7)
+        # A byte is folded into `crc` in the cycle after it is taken, from a register (`pend`,
+        # `pdat`): the CRC's 32 next-state functions (three LUT levels each) then start at
+        # flip-flops, not at the upstream FIFO's output and `sink.valid`, and its enable is a
+        # flip-flop. The FCS's first byte comes from `crc_full`, which folds the last byte in
+        # when it is still pending.
+        crc      = Signal(32, reset=2**32 - 1)
+        pend     = Signal()      # pdat is a frame byte not yet in `crc`.
+        pdat     = Signal(8)
+        crc_full = Signal(32)
+        engine   = LiteEthMACCRCEngine(data_width=8, width=32, polynom=0x04c11db7)
         self.submodules += engine
         self.comb += [
-            engine.data.eq(Mux(data, sink.data, 0)),
+            engine.data.eq(pdat),
             engine.crc_prev.eq(crc),
+            crc_full.eq(Mux(pend, engine.crc_next, crc)),
         ]
         fcs_byte = Signal(8)
-        self.comb += fcs_byte.eq(~crc[24:32][::-1])
+        self.comb += fcs_byte.eq(~crc_full[24:32][::-1])
 
         self.sync += [
             If(load,
@@ -115,10 +124,19 @@ class MACTransmitter(LiteXModule):
                     fcs.eq(0), idle.eq(1),
                 ),
             ),
+            # The CRC: the pending byte folded in, or (FCS) shifted out a byte.
+            pend.eq(take_data | take_pad),
+            pdat.eq(Mux(take_data, sink.data, 0)),
+            If(idle,
+                crc.eq(2**32 - 1),
+            ).Elif(load & fcs,
+                crc.eq(Cat(Replicate(0, 8), crc_full[:24])),
+            ).Elif(pend,
+                crc.eq(engine.crc_next),
+            ),
             # Counters.
             If(idle,
                 count.eq(0), sfd.eq(0), fcs_last.eq(0), length.eq(0), long.eq(int(not with_padding)),
-                crc.eq(2**32 - 1),
             ),
             If(load & idle & sink.valid,
                 count.eq(1),
@@ -128,13 +146,11 @@ class MACTransmitter(LiteXModule):
                 sfd.eq(count == PREAMBLE_BYTES - 1),
             ),
             If(take_data | take_pad,
-                crc.eq(engine.crc_next),
                 length.eq(length + 1),
                 If(length == MIN_FRAME - 2, long.eq(1)),
                 count.eq(0),
             ),
             If(load & fcs,
-                crc.eq(Cat(Replicate(0, 8), crc[:24])),
                 count.eq(count + 1),
                 fcs_last.eq(count == 2),
             ),

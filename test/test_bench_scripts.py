@@ -43,3 +43,16 @@ def test_seeds_runs_the_builds_own_nextpnr_command_with_each_seed(tmp_path):
     (gw / "build_b.sh").write_text("vivado -mode batch\n")
     with pytest.raises(SystemExit, match="no nextpnr-ecp5 line"):
         nextpnr_command(gw)
+
+
+def test_seeds_extra_nextpnr_options_replace_or_add():
+    """--nextpnr "..." sets an option the build already passes, adds a new one, and adds a flag
+    once."""
+    from bench.seeds import with_options
+    base = ["--json", "b.json", "--seed", "1", "--speed", "6"]
+    args = with_options(base, "--speed 8 --placer-heap-timingweight 40 --tmg-ripup")
+    assert args[args.index("--speed") + 1] == "8" and args.count("--speed") == 1
+    assert args[args.index("--placer-heap-timingweight") + 1] == "40"
+    assert args.count("--tmg-ripup") == 1
+    assert with_options(args, "--tmg-ripup").count("--tmg-ripup") == 1
+    assert with_options(base, "") == base
