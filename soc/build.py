@@ -194,11 +194,19 @@ def build_hardware(board, output_dir, toolchain="trellis", run=True, seed=1, **s
 # sys 62.9 vs 63.8; single seeds range over 13 MHz). docs/liteeth-notes.md.
 TRELLIS_OPTIONS = {"flow3": True}
 
+# nextpnr-ecp5 options for every ECP5 build. The HeAP placer's timing weight (default 10): at 40,
+# on the colorlight_i5's netlist of 621f34d (build/h0, issue 8 session 10, bench/seeds.py
+# --nextpnr), each of seeds 1 to 3 placed faster on both clocks than with the default: eth
+# 118.9 / 123.6 / 118.8 -> 121.3 / 125.3 / 119.3 MHz, sys 66.9 / 67.5 / 66.2 -> 69.0 / 71.8 /
+# 69.5, router1 converging every time. docs/boards/README.md.
+NEXTPNR_OPTIONS = ["--placer-heap-timingweight", "40"]
+
 
 def _build_hardware(board, output_dir, shims, toolchain, run, seed, soc_kwargs):
     soc = make_soc(board, toolchain="vivado" if toolchain == "yosys" else toolchain, **soc_kwargs)
     if toolchain == "trellis":
         soc.platform.toolchain._pnr_opts += f" --report {board.name}_report.json"
+        soc.platform.toolchain._pnr_opts += "".join(f" {opt}" for opt in NEXTPNR_OPTIONS)
         soc.platform.toolchain._pnr_opts += "".join(f" {opt}" for opt in getattr(board, "nextpnr_opts", []))
     vivado_missing = toolchain in ("vivado", "yosys") and shutil.which("vivado") is None
     if toolchain == "yosys" or vivado_missing:

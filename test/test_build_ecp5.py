@@ -116,6 +116,7 @@ def test_board_nextpnr_options_reach_the_build_script():
     board = get_board("gsd_butterstick")
     line = nextpnr_line(board)
     assert "--router" not in line and "--seed 1" in line, line
+    assert "--placer-heap-timingweight 40" in line, line   # soc/build.py NEXTPNR_OPTIONS
     assert "--seed 7" in nextpnr_line(board, seed=7)   # `ethdaq build --seed 7`
     class WithRouter(board):
         nextpnr_opts = ["--router", "router2"]
