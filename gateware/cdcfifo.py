@@ -13,6 +13,9 @@ is safe. `sink.ready` is registered: exact for the writer's own writes, the read
 seen a cycle later than in `level` (never optimistic).
 """
 
+from functools import reduce
+from operator import xor
+
 from migen import *
 from migen.genlib.cdc import MultiReg, GrayCounter
 
@@ -80,24 +83,14 @@ class GrayDecoder2(LiteXModule):
         # # #
 
         groups = [list(range(lo, min(lo + 4, width))) for lo in range(0, width, 4)]
-        within = Signal(width)            # i[k] ^ ... ^ i[top of k's group]
-        parity = Signal(len(groups))      # Each group's XOR.
-        for g, bits in enumerate(groups):
+        within = Signal(width)    # i[k] ^ ... ^ i[top of k's group]; at a group's bottom, its parity.
+        for bits in groups:
             for k in bits:
-                self.sync += within[k].eq(_xor(self.i[j] for j in bits if j >= k))
-            self.sync += parity[g].eq(_xor(self.i[j] for j in bits))
+                self.sync += within[k].eq(reduce(xor, [self.i[j] for j in bits if j >= k]))
         for g, bits in enumerate(groups):
-            above = [parity[h] for h in range(g + 1, len(groups))]
+            above = [within[groups[h][0]] for h in range(g + 1, len(groups))]
             for k in bits:
-                self.sync += self.o[k].eq(_xor([within[k]] + above))
-
-
-def _xor(bits):
-    bits = list(bits)
-    out = bits[0]
-    for b in bits[1:]:
-        out = out ^ b
-    return out
+                self.sync += self.o[k].eq(reduce(xor, [within[k]] + above))
 
 
 class LevelFIFO(LiteXModule):

@@ -206,8 +206,8 @@ def _build_hardware(board, output_dir, shims, toolchain, run, seed, soc_kwargs):
     soc = make_soc(board, toolchain="vivado" if toolchain == "yosys" else toolchain, **soc_kwargs)
     if toolchain == "trellis":
         soc.platform.toolchain._pnr_opts += f" --report {board.name}_report.json"
-        soc.platform.toolchain._pnr_opts += "".join(f" {opt}" for opt in NEXTPNR_OPTIONS)
-        soc.platform.toolchain._pnr_opts += "".join(f" {opt}" for opt in getattr(board, "nextpnr_opts", []))
+        soc.platform.toolchain._pnr_opts += "".join(
+            f" {opt}" for opt in NEXTPNR_OPTIONS + list(getattr(board, "nextpnr_opts", [])))
     vivado_missing = toolchain in ("vivado", "yosys") and shutil.which("vivado") is None
     if toolchain == "yosys" or vivado_missing:
         run = False
