@@ -44,8 +44,9 @@ def pulse(field):
 
 class Capture:
     """Collects datagrams from the streamer's UDP source and checks valid never drops inside one."""
-    def __init__(self, dut, ready=lambda cycle: True):
-        self.dut, self.ready = dut, ready
+    def __init__(self, dut, ready=lambda cycle: True, poke=None):
+        """poke(datagrams, current bytes): a generator run once per cycle, after the capture."""
+        self.dut, self.ready, self.poke = dut, ready, poke
         self.datagrams = []
         self.params = []
         self.gaps_inside = 0
@@ -75,6 +76,8 @@ class Capture:
                     self.params.append(dict(length=(yield src.length), dst_port=(yield src.dst_port),
                                             src_port=(yield src.src_port), ip=(yield src.ip_address)))
                     cur, inside = [], False
+            if self.poke is not None:
+                yield from self.poke(self.datagrams, cur)
 
 
 def run_streamer(dut, setup, cycles, capture, tx_period=None):
@@ -162,6 +165,37 @@ def test_headers_byte_exact_and_sequences_continuous_below_line_rate():
         assert d[:daqformat.HEADER_LEN] == daqformat.pack_header(h.stream_id, h.seq, h.timestamp,
             h.sample_count, 16, h.flags, h.dropped, h.run)
     assert cap.gaps_inside == 0
+
+
+def test_sequence_numbers_carry_across_32_bits():
+    """The serializer's 64-bit sequence increment is split over two cycles at bit 32: once
+    channel 0's first datagram is out, its number is set (as a run of 2**32 datagrams would)
+    to 2**32 - 2 while channel 1's datagram goes out, and its next ones must be numbered
+    2**32 - 1, 2**32, 2**32 + 1, ... (a lost carry gives 0 or 2**32 - 1 again)."""
+    dut = DUT()
+    poked = []
+
+    def poke(datagrams, cur):
+        # While a datagram of channel 1 goes out (stream id: header bytes 4..5), channel 0's
+        # next one is not yet loaded (round robin), so its number is not in flight.
+        if not poked and any(daqformat.unpack_header(d).stream_id == 0 for d in datagrams) \
+                and len(cur) >= 6 and cur[4:6] == [0, 1]:
+            yield dut.streamer.serializer.seqs[0].eq(2**32 - 2)
+            poked.append(len(datagrams))
+    cap = Capture(dut, poke=poke)
+
+    def setup():
+        yield from write(dut.streamer._payload, 128)
+        for emu in dut.emulators:
+            yield from write(emu._mode, MODE_COUNTER)
+            yield from write(emu._rate, 2**32 // 8)
+
+    run_streamer(dut, setup, 3000, cap)
+    assert poked
+    seqs = [h.seq for h, _ in per_stream(cap.datagrams)[0]]
+    assert len(seqs) >= 4
+    assert seqs == [0] + [2**32 - 1 + k for k in range(len(seqs) - 1)]
+    assert [h.seq for h, _ in per_stream(cap.datagrams)[1]] == list(range(len(per_stream(cap.datagrams)[1])))
 
 
 def test_overload_drops_whole_samples_before_framing_counted_and_flagged():
