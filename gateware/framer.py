@@ -94,23 +94,31 @@ class UDPFramer(LiteXModule):
         # settings), so a register is as good as the sink, and it keeps the buffer in front out
         # of the header multiplexer's and the checksum's paths.
         dst_ip, src_port, dst_port = Signal(32), Signal(16), Signal(16)
-        self.sync += [dst_ip.eq(sink.ip_address), src_port.eq(sink.src_port), dst_port.eq(sink.dst_port)]
+        dst_sum = Signal(17)  # The destination's two checksum words, summed beside the register.
+        self.sync += [
+            dst_ip.eq(sink.ip_address), src_port.eq(sink.src_port), dst_port.eq(sink.dst_port),
+            dst_sum.eq(sink.ip_address[16:32] + sink.ip_address[0:16]),
+        ]
 
         # IPv4 header checksum: the words that do not change between datagrams are summed in a
         # register ahead of time, the length is added one cycle later, and the folded,
         # complemented sum is registered once more: right from the frame's fourth cycle on, and
-        # first needed at header byte 24 (word 3).
+        # first needed at header byte 24 (word 3). The constant words and the source address's
+        # (a setting) are summed in a register of their own, and the destination's beside
+        # dst_ip, so `base` adds three operands: with all six it was three carry chains in
+        # series from the source address's register (7 levels, the colorlight_i5's eth critical
+        # path with seed 2 at c3d5953).
         src_ip = ip_address
         static = 0x4500 + IP_FLAGS_DF + ((ttl << 8) | IP_PROTO_UDP)
         if isinstance(src_ip, int):
-            static += (src_ip >> 16) + (src_ip & 0xffff)
-            src_words = 0
+            fixed = static + (src_ip >> 16) + (src_ip & 0xffff)
         else:
-            src_words = src_ip[16:32] + src_ip[0:16]
+            fixed = Signal(18)
+            self.sync += fixed.eq(static + src_ip[16:32] + src_ip[0:16])
         base = Signal(20)
         total = Signal(21)
         self.sync += [
-            base.eq(static + src_words + dst_ip[16:32] + dst_ip[0:16] + ident),
+            base.eq(fixed + dst_sum + ident),
             total.eq(base + ip_len),
         ]
         fold1 = Signal(17)

@@ -53,6 +53,7 @@ class MACTransmitter(LiteXModule):
         fcs_last = Signal()    # The next FCS byte is the frame's last.
         length = Signal(6)     # Frame bytes sent, up to MIN_FRAME - 1.
         long   = Signal(reset=int(not with_padding))   # The next byte is at least the 60th.
+        at_59th = Signal()     # length == MIN_FRAME - 2: the next byte taken is the 59th.
 
         # The output register takes a byte when it is empty or its byte is taken.
         load = Signal()
@@ -137,6 +138,7 @@ class MACTransmitter(LiteXModule):
             # Counters.
             If(idle,
                 count.eq(0), sfd.eq(0), fcs_last.eq(0), length.eq(0), long.eq(int(not with_padding)),
+                at_59th.eq(0),
             ),
             If(load & idle & sink.valid,
                 count.eq(1),
@@ -145,9 +147,13 @@ class MACTransmitter(LiteXModule):
                 count.eq(count + 1),
                 sfd.eq(count == PREAMBLE_BYTES - 1),
             ),
+            # `long` from a flag registered a byte ahead, not from the compare of `length`
+            # (behind the take, that was 6 levels: the colorlight_i5's eth critical path with
+            # seed 3 at c3d5953).
             If(take_data | take_pad,
                 length.eq(length + 1),
-                If(length == MIN_FRAME - 2, long.eq(1)),
+                at_59th.eq(length == MIN_FRAME - 3),
+                If(at_59th, long.eq(1)),
                 count.eq(0),
             ),
             If(load & fcs,

@@ -100,3 +100,45 @@ def test_arp_request_is_a_padded_who_has():
     assert pkt.dst == "ff:ff:ff:ff:ff:ff" and pkt.src == "10:e2:d5:00:00:77"
     arp = pkt[ARP]
     assert (arp.op, arp.hwsrc, arp.psrc, arp.pdst) == (1, "10:e2:d5:00:00:77", "192.168.77.50", "192.168.77.1")
+
+
+def test_checksums_with_the_source_a_setting_and_a_new_destination_every_datagram():
+    """The source address as a signal (a CSR in the SoC: its words are summed in a register of
+    their own) and a different destination in each back-to-back datagram (its words summed as
+    it is registered): every checksum must still be right from the first frame."""
+    from migen import Module, Signal
+
+    class DUT(Module):
+        def __init__(self):
+            self.src_ip = Signal(32, reset=SRC_IP)
+            self.submodules.framer = UDPFramer(SRC_MAC, self.src_ip)
+    dut = DUT()
+    framer = dut.framer
+    dsts = [0xC0A84D01, 0x0A000001, 0xFFFFFFFE, 0x01020304, 0xAC10FFFF, 0xC0A84D01]
+    frames = []
+
+    def send():
+        yield framer.dst_mac.eq(DST_MAC)
+        yield framer.mac_valid.eq(1)
+        for k, dst in enumerate(dsts):
+            yield framer.sink.ip_address.eq(dst)
+            yield framer.sink.src_port.eq(5000)
+            yield framer.sink.dst_port.eq(6000)
+            yield framer.sink.length.eq(1)
+            yield framer.sink.valid.eq(1)
+            yield framer.sink.data.eq(k)
+            yield framer.sink.last.eq(1)
+            yield
+            while not (yield framer.sink.ready):
+                yield
+        yield framer.sink.valid.eq(0)
+
+    run_simulation(dut, [send(), collect(framer.source, len(dsts), frames)])
+    assert len(frames) == len(dsts)
+    for k, (frame, dst) in enumerate(zip(frames, dsts)):
+        ip = Ether(frame)[IP]
+        assert ip.src == "192.168.77.50" and ip.dst == ".".join(str(dst >> s & 0xff) for s in (24, 16, 8, 0))
+        assert ip.id == k
+        recomputed = IP(bytes(ip))
+        del recomputed.chksum
+        assert ip.chksum == IP(bytes(recomputed)).chksum, f"datagram {k}: IPv4 header checksum differs from scapy's"
