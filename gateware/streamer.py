@@ -38,7 +38,6 @@ from ethdaq.gateware.framer import field_bytes, mux_tree
 from ethdaq.gateware.resolver import ARPResolver, MODE_ARP, MODE_FIXED
 from ethdaq.gateware.streamstats import StreamCounters
 from ethdaq.host import daqformat
-from ethdaq.gateware.skidbuffer import SkidBuffer
 
 # Helpers ------------------------------------------------------------------------------------------
 
@@ -530,7 +529,7 @@ class _Serializer(LiteXModule):
         # serves all channels (a buffer per channel cost 2048 flip-flops and 1000 LUTs at 4).
         heads = []
         for i, ch in enumerate(channels):
-            w = SkidBuffer([("data", ch.word_width)])
+            w = stream.Buffer([("data", ch.word_width)], pipe_valid=True, pipe_ready=True)
             setattr(self, f"word_reg{i}", w)
             self.comb += ch.source.connect(w.sink)
             heads.append((ch.desc, w.source))

@@ -33,7 +33,6 @@ from liteeth.mac.preamble import LiteEthMACPreambleInserter
 from ethdaq.gateware.framer import ARPRequester, UDPFramer
 from ethdaq.gateware.mactx import MACTransmitter
 from ethdaq.gateware.scheduler import FrameScheduler
-from ethdaq.gateware.skidbuffer import SkidBuffer
 
 
 class MACPHY:
@@ -91,7 +90,7 @@ class TXPath(LiteXModule):
         # streamer's header and sample multiplexers and the framer's header multiplexer would
         # otherwise share a cycle, and the framer's ready chain would reach into the streamer's
         # state machine and buffers.
-        self.data_buf = data_buf = r(SkidBuffer(eth_udp_user_description(dw)))
+        self.data_buf = data_buf = r(stream.Buffer(eth_udp_user_description(dw), pipe_valid=True, pipe_ready=True))
         self.comb += [
             self.data.connect(data_buf.sink),
             data_buf.source.connect(framer.sink),
@@ -110,9 +109,9 @@ class TXPath(LiteXModule):
         # Registered `ready` too: the schedulers' ready chain then ends here instead of running
         # on through the framer into the streamer's buffer (eth_tx's critical path on ECP5 after
         # the schedulers' choice was registered, 12.9 ns).
-        self.framer_reg = framer_reg = r(SkidBuffer(eth_phy_description(dw)))
+        self.framer_reg = framer_reg = r(stream.Buffer(eth_phy_description(dw), pipe_valid=True, pipe_ready=True))
         # The ARP requester's frame multiplexer, registered (it fed the CRC in one cycle).
-        self.requester_reg = requester_reg = r(SkidBuffer(eth_phy_description(dw)))
+        self.requester_reg = requester_reg = r(stream.Buffer(eth_phy_description(dw), pipe_valid=True, pipe_ready=True))
         self.comb += [
             requester.source.connect(requester_reg.sink),
             requester_reg.source.connect(local.sinks[0]),
@@ -131,7 +130,7 @@ class TXPath(LiteXModule):
             # A register between the CRC and the preamble (one cycle): the preamble inserter's,
             # the schedulers' and the gap's valid/ready chain would otherwise run on through the
             # CRC into the local scheduler's inputs.
-            self.crc_buf  = crc_buf  = r(SkidBuffer(eth_phy_description(dw)))
+            self.crc_buf  = crc_buf  = r(stream.Buffer(eth_phy_description(dw), pipe_valid=True, pipe_ready=True))
             self.submodules += stream.Pipeline(local, crc, crc_buf, preamble)
             ours = preamble.source
         else:
@@ -145,7 +144,7 @@ class TXPath(LiteXModule):
         # Classes, highest first: time-triggered launches (if any), LiteEth (the CPU's control
         # and PTP messages, ARP and ICMP answers), the bulk DAQ data.
         sources = ([launcher.source] if launcher is not None else [])
-        self.mac_buffer = mac_buffer = r(SkidBuffer(eth_phy_description(dw)))
+        self.mac_buffer = mac_buffer = r(stream.Buffer(eth_phy_description(dw), pipe_valid=True, pipe_ready=True))
         sources += [mac_buffer.source, ours]
         self.scheduler = scheduler = r(FrameScheduler(len(sources), dw, idle_choice=len(sources) - 1))
         self.comb += mac_phy.sink.connect(mac_buffer.sink)

@@ -42,7 +42,6 @@ from ethdaq.gateware.launcher import LATENCY_CYCLES as LAUNCHER_LATENCY_CYCLES, 
 from ethdaq.gateware.txpath import TXPath, connect_streamer
 from ethdaq.gateware.watchdog import Watchdog
 from ethdaq.host import daqformat, protocol
-from ethdaq.gateware.skidbuffer import SkidBuffer
 
 # Helpers ------------------------------------------------------------------------------------------
 
@@ -344,7 +343,7 @@ class DAQSoC(SoCCore):
         # The MAC's receive error counts, which LiteEth builds but does not export.
         self.eth_errors = MACErrors(self.ethcore.mac.core)
         rx_pipeline = self.ethcore.mac.core.rx_datapath.pipeline
-        self.eth_rx_buffer = SkidBuffer(eth_phy_description(eth_dw))
+        self.eth_rx_buffer = stream.Buffer(eth_phy_description(eth_dw), pipe_valid=True, pipe_ready=True)
         rx_pipeline.insert(len(rx_pipeline) - 1, self.eth_rx_buffer)
         if eth_dw == 8:   # LiteEth's transmit ready chain, cut after its crossing (gateware/macpipeline.py).
             self.eth_tx_buffer = insert_tx_buffer(self.ethcore.mac.core)
