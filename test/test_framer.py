@@ -1,7 +1,7 @@
 """Canned-header framer and ARP requester (gateware/framer.py) in Migen simulation, decoded by
 scapy: every header field, the IPv4 checksum (scapy recomputes it), and holding for the MAC."""
 
-from migen import run_simulation
+from migen import Module, Signal, run_simulation
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import ARP, Ether
 
@@ -25,38 +25,44 @@ def collect(source, frames, out, limit=4000):
                     return
 
 
+def send(framer, datagrams):
+    """Back-to-back datagrams, each (destination address, destination port, payload)."""
+    yield framer.dst_mac.eq(DST_MAC)
+    yield framer.mac_valid.eq(1)
+    for dst_ip, dst_port, p in datagrams:
+        yield framer.sink.ip_address.eq(dst_ip)
+        yield framer.sink.src_port.eq(5000)
+        yield framer.sink.dst_port.eq(dst_port)
+        yield framer.sink.length.eq(len(p))
+        for i, b in enumerate(p):
+            yield framer.sink.valid.eq(1)
+            yield framer.sink.data.eq(b)
+            yield framer.sink.last.eq(i == len(p) - 1)
+            yield
+            while not (yield framer.sink.ready):
+                yield
+        yield framer.sink.valid.eq(0)
+
+
+def assert_checksum(ip, what=""):
+    recomputed = IP(bytes(ip))
+    del recomputed.chksum
+    assert ip.chksum == IP(bytes(recomputed)).chksum, f"{what}IPv4 header checksum differs from scapy's"
+
+
 def test_udp_frames_decode_with_valid_checksums_and_increasing_identification():
     dut = UDPFramer(SRC_MAC, SRC_IP)
     payloads = [bytes((i*7 + n) & 0xff for i in range(n)) for n in (1, 64, 255, 1000)]
     frames = []
-
-    def send():
-        yield dut.dst_mac.eq(DST_MAC)
-        yield dut.mac_valid.eq(1)
-        for k, p in enumerate(payloads):
-            yield dut.sink.ip_address.eq(DST_IP)
-            yield dut.sink.src_port.eq(5000)
-            yield dut.sink.dst_port.eq(6000 + k)
-            yield dut.sink.length.eq(len(p))
-            for i, b in enumerate(p):
-                yield dut.sink.valid.eq(1)
-                yield dut.sink.data.eq(b)
-                yield dut.sink.last.eq(i == len(p) - 1)
-                yield
-                while not (yield dut.sink.ready):
-                    yield
-            yield dut.sink.valid.eq(0)
-
-    run_simulation(dut, [send(), collect(dut.source, len(payloads), frames)])
+    datagrams = [(DST_IP, 6000 + k, p) for k, p in enumerate(payloads)]
+    run_simulation(dut, [send(dut, datagrams), collect(dut.source, len(payloads), frames)])
     assert len(frames) == len(payloads)
     for k, (frame, p) in enumerate(zip(frames, payloads)):
         pkt = Ether(frame)
         assert pkt.dst == "02:aa:bb:cc:dd:01" and pkt.src == "10:e2:d5:00:00:77"
         ip = pkt[IP]
         assert (ip.src, ip.dst, ip.ttl, ip.flags, ip.id, ip.len) == ("192.168.77.50", "192.168.77.1", 64, "DF", k, 28 + len(p))
-        recomputed = IP(bytes(ip))
-        del recomputed.chksum
-        assert ip.chksum == IP(bytes(recomputed)).chksum, "IPv4 header checksum differs from scapy's"
+        assert_checksum(ip)
         udp = pkt[UDP]
         assert (udp.sport, udp.dport, udp.len, udp.chksum) == (5000, 6000 + k, 8 + len(p), 0)
         assert bytes(udp.payload) == p
@@ -106,8 +112,6 @@ def test_checksums_with_the_source_a_setting_and_a_new_destination_every_datagra
     """The source address as a signal (a CSR in the SoC: its words are summed in a register of
     their own) and a different destination in each back-to-back datagram (its words summed as
     it is registered): every checksum must still be right from the first frame."""
-    from migen import Module, Signal
-
     class DUT(Module):
         def __init__(self):
             self.src_ip = Signal(32, reset=SRC_IP)
@@ -116,29 +120,11 @@ def test_checksums_with_the_source_a_setting_and_a_new_destination_every_datagra
     framer = dut.framer
     dsts = [0xC0A84D01, 0x0A000001, 0xFFFFFFFE, 0x01020304, 0xAC10FFFF, 0xC0A84D01]
     frames = []
-
-    def send():
-        yield framer.dst_mac.eq(DST_MAC)
-        yield framer.mac_valid.eq(1)
-        for k, dst in enumerate(dsts):
-            yield framer.sink.ip_address.eq(dst)
-            yield framer.sink.src_port.eq(5000)
-            yield framer.sink.dst_port.eq(6000)
-            yield framer.sink.length.eq(1)
-            yield framer.sink.valid.eq(1)
-            yield framer.sink.data.eq(k)
-            yield framer.sink.last.eq(1)
-            yield
-            while not (yield framer.sink.ready):
-                yield
-        yield framer.sink.valid.eq(0)
-
-    run_simulation(dut, [send(), collect(framer.source, len(dsts), frames)])
+    datagrams = [(dst, 6000, bytes([k])) for k, dst in enumerate(dsts)]
+    run_simulation(dut, [send(framer, datagrams), collect(framer.source, len(dsts), frames)])
     assert len(frames) == len(dsts)
     for k, (frame, dst) in enumerate(zip(frames, dsts)):
         ip = Ether(frame)[IP]
         assert ip.src == "192.168.77.50" and ip.dst == ".".join(str(dst >> s & 0xff) for s in (24, 16, 8, 0))
         assert ip.id == k
-        recomputed = IP(bytes(ip))
-        del recomputed.chksum
-        assert ip.chksum == IP(bytes(recomputed)).chksum, f"datagram {k}: IPv4 header checksum differs from scapy's"
+        assert_checksum(ip, f"datagram {k}: ")

@@ -192,10 +192,11 @@ def test_sequence_numbers_carry_across_32_bits():
 
     run_streamer(dut, setup, 3000, cap)
     assert poked
-    seqs = [h.seq for h, _ in per_stream(cap.datagrams)[0]]
+    streams = per_stream(cap.datagrams)
+    seqs = [h.seq for h, _ in streams[0]]
     assert len(seqs) >= 4
     assert seqs == [0] + [2**32 - 1 + k for k in range(len(seqs) - 1)]
-    assert [h.seq for h, _ in per_stream(cap.datagrams)[1]] == list(range(len(per_stream(cap.datagrams)[1])))
+    assert [h.seq for h, _ in streams[1]] == list(range(len(streams[1])))
 
 
 def test_overload_drops_whole_samples_before_framing_counted_and_flagged():
