@@ -29,7 +29,8 @@ from ethdaq.gateware.globalreset import promote_resets
 from ethdaq.gateware.frontend import FrontendContext, instantiate as instantiate_frontend
 from ethdaq.gateware.classifier import FastTrackSink, RXClassifier, insert_classifier
 from ethdaq.gateware.framegate import FrameGate, FrameGateCounters
-from ethdaq.gateware.macpipeline import insert_tx_buffer, replace_rx_crc, replace_tx_cdc, replace_tx_framing
+from ethdaq.gateware.macpipeline import (insert_ip_rx_buffer, insert_tx_buffer, replace_rx_crc, replace_tx_cdc,
+                                         replace_tx_framing)
 from ethdaq.gateware.macstats import MACErrors
 from ethdaq.gateware.rxaudit import RXAudit, insert_rx_audit
 from ethdaq.gateware.netaddr import NetAddress
@@ -184,6 +185,15 @@ class DAQSoC(SoCCore):
         # timer0; LiteX would refuse a SoC without one.
         if "rom" not in self.bus.regions or "sram" not in self.bus.regions:
             raise ValueError("the firmware needs the integrated ROM and SRAM")
+
+    def add_csr_bridge(self, name="csr", origin=None, register=False):
+        # LiteX registers the Wishbone-to-CSR bridge only in SoCs with SDRAM. Unregistered, the
+        # CSR banks' address decode and every CSR's write enable hang combinationally off the
+        # CPU's bus command through the arbiter and the decoder: sys's critical path on the
+        # colorlight_i5 (the instruction bus's PC → a streamer CSR's clock enable, 9 LUT levels,
+        # 12.6 ns of routing to CSRs all over the chip). Registered, an access takes a cycle
+        # more; the firmware's CSR accesses are not on any path that counts cycles.
+        SoCCore.add_csr_bridge(self, name=name, origin=origin, register=True)
 
     def __init__(self, board, toolchain=None,
         sys_clk_freq = None,
@@ -345,6 +355,9 @@ class DAQSoC(SoCCore):
         rx_pipeline = self.ethcore.mac.core.rx_datapath.pipeline
         self.eth_rx_buffer = stream.Buffer(eth_phy_description(eth_dw), pipe_valid=True, pipe_ready=True)
         rx_pipeline.insert(len(rx_pipeline) - 1, self.eth_rx_buffer)
+        # The rest of that chain, from LiteEth's UDP/ICMP layers to the MAC, cut at its middle.
+        self.eth_ip_rx_buffer, cut = insert_ip_rx_buffer(self.ethcore.ip)
+        self.comb += cut
         if eth_dw == 8:   # LiteEth's transmit ready chain, cut after its crossing (gateware/macpipeline.py).
             self.eth_tx_buffer = insert_tx_buffer(self.ethcore.mac.core)
             self.eth_tx_cdc    = replace_tx_cdc(self.ethcore.mac.core)

@@ -131,3 +131,52 @@ def test_the_mac_fcs_checker_judges_from_a_register():
     pulses = {id(m.i) for _, m in rx._submodules if isinstance(m, PulseSynchronizer)}
     assert any(id(st.l) in pulses and st.r is soc.eth_rx_fcs.error
                for st in rx._fragment.comb if isinstance(st, _Assign))
+
+
+def test_the_csr_bus_is_driven_from_flip_flops():
+    """The CPU's CSR accesses reach the CSR banks through LiteX's registered Wishbone-to-CSR
+    bridge: the CSR bus's address, write and read enables and write data are flip-flops, so no
+    path runs from the CPU's bus command into every CSR's clock enable (sys's critical path on
+    the colorlight_i5 with LiteX's default, unregistered bridge in SoCs without SDRAM)."""
+    from migen.fhdl.tools import list_targets
+    soc = DAQSoC(get_board("sim"))
+    frag = soc.get_fragment()
+    csr  = soc.csr_bridge.csr
+    bus  = {id(s) for s in (csr.adr, csr.we, csr.re, csr.dat_w)}
+    comb = {id(s) for s in list_targets(frag.comb)}
+    sync = {id(s) for stmts in frag.sync.values() for s in list_targets(stmts)}
+    assert not bus & comb
+    assert bus <= sync
+
+
+def test_liteeth_ipv4_receive_ready_is_cut_between_the_receiver_and_its_crossbar():
+    """gateware/macpipeline.py's buffer (registered valid, payload and ready) sits between
+    LiteEth's IPv4 receiver and its IPv4 crossbar: LiteEth's direct connection is gone and the
+    receiver's `ready` is the buffer's, not the crossbar's. The network tests check that pings and
+    the control port still work through it."""
+    from migen.fhdl.structure import _Assign
+    from litex.soc.interconnect.stream import Buffer, PipeReady, PipeValid
+    soc = DAQSoC(get_board("sim"))
+    frag = soc.get_fragment()
+    ip, buf = soc.ethcore.ip, soc.eth_ip_rx_buffer
+    assert isinstance(buf, Buffer)
+    assert isinstance(buf.pipe_valid, PipeValid) and isinstance(buf.pipe_ready, PipeReady)
+    drives = {}
+    for st in frag.comb:
+        if isinstance(st, _Assign):
+            drives.setdefault(id(st.l), []).append(st.r)
+    assert drives[id(ip.rx.source.ready)] == [buf.sink.ready]
+    assert drives[id(buf.sink.valid)] == [ip.rx.source.valid]
+    assert drives[id(ip.crossbar.master.sink.valid)] == [buf.source.valid]
+    assert drives[id(buf.source.ready)] == [ip.crossbar.master.sink.ready]
+
+
+def test_cutting_a_connection_that_is_not_there_is_an_error():
+    from litex.soc.interconnect import stream
+    from migen import Module
+    from ethdaq.gateware.macpipeline import cut_connection
+    m = Module()
+    a, b = stream.Endpoint([("data", 8)]), stream.Endpoint([("data", 8)])
+    m.comb += a.connect(b, omit={"last"})
+    with pytest.raises(ValueError, match="no longer wires it"):
+        cut_connection(m, a, b, stream.PipeReady([("data", 8)]))
