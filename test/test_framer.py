@@ -128,3 +128,20 @@ def test_checksums_with_the_source_a_setting_and_a_new_destination_every_datagra
         assert ip.src == "192.168.77.50" and ip.dst == ".".join(str(dst >> s & 0xff) for s in (24, 16, 8, 0))
         assert ip.id == k
         assert_checksum(ip, f"datagram {k}: ")
+
+
+def test_each_length_is_one_adder_from_the_sink():
+    """The IPv4 and UDP lengths are each the sink's length plus one constant: Yosys does not fold
+    constants across additions, so `length + 8 + 20` was two carry chains in series (an eth
+    critical path on the colorlight_i5). Checked in the Verilog Yosys reads."""
+    import re
+    from litex.gen.fhdl.verilog import convert
+    from migen import ClockDomain
+    top = Module()
+    top.submodules.framer = framer = UDPFramer(SRC_MAC, SRC_IP)
+    top.clock_domains.cd_sys = ClockDomain()
+    text = str(convert(top, ios={framer.sink.length, top.cd_sys.clk, top.cd_sys.rst}, name="top"))
+    for name, const in (("ip_len", 28), ("udp_len", 8)):
+        rhs = re.findall(rf"_{name} <= (.*);", text)
+        rhs = [r for r in rhs if "length" in r]
+        assert len(rhs) == 1 and rhs[0].count("+") == 1 and f"'d{const})" in rhs[0], (name, rhs)
