@@ -27,6 +27,7 @@ from ethdaq.host import protocol
 from ethdaq.gateware.onehot import check_reset, one_hot_fsms
 from ethdaq.soc.daqsoc import DAQSoC
 from ethdaq.soc import tools
+from ethdaq.soc.pnr import DEFAULT_TRIES, TRIES_ENV
 
 FIRMWARE_DIR = Path(ethdaq.host.__file__).resolve().parent.parent / "firmware"
 
@@ -103,6 +104,21 @@ def _path_prepended(*dirs):
 
 
 @contextlib.contextmanager
+def _environ(**values):
+    """Environment variables set for the tools a build runs (soc/pnr.py reads TRIES_ENV)."""
+    old = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+@contextlib.contextmanager
 def output_to(log_path, verbose=False):
     """Send everything the build prints (LiteX logging, make, compilers: file descriptors 1 and
     2) to log_path, unless verbose. On failure, the log's last lines are kept in the error."""
@@ -162,26 +178,34 @@ def preflight(board, output_dir):
     return output_dir
 
 
-def check_seed(board, toolchain, seed):
-    """A placement seed other than the default is nextpnr's: ECP5 (trellis) builds only."""
+def check_seed(board, toolchain, seed, tries=None):
+    """A placement seed other than the default, and placement tries, are nextpnr's: ECP5
+    (trellis) builds only."""
+    tool = "Verilator" if board.is_sim else toolchain
     if seed != 1 and toolchain != "trellis":
-        tool = "Verilator" if board.is_sim else toolchain
         raise BuildError(f"--seed is nextpnr's, for ECP5 boards; {board.name} builds with {tool}")
+    if tries is not None and toolchain != "trellis":
+        raise BuildError(f"--tries is nextpnr's, for ECP5 boards; {board.name} builds with {tool}")
+    if tries is not None and not 1 <= tries <= 20:
+        raise BuildError(f"--tries must be 1 to 20 placements, not {tries}")
 
 
-def build_hardware(board, output_dir, toolchain="trellis", run=True, seed=1, **soc_kwargs):
+def build_hardware(board, output_dir, toolchain="trellis", run=True, seed=1, tries=None, **soc_kwargs):
     """Build gateware + firmware + bitstream for a hardware board; return a BuildResult.
 
-    toolchain "trellis" (ECP5): Yosys + nextpnr + ecppack, all here; `seed` is nextpnr's (placement
-    and so timing vary with it, a few MHz). "vivado" (Xilinx): the complete Vivado project; Vivado
-    runs only if it is on PATH (result.vivado_missing otherwise). "yosys" (Xilinx): the same
-    project, then Yosys' synth_xilinx for a resource estimate."""
-    check_seed(board, toolchain, seed)
+    toolchain "trellis" (ECP5): Yosys + nextpnr + ecppack, all here; `seed` is nextpnr's first
+    placement seed (placement and so timing vary with it, several MHz), and up to `tries`
+    placements (default DEFAULT_TRIES; seeds seed, seed + 1, ...) are made until every clock meets
+    its constraint. "vivado" (Xilinx): the complete Vivado project; Vivado runs only if it is on
+    PATH (result.vivado_missing otherwise). "yosys" (Xilinx): the same project, then Yosys'
+    synth_xilinx for a resource estimate."""
+    check_seed(board, toolchain, seed, tries)
+    tries = DEFAULT_TRIES if tries is None else tries
     output_dir = preflight(board, output_dir)
     shims = tools.yowasp_shims(output_dir / ".tools")
     # ECP5: state machines one-hot (gateware/onehot.py; Yosys leaves LiteX's binary otherwise).
     one_hot = one_hot_fsms() if toolchain == "trellis" else contextlib.nullcontext()
-    with one_hot:
+    with one_hot, _environ(**{TRIES_ENV: str(tries)}):
         return _build_hardware(board, output_dir, shims, toolchain, run, seed, soc_kwargs)
 
 
@@ -199,7 +223,11 @@ TRELLIS_OPTIONS = {"flow3": True}
 # --nextpnr), each of seeds 1 to 3 placed faster on both clocks than with the default: eth
 # 118.9 / 123.6 / 118.8 -> 121.3 / 125.3 / 119.3 MHz, sys 66.9 / 67.5 / 66.2 -> 69.0 / 71.8 /
 # 69.5, router1 converging every time. docs/boards/README.md.
-NEXTPNR_OPTIONS = ["--placer-heap-timingweight", "40"]
+# --tmg-ripup: router1 also rips up and reroutes arcs with negative slack, not only overused
+# wires. On 86122cf's netlist (build/h4, issue 8 session 12) the same placements routed to eth
+# 125.2 -> 128.1 MHz (seed 1) and 133.3 -> 139.6 (seed 3), sys 65.5 -> 66.7 and 63.3 -> 62.9,
+# in the same routing time (176 to 217 s).
+NEXTPNR_OPTIONS = ["--placer-heap-timingweight", "40", "--tmg-ripup"]
 
 
 def _build_hardware(board, output_dir, shims, toolchain, run, seed, soc_kwargs):
@@ -214,7 +242,8 @@ def _build_hardware(board, output_dir, shims, toolchain, run, seed, soc_kwargs):
     builder = DAQBuilder(soc, output_dir=str(output_dir))
     # A failed build must not leave the previous bitstream looking like its result.
     for stale in (Path(builder.gateware_dir) / f"{board.name}.bit",
-                  Path(builder.gateware_dir) / f"{board.name}_report.json.router"):
+                  Path(builder.gateware_dir) / f"{board.name}_report.json.router",
+                  Path(builder.gateware_dir) / f"{board.name}_report.json.seeds"):
         if stale.exists():
             stale.unlink()
     with _path_prepended(shims):
@@ -355,7 +384,10 @@ def nextpnr_summary(report_path, soc):
                        "margin_met": achieved >= constraint})
     # soc/pnr.py notes which router made the bitstream (router2 when router1 did not converge).
     router = Path(str(report_path) + ".router")
+    # ... and, when it placed more than once, each placement's seed and clocks.
+    seeds = Path(str(report_path) + ".seeds")
     return {
+        "placements": json.loads(seeds.read_text()) if seeds.exists() else None,
         "luts":  res("TRELLIS_COMB"),
         "ffs":   res("TRELLIS_FF"),
         "bram":  res("DP16KD"),
@@ -377,6 +409,16 @@ def format_summary(report):
         lines.append(f"  estimate: {report['estimate']}")
     if report.get("router"):
         lines.append(f"  routed by nextpnr's {report['router']}")
+    placements = report.get("placements")
+    if placements:
+        lines.append(f"  placed with nextpnr seed {placements['chosen']} "
+                     f"({len(placements['attempts'])} of up to {placements['tries']} placements tried):")
+        for a in placements["attempts"]:
+            clocks = ", ".join(f"{n.replace('$glbnet$', '').replace('$TRELLIS_IO_IN', '')} {f[0]:.1f}/{f[1]:.1f}"
+                               for n, f in sorted(a["fmax"].items()))
+            verdict = ("did not route" if a["router"] == "none" else
+                       "every clock met its constraint" if a["met"] else "missed")
+            lines.append(f"    seed {a['seed']}: {verdict}" + (f" (MHz achieved/constraint: {clocks})" if clocks else ""))
     if report["clocks"]:
         lines.append(f"  {'clock':<28} {'achieved':>10} {'required':>10}  status")
     for c in report["clocks"]:

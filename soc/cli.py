@@ -14,6 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from ethdaq.soc import pnr
+
 EXAMPLES = """\
 examples:
   ethdaq boards
@@ -242,7 +244,7 @@ def cmd_build(args):
     if toolchain not in board.toolchains:
         raise CLIError(f"toolchain for board {board.name} must be one of {', '.join(board.toolchains)}, not {toolchain!r}")
     output_dir = Path(args.output_dir or os.path.join("build", board.name))
-    build.check_seed(board, toolchain, args.seed)
+    build.check_seed(board, toolchain, args.seed, args.tries)
     if board.is_sim and args.sys_clk_freq:
         raise CLIError("the simulated board's sys clock is fixed at 125 MHz (it is the GMII clock)")
     soc_kwargs = _soc_kwargs(args)
@@ -259,7 +261,8 @@ def cmd_build(args):
         print("run it with: sudo ethdaq sim")
         return 0
     with build.output_to(log, args.verbose):
-        result = build.build_hardware(board, output_dir, toolchain=toolchain, seed=args.seed, **soc_kwargs)
+        result = build.build_hardware(board, output_dir, toolchain=toolchain, seed=args.seed, tries=args.tries,
+                                      **soc_kwargs)
     if result.vivado_missing:
         print(f"Vivado is not on PATH: the complete project is in {result.gateware}; where Vivado is installed, "
               f"run: {build.vivado_command(result)}")
@@ -814,8 +817,10 @@ def make_parser():
     p.add_argument("--output-dir", help="build directory (default build/BOARD); not under /tmp for ECP5")
     p.add_argument("--verbose", action="store_true", help="show the build's output instead of writing it to OUTPUT_DIR/build.log")
     p.add_argument("--strict-timing", action="store_true", help="exit with an error when a clock misses its frequency")
-    p.add_argument("--seed", type=int, default=1, help="nextpnr's placement seed, ECP5 boards (default 1); timing "
-                   "varies by a few MHz between seeds")
+    p.add_argument("--seed", type=int, default=1, help="nextpnr's first placement seed, ECP5 boards (default 1); "
+                   "timing varies by several MHz between seeds")
+    p.add_argument("--tries", type=int, help="ECP5 boards: place and route with seeds SEED, SEED+1, ... until every "
+                   f"clock meets its constraint, at most TRIES times (default {pnr.DEFAULT_TRIES}; 1: one placement)")
     p.add_argument("--sys-clk-freq", type=_freq, help="system clock in Hz (default: the board's, see docs/boards)")
     p.add_argument("--build-id", type=_build_id, help="the build's name in the SoC's identifier and the firmware "
                    "(default: the git revision). The identifier is logic: on a nearly full FPGA another id can "

@@ -1,8 +1,7 @@
 """Full bitstream builds with the yowasp tools (Yosys + nextpnr-ecp5 + ecppack), as `ethdaq build`
 does them for a user, and the summary table parsed from nextpnr's report: the colorlight_i5
-(the issue's CI board: a 25F-6, 88 % full, which does not yet meet timing with the margin: a
-strict xfail) and the lattice_versa_ecp5 (a 45F-8: the same SoC meets every clock with the
-margin, asserted).
+(the issue's CI board: a 25F-6, 88 % full) and the lattice_versa_ecp5 (a 45F-8), each meeting
+every clock with the 10 % margin (asserted).
 
 The builds (about 20 and 5 minutes of one core) start when the tests are collected and run
 beside the rest of the suite (test/conftest.py, background_build); these tests run last and wait
@@ -70,12 +69,22 @@ def test_colorlight_i5_bitstream_and_summary():
 
 
 @BUILD
-@pytest.mark.xfail(strict=True, reason=(
-    "issue 8: the LFE5U-25F-6 is 88 % full and misses 137.5 MHz on eth (125 + 10 %) in CI's placement (seed 1): 125 to 138 MHz between nextpnr seeds in session 11, one seed meeting it; sys sits at its 66 MHz margin (62 to 68 between seeds); "
-    "the speed-8 lattice_versa_ecp5 meets both with the same gateware; see docs/boards/README.md"))
 def test_colorlight_i5_meets_timing_with_10_percent_margin():
-    for name, achieved, required, status in clocks(summary()):
+    """Issue 8's criterion on CI's board: every clock at least 10 % above what it needs (eth
+    137.5 MHz for 125, sys 66 for 60), by nextpnr's estimate after routing, in the placement the
+    build keeps (it tries seeds 1, 2, 3 until one meets every constraint, soc/pnr.py). Measured
+    (session 12, b0109ea's gateware, build id ci): seed 1 met both, eth 142.8 and sys 66.9 MHz;
+    before it, the colorlight_i5 missed the margin in CI's placement in every session."""
+    text = summary()
+    found = clocks(text)
+    assert found, text
+    for name, achieved, required, status in found:
         assert float(achieved) >= 1.1*float(required), (name, achieved, required)
+    # The placement kept is the one the summary says met every clock's constraint.
+    m = re.search(r"placed with nextpnr seed (\d+) \((\d+) of up to (\d+) placements tried\)", text)
+    assert m, text
+    assert re.search(rf"^\s+seed {m.group(1)}: every clock met its constraint", text, re.M), text
+    assert text.count("met (with the 10 % margin") == len(found), text
 
 
 VERSA = REPO / "build" / "test-lattice_versa_ecp5"
@@ -116,7 +125,7 @@ def test_board_nextpnr_options_reach_the_build_script():
     board = get_board("gsd_butterstick")
     line = nextpnr_line(board)
     assert "--router" not in line and "--seed 1" in line, line
-    assert "--placer-heap-timingweight 40" in line, line   # soc/build.py NEXTPNR_OPTIONS
+    assert "--placer-heap-timingweight 40 --tmg-ripup" in line, line   # soc/build.py NEXTPNR_OPTIONS
     assert "--seed 7" in nextpnr_line(board, seed=7)   # `ethdaq build --seed 7`
     class WithRouter(board):
         nextpnr_opts = ["--router", "router2"]

@@ -104,3 +104,79 @@ def test_the_nextpnr_shim_runs_through_pnr(tmp_path):
     shims = tools.yowasp_shims(tmp_path)
     assert "-m ethdaq.soc.pnr" in (shims / "nextpnr-ecp5").read_text()
     assert "ethdaq.soc.pnr" not in (shims / "yosys").read_text()
+
+
+# A stand-in nextpnr for placement tries: its eth clock reaches FAKE_FMAX's figure for its --seed
+# (seed:MHz,...), against a 137.5 MHz constraint; it writes the report and the textual config
+# (naming the seed) it is asked for.
+FAKE_SEEDS = textwrap.dedent('''\
+    #!{python}
+    import json, os, sys
+    args = sys.argv[1:]
+    seed = int(args[args.index("--seed") + 1]) if "--seed" in args else 1
+    fmax = dict(kv.split(":") for kv in os.environ["FAKE_FMAX"].split(","))
+    print("Info: Routing..", flush=True)
+    open(args[args.index("--report") + 1], "w").write(json.dumps(
+        {{"fmax": {{"$glbnet$eth": {{"achieved": float(fmax[str(seed)]), "constraint": 137.5}},
+                  "$glbnet$sys_clk": {{"achieved": 70.0, "constraint": 66.0}}}}}}))
+    open(args[args.index("--textcfg") + 1], "w").write(f"placed with seed {{seed}}\\n")
+    print(f"Info: Routing complete (seed {{seed}}).", flush=True)
+    ''')
+
+
+def sweep(tmp_path, fmax, tries, seed=None):
+    fake = tmp_path / "nextpnr-ecp5"
+    fake.write_text(FAKE_SEEDS.format(python=sys.executable))
+    fake.chmod(0o755)
+    report, cfg = tmp_path / "b_report.json", tmp_path / "b.config"
+    args = [str(fake), "--textcfg", str(cfg), "--report", str(report), *(["--seed", str(seed)] if seed else [])]
+    env = {"PATH": "/usr/bin:/bin", "FAKE_FMAX": fmax, **({pnr.TRIES_ENV: str(tries)} if tries else {})}
+    r = subprocess.run([sys.executable, "-m", "ethdaq.soc.pnr", *args], capture_output=True, text=True, env=env, timeout=120)
+    seeds = tmp_path / "b_report.json.seeds"
+    placements = __import__("json").loads(seeds.read_text()) if seeds.exists() else None
+    leftovers = sorted(p.name for p in tmp_path.iterdir() if ".seed" in p.name and not p.name.endswith(".seeds"))
+    return r, cfg.read_text(), placements, leftovers
+
+
+def test_a_placement_that_meets_timing_is_the_only_one(tmp_path):
+    r, cfg, placements, leftovers = sweep(tmp_path, "1:140,2:120", tries=3)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert cfg == "placed with seed 1\n" and r.stdout.count("Info: Routing..") == 1
+    assert placements["chosen"] == 1 and [a["seed"] for a in placements["attempts"]] == [1]
+    assert placements["attempts"][0]["met"] and not leftovers
+
+
+def test_a_missed_clock_places_again_with_the_next_seed(tmp_path):
+    r, cfg, placements, leftovers = sweep(tmp_path, "4:128.1,5:138.3,6:139.6", tries=3, seed=4)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert cfg == "placed with seed 5\n"
+    assert "placement with seed 4 missed $glbnet$eth (128.1 < 137.5 MHz); placing again with seed 5 (attempt 2 of 3" in r.stdout
+    assert [(a["seed"], a["met"]) for a in placements["attempts"]] == [(4, False), (5, True)]
+    assert placements["chosen"] == 5 and not leftovers
+    assert __import__("json").loads((tmp_path / "b_report.json").read_text())["fmax"]["$glbnet$eth"]["achieved"] == 138.3
+
+
+def test_when_no_placement_meets_timing_the_closest_is_kept(tmp_path):
+    r, cfg, placements, leftovers = sweep(tmp_path, "1:120,2:135,3:130", tries=3)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert cfg == "placed with seed 2\n"
+    assert "no placement met every clock's constraint; keeping seed 2's, the closest" in r.stdout
+    assert placements["chosen"] == 2 and not any(a["met"] for a in placements["attempts"]) and not leftovers
+    assert __import__("json").loads((tmp_path / "b_report.json").read_text())["fmax"]["$glbnet$eth"]["achieved"] == 135
+
+
+def test_one_try_is_one_placement_as_before(tmp_path):
+    r, cfg, placements, _ = sweep(tmp_path, "1:120,2:140", tries=None)
+    assert r.returncode == 0 and cfg == "placed with seed 1\n" and placements is None
+    assert r.stdout.count("Info: Routing..") == 1
+
+
+def test_the_build_summary_lists_the_placements():
+    from ethdaq.soc.build import format_summary
+    placements = {"tries": 3, "chosen": 2, "attempts": [
+        {"seed": 1, "router": "router1", "met": False, "fmax": {"$glbnet$sys_clk": [70.0, 66.0], "$glbnet$eth_clocks0_rx$TRELLIS_IO_IN": [128.1, 137.5]}},
+        {"seed": 2, "router": "router1", "met": True, "fmax": {"$glbnet$sys_clk": [67.6, 66.0], "$glbnet$eth_clocks0_rx$TRELLIS_IO_IN": [138.3, 137.5]}}]}
+    text = format_summary({"luts": (1, 2), "ffs": (1, 2), "bram": (1, 2), "clocks": [], "placements": placements})
+    assert "placed with nextpnr seed 2 (2 of up to 3 placements tried):" in text
+    assert "seed 1: missed (MHz achieved/constraint: eth_clocks0_rx 128.1/137.5, sys_clk 70.0/66.0)" in text
+    assert "seed 2: every clock met its constraint" in text
