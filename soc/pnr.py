@@ -175,10 +175,7 @@ def place(nextpnr, args, out=sys.stdout):
     """One placement and routing: (exit code, router). A router named in `args` (a board's
     nextpnr_opts) runs as it is, without the budgets."""
     if option(args, "--router") is not None:
-        proc = subprocess.run([nextpnr, *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        out.write(proc.stdout)
-        out.flush()
-        return proc.returncode, option(args, "--router")
+        return _run_budgeted([nextpnr, *args], float("inf"), out, 1.0), option(args, "--router")
     return run(nextpnr, args, out=out)
 
 

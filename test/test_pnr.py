@@ -180,3 +180,12 @@ def test_the_build_summary_lists_the_placements():
     assert "placed with nextpnr seed 2 (2 of up to 3 placements tried):" in text
     assert "seed 1: missed (MHz achieved/constraint: eth_clocks0_rx 128.1/137.5, sys_clk 70.0/66.0)" in text
     assert "seed 2: every clock met its constraint" in text
+
+
+def test_placement_tries_keep_a_router_chosen_by_the_build(fake, tmp_path):
+    """Each placement of a build with tries runs a board's own --router as it is (no budget, no
+    router1 first), its output passed on as it comes."""
+    report = tmp_path / "r.json"
+    out = io.StringIO()
+    assert pnr.place(str(fake), ["--router", "router2", "--report", str(report)], out=out) == (0, "router2")
+    assert "Running router2" in out.getvalue() and "Info: Routing.." not in out.getvalue()
