@@ -35,6 +35,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.ecp5_pnr import FLOW3  # noqa: E402
 from bench.table import print_table  # noqa: E402
+from ethdaq.soc.pnr import clock_name, with_option  # noqa: E402
 
 BIN = ROOT / ".venv" / "bin"
 
@@ -46,16 +47,6 @@ def nextpnr_command(gateware):
     if line is None:
         raise SystemExit(f"{script}: no nextpnr-ecp5 line (not an ECP5 build?)")
     return shlex.split(line)[1:]
-
-
-def with_option(args, name, value):
-    """args with option `name` set to `value` (replaced, or appended)."""
-    args = list(args)
-    if name in args:
-        args[args.index(name) + 1] = value
-    else:
-        args += [name, value]
-    return args
 
 
 def synthesise_default(gateware):
@@ -99,8 +90,7 @@ def place_and_route(gateware, base, json_name, tag, seed):
     if r.returncode:
         raise SystemExit(f"nextpnr failed with seed {seed}: {log}")
     report = json.loads((gateware / "seeds" / f"{tag}-{seed}.json").read_text())
-    fmax = {re.sub(r"^\$glbnet\$|\$TRELLIS_IO_IN$", "", clock): v["achieved"]
-            for clock, v in report["fmax"].items()}
+    fmax = {clock_name(clock): v["achieved"] for clock, v in report["fmax"].items()}
     luts = re.findall(r"Total LUT4s:\s+(\d+)/", log.read_text())
     return tag, seed, fmax, int(luts[-1]) if luts else None
 

@@ -27,7 +27,7 @@ from ethdaq.host import protocol
 from ethdaq.gateware.onehot import check_reset, one_hot_fsms
 from ethdaq.soc.daqsoc import DAQSoC
 from ethdaq.soc import tools
-from ethdaq.soc.pnr import DEFAULT_TRIES, TRIES_ENV
+from ethdaq.soc.pnr import DEFAULT_TRIES, TRIES_ENV, clock_name
 
 FIRMWARE_DIR = Path(ethdaq.host.__file__).resolve().parent.parent / "firmware"
 
@@ -93,19 +93,8 @@ def _init_firmware(soc, **kwargs):
 
 
 @contextlib.contextmanager
-def _path_prepended(*dirs):
-    """PATH with our virtualenv's bin (LiteX's makefiles run `python3 -m litex...`) and `dirs` first."""
-    old = os.environ["PATH"]
-    os.environ["PATH"] = os.pathsep.join([*map(str, dirs), str(Path(sys.executable).parent), old])
-    try:
-        yield
-    finally:
-        os.environ["PATH"] = old
-
-
-@contextlib.contextmanager
 def _environ(**values):
-    """Environment variables set for the tools a build runs (soc/pnr.py reads TRIES_ENV)."""
+    """Environment variables set for the tools a build runs (PATH; soc/pnr.py reads TRIES_ENV)."""
     old = {k: os.environ.get(k) for k in values}
     os.environ.update(values)
     try:
@@ -116,6 +105,11 @@ def _environ(**values):
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+
+
+def _path_prepended(*dirs):
+    """PATH with our virtualenv's bin (LiteX's makefiles run `python3 -m litex...`) and `dirs` first."""
+    return _environ(PATH=os.pathsep.join([*map(str, dirs), str(Path(sys.executable).parent), os.environ["PATH"]]))
 
 
 @contextlib.contextmanager
@@ -178,7 +172,7 @@ def preflight(board, output_dir):
     return output_dir
 
 
-def check_seed(board, toolchain, seed, tries=None):
+def check_placement_options(board, toolchain, seed, tries=None):
     """A placement seed other than the default, and placement tries, are nextpnr's: ECP5
     (trellis) builds only."""
     tool = "Verilator" if board.is_sim else toolchain
@@ -199,7 +193,7 @@ def build_hardware(board, output_dir, toolchain="trellis", run=True, seed=1, tri
     its constraint. "vivado" (Xilinx): the complete Vivado project; Vivado runs only if it is on
     PATH (result.vivado_missing otherwise). "yosys" (Xilinx): the same project, then Yosys'
     synth_xilinx for a resource estimate."""
-    check_seed(board, toolchain, seed, tries)
+    check_placement_options(board, toolchain, seed, tries)
     tries = DEFAULT_TRIES if tries is None else tries
     output_dir = preflight(board, output_dir)
     shims = tools.yowasp_shims(output_dir / ".tools")
@@ -375,8 +369,7 @@ def nextpnr_summary(report_path, soc):
         return entry.get("used", 0), entry.get("available", 0)
     clocks = []
     for name, f in sorted(report.get("fmax", {}).items()):
-        # nextpnr names global nets like '$glbnet$eth_clocks0_rx$TRELLIS_IO_IN'.
-        name = name.replace("$glbnet$", "").replace("$TRELLIS_IO_IN", "")
+        name = clock_name(name)
         achieved, constraint = f.get("achieved", 0.0), f.get("constraint", 0.0)
         required = constraint/(1 + margin)
         clocks.append({"clock": name, "achieved_mhz": achieved, "required_mhz": required,
@@ -414,8 +407,7 @@ def format_summary(report):
         lines.append(f"  placed with nextpnr seed {placements['chosen']} "
                      f"({len(placements['attempts'])} of up to {placements['tries']} placements tried):")
         for a in placements["attempts"]:
-            clocks = ", ".join(f"{n.replace('$glbnet$', '').replace('$TRELLIS_IO_IN', '')} {f[0]:.1f}/{f[1]:.1f}"
-                               for n, f in sorted(a["fmax"].items()))
+            clocks = ", ".join(f"{clock_name(n)} {f[0]:.1f}/{f[1]:.1f}" for n, f in sorted(a["fmax"].items()))
             verdict = ("did not route" if a["router"] == "none" else
                        "every clock met its constraint" if a["met"] else "missed")
             lines.append(f"    seed {a['seed']}: {verdict}" + (f" (MHz achieved/constraint: {clocks})" if clocks else ""))

@@ -244,7 +244,7 @@ def cmd_build(args):
     if toolchain not in board.toolchains:
         raise CLIError(f"toolchain for board {board.name} must be one of {', '.join(board.toolchains)}, not {toolchain!r}")
     output_dir = Path(args.output_dir or os.path.join("build", board.name))
-    build.check_seed(board, toolchain, args.seed, args.tries)
+    build.check_placement_options(board, toolchain, args.seed, args.tries)
     if board.is_sim and args.sys_clk_freq:
         raise CLIError("the simulated board's sys clock is fixed at 125 MHz (it is the GMII clock)")
     soc_kwargs = _soc_kwargs(args)

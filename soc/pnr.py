@@ -136,6 +136,11 @@ def run(nextpnr, args, budget_s=None, out=sys.stdout, poll_s=1.0, budget2_s=None
     return EXIT_UNROUTABLE, "none"
 
 
+def clock_name(net):
+    """A clock's name from nextpnr's net name for it, e.g. '$glbnet$eth_clocks0_rx$TRELLIS_IO_IN'."""
+    return net.replace("$glbnet$", "").replace("$TRELLIS_IO_IN", "")
+
+
 def fmax(report_path):
     """{clock: (achieved MHz, constraint MHz)} from nextpnr's JSON report."""
     with open(report_path) as f:
@@ -211,8 +216,9 @@ def sweep(nextpnr, args, tries, out=sys.stdout):
         if attempts[-1]["met"]:
             chosen = attempts[-1]
             break
-        for path in (report, textcfg):
-            shutil.copyfile(path, _keep(path, seed))
+        if k < tries - 1:   # Kept aside in case it is the closest; the last stays in place.
+            for path in (report, textcfg):
+                shutil.copyfile(path, _keep(path, seed))
     routed = [a for a in attempts if a["router"] != "none"]
     if chosen is None and routed:
         chosen = max(routed, key=lambda a: slack_ratio(a["fmax"]))
