@@ -189,3 +189,15 @@ def test_placement_tries_keep_a_router_chosen_by_the_build(fake, tmp_path):
     out = io.StringIO()
     assert pnr.place(str(fake), ["--router", "router2", "--report", str(report)], out=out) == (0, "router2")
     assert "Running router2" in out.getvalue() and "Info: Routing.." not in out.getvalue()
+
+
+def test_placement_tries_are_for_ecp5_builds_and_bounded():
+    from ethdaq.boards import get_board
+    from ethdaq.soc.build import BuildError, check_placement_options
+    check_placement_options(get_board("colorlight_i5"), "trellis", 1, 3)
+    with pytest.raises(BuildError, match="--tries is nextpnr's, for ECP5 boards; sim builds with Verilator"):
+        check_placement_options(get_board("sim"), "verilator", 1, 2)
+    with pytest.raises(BuildError, match="--tries must be 1 to 20 placements, not 0"):
+        check_placement_options(get_board("colorlight_i5"), "trellis", 1, 0)
+    with pytest.raises(BuildError, match="--tries must be 1 to 20 placements, not 21"):
+        check_placement_options(get_board("colorlight_i5"), "trellis", 1, 21)
