@@ -33,7 +33,6 @@ more on the wire). Our paths are cut-through after the frame gate (receive) and 
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]

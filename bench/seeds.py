@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.ecp5_pnr import FLOW3  # noqa: E402
 from bench.table import print_table  # noqa: E402
-from ethdaq.soc.pnr import clock_name, with_option  # noqa: E402
+from ethdaq.soc.pnr import clock_name, with_option, with_options  # noqa: E402
 
 BIN = ROOT / ".venv" / "bin"
 
@@ -62,21 +62,6 @@ def synthesise_default(gateware):
     if r.returncode:
         raise SystemExit(f"yosys failed (gateware/seeds/default.rpt):\n{r.stderr[-2000:]}")
     return "seeds/default.json"
-
-
-def with_options(args, extra):
-    """args with the options of the string `extra` ("--a 1 --flag --b x") set or added; a flag
-    (an option without a value) is added once."""
-    words = shlex.split(extra)
-    for i, w in enumerate(words):
-        if not w.startswith("--"):
-            continue
-        value = words[i + 1] if i + 1 < len(words) and not words[i + 1].startswith("--") else None
-        if value is None:
-            args = list(args) + ([w] if w not in args else [])
-        else:
-            args = with_option(args, w, value)
-    return args
 
 
 def place_and_route(gateware, base, json_name, tag, seed):

@@ -27,7 +27,7 @@ from ethdaq.host import protocol
 from ethdaq.gateware.onehot import check_reset, one_hot_fsms
 from ethdaq.soc.daqsoc import DAQSoC
 from ethdaq.soc import tools
-from ethdaq.soc.pnr import DEFAULT_TRIES, TRIES_ENV, clock_name
+from ethdaq.soc.pnr import DEFAULT_TRIES, TRIES_ENV, clock_name, with_options
 
 FIRMWARE_DIR = Path(ethdaq.host.__file__).resolve().parent.parent / "firmware"
 
@@ -229,7 +229,7 @@ def _build_hardware(board, output_dir, shims, toolchain, run, seed, soc_kwargs):
     if toolchain == "trellis":
         soc.platform.toolchain._pnr_opts += f" --report {board.name}_report.json"
         soc.platform.toolchain._pnr_opts += "".join(
-            f" {opt}" for opt in NEXTPNR_OPTIONS + list(getattr(board, "nextpnr_opts", [])))
+            f" {opt}" for opt in with_options(NEXTPNR_OPTIONS, getattr(board, "nextpnr_opts", [])))
     vivado_missing = toolchain in ("vivado", "yosys") and shutil.which("vivado") is None
     if toolchain == "yosys" or vivado_missing:
         run = False

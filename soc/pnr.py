@@ -27,6 +27,7 @@ Usage (the `nextpnr-ecp5` shim of soc/tools.py runs this):
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -174,6 +175,27 @@ def with_option(args, name, value):
         out.append(a)
         i += 1
     return out if found else out + [name, value]
+
+
+def with_options(args, extra):
+    """`args` with the options in `extra` (a list of words, or a string "--a 1 --b=x --flag")
+    set where `args` has them and added where not; a flag (an option without a value) is added
+    once. nextpnr refuses an option given twice, so a board's nextpnr_opts or a bench's
+    --nextpnr must replace the build's value, not repeat it."""
+    words = shlex.split(extra) if isinstance(extra, str) else list(extra)
+    for i, w in enumerate(words):
+        if not w.startswith("--"):
+            continue
+        if "=" in w:
+            name, value = w.split("=", 1)
+        else:
+            name = w
+            value = words[i + 1] if i + 1 < len(words) and not words[i + 1].startswith("--") else None
+        if value is None:
+            args = list(args) + ([name] if name not in args else [])
+        else:
+            args = with_option(args, name, value)
+    return args
 
 
 def place(nextpnr, args, out=sys.stdout):

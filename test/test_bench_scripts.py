@@ -46,9 +46,9 @@ def test_seeds_runs_the_builds_own_nextpnr_command_with_each_seed(tmp_path):
 
 
 def test_seeds_extra_nextpnr_options_replace_or_add():
-    """--nextpnr "..." sets an option the build already passes, adds a new one, and adds a flag
-    once."""
-    from bench.seeds import with_options
+    """--nextpnr "..." (bench/seeds.py) and a board's nextpnr_opts (soc/build.py) set an option the
+    build already passes, add a new one, and add a flag once."""
+    from ethdaq.soc.pnr import with_options
     base = ["--json", "b.json", "--seed", "1", "--speed", "6"]
     args = with_options(base, "--speed 8 --placer-heap-timingweight 40 --tmg-ripup")
     assert args[args.index("--speed") + 1] == "8" and args.count("--speed") == 1
@@ -56,3 +56,5 @@ def test_seeds_extra_nextpnr_options_replace_or_add():
     assert args.count("--tmg-ripup") == 1
     assert with_options(args, "--tmg-ripup").count("--tmg-ripup") == 1
     assert with_options(base, "") == base
+    assert with_options(base, "--speed=8") == ["--json", "b.json", "--seed", "1", "--speed", "8"]
+    assert with_options(base, ["--seed", "4"]).count("--seed") == 1

@@ -131,6 +131,13 @@ def test_board_nextpnr_options_reach_the_build_script():
         nextpnr_opts = ["--router", "router2"]
     line = nextpnr_line(WithRouter)
     assert "--report gsd_butterstick_report.json" in line and "--router router2" in line, line
+    # A board's own value of an option the build sets replaces it: nextpnr refuses an option
+    # given twice.
+    class WithWeight(board):
+        nextpnr_opts = ["--placer-heap-timingweight", "80", "--tmg-ripup"]
+    words = nextpnr_line(WithWeight).split()
+    assert words.count("--placer-heap-timingweight") == 1 and words.count("--tmg-ripup") == 1, words
+    assert words[words.index("--placer-heap-timingweight") + 1] == "80", words
     assert "--um5g-85k" in line and "--speed 8" in line
     # abc9 maps with its flow3 script (soc/build.py TRELLIS_OPTIONS), set before synthesis.
     ys = (out / "gateware" / "gsd_butterstick.ys").read_text().splitlines()
