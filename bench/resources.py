@@ -20,6 +20,7 @@ nextpnr's TRELLIS_COMB does (nextpnr's COMB total also includes route-through LU
 
     .venv/bin/python bench/resources.py [--board colorlight_i5 ...] [--build-dir build/resources]
     .venv/bin/python bench/resources.py --from-build build/try1 --board colorlight_i5   (no build)
+    .venv/bin/python bench/resources.py --build-dir build/resources --no-build   (the tables again)
     .venv/bin/python bench/resources.py --board colorlight_i5 --device LFE5U-45F-6BG381C
 
 `--device` builds an ECP5 board's SoC, pins and clocks on another part in the same package and
@@ -250,6 +251,69 @@ def print_tables(board, fpga, report, table, elapsed=None, family="ecp5"):
     print(f"| {SEED_PAPER[0]} | {SEED_PAPER[1]} LUT6 (PTP {SEED_PAPER[2]}) |" + " |"*(len(columns) - 1))
 
 
+def _used(pair):
+    used, avail = pair
+    return f"{used:g} ({100.0*used/avail:.1f} %)" if avail else f"{used:g}"
+
+
+def timing_verdict(report):
+    """One board's timing in words: every clock with the margin, met, or which failed."""
+    clocks = report["clocks"]
+    if not clocks:
+        return "not estimated (Vivado's job)"
+    failed = [c["clock"] for c in clocks if not c["met"]]
+    if failed:
+        return "FAILED: " + ", ".join(failed)
+    if all(c["achieved_mhz"] >= 1.1*c["required_mhz"] for c in clocks):
+        return "met, every clock with the 10 % margin"
+    return "met, not every clock with the 10 % margin"
+
+
+def summary_lines(results):
+    """The issue's one table over every board built: a row per board (FPGA, LUT/FF/BRAM/DSP used
+    and %, each clock's achieved vs required MHz, the verdict, the placement), then one per core
+    with a column per board, beside the seed paper's stack. `results`: [(board, fpga, report,
+    per-core table, family)]."""
+    lines = ["", "## Every board", "",
+             "| board | FPGA | LUT | FF | BRAM | DSP | clocks: achieved / required MHz | timing | placement |",
+             "|---|---|---:|---:|---:|---:|---|---|---|"]
+    for board, fpga, report, _, family in results:
+        lut_unit = "LUT4" if family == "ecp5" else "LUT6"
+        clocks = "; ".join(f"{c['clock']} {c['achieved_mhz']:.1f} / {c['required_mhz']:.1f} "
+                           f"({100.0*(c['achieved_mhz']/c['required_mhz'] - 1):+.0f} %)"
+                           for c in report["clocks"]) or "-"
+        placements = report.get("placements")
+        if placements:
+            chosen = placements.get("chosen")
+            placement = f"seed {chosen}, {len(placements['attempts'])} of up to {placements['tries']} tried"
+        else:
+            placement = report.get("router") or ("-" if not report["clocks"] else "one")
+        lines.append(f"| {board} | {fpga} | {_used(report['luts'])} {lut_unit} | {_used(report['ffs'])} | "
+                     f"{_used(report['bram'])} | {_used(report['dsp'])} | {clocks} | {timing_verdict(report)} | "
+                     f"{placement} |")
+    cores = []
+    for _, _, _, table, family in results:   # In the first board's order, largest first.
+        count = COLUMNS[family][1][0][1]
+        cores += [c for c in sorted(table, key=lambda k: -count(table[k])) if c not in cores]
+    lines += ["", "| core (attributed, see bench/resources.py) | " +
+              " | ".join(f"{b} ({COLUMNS[f][1][0][0]})" for b, _, _, _, f in results) + " |",
+              "|---|" + "---:|"*len(results)]
+    for core in cores + ["total"]:
+        cells = []
+        for _, _, _, table, family in results:
+            count = COLUMNS[family][1][0][1]
+            if core == "total":
+                cells.append(f"{sum(count(c) for c in table.values()):g}")
+            else:
+                cells.append(f"{count(table[core]):g}" if core in table else "-")
+        lines.append(f"| {core} | " + " | ".join(cells) + " |")
+    lines.append(f"| {SEED_PAPER[0]} | {SEED_PAPER[1]} LUT6 (PTP {SEED_PAPER[2]}) |" + " |"*(len(results) - 1))
+    lines += ["", "An ECP5 LUT4 holds less logic than a Spartan-6 or 7-series LUT6: compare the LUT6 columns "
+                  "with the seed paper. Clock figures are nextpnr's estimates after routing; nothing here ran "
+                  "on a board."]
+    return lines
+
+
 # An ECP5 part number: size, speed grade, package (LFE5U-25F-6BG381C: 25, 6, BG381).
 ECP5_PART = re.compile(r"LFE5UM?5?G?-(\d+)F-(\d)([A-Z]+\d+)[CI]?")
 
@@ -286,6 +350,11 @@ def main(argv=None):
     p.add_argument("--board", action="append", help="board (repeatable; default: every hardware board)")
     p.add_argument("--build-dir", default=str(ROOT / "build" / "resources"))
     p.add_argument("--from-build", help="report on an existing build directory (one board) instead of building")
+    p.add_argument("--with-classifier", action="store_true",
+                   help="build the SoC with the receive classifier (the fast-track sink, as `ethdaq build "
+                        "--with-classifier`), in BUILD_DIR/BOARD-classifier")
+    p.add_argument("--no-build", action="store_true",
+                   help="report on the builds already in --build-dir (BUILD_DIR/BOARD) instead of building")
     p.add_argument("--device", help="ECP5 only: build on this part instead of the board's (same package and "
                                     "speed grade, e.g. LFE5U-45F-6BG381C for the colorlight_i5)")
     p.add_argument("--build-id", type=_build_id, help="the build's name in the SoC's identifier (default: the git "
@@ -295,6 +364,10 @@ def main(argv=None):
     names = args.board or [n for n, b in BOARDS.items() if not b.is_sim]
     if args.device and len(names) != 1:
         p.error("--device needs exactly one --board")
+    if args.from_build and len(names) != 1:
+        p.error("--from-build needs exactly one --board (or --no-build for a directory of boards)")
+    suffix = "-classifier" if args.with_classifier else ""
+    results = []
     for name in names:
         board = get_board(name)
         if args.device:
@@ -306,11 +379,16 @@ def main(argv=None):
         elapsed = None
         if args.from_build:
             out = Path(args.from_build)
+        elif args.no_build:
+            out = Path(args.build_dir) / (name + suffix)
+            if not (out / "gateware").is_dir():
+                p.error(f"--no-build: {out / 'gateware'} does not exist (build {name} first, without --no-build)")
         else:
-            out = Path(args.build_dir) / name
+            out = Path(args.build_dir) / (name + suffix)
             t0 = time.monotonic()
             build_hardware(board, out, toolchain="yosys" if xilinx else "trellis",
-                           **({"build_id": args.build_id} if args.build_id else {}))
+                           **({"build_id": args.build_id} if args.build_id else {}),
+                           **({"with_classifier": True} if args.with_classifier else {}))
             elapsed = time.monotonic() - t0
         gw = out / "gateware"
         if xilinx:
@@ -320,8 +398,11 @@ def main(argv=None):
         else:
             report = nextpnr_summary(gw / f"{name}_report.json", None)
             table = attribute(gw / f"{name}.json", gw / f"{name}.v")
-        print_tables(name + (f" on {args.device}" if args.device else ""), board.fpga, report, table, elapsed,
-                     family="xc7" if xilinx else "ecp5")
+        label = name + (f" on {args.device}" if args.device else "") + (" + classifier" if args.with_classifier else "")
+        family = "xc7" if xilinx else "ecp5"
+        print_tables(label, board.fpga, report, table, elapsed, family=family)
+        results.append((label, board.fpga, report, table, family))
+    print("\n".join(summary_lines(results)))
 
 
 if __name__ == "__main__":

@@ -93,3 +93,48 @@ def test_build_id_option_reaches_the_build_and_is_checked(monkeypatch):
     assert "build_id" not in seen                       # Default: the git revision, as before.
     with pytest.raises(SystemExit):
         resources.main(["--board", "colorlight_i5", "--build-id", "no spaces"])
+
+
+def _report(clocks, placements=None):
+    return {"luts": (21350, 24288), "ffs": (15829, 24288), "bram": (50, 56), "dsp": (0, 28),
+            "clocks": [{"clock": n, "achieved_mhz": a, "required_mhz": r, "met": a >= r} for n, a, r in clocks],
+            "placements": placements, "router": None}
+
+
+def test_summary_is_one_table_over_every_board():
+    """The issue's one table: a row per board with its use, each clock's achieved against required
+    frequency and the verdict (the 10 % margin, met, or which clock failed), then each core with a
+    column per board, its total, and the seed paper's stack once."""
+    import collections
+    core = lambda **kw: collections.Counter(kw)
+    ecp5 = {"timestamp unit (PTP)": core(LUT4=100, CCU2C=10, TRELLIS_DPR16X4=1),
+            "streamer + emulators": core(LUT4=300)}
+    xc7 = {"timestamp unit (PTP)": core(LUT4=90)}
+    placements = {"tries": 3, "chosen": 2, "attempts": [{"seed": 1}, {"seed": 2}]}
+    results = [
+        ("i5", "LFE5U-25F-6BG381C", _report([("eth", 142.8, 125.0), ("sys", 66.9, 60.0)], placements), ecp5, "ecp5"),
+        ("slow", "LFE5U-25F-6BG381C", _report([("eth", 130.0, 125.0), ("sys", 59.0, 60.0)]), ecp5, "ecp5"),
+        ("tight", "LFE5U-25F-6BG381C", _report([("eth", 130.0, 125.0)]), ecp5, "ecp5"),
+        ("arty", "XC7A35T", _report([]), xc7, "xc7"),
+    ]
+    text = "\n".join(resources.summary_lines(results))
+    rows = {l.split(" | ")[0].lstrip("| "): l for l in text.splitlines() if l.startswith("| ")}
+    assert "21350 (87.9 %) LUT4" in rows["i5"] and "eth 142.8 / 125.0 (+14 %)" in rows["i5"]
+    assert "every clock with the 10 % margin" in rows["i5"] and "seed 2, 2 of up to 3 tried" in rows["i5"]
+    assert "FAILED: sys" in rows["slow"]
+    assert "met, not every clock with the 10 % margin" in rows["tight"]
+    assert "not estimated" in rows["arty"] and "LUT6" in rows["arty"]
+    # 100 LUT4 + 2 per CCU2C + 4 per DPR16X4 = 124; the streamer is missing on the Xilinx board.
+    assert rows["timestamp unit (PTP)"].split(" | ")[1:] == ["124", "124", "124", "90 |"]
+    assert rows["streamer + emulators"].endswith("| 300 | 300 | 300 | - |")
+    assert rows["total"].split(" | ")[1:] == ["424", "424", "424", "90 |"]
+    assert text.count("4906 LUT6 (PTP 2071)") == 1
+
+
+def test_report_options_need_builds_that_exist(tmp_path):
+    """--no-build reads BUILD_DIR/BOARD and says which build is missing; --from-build is one
+    board's directory."""
+    with pytest.raises(SystemExit):
+        resources.main(["--board", "colorlight_i5", "--board", "digilent_arty", "--from-build", str(tmp_path)])
+    with pytest.raises(SystemExit):
+        resources.main(["--board", "colorlight_i5", "--no-build", "--build-dir", str(tmp_path)])
