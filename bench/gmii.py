@@ -4,11 +4,13 @@
 
 """Cycle-accurate measurement of the streamer at the GMII pins: streamer → canned-header transmit
 path (gateware/txpath.py, beside LiteEth's MAC and its ARP) → LiteEth's GMII PHY TX/RX registers,
-clocked at 125 MHz, in Verilator.
+clocked at 125 MHz, in Verilator. With `phy="mii"` the same at the MII pins of a 100 Mb/s board
+(the digilent_arty): LiteEth's MII PHY, a nibble per 40 ns cycle, everything at 25 MHz.
 
 The testbench plays the host: it answers the stack's ARP request with a frame built by scapy
-(an independent encoder), records every byte on the GMII TX pins and decodes the frames with
-scapy. Used by bench/linerate.py (tables) and test/test_linerate.py (assertions).
+(an independent encoder), records every byte (or nibble) on the TX pins and decodes the frames
+with scapy. Used by bench/linerate.py (tables), test/test_linerate.py and test/test_mii.py
+(assertions).
 """
 
 import zlib
@@ -21,6 +23,7 @@ from litex.gen import *
 
 from liteeth.core import LiteEthUDPIPCore
 from liteeth.phy.gmii import LiteEthPHYGMIIRX, LiteEthPHYGMIITX
+from liteeth.phy.mii import LiteEthPHYMIIRX, LiteEthPHYMIITX
 
 from ethdaq.gateware.emulator import MODE_COUNTER, add_emulators
 from ethdaq.gateware.streamer import DAQStreamer
@@ -32,52 +35,62 @@ HOST_MAC,  HOST_IP  = "aa:b6:24:69:77:21", "192.168.1.100"
 IFG = 12
 
 
+# Pins per PHY: data bits, bits on the pins per byte cycle of the MAC (a nibble per cycle on MII).
+PINS = {"gmii": 8, "mii": 4}
+
+
 class _Pads:
-    def __init__(self):
-        self.tx_en, self.tx_er, self.tx_data = Signal(), Signal(), Signal(8)
-        self.rx_dv, self.rx_er, self.rx_data = Signal(), Signal(), Signal(8)
+    def __init__(self, width=8):
+        self.tx_en, self.tx_er, self.tx_data = Signal(), Signal(), Signal(width)
+        self.rx_dv, self.rx_er, self.rx_data = Signal(), Signal(), Signal(width)
 
 
-class _SimGMIIPHY(LiteXModule):
-    """LiteEth's GMII TX/RX registers in the eth_tx/eth_rx domains (same 125 MHz as sys here)."""
+class _SimPHY(LiteXModule):
+    """LiteEth's GMII (125 MHz) or MII (25 MHz, 100 Mb/s) TX/RX in the eth_tx/eth_rx domains, on
+    the same clock as sys here."""
     dw = 8
-    tx_clk_freq = rx_clk_freq = 125e6
     with_preamble_crc = True
 
-    def __init__(self, pads):
+    def __init__(self, pads, phy="gmii"):
+        tx, rx = {"gmii": (LiteEthPHYGMIITX, LiteEthPHYGMIIRX), "mii": (LiteEthPHYMIITX, LiteEthPHYMIIRX)}[phy]
+        self.tx_clk_freq = self.rx_clk_freq = {"gmii": 125e6, "mii": 25e6}[phy]
         self.cd_eth_tx = ClockDomain()
         self.cd_eth_rx = ClockDomain()
-        self.tx = ClockDomainsRenamer("eth_tx")(LiteEthPHYGMIITX(pads))
-        self.rx = ClockDomainsRenamer("eth_rx")(LiteEthPHYGMIIRX(pads))
+        self.tx = ClockDomainsRenamer("eth_tx")(tx(pads))
+        self.rx = ClockDomainsRenamer("eth_rx")(rx(pads))
         self.sink, self.source = self.tx.sink, self.rx.source
 
 
 class StreamBench(Module):
-    def __init__(self, nchannels=1, sample_width=16, max_payload=8972):
-        self.pads = _Pads()
-        self.submodules.phy = _SimGMIIPHY(self.pads)
+    def __init__(self, nchannels=1, sample_width=16, max_payload=8972, phy="gmii"):
+        self.pads = _Pads(PINS[phy])
+        self.submodules.phy = _SimPHY(self.pads, phy)
+        clk_freq = self.phy.tx_clk_freq
         self.submodules.txpath = TXPath(self.phy, BOARD_MAC, BOARD_IP)
-        self.submodules.core = LiteEthUDPIPCore(self.txpath.mac_phy, BOARD_MAC, BOARD_IP, clk_freq=125e6, dw=8)
-        self.submodules.timebase = Timebase(125e6)
+        self.submodules.core = LiteEthUDPIPCore(self.txpath.mac_phy, BOARD_MAC, BOARD_IP, clk_freq=clk_freq, dw=8)
+        self.submodules.timebase = Timebase(clk_freq)
         self.submodules.streamer = DAQStreamer(nchannels=nchannels, sample_width=sample_width,
-            timestamp=self.timebase.ns, max_payload=max_payload, cd_tx="eth_tx", clk_freq=125e6)
+            timestamp=self.timebase.ns, max_payload=max_payload, cd_tx="eth_tx", clk_freq=clk_freq)
         connect_streamer(self, self.streamer, self.txpath, self.core)
         self.emulators = add_emulators(self, self.streamer)
 
 
-def _arp_reply_wire():
+def _arp_reply_wire(phy="gmii"):
+    """The host's ARP reply as the testbench puts it on the RX pins, one entry per cycle: bytes
+    (GMII), or nibbles, low nibble first (MII, IEEE 802.3 clause 22)."""
     from scapy.layers.l2 import ARP, Ether
     frame = bytes(Ether(dst="10:e2:d5:00:00:00", src=HOST_MAC) /
                   ARP(op=2, hwsrc=HOST_MAC, psrc=HOST_IP, hwdst="10:e2:d5:00:00:00", pdst=BOARD_IP))
     frame = frame.ljust(60, b"\0")
-    return b"\x55"*7 + b"\xd5" + frame + zlib.crc32(frame).to_bytes(4, "little")
+    wire = b"\x55"*7 + b"\xd5" + frame + zlib.crc32(frame).to_bytes(4, "little")
+    return wire if phy == "gmii" else bytes(n for b in wire for n in (b & 0xf, b >> 4))
 
 
 class StreamBenchTop(Module):
     """StreamBench with its controls as top-level ports, one clock, for Verilator."""
-    def __init__(self, nchannels=4, sample_width=16, max_payload=8972):
+    def __init__(self, nchannels=4, sample_width=16, max_payload=8972, phy="gmii"):
         self.clock_domains.cd_sys = ClockDomain()
-        self.submodules.bench = bench = StreamBench(nchannels, sample_width, max_payload)
+        self.submodules.bench = bench = StreamBench(nchannels, sample_width, max_payload, phy)
         streamer = bench.streamer
         self.payload, self.rate, self.gap = Signal(16, name="payload"), Signal(32, name="rate"), Signal(32, name="gap")
         self.enable, self.start = Signal(nchannels, name="enable"), Signal(name="start")
@@ -107,20 +120,21 @@ class StreamBenchTop(Module):
                         self.cd_sys.clk: "sys_clk", self.cd_sys.rst: "sys_rst"}
 
 
-def build_verilator(build_dir, nchannels=4, sample_width=16, max_payload=8972):
+def build_verilator(build_dir, nchannels=4, sample_width=16, max_payload=8972, phy="gmii"):
     """Generate Verilog and compile the testbench (skipped when the Verilog is unchanged)."""
     from pathlib import Path
     from bench.verilate import compile_top
-    top = StreamBenchTop(nchannels, sample_width, max_payload)
+    top = StreamBenchTop(nchannels, sample_width, max_payload, phy)
     return compile_top(top, build_dir, Path(__file__).parent / "verilator" / "tb.cpp")
 
 
-def measure(exe, payload, frames=8, enable=0b1, rate=2**32 - 1, gap=0, max_cycles=10_000_000):
-    """Run the Verilator bench; return what the GMII TX pins carried (see _decode)."""
+def measure(exe, payload, frames=8, enable=0b1, rate=2**32 - 1, gap=0, max_cycles=10_000_000, phy="gmii"):
+    """Run the Verilator bench; return what the TX pins carried (see _decode): on MII the
+    nibbles joined into bytes, low nibble first, and the gaps in byte times."""
     import subprocess
     import tempfile
     with tempfile.NamedTemporaryFile(suffix=".bin") as arp:
-        arp.write(_arp_reply_wire())
+        arp.write(_arp_reply_wire(phy))
         arp.flush()
         r = subprocess.run([str(exe), str(payload), str(rate), str(enable), str(frames + 1), arp.name,
                             str(max_cycles), str(gap)], capture_output=True, text=True)
@@ -133,7 +147,24 @@ def measure(exe, payload, frames=8, enable=0b1, rate=2**32 - 1, gap=0, max_cycle
             tx.append((int(rest[0]), 1, int(rest[1], 16)))
         else:
             closes.append(int(rest[0]))
-    return _decode(tx, closes)
+    r = _decode(tx, closes)
+    if phy == "mii":
+        r = _join_nibbles(r)
+    return r
+
+
+def _join_nibbles(r):
+    """A decoded MII capture with each frame's nibbles joined into bytes, low nibble first. A
+    frame of an odd number of nibbles, or a gap of an odd number of nibble times, is an error on
+    the wire: kept visible (a trailing nibble as its own byte), not rounded away."""
+    frames = []
+    for f in r["frames"]:
+        if any(n > 0xf for n in f):
+            raise ValueError("MII capture: a value wider than a nibble on tx_data")
+        joined = bytes(f[i] | (f[i + 1] << 4) for i in range(0, len(f) - 1, 2))
+        frames.append(joined + (bytes([f[-1]]) if len(f) % 2 else b""))
+    return {**r, "frames": frames, "nibbles": [len(f) for f in r["frames"]],
+            "gaps": [g / 2 for g in r["gaps"]]}
 
 
 def _decode(tx, closes):

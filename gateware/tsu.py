@@ -677,6 +677,21 @@ def tap(endpoint, sink, ignore_ready=False):
     ]
 
 
+# The SoC's TX tap is registered (tap_phy): it lags the PHY's sink by this many cycles, which
+# phy_corrections_ns(tx_tap_cycles=TX_TAP_CYCLES) takes out.
+TX_TAP_CYCLES = 1
+
+
+def tap_phy(module, phy, ptp_tx, ptp_rx, cd_tx="eth_tx"):
+    """Tap `phy`'s streams for the timestamp units as the SoC does: what the PHY accepts on
+    transmit (after the gap inserter), registered (combinational, it put the PTP parser at the
+    end of the frame scheduler's grant → PHY sink path, eth_tx's critical path on ECP5, 11.7
+    ns); what it delivers on receive, exactly (PHY RX ignores ready)."""
+    sync_tx = getattr(module.sync, cd_tx)
+    sync_tx += tap(phy.sink, ptp_tx.sink)
+    module.comb += tap(phy.source, ptp_rx.sink, ignore_ready=True)
+
+
 class _PTPParser(LiteXModule):
     """Byte-wise (dw=8) PHY-side frame parser, in one domain: `sfd` pulses in the SFD beat (the
     first beat without preamble); one cycle after the frame's last beat `done` pulses with the

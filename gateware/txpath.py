@@ -25,10 +25,11 @@ from litex.gen import *
 
 from litex.soc.interconnect import stream
 
-from liteeth.common import convert_ip, eth_phy_description, eth_udp_user_description
+from liteeth.common import convert_ip, eth_interpacket_gap, eth_phy_description, eth_udp_user_description
 from liteeth.mac.crc import LiteEthMACCRC32Inserter
 from liteeth.mac.gap import LiteEthMACGap
 from liteeth.mac.preamble import LiteEthMACPreambleInserter
+from liteeth.phy.mii import LiteEthPHYMIITX
 
 from ethdaq.gateware.framer import ARPRequester, UDPFramer
 from ethdaq.gateware.mactx import MACTransmitter
@@ -46,6 +47,42 @@ class MACPHY:
         self.with_preamble_crc = getattr(phy, "with_preamble_crc", True)
         self.with_padding      = getattr(phy, "with_padding", True)
         self.integrated_ifg_inserter = True  # The scheduler's IFG inserter serves all sources.
+
+
+def cycles_per_byte(phy):
+    """eth_tx cycles `phy` takes for a byte at its pins: 2 for LiteEth's MII PHY (a nibble per
+    25 MHz cycle through its 8-to-4 converter), 1 for the others (GMII, RGMII: a byte per
+    cycle; XGMII keeps the gap itself)."""
+    return 2 if isinstance(getattr(phy, "tx", None), LiteEthPHYMIITX) else 1
+
+
+class InterFrameGap(LiteXModule):
+    """The 12-byte inter-frame gap for a PHY that takes `cycles_per_byte` cycles per byte.
+
+    LiteEthMACGap holds 12 cycles after the PHY accepts a frame's last byte. On MII that byte
+    still has a nibble to send and every byte takes two cycles, so the gap at the pins was 11
+    nibbles, 5.5 byte times (bench/gmii.py phy="mii", test/test_mii.py): receivers may drop a
+    frame that follows another that closely. Here the gap is counted in the PHY's cycles: 12
+    byte times, plus the cycles the PHY still needs for the last byte. (A byte-wide PHY keeps
+    LiteEthMACGap, whose count is right for it.)"""
+    def __init__(self, dw, cycles_per_byte):
+        self.sink   = sink   = stream.Endpoint(eth_phy_description(dw))
+        self.source = source = stream.Endpoint(eth_phy_description(dw))
+
+        # # #
+
+        self.cycles = cycles = eth_interpacket_gap*cycles_per_byte + (cycles_per_byte - 1)
+        counter = Signal(max=cycles)
+        self.fsm = fsm = FSM(reset_state="COPY")
+        fsm.act("COPY",
+            NextValue(counter, 0),
+            sink.connect(source),
+            If(sink.valid & sink.last & sink.ready, NextState("GAP")),
+        )
+        fsm.act("GAP",
+            NextValue(counter, counter + 1),
+            If(counter == cycles - 1, NextState("COPY")),
+        )
 
 
 class TXPath(LiteXModule):
@@ -159,7 +196,8 @@ class TXPath(LiteXModule):
         if getattr(phy, "integrated_ifg_inserter", False):
             self.submodules += stream.Pipeline(scheduler, phy_reg, phy)
         else:
-            self.gap = gap = r(LiteEthMACGap(dw))
+            cpb = cycles_per_byte(phy)
+            self.gap = gap = r(LiteEthMACGap(dw) if cpb == 1 else InterFrameGap(dw, cpb))
             self.submodules += stream.Pipeline(scheduler, gap, phy_reg, phy)
 
 

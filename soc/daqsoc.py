@@ -38,7 +38,7 @@ from ethdaq.gateware.probe import DAQProbes, MAILBOX_CLASSES, RX_CLASSES, STAMP_
 from ethdaq.gateware.streamer import DAQStreamer
 from ethdaq.gateware.streamstats import COUNTER_BITS
 from ethdaq.gateware.tsu import (PHY_FPGA_LATENCY_CYCLES, PTP_ETHERTYPE, PTP_IPV4_PDELAY, PTP_IPV4_PRIMARY,
-                                 PTPClock, PTPClockCSR, PTPTimestamper, phy_corrections_ns, tap)
+                                 TX_TAP_CYCLES, PTPClock, PTPClockCSR, PTPTimestamper, phy_corrections_ns, tap_phy)
 from ethdaq.gateware.launcher import LATENCY_CYCLES as LAUNCHER_LATENCY_CYCLES, Launcher, guard_cycles
 from ethdaq.gateware.txpath import TXPath, connect_streamer
 from ethdaq.gateware.watchdog import Watchdog
@@ -471,14 +471,11 @@ class DAQSoC(SoCCore):
         # cannot spare.
         self.ptp_tx = PTPTimestamper(self.ptp.clock, cd="eth_tx", cd_clock="sys", depth=512)
         self.ptp_rx = PTPTimestamper(self.ptp.clock, cd="eth_rx", cd_clock="sys", depth=512)
-        # The TX tap is registered: combinational, it put the PTP parser at the end of the
-        # frame scheduler's grant → PHY sink path, eth_tx's critical path on ECP5 (11.7 ns). The
-        # cycle it lags is taken out of the TX correction.
-        self.sync.eth_tx += tap(self.ethphy.sink, self.ptp_tx.sink)
-        self.comb += tap(self.ethphy.source, self.ptp_rx.sink, ignore_ready=True)  # PHY RX ignores ready.
+        # The TX tap is registered; the cycle it lags is taken out of the TX correction.
+        tap_phy(self, self.ethphy, self.ptp_tx, self.ptp_rx)
         for name, value in self.ptp.clock.constants().items():
             self.add_constant(name, value)
-        ptp_tx_ns, ptp_rx_ns = phy_corrections_ns(board.ptp_phy, tx_tap_cycles=1)
+        ptp_tx_ns, ptp_rx_ns = phy_corrections_ns(board.ptp_phy, tx_tap_cycles=TX_TAP_CYCLES)
         self.add_constant("PTP_TX_CORRECTION_NS", ptp_tx_ns)
         self.add_constant("PTP_RX_CORRECTION_NS", ptp_rx_ns)
 

@@ -121,3 +121,17 @@ def pytest_sessionfinish(session, exitstatus):
         if build.proc is not None and build.proc.poll() is None:
             build.proc.kill()
             build.proc.wait()
+
+
+def tshark_frame_checks(frames, pcap):
+    """tshark (an independent dissector) on PHY-side frames (preamble and SFD first, FCS last)
+    written to `pcap`: per frame, [protocols, FCS status, IPv4 checksum status, UDP length]
+    (status "1" is good; empty where the frame has no such layer)."""
+    from scapy.packet import Raw
+    from scapy.utils import wrpcap
+    wrpcap(str(pcap), [Raw(f[8:]) for f in frames], linktype=1)  # DLT_EN10MB
+    out = subprocess.run(["tshark", "-r", str(pcap), "-o", "eth.fcs:Always", "-o", "eth.check_fcs:TRUE",
+                          "-o", "ip.check_checksum:TRUE", "-T", "fields", "-E", "separator=,",
+                          "-e", "frame.protocols", "-e", "eth.fcs.status", "-e", "ip.checksum.status",
+                          "-e", "udp.length"], capture_output=True, text=True, timeout=120, check=True)
+    return [line.split(",") for line in out.stdout.strip().splitlines()]

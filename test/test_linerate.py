@@ -2,7 +2,6 @@
 Frames are decoded by scapy (an independent decoder) and checked for FCS, IP checksum, UDP
 length and DAQ header; throughput and inter-frame gaps against the theoretical limit."""
 
-import subprocess
 import zlib
 
 import pytest
@@ -10,7 +9,7 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
 from bench import gmii, linerate
-from conftest import REPO
+from conftest import REPO, tshark_frame_checks
 from ethdaq.host import daqformat
 
 PREAMBLE = b"\x55"*7 + b"\xd5"
@@ -73,16 +72,8 @@ def test_latency_from_datagram_complete_to_preamble_is_at_most_100_ns(exe, paylo
 
 def test_tshark_decodes_every_streamed_frame_with_valid_fcs_and_ip_checksum(exe, tmp_path):
     """tshark (an independent dissector) on the exact bytes from the GMII pins, FCS included."""
-    from scapy.packet import Raw
-    from scapy.utils import wrpcap
     r = gmii.measure(exe, 1472, frames=8, enable=0b1111)
-    pcap = tmp_path / "gmii.pcap"
-    wrpcap(str(pcap), [Raw(f[len(PREAMBLE):]) for f in r["frames"]], linktype=1)  # DLT_EN10MB
-    out = subprocess.run(["tshark", "-r", str(pcap), "-o", "eth.fcs:Always", "-o", "eth.check_fcs:TRUE",
-                          "-o", "ip.check_checksum:TRUE", "-T", "fields", "-E", "separator=,",
-                          "-e", "frame.protocols", "-e", "eth.fcs.status", "-e", "ip.checksum.status",
-                          "-e", "udp.length"], capture_output=True, text=True, timeout=120, check=True)
-    rows = [line.split(",") for line in out.stdout.strip().splitlines()]
+    rows = tshark_frame_checks(r["frames"], tmp_path / "gmii.pcap")
     assert len(rows) == len(r["frames"]) >= 9
     assert all(row[1] == "1" for row in rows), rows           # 1 = Good FCS, ARP included.
     udp = [row for row in rows if "udp" in row[0]]
