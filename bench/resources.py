@@ -49,7 +49,7 @@ CORES = [
     ("CPU (VexRiscv minimal)",   ("VexRiscv", "cpu_", "vexriscv")),
     ("CPU mailboxes (ctl, PTP)", ("ctlport", "cpumacport", "ptp_l2")),
     ("timestamp unit (PTP)",     ("ptpclock", "ptp_", "ptptimestamper", "ptp")),
-    ("receive audit, gate, classifier", ("rx_audit", "rxaudit", "rx_gate", "framegate", "classifier", "fasttrack")),
+    ("receive audit, gate, classifier", ("rx_audit", "rxaudit", "rx_gate", "framegate", "rxclassifier", "classifier", "fasttrack")),
     ("streamer + emulators",     ("daqstreamer", "detectoremulator", "txpath_pipe", "txpath_data_buf")),
     ("IP/UDP/ARP/ICMP",          ("ethcore_ip", "ethcore_arp", "ethcore_icmp", "ethcore_udp", "liteethip",
                                   "liteethudp", "liteetharp", "liteethicmp", "txpath_udpframer",
