@@ -154,7 +154,7 @@ def test_ptp_timestamps_at_the_mii_pins_are_exact_in_the_transmit_path_and_litee
 
     dut = Dut()
     frames = [ptp_udp(0, 100 + k) if k % 2 == 0 else ptp_udp(1, 100 + k) for k in range(4)]
-    wire_bulk = 2*(256 + WIRE_OVERHEAD)
+    wire_bulk = 2*(64 + WIRE_OVERHEAD)
     times = [300 + k*2*wire_bulk for k in range(len(frames))]
     stamp_point = 2*len(PREAMBLE)        # The first nibble after the SFD.
     seen, tx_records, rx_records, offered, sent_bulk = [], [], [], [], []
@@ -182,7 +182,7 @@ def test_ptp_timestamps_at_the_mii_pins_are_exact_in_the_transmit_path_and_litee
     run_simulation(dut, {
         "sys": [timer(), reader(dut.ptp_tx, tx_records, lambda: "ok" in done),
                 reader(dut.ptp_rx, rx_records, lambda: "ok" in done)],
-        "eth_tx": [pins(), bulk(dut, 256, sent_bulk), control(dut, times, offered, frames)],
+        "eth_tx": [pins(), bulk(dut, 64, sent_bulk), control(dut, times, offered, frames)],
     }, clocks={"sys": CYCLE_NS, "eth_tx": CYCLE_NS, "eth_rx": CYCLE_NS})
 
     ptp_on_pins = [(t, f) for t, f in seen if f in frames]
