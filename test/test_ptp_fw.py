@@ -992,6 +992,21 @@ def test_asymmetric_path_biases_the_offset_by_half_the_asymmetry(binaries):
     assert abs(int(slave["delay"]) - 1000) <= 8
 
 
+@pytest.mark.parametrize("slave_ppb", [-100_000, 100_000])
+def test_two_ports_converge_on_the_100_mbps_timestamp_grid(binaries, slave_ppb):
+    """The digilent_arty's MII at 100 Mb/s: timestamps fall on its 40 ns PHY cycle, not 8 ns
+    (test_mii.py checks they are exact on that grid). The same firmware stack locks as fast, and
+    the slave's true offset stays within half a cycle of the master with no step after the first
+    and no fault."""
+    res, (master, slave) = simulate(binaries, seconds=12, slave_ppb=slave_ppb, gran=40, threshold=20)
+    assert master["state"] == "MASTER" and slave["state"] == "SLAVE" and slave["servo"] == "LOCKED"
+    assert res["converged_s"] < 0.5 and res["samples"] > 1000
+    assert res["true_max"] <= 20 and abs(res["true_mean"]) <= 2.5
+    assert res["delay_err_max"] <= 40
+    assert int(slave["steps"]) == 1 and int(slave["faults"]) == 0
+    assert abs(float(slave["freq_ppb"]) * 1e-9 - (1 / (1 + slave_ppb * 1e-9) - 1)) < 2e-6
+
+
 def test_bmca_elects_the_master_when_both_ports_start_equal(binaries):
     res, (a, b) = simulate(binaries, seconds=8, slave_ppb=-60_000, master_role="auto", slave_role="auto")
     assert a["state"] == "MASTER" and b["state"] == "SLAVE" and b["parent"] == a["port"]
