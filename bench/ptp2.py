@@ -15,6 +15,7 @@ testbench reads both clocks' time in the same cycle: the true offset, slave minu
 
     .venv/bin/python bench/ptp2.py                 # -100, 0, +100 ppm, the table of docs/ptp.md
     .venv/bin/python bench/ptp2.py --ppm 50 --seconds 0.5 --cable 100
+    .venv/bin/python bench/ptp2.py --phy mii --ppm 100 --cable 52   # LiteEth's MII PHY, 100 Mb/s
 
 Simulated time only; on hardware the PHY chips' latencies and their variation add to this.
 """
@@ -47,12 +48,35 @@ BOARDS = {
 }
 
 
-def build(output_dir, transport="udp", verbose=False, **ptp_kwargs):
+def sim_board(phy="gmii"):
+    """The simulated board, or with phy="mii" the same with LiteEth's MII PHY at 100 Mb/s on a
+    25 MHz clock (gateware/simphy.py SimMIIPHY), as the digilent_arty's PHY: its timestamp
+    corrections (ptp_phy) and link speed."""
+    from ethdaq.boards import get_board
+    board = get_board("sim")
+    if phy == "gmii":
+        return board
+    if phy != "mii":
+        raise ValueError(f"phy must be 'gmii' or 'mii', not {phy!r}")
+    from ethdaq.gateware.simphy import SimMIIPHY
+
+    class SimMII(board):
+        description = "Simulated board with LiteEth's MII PHY (100 Mb/s), for two-board runs"
+        phy         = "MII (LiteEth), 25 MHz from sys"
+        link        = "100M"
+        ptp_phy     = "mii"
+
+        @staticmethod
+        def ethphy(platform):
+            return SimMIIPHY(platform, platform.request("gmii_eth"))
+    return SimMII
+
+
+def build(output_dir, transport="udp", verbose=False, phy="gmii", **ptp_kwargs):
     """Both boards' gateware + firmware, and the two-board Verilator binary. Returns the run
     directory (binary obj/Vtop; the ROM images it reads at start-up are there)."""
-    from ethdaq.boards import get_board
     from ethdaq.soc import build as socbuild
-    board = get_board("sim")
+    board = sim_board(phy)
     output_dir = Path(output_dir).resolve()
     settings = {**DEFAULTS, **ptp_kwargs}
     sources = []
@@ -64,7 +88,14 @@ def build(output_dir, transport="udp", verbose=False, **ptp_kwargs):
         with socbuild.output_to(output_dir / f"{name}.log", verbose=verbose), socbuild._path_prepended():
             builder.build(build_name=name, sim_config=config, build=True, run=False, interactive=False)
         sources += [Path(p) for p, _, _ in soc.platform.sources if str(p).endswith(".v")]
-    return compile_tb(output_dir, sources)
+    run_dir = compile_tb(output_dir, sources)
+    if phy == "mii":
+        # The simulated PHY chips' link partner (gateware/simphy.py, the file `cable` both read):
+        # 100 Mb/s, as a switch port would be for an MII board (without it the partner does
+        # 1000 Mb/s and the firmware warns that no frame passes).
+        from ethdaq.gateware.simphy import cable_line
+        (run_dir / "cable").write_text(cable_line(speed=100))
+    return run_dir
 
 
 PORTS = [  # (name, direction, width) of each board's top module (boards/sim.py pins)
@@ -220,16 +251,19 @@ def main(argv=None):
     p.add_argument("--cable", type=int, default=50, help="cable delay each way, cycles of 8 ns (default 50)")
     p.add_argument("--seconds", type=float, default=0.2, help="simulated seconds per run (default 0.2)")
     p.add_argument("--transport", choices=["udp", "l2"], default="udp")
+    p.add_argument("--phy", choices=["gmii", "mii"], default="gmii",
+                   help="the boards' PHY: GMII at 1 Gb/s, or LiteEth's MII at 100 Mb/s (the digilent_arty's)")
     p.add_argument("--output-dir", default=str(REPO / "build" / "ptp2"))
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     p.add_argument("--echo", action="store_true", help="print the consoles")
     args = p.parse_args(argv)
     from concurrent.futures import ThreadPoolExecutor
-    print(f"building both boards ({args.transport}) ...", flush=True)
-    run_dir = build(Path(args.output_dir) / args.transport, transport=args.transport)
+    print(f"building both boards ({args.transport}, {args.phy}) ...", flush=True)
+    run_dir = build(Path(args.output_dir) / (args.transport + ("" if args.phy == "gmii" else "-" + args.phy)),
+                    transport=args.transport, phy=args.phy)
     with ThreadPoolExecutor(args.jobs) as pool:
         results = list(pool.map(lambda ppm: run(run_dir, ppm, args.cable, args.seconds, echo=args.echo), args.ppm))
-    print(f"\nTwo simulated boards, PTP over {args.transport}, cable {args.cable} cycles = "
+    print(f"\nTwo simulated boards ({args.phy.upper()}), PTP over {args.transport}, cable {args.cable} cycles = "
           f"{args.cable * PERIOD_NS} ns each way, {args.seconds:g} s simulated each "
           f"(.venv/bin/python bench/ptp2.py{' ' + ' '.join(argv or sys.argv[1:]) if (argv or sys.argv[1:]) else ''})\n")
     print("| slave ppm | converged at (s) | true offset mean (ns) | true offset max (ns) | samples "

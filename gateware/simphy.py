@@ -443,3 +443,43 @@ class SimPHY(LiteEthPHYGMII):
         # preamble and FCS checkers carry it on, and the receive audit (gateware/rxaudit.py)
         # counts a frame with it as phy_error.
         self.sync.eth_rx += self.rx.source.error.eq(gated.rx_er)
+
+
+class SimMIIPHY(LiteXModule):
+    """LiteEth's own MII PHY (a nibble per cycle on the low four pins) on a 25 MHz clock made from
+    the 125 MHz sys clock (every fifth cycle), with the simulated PHY chip's MDIO and cable: a
+    100 Mb/s board's PHY for two-board simulations whose pins the testbench wires (bench/ptp2.py
+    --phy mii). No tap, injector or link gate: the pins are the testbench's."""
+    dw          = 8
+    tx_clk_freq = 25e6
+    rx_clk_freq = 25e6
+    with_preamble_crc = True
+
+    def __init__(self, platform, pads):
+        from liteeth.phy.mii import LiteEthPHYMIIRX, LiteEthPHYMIITX
+        self.cd_eth_tx = ClockDomain()
+        self.cd_eth_rx = ClockDomain()
+        # The PHY chip's management side, as SimPHY's: MDIO registers and the cable file.
+        self.cd_simphy = ClockDomain(reset_less=True)
+        self.comb += self.cd_simphy.clk.eq(ClockSignal("sys"))
+        self.phy  = ClockDomainsRenamer("simphy")(MDIOPHYModel())
+        self.mdio = SimMDIO(self.phy)
+        platform.add_source(str(Path(__file__).resolve().parent / "verilog" / "ethdaq_sim_cable.v"))
+        speed = Signal(2)
+        self.specials += Instance("ethdaq_sim_cable", p_POLL_CYCLES=POLL_CYCLES,
+            i_clk=ClockSignal("sys"), o_link=self.phy.link, o_speed=speed, o_full_duplex=self.phy.partner_full)
+        self.comb += self.phy.partner_speed.eq(speed)
+
+        # # #
+
+        # sys / 5, high for two of the five cycles; eth_rx and eth_tx both on it, as from one PHY.
+        phase = Signal(3)
+        clk25 = Signal()
+        self.sync.simphy += [
+            phase.eq(Mux(phase == 4, 0, phase + 1)),
+            clk25.eq(phase >= 2),
+        ]
+        self.comb += [self.cd_eth_tx.clk.eq(clk25), self.cd_eth_rx.clk.eq(clk25)]
+        self.tx = ClockDomainsRenamer("eth_tx")(LiteEthPHYMIITX(pads))
+        self.rx = ClockDomainsRenamer("eth_rx")(LiteEthPHYMIIRX(pads))
+        self.sink, self.source = self.tx.sink, self.rx.source
