@@ -117,6 +117,14 @@ class LevelFIFO(LiteXModule):
       cycles later than with `buffered=False`. Entries in the two stages no longer count in
       `level` (they have left the RAM), so two more entries fit.
 
+    `reader_faster=True` (buffered, two clocks): the reader is shown the write pointer of the
+    entries already in the RAM, one write cycle after `produce` moves. The buffered write is
+    registered, so it lands a write cycle after the pointer moves; a reader whose clock is more
+    than about twice the writer's sees the pointer through its two flip-flops and reads the
+    entry before it is there (all zeros at 25 MHz into 125 MHz: the PTP records of a 100 Mb/s
+    board, test/test_cdcfifo.py). Off, the netlist is what it was for the boards whose reader is
+    the slower clock.
+
     `framing=False`: `first`/`last` are not stored (always 0 at the source); for users that do
     not use them, it saves their RAM bits (an 18-bit entry would take twice the ECP5 block RAMs of
     a 16-bit one, and a multiplexer behind them).
@@ -126,7 +134,8 @@ class LevelFIFO(LiteXModule):
     the same, cycle for cycle. `with_dp16kd=False`: a Memory and a fabric register on the ECP5
     too (wide entries in half the block RAMs, for a slow read clock; see BlockRAM).
     """
-    def __init__(self, layout, depth, cd_write="sys", cd_read="sys", buffered=False, framing=True, with_dp16kd=True):
+    def __init__(self, layout, depth, cd_write="sys", cd_read="sys", buffered=False, framing=True, with_dp16kd=True,
+                 reader_faster=False):
         self.sink   = sink   = stream.Endpoint(layout)
         self.source = source = stream.Endpoint(layout)
         self.level    = Signal(max=depth + 1)
@@ -162,10 +171,15 @@ class LevelFIFO(LiteXModule):
         if same:
             self.comb += [produce_r.eq(produce.q), consume_w.eq(rd_gray)]
         else:
-            produce.q.attr.add("no_retiming")
+            crossed = produce.q
+            if buffered and reader_faster:
+                crossed = Signal(bits + 1)
+                sync_crossed = getattr(self.sync, cd_write)
+                sync_crossed += crossed.eq(produce.q)  # Updated with the RAM's registered write.
+            crossed.attr.add("no_retiming")
             rd_gray.attr.add("no_retiming")
             self.specials += [
-                MultiReg(produce.q, produce_r, cd_read),
+                MultiReg(crossed, produce_r, cd_read),
                 MultiReg(rd_gray, consume_w, cd_write),
             ]
         self.comb += consume.other.eq(produce_r)

@@ -899,11 +899,13 @@ class PTPTimestamper(LiteXModule):
         one byte time later: compensate in the firmware).
     cd : domain of the tapped stream (eth_tx or eth_rx); cd_clock : the clock's domain.
     depth : records held for the firmware (power of two, >= 4; two more when `cd` is not sys).
+    sys_faster : sys runs faster than `cd` (a 100 Mb/s PHY's 25 MHz): the record FIFO's reader
+        is then shown only records already in its RAM (gateware/cdcfifo.py reader_faster).
 
     The firmware (sys) sees the head record while `status.pending`, and writes `pop` to drop it.
     Records lost because the FIFO was full are counted in `overflows`.
     """
-    def __init__(self, clock, dw=8, with_preamble=True, cd="sys", cd_clock="sys", depth=8):
+    def __init__(self, clock, dw=8, with_preamble=True, cd="sys", cd_clock="sys", depth=8, sys_faster=False):
         if dw != 8:
             raise ValueError(f"PTPTimestamper: dw must be 8 (GMII/RGMII), not {dw!r} "
                              "(the 64-bit XGMII stream is not parsed yet)")
@@ -950,7 +952,7 @@ class PTPTimestamper(LiteXModule):
             # without the output register: 4 DP16KD for 512 records, as AsyncFIFO's). Two more
             # records fit (the read side's two stages).
             self.fifo = fifo = LevelFIFO(layout, depth, cd_write=cd, cd_read="sys", buffered=True,
-                framing=False, with_dp16kd=False)
+                framing=False, with_dp16kd=False, reader_faster=sys_faster)
         # The time of this frame is back from the capture long before its end (>= 34 header
         # bytes after the SFD vs. a round trip of a few cycles), and the next SFD is at least a
         # preamble away: `have` is the "this frame's time arrived" flag. Should an SFD come while

@@ -469,8 +469,13 @@ class DAQSoC(SoCCore):
         # 512 records: the depth at which the record FIFOs (144 bits) go to block RAM (4 DP16KD
         # each on ECP5) instead of 72 DPR16X4 of distributed RAM, which the ECP5-25F's LUTs
         # cannot spare.
-        self.ptp_tx = PTPTimestamper(self.ptp.clock, cd="eth_tx", cd_clock="sys", depth=512)
-        self.ptp_rx = PTPTimestamper(self.ptp.clock, cd="eth_rx", cd_clock="sys", depth=512)
+        # sys faster than the PHY (100 Mb/s: 25 MHz): the record FIFOs' reader must not outrun
+        # their registered writes (gateware/cdcfifo.py reader_faster).
+        phy_freq = min(getattr(self.ethphy, "tx_clk_freq", sys_clk_freq), getattr(self.ethphy, "rx_clk_freq", sys_clk_freq))
+        self.ptp_tx = PTPTimestamper(self.ptp.clock, cd="eth_tx", cd_clock="sys", depth=512,
+                                     sys_faster=sys_clk_freq > phy_freq)
+        self.ptp_rx = PTPTimestamper(self.ptp.clock, cd="eth_rx", cd_clock="sys", depth=512,
+                                     sys_faster=sys_clk_freq > phy_freq)
         # The TX tap is registered; the cycle it lags is taken out of the TX correction.
         tap_phy(self, self.ethphy, self.ptp_tx, self.ptp_rx)
         for name, value in self.ptp.clock.constants().items():

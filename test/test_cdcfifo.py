@@ -89,3 +89,46 @@ def test_level_fifo_across_clocks_fills_to_depth_and_drains_to_zero(buffered):
     assert state["accepted"] == depth + (2 if buffered else 0)
     assert out == list(range(state["written"]))
     assert state["level_after_drain"] == 0
+
+
+@pytest.mark.parametrize("wclk,rclk", [(40, 8), (40, 10), (8, 8), (8, 40)],
+                         ids=["reader-5x", "reader-4x", "same", "reader-slower"])
+def test_buffered_fifo_with_reader_faster_gives_every_entry_whole(wclk, rclk):
+    """The PTP record FIFOs of a 100 Mb/s board: written at the PHY's 25 MHz, read at sys
+    (100 or 125 MHz). Without `reader_faster` the reader saw the write pointer before the
+    registered RAM write landed and read zeros (every record at 40/8 ns); with it, every entry
+    arrives whole and in order at any ratio."""
+    class D(Module):
+        def __init__(self):
+            self.clock_domains.cd_sys = ClockDomain("sys")
+            self.clock_domains.cd_w = ClockDomain("w")
+            self.submodules.fifo = LevelFIFO([("a", 16), ("b", 8)], 8, cd_write="w", cd_read="sys",
+                                             buffered=True, framing=False, with_dp16kd=False, reader_faster=True)
+    d, got = D(), []
+    sent = [(0x1000 + 37*k & 0xffff, k) for k in range(12)]
+
+    def write():
+        for _ in range(5):
+            yield
+        for a, b in sent:
+            yield d.fifo.sink.valid.eq(1)
+            yield d.fifo.sink.a.eq(a)
+            yield d.fifo.sink.b.eq(b)
+            yield
+            while not (yield d.fifo.sink.ready):
+                yield
+            yield d.fifo.sink.valid.eq(0)
+            for _ in range(random.Random(b).randrange(3)):
+                yield
+
+    def read():
+        for _ in range(60*wclk):
+            if (yield d.fifo.source.valid):
+                got.append(((yield d.fifo.source.a), (yield d.fifo.source.b)))
+                yield d.fifo.source.ready.eq(1)
+                yield
+                yield d.fifo.source.ready.eq(0)
+            yield
+
+    run_simulation(d, {"w": [write()], "sys": [read()]}, clocks={"w": wclk, "sys": rclk})
+    assert got == sent
