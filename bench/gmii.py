@@ -35,7 +35,7 @@ HOST_MAC,  HOST_IP  = "aa:b6:24:69:77:21", "192.168.1.100"
 IFG = 12
 
 
-# Pins per PHY: data bits, bits on the pins per byte cycle of the MAC (a nibble per cycle on MII).
+# Data pins per PHY (MII carries a nibble per cycle).
 PINS = {"gmii": 8, "mii": 4}
 
 

@@ -686,7 +686,9 @@ def tap_phy(module, phy, ptp_tx, ptp_rx, cd_tx="eth_tx"):
     """Tap `phy`'s streams for the timestamp units as the SoC does: what the PHY accepts on
     transmit (after the gap inserter), registered (combinational, it put the PTP parser at the
     end of the frame scheduler's grant → PHY sink path, eth_tx's critical path on ECP5, 11.7
-    ns); what it delivers on receive, exactly (PHY RX ignores ready)."""
+    ns); what it delivers on receive, exactly, every valid beat a byte: LiteEth's GMII and RGMII
+    receivers ignore ready. Its MII receiver honours it (docs/liteeth-notes.md); the receive
+    chain behind it does not stall, so on MII too a valid beat is a byte."""
     sync_tx = getattr(module.sync, cd_tx)
     sync_tx += tap(phy.sink, ptp_tx.sink)
     module.comb += tap(phy.source, ptp_rx.sink, ignore_ready=True)

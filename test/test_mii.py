@@ -48,11 +48,10 @@ def datagrams(r, payload):
     return streams
 
 
-def test_the_first_frame_is_an_arp_request_and_the_answer_in_nibbles_is_taken():
+def test_the_first_frame_is_an_arp_request_and_the_answer_in_nibbles_is_taken(exe):
     """The stack asks for the host's address on the MII pins, and its reply, sent in nibbles,
     is understood: data frames follow, addressed to the host."""
-    exe_ = gmii.build_verilator(REPO / "build" / "test-bench-mii", phy="mii")
-    r = gmii.measure(exe_, 256, frames=2, enable=0b1, phy="mii")
+    r = gmii.measure(exe, 256, frames=2, enable=0b1, phy="mii")
     arp = decode(r["frames"][0])
     assert ARP in arp and arp[ARP].op == 1 and arp[ARP].pdst == gmii.HOST_IP
     assert all(n % 2 == 0 for n in r["nibbles"]), r["nibbles"]
