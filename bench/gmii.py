@@ -94,7 +94,9 @@ class StreamBenchTop(Module):
         streamer = bench.streamer
         self.payload, self.rate, self.gap = Signal(16, name="payload"), Signal(32, name="rate"), Signal(32, name="gap")
         self.enable, self.start = Signal(nchannels, name="enable"), Signal(name="start")
+        self.mode, self.flush = Signal(2, name="mode"), Signal(32, name="flush")
         self.close = Signal(name="close")
+        self.accept = Signal(nchannels, name="accept")  # Per channel: a sample joins a datagram.
         pads = bench.pads
         self.comb += [
             bench.phy.cd_eth_tx.clk.eq(ClockSignal()), bench.phy.cd_eth_rx.clk.eq(ClockSignal()),
@@ -107,14 +109,17 @@ class StreamBenchTop(Module):
             streamer._enable.storage.eq(self.enable),
             streamer._backpressure.storage.eq(0),
             streamer._gap.storage.eq(self.gap),
+            streamer._flush.storage.eq(self.flush),
+            self.accept.eq(Cat(*[ch.accept for ch in streamer.channels])),
             streamer._control.fields.start.eq(self.start),
             streamer._control.fields.stop.eq(0),
             self.close.eq(reduce(or_, [ch.descs.sink.valid & ch.descs.sink.ready for ch in streamer.channels])),
         ]
         for emu in bench.emulators:
-            self.comb += [emu._mode.storage.eq(MODE_COUNTER), emu._rate.storage.eq(self.rate),
+            self.comb += [emu._mode.storage.eq(self.mode), emu._rate.storage.eq(self.rate),
                           emu._step.storage.eq(1), emu._top.storage.eq(2**sample_width - 1)]
-        self.ios = {self.payload, self.rate, self.gap, self.enable, self.start, self.close,
+        self.ios = {self.payload, self.rate, self.gap, self.enable, self.start, self.close, self.mode, self.flush,
+                    self.accept,
                     pads.tx_en, pads.tx_data, pads.rx_dv, pads.rx_data, self.cd_sys.clk, self.cd_sys.rst}
         self.renames = {pads.tx_en: "tx_en", pads.tx_data: "tx_data", pads.rx_dv: "rx_dv", pads.rx_data: "rx_data",
                         self.cd_sys.clk: "sys_clk", self.cd_sys.rst: "sys_rst"}
@@ -128,26 +133,35 @@ def build_verilator(build_dir, nchannels=4, sample_width=16, max_payload=8972, p
     return compile_top(top, build_dir, Path(__file__).parent / "verilator" / "tb.cpp")
 
 
-def measure(exe, payload, frames=8, enable=0b1, rate=2**32 - 1, gap=0, max_cycles=10_000_000, phy="gmii"):
+# The streamer's idle flush in the bench unless given: its build default, 1 ms of 125 MHz cycles.
+FLUSH_DEFAULT = 125_000 - 1
+
+
+def measure(exe, payload, frames=8, enable=0b1, rate=2**32 - 1, gap=0, max_cycles=10_000_000, phy="gmii",
+            mode=MODE_COUNTER, flush=FLUSH_DEFAULT):
     """Run the Verilator bench; return what the TX pins carried (see _decode): on MII the
-    nibbles joined into bytes, low nibble first, and the gaps in byte times."""
+    nibbles joined into bytes, low nibble first, and the gaps in byte times. frames=0: run
+    max_cycles whatever was sent. `accepts`: (cycle, channel mask) of every cycle in which
+    channels took a sample into a datagram (the emulators in `mode`: counter or pulse)."""
     import subprocess
     import tempfile
     with tempfile.NamedTemporaryFile(suffix=".bin") as arp:
         arp.write(_arp_reply_wire(phy))
         arp.flush()
-        r = subprocess.run([str(exe), str(payload), str(rate), str(enable), str(frames + 1), arp.name,
-                            str(max_cycles), str(gap)], capture_output=True, text=True)
+        r = subprocess.run([str(exe), str(payload), str(rate), str(enable), str(frames + 1 if frames else 0),
+                            arp.name, str(max_cycles), str(gap), str(mode), str(flush)], capture_output=True, text=True)
     if r.returncode != 0:
         raise RuntimeError(f"bench failed: {r.stderr.strip()}")
-    tx, closes = [], []
+    tx, closes, accepts = [], [], []
     for line in r.stdout.splitlines():
         kind, *rest = line.split()
         if kind == "T":
             tx.append((int(rest[0]), 1, int(rest[1], 16)))
+        elif kind == "A":
+            accepts.append((int(rest[0]), int(rest[1], 16)))
         else:
             closes.append(int(rest[0]))
-    r = _decode(tx, closes)
+    r = dict(_decode(tx, closes), accepts=accepts)
     if phy == "mii":
         r = _join_nibbles(r)
     return r

@@ -7,8 +7,14 @@
 Modes: counter (0, 1, 2, ...), ramp (sawtooth: +step, back to 0 past `top`) and pulse (a pulse
 train with pseudo-random arrival times: in every clock cycle a pulse arrives with probability
 rate/2**32, i.e. geometric inter-arrival times, the discrete-time Poisson process; each pulse's
-sample is a pseudo-random amplitude). Counter and ramp emit at a regular rate of rate/2**32
-samples per cycle; rate 0xFFFFFFFF is one sample every cycle, above any link's capacity.
+sample is its amplitude, uniform over the whole sample range, 0 to 2**sample_width - 1, mean
+(2**sample_width - 1)/2; 32 random bits at most). Counter and ramp emit at a regular rate of rate/2**32 samples per
+cycle; rate 0xFFFFFFFF is one sample every cycle, above any link's capacity.
+
+The pulse train has two xorshift32 generators: one decides whether a pulse arrives (its word
+below the rate), the other gives the amplitude. With one word for both, an amplitude would be
+the top bits of a word already known to be below the rate (below rate/2**16 at 16 bits: a
+maximum of 65 at rate 0.001).
 """
 
 from migen import *
@@ -38,6 +44,13 @@ def xorshift32_ref(x):
     return x
 
 
+def amplitude_seed(seed):
+    """The amplitude generator's seed for a pulse-train seed (as the gateware derives it): the
+    seed's bits reversed, mixed with a constant and one xorshift32 step, never 0."""
+    r = int(f"{seed & 0xffffffff:032b}"[::-1], 2)
+    return xorshift32_ref(r ^ 0x6A09E667) or 1
+
+
 class DetectorEmulator(LiteXModule):
     """`with_counters`: 64-bit CSRs `count` (samples produced) and `stall` (cycles a sample waited
     for the sink), for tests of the streamer's back-pressure. Off in the SoC: the firmware does
@@ -50,7 +63,7 @@ class DetectorEmulator(LiteXModule):
         self._rate  = CSRConfig(32, reset=2**31, description="Samples (or pulse probability) per cycle, times 2**32.")
         self._step  = CSRConfig(sample_width, reset=1, description="Ramp step.")
         self._top   = CSRConfig(sample_width, reset=2**sample_width - 1, description="Ramp returns to 0 after this value.")
-        self._seed  = CSRConfig(32, reset=seed, description="Pulse-train seed (written: restart the sequence).")
+        self._seed  = CSRConfig(32, reset=seed, description="Pulse-train seed (written: restart both sequences).")
         if with_counters:
             self._count = CSRStatus(64, description="Samples produced (accepted by the sink).")
             self._stall = CSRStatus(64, description="Cycles a produced sample waited for the sink (back-pressure).")
@@ -62,8 +75,9 @@ class DetectorEmulator(LiteXModule):
         value = Signal(sample_width)
         phase = Signal(33)
         rng   = Signal(32, reset=seed)
+        arng  = Signal(32, reset=amplitude_seed(seed))  # Amplitudes: independent of `rng`.
         fire  = Signal()
-        self.rng = rng  # For tests.
+        self.rng, self.arng = rng, arng  # For tests.
 
         # The pulse decision `rng < rate` (a 32-bit carry chain) is made a cycle ahead, from the
         # next value of `rng`, into a register: the same pulses in the same cycles, and no carry
@@ -75,9 +89,17 @@ class DetectorEmulator(LiteXModule):
             rng_next.eq(xorshift32(rng)),
             If(self._seed.re, rng_next.eq(Mux(self._seed.storage == 0, 1, self._seed.storage))),
         ]
+        # A written seed restarts the amplitudes too, from amplitude_seed(seed).
+        arng_seed = Signal(32)
+        self.comb += arng_seed.eq(xorshift32(Cat(*reversed([self._seed.storage[i] for i in range(32)])) ^ 0x6A09E667))
         self.sync += [
             rng.eq(rng_next),
             pulse_fire.eq(rng_next < rate),
+            If(self._seed.re,
+                arng.eq(Mux(arng_seed == 0, 1, arng_seed)),
+            ).Else(
+                arng.eq(xorshift32(arng)),
+            ),
         ]
         self.comb += [
             If(mode == MODE_PULSE,
@@ -108,7 +130,7 @@ class DetectorEmulator(LiteXModule):
             ),
         ]
         amplitude = Signal(sample_width)
-        self.sync += If(fire & ~(source.valid & ~source.ready), amplitude.eq(rng[32 - sample_width:] if sample_width <= 32 else rng))
+        self.sync += If(fire & ~(source.valid & ~source.ready), amplitude.eq(arng[32 - sample_width:] if sample_width <= 32 else arng))
         self.comb += [
             source.data.eq(Mux(mode == MODE_PULSE, amplitude, value)),
         ]

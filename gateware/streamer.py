@@ -37,7 +37,7 @@ from ethdaq.gateware.csr import CSRConfig
 from ethdaq.gateware.framer import field_bytes, mux_tree
 from ethdaq.gateware.resolver import ARPResolver, MODE_ARP, MODE_FIXED
 from ethdaq.gateware.streamstats import StreamCounters
-from ethdaq.host import daqformat
+from ethdaq.host import daqformat, protocol
 
 # Helpers ------------------------------------------------------------------------------------------
 
@@ -71,7 +71,13 @@ class DAQChannel(LiteXModule):
     """One detector input: admission, sample buffer and per-datagram descriptors.
 
     Control inputs (driven by DAQStreamer): enable, running, start (pulse), stop (pulse),
-    max_samples (samples per datagram), backpressure, timestamp, run.
+    max_samples (samples per datagram), backpressure, flush, timestamp, run.
+
+    A datagram closes when it is full, at stop (FLAG_LAST), or when its channel has been idle:
+    with `flush` = F (non-zero), a datagram that holds samples closes F + 1 cycles after its
+    last sample with what it has (FLAG_FLUSH), taking a sample that arrives in that very cycle
+    with it. The timer restarts at every accepted sample, so samples at most F cycles apart
+    never split a datagram, and a flushed datagram is never empty.
 
     A datagram is admitted at its first sample only if the sample buffer has room for all its
     words and the descriptor FIFO a slot. The decision comes from registers: compared in the
@@ -81,7 +87,7 @@ class DAQChannel(LiteXModule):
     (`last`). max_samples must be static while running (it is: the streamer's payload setting is
     written while stopped), and takes two cycles to apply.
     """
-    def __init__(self, stream_id, sample_width, buffer_samples, descriptors=8, cd_tx="sys", dw=8):
+    def __init__(self, stream_id, sample_width, buffer_samples, descriptors=8, cd_tx="sys", dw=8, flush_bits=28):
         # With a data path at least as wide as a sample, samples are packed on the way in into
         # words of `dw` bits in wire order (first sample in the lowest lanes, each sample's bytes
         # MSB first), so the transmit side moves one word per cycle; otherwise the buffer holds
@@ -101,6 +107,7 @@ class DAQChannel(LiteXModule):
         self.stop         = Signal()
         self.max_samples  = Signal(16)
         self.backpressure = Signal()
+        self.flush        = Signal(flush_bits)  # Idle cycles (minus one) before a partial datagram closes; 0: never.
         self.timestamp    = Signal(64)
         self.ts_flags     = Signal(16)
         self.run          = Signal(32)
@@ -130,6 +137,8 @@ class DAQChannel(LiteXModule):
         room      = Signal()
         close     = Signal()
         close_last = Signal()
+        close_flush = Signal()  # The idle flush closes the datagram without a sample this cycle.
+        flush_due = Signal()    # The datagram has been idle for its flush time.
         last      = Signal()    # The next accepted sample closes the datagram (count + 1 >= max_samples).
 
         # Admission: `room` (both buffers can take a whole datagram) is decided a cycle ahead, from
@@ -158,7 +167,7 @@ class DAQChannel(LiteXModule):
         ]
         self.comb += room.eq(Mux(f_wrote, f1, f0) & Mux(d_wrote, d1, d0))
 
-        accept = Signal()
+        accept = self.accept = Signal()  # A sample joins the datagram in this cycle.
         drop   = self.drop
         self.comb += [
             If(self.running & self.enable & ~stopping,
@@ -175,7 +184,8 @@ class DAQChannel(LiteXModule):
                 # Not running: the detector is not stalled and its samples are not part of a run.
                 sink.ready.eq(1),
             ),
-            close.eq(accept & last),
+            close.eq(accept & (last | flush_due)),
+            close_flush.eq(flush_due & in_packet & ~accept & ~stopping),
         ]
         if not packed:
             self.comb += [fifo.sink.valid.eq(accept), fifo.sink.data.eq(sink.data)]
@@ -190,7 +200,7 @@ class DAQChannel(LiteXModule):
                 word.eq(acc),
                 If(accept, Case(slot, {k: word[k*sample_width:(k + 1)*sample_width].eq(wire) for k in range(spw)})),
                 fifo.sink.data.eq(word),
-                fifo.sink.valid.eq((accept & ((slot == spw - 1) | close)) | (close_last & (slot != 0))),
+                fifo.sink.valid.eq((accept & ((slot == spw - 1) | close)) | ((close_last | close_flush) & (slot != 0))),
             ]
             self.sync += [
                 If(fifo.sink.valid | self.start,
@@ -202,26 +212,42 @@ class DAQChannel(LiteXModule):
                 )
             ]
 
-        # Descriptor written when a datagram is complete (or at stop, with FLAG_LAST).
+        # Descriptor written when a datagram is complete, idle for the flush time (FLAG_FLUSH,
+        # unless its last sample also filled it) or at stop (FLAG_LAST).
         flags = Signal(16)
         self.comb += [
             flags.eq(self.ts_flags |
                 Mux(overflow, daqformat.FLAG_OVERFLOW, 0) |
                 Mux(first, daqformat.FLAG_FIRST, 0) |
-                Mux(close_last, daqformat.FLAG_LAST, 0)),
+                Mux(close_last, daqformat.FLAG_LAST, 0) |
+                Mux(close_flush | (accept & flush_due & ~last), daqformat.FLAG_FLUSH, 0)),
             descs.sink.timestamp.eq(Mux(in_packet, ts_first, self.timestamp)),
             descs.sink.dropped.eq(self.dropped),
-            descs.sink.count.eq(Mux(close_last, count, count + 1)),
+            descs.sink.count.eq(Mux(close_last | close_flush, count, count + 1)),
             descs.sink.flags.eq(flags[:DESC_FLAG_BITS]),
             descs.sink.run.eq(self.run),
-            descs.sink.valid.eq(close | close_last),
+            descs.sink.valid.eq(close | close_last | close_flush),
         ]
         self.comb += close_last.eq(stopping & descs.sink.ready)
+
+        # Idle flush: `timer` is loaded with `flush` at every accepted sample and counts down;
+        # `flush_due` is its end, registered (no carry chain or wide compare before admission),
+        # F + 1 cycles after the last sample. Only a datagram that holds samples and is not
+        # closing now can become due, so a due flush always has something to send.
+        timer = Signal(flush_bits)
+        self.sync += [
+            If(accept,
+                timer.eq(self.flush),
+            ).Elif(timer != 0,
+                timer.eq(timer - 1),
+            ),
+            flush_due.eq(in_packet & ~accept & (timer == 1) & ~close_flush & ~close_last & ~self.start),
+        ]
 
         # `last` for the next cycle, from its count (so `close` is one gate after `accept`); it
         # follows a change of max_samples within a cycle while no sample is accepted.
         self.sync += [
-            If(self.start | close | close_last,
+            If(self.start | close | close_last | close_flush,
                 last.eq(self.max_samples <= 1),
             ).Elif(accept,
                 last.eq(count + 2 >= self.max_samples),
@@ -249,7 +275,7 @@ class DAQChannel(LiteXModule):
                     in_packet.eq(1),
                     count.eq(count + 1),
                 ),
-                If(close | close_last,
+                If(close | close_last | close_flush,
                     in_packet.eq(0),
                     count.eq(0),
                     overflow.eq(0),
@@ -285,7 +311,7 @@ class DAQStreamer(LiteXModule):
     cd_tx : str
         Clock domain of `source` and the destination outputs (the PHY's transmit clock).
     clk_freq : float
-        sys clock frequency (ARP timeouts).
+        sys clock frequency (ARP timeouts, the idle flush's range: up to 1 s).
     arp_timeout, arp_retry_interval : float
         Seconds to wait for each of 3 ARP answers, then between requests to a silent destination.
 
@@ -335,6 +361,10 @@ class DAQStreamer(LiteXModule):
         self._dst_mac      = CSRConfig(48, description="Destination MAC when mac_mode is fixed.")
         self._mac_mode     = CSRConfig(1, description="0: resolve the destination MAC by ARP (broadcast and multicast IPs by rule); 1: use dst_mac.")
         self._gap          = CSRConfig(32, description="Rate limit: idle cycles (of the PHY clock) after each datagram (0: line rate).")
+        # The idle flush bounds how long a quiet channel's samples wait; up to 1 s of sys cycles.
+        flush_bits = max(int(clk_freq), 2).bit_length()
+        self._flush        = CSRConfig(flush_bits, reset=int(clk_freq*protocol.FLUSH_DEFAULT_NS/1e9) - 1,
+            description="Idle flush: a partial datagram closes this many sys cycles plus one after its channel's last sample (FLAG_FLUSH; 0: only when full or at stop).")
         self._status       = CSRStatus(fields=[
             CSRField("running",     size=1),
             CSRField("busy",        size=1, description="Datagrams still waiting to be sent."),
@@ -375,13 +405,14 @@ class DAQStreamer(LiteXModule):
         # Channels.
         self.channels = []
         for i in range(nchannels):
-            ch = DAQChannel(i, sample_width, buffer_samples, cd_tx=cd_tx, dw=dw)
+            ch = DAQChannel(i, sample_width, buffer_samples, cd_tx=cd_tx, dw=dw, flush_bits=flush_bits)
             self.add_module(f"ch{i}", ch)
             self.channels.append(ch)
             self.comb += [
                 self.sinks[i].connect(ch.sink),
                 ch.enable.eq(self._enable.storage[i]),
                 ch.backpressure.eq(self._backpressure.storage[i]),
+                ch.flush.eq(self._flush.storage),
                 ch.running.eq(running),
                 ch.start.eq(start),
                 ch.stop.eq(stop),

@@ -417,7 +417,8 @@ def cmd_ctl(args):
                 # What the options leave out, the board's settings give (`ethdaq ctl config`).
                 given = {"dst_ip": None if args.dst_ip is None else int(ipaddress.IPv4Address(args.dst_ip)),
                          "dst_port": args.dst_port, "payload": args.payload, "enable": args.enable,
-                         "backpressure": args.backpressure, "gap": args.gap, "dst_mac": args.dst_mac}
+                         "backpressure": args.backpressure, "gap": args.gap, "dst_mac": args.dst_mac,
+                         "flush": args.flush}
                 if None in given.values():
                     cfg = client.config()
                     given = {k: getattr(cfg, k) if v is None else v for k, v in given.items()}
@@ -543,15 +544,22 @@ def cmd_ctl(args):
     return 0
 
 
-_DURATION_UNITS = {"ns": 1, "us": 10**3, "µs": 10**3, "ms": 10**6, "s": 10**9}
-
-
 def _duration_ns(text):
     """'2ms', '500us', '1.5s', '800ns' -> ns."""
-    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*(ns|us|µs|ms|s)\s*", text)
-    if not m:
-        raise argparse.ArgumentTypeError(f"a duration like 2ms, 500us, 1s or 800ns, not {text!r}")
-    return round(float(m.group(1)) * _DURATION_UNITS[m.group(2)])
+    from ethdaq.host.protocol import parse_duration_ns
+    try:
+        return parse_duration_ns(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _flush_ns(text):
+    """--flush: a duration from 1us to 1s, or 0/off -> ns."""
+    from ethdaq.host.protocol import parse_flush
+    try:
+        return parse_flush(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def _ctl_launch(client, args):
@@ -904,6 +912,9 @@ def make_parser():
                                                                    "default: the board's setting, 0)")
     g.add_argument("--gap", type=int, help="idle clock cycles after each datagram (rate limit; default: the board's "
                                            "setting, 0)")
+    g.add_argument("--flush", type=_flush_ns, metavar="TIME",
+                   help="a channel's partial datagram leaves this long after its last sample, e.g. 100us "
+                        "(1us to 1s, 0 or off: only when full or at stop; default: the board's setting, 1ms)")
     g = p.add_argument_group("emulator")
     g.add_argument("--mode", choices=["off", "counter", "ramp", "pulse"], default="counter")
     g.add_argument("--rate", type=float, default=0.25, help="samples per clock cycle per channel, 0..1 (default 0.25)")

@@ -318,7 +318,7 @@ RX_STATS_RSP = P.pack_header(P.MSG_RX_STATS | R, 30) + P.rx_stats_body(
 STREAMS_RSP = P.pack_header(P.MSG_STREAMS | R, 16) + protocol.STREAMS_RSP.pack(
     7, 2, P.STREAM_PRESENT | P.STREAM_ENABLED, 10, 14720, 0, P.STREAM_PRESENT, 0, 0, 5, *([0] * 4 * 6))
 CONFIG_VALUES = dict(ip=0xC0A80132, mac=MAC, dst_ip=0, dst_port=5000, payload=1472, enable=0xF, backpressure=0,
-                     gap=7, dst_mac=bytes(6), emulator_mode=1, emulator_rate=1 << 31, emulator_seed=1, ptp_role=0,
+                     gap=7, dst_mac=bytes(6), flush=250_000, emulator_mode=1, emulator_rate=1 << 31, emulator_seed=1, ptp_role=0,
                      ptp_transport=0, ptp_domain=4, ptp_log_sync=-7, ptp_log_announce=1, ptp_log_delay_req=-2,
                      ptp_priority1=128, ptp_priority2=127)
 CONFIG_SET_VALUES = dict({k: (bytes(6) if isinstance(v, bytes) else 0) for k, v in CONFIG_VALUES.items()},
@@ -326,8 +326,9 @@ CONFIG_SET_VALUES = dict({k: (bytes(6) if isinstance(v, bytes) else 0) for k, v 
 CTL_GOOD = [
     to_board(P.identify_request(11)),
     to_board(P.stream_start_request(12, dst_ip=0xC0A80164, dst_port=5001, payload=1000, enable=0x5, backpressure=0x1,
-                                    gap=3, dst_mac=MAC),
-             dict(dst_ip=0xC0A80164, dst_port=5001, payload=1000, enable=0x5, backpressure=0x1, gap=3, dst_mac=MAC)),
+                                    gap=3, dst_mac=MAC, flush=40_000),
+             dict(dst_ip=0xC0A80164, dst_port=5001, payload=1000, enable=0x5, backpressure=0x1, gap=3, dst_mac=MAC,
+                  flush=40_000)),
     to_board(P.stream_stop_request(13)),
     to_board(P.emulator_request(14, 2, 123456, 7), dict(mode=2, rate=123456, seed=7), port=HEUR_PORT),
     to_board(P.status_request(15)),
@@ -352,7 +353,7 @@ CTL_GOOD = [
     to_board(P.probe_clear_request(25)),
     to_board(P.rx_stats_request(30)),
     to_board(P.config_set_request(22, dst_ip=0xC0A80107, payload=1024, ptp_role=2, ptp_log_sync=-3),
-             dict(CONFIG_SET_VALUES, mask=0b1001000000010100)),
+             dict(CONFIG_SET_VALUES, mask=0b10010000000010100)),
     response(IDENT_RSP),
     response(P.pack_header(P.MSG_STREAM_START | R, 12) + P.STREAM_START_RSP.pack(9, 0xC0A80164)),
     response(P.pack_header(P.MSG_STREAM_STOP | R, 13) + P.STREAM_STOP_RSP.pack(9)),

@@ -2,6 +2,7 @@
 Frames are decoded by scapy (an independent decoder) and checked for FCS, IP checksum, UDP
 length and DAQ header; throughput and inter-frame gaps against the theoretical limit."""
 
+import math
 import zlib
 
 import pytest
@@ -10,6 +11,7 @@ from scapy.layers.l2 import Ether
 
 from bench import gmii, linerate
 from conftest import REPO, tshark_frame_checks
+from ethdaq.gateware.emulator import MODE_PULSE
 from ethdaq.host import daqformat
 
 PREAMBLE = b"\x55"*7 + b"\xd5"
@@ -79,3 +81,50 @@ def test_tshark_decodes_every_streamed_frame_with_valid_fcs_and_ip_checksum(exe,
     udp = [row for row in rows if "udp" in row[0]]
     assert len(udp) == len(rows) - 1
     assert all(row[2] == "1" and row[3] == str(8 + 1472) for row in udp), udp
+
+
+# The idle flush at the pins --------------------------------------------------------------------
+
+FLUSH = 2000                   # Cycles (16 µs at 125 MHz).
+# From a flushed datagram's closing to its first preamble byte: the transmit path's latency
+# (test_latency_from_datagram_complete_to_preamble_is_at_most_100_ns) and the header's fetch.
+PIN_PIPELINE = 16
+
+
+@pytest.mark.parametrize("rate", [1e-4, 1e-3, 1e-2])
+def test_pulse_trains_leave_within_the_flush_time_at_the_pins(exe, rate):
+    """The emulator's Poisson pulse train on one channel, at rates from one pulse per 80 µs to
+    one per 0.8 µs, with a 16 µs flush: every sample reaches the pins in a datagram that starts
+    at most flush + 1 + PIN_PIPELINE cycles after the datagram's last sample (or right after the
+    frame before it, which it queued behind); none is lost; datagrams fill when samples come
+    closer together than the flush time."""
+    cycles = 400_000
+    r = gmii.measure(exe, 1472, frames=0, enable=0b1, rate=int(rate*2**32), max_cycles=cycles,
+                     mode=MODE_PULSE, flush=FLUSH - 1)
+    accepts = [c for c, mask in r["accepts"]]
+    assert all(mask == 1 for c, mask in r["accepts"])
+    k, flushed, full, prev_end = 0, 0, 0, None
+    for frame, start, end in zip(r["frames"][1:], r["starts"][1:], r["ends"][1:]):
+        pkt = decode(frame)
+        h = daqformat.unpack_header(bytes(pkt[UDP].payload))
+        assert h.seq == flushed + full and h.dropped == 0 and h.sample_count >= 1
+        k += h.sample_count
+        wait = start - accepts[k - 1]
+        if h.flags & daqformat.FLAG_FLUSH:
+            flushed += 1
+            assert wait >= FLUSH, "a flushed datagram waits the flush time, no less"
+            assert wait <= FLUSH + PIN_PIPELINE or start - prev_end == gmii.IFG, \
+                f"datagram {h.seq} left {wait} cycles after its last sample"
+        else:
+            full += 1
+            assert h.sample_count == (1472 - 40)//2
+        prev_end = end
+    # Every sample but those of the datagram still within its flush time at the end is out.
+    assert all(c > cycles - FLUSH - 1500 for c in accepts[k:])
+    expected = cycles*rate
+    assert abs(len(accepts) - expected) < 5*expected**0.5 + 5
+    if rate <= 1e-3:
+        # A pulse ends a datagram when the next comes more than the flush time later.
+        assert flushed >= 0.5*len(accepts)*math.exp(-rate*FLUSH) and full == 0
+    else:
+        assert full >= 3 and flushed <= 3

@@ -125,6 +125,7 @@ static void build_config(struct ctl_config *c, const struct ctl_identity *id)
 	c->stream.dst_port = 5000;
 	c->stream.payload  = id->max_payload < 1472 ? id->max_payload : 1472;
 	c->stream.enable   = (uint8_t)((1u << id->nchannels) - 1u);
+	c->stream.flush    = CTL_FLUSH_DEFAULT_NS;
 	c->emulator.mode   = 0;           /* gateware/emulator.py's reset values */
 	c->emulator.rate   = 0x80000000u;
 	c->emulator.seed   = 1;

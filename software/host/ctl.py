@@ -107,15 +107,16 @@ class ControlClient:
         return self._expect(protocol.identify_request, protocol.MSG_IDENTIFY)
 
     def stream_start(self, dst_ip=0, dst_port=5000, payload=1472, enable=None, backpressure=0, gap=0,
-                     dst_mac=None):
+                     dst_mac=None, flush=protocol.FLUSH_DEFAULT_NS):
         """Start a run; dst_ip 0 means this host's address as the board sees it; dst_mac None means
         the board resolves it by ARP; enable None means every channel the board has (a mask with
-        channels it does not have is refused). Returns (run, dst_ip)."""
+        channels it does not have is refused); flush in ns (0: partial datagrams leave only at
+        stop). Returns (run, dst_ip)."""
         if enable is None:
             enable = (1 << self.identify().nchannels) - 1
         mac = b"\0"*6 if dst_mac is None else protocol.parse_mac(dst_mac)
         return self._expect(lambda seq: protocol.stream_start_request(seq, dst_ip, dst_port, payload,
-            enable, backpressure, gap, mac), protocol.MSG_STREAM_START)
+            enable, backpressure, gap, mac, flush), protocol.MSG_STREAM_START)
 
     def wait_destination(self, timeout=5.0, interval=0.05):
         """Poll STATUS until the board knows the stream destination's MAC or gives up on it.

@@ -41,7 +41,9 @@ FLAG_OVERFLOW = 1 << 0  # Samples of this stream were dropped just before this d
 FLAG_TS_PTP   = 1 << 1  # timestamp is PTP-synchronised time (else a free-running counter).
 FLAG_LAST     = 1 << 2  # Last datagram of a run for this stream.
 FLAG_FIRST    = 1 << 3  # First datagram of a run for this stream.
-FLAGS = {"OVERFLOW": FLAG_OVERFLOW, "TS_PTP": FLAG_TS_PTP, "LAST": FLAG_LAST, "FIRST": FLAG_FIRST}
+FLAG_FLUSH    = 1 << 4  # Left before it was full: its stream was idle for the flush time.
+FLAGS = {"OVERFLOW": FLAG_OVERFLOW, "TS_PTP": FLAG_TS_PTP, "LAST": FLAG_LAST, "FIRST": FLAG_FIRST,
+         "FLUSH": FLAG_FLUSH}
 
 _STRUCT = struct.Struct(">HBBHHQQQHBBI")
 assert _STRUCT.size == HEADER_LEN

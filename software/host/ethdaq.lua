@@ -51,6 +51,7 @@ local FLAGS = {
     { name = "TS_PTP", bit = 0x0002, field = ProtoField.bool("ethdaq.flags.ts_ptp", "TS_PTP", 16, nil, 0x0002, "FLAG_TS_PTP") },
     { name = "LAST", bit = 0x0004, field = ProtoField.bool("ethdaq.flags.last", "LAST", 16, nil, 0x0004, "FLAG_LAST") },
     { name = "FIRST", bit = 0x0008, field = ProtoField.bool("ethdaq.flags.first", "FIRST", 16, nil, 0x0008, "FLAG_FIRST") },
+    { name = "FLUSH", bit = 0x0010, field = ProtoField.bool("ethdaq.flags.flush", "FLUSH", 16, nil, 0x0010, "FLAG_FLUSH") },
 }
 f.samples = ProtoField.bytes("ethdaq.samples", "samples", nil, "sample_count samples of sample_bits bits, big-endian")
 f.sample = ProtoField.uint64("ethdaq.sample", "sample", base.DEC, nil, nil, "a decoded sample (the first 16, up to 64 bits wide)")
@@ -235,6 +236,7 @@ local CTL_MESSAGES = {
         { f = ProtoField.uint8("ethdaqctl.stream_start.backpressure", "backpressure", base.HEX, nil), size = 1, },
         { f = ProtoField.uint32("ethdaqctl.stream_start.gap", "gap", base.DEC, nil), size = 4, },
         { f = ProtoField.ether("ethdaqctl.stream_start.dst_mac", "dst_mac"), size = 6, },
+        { f = ProtoField.uint32("ethdaqctl.stream_start.flush", "flush", base.DEC, nil), size = 4, },
     }, strings = {} },
     [0x03] = { name = "STREAM_STOP", fields = {}, strings = {} },
     [0x04] = { name = "EMULATOR", fields = {
@@ -263,6 +265,7 @@ local CTL_MESSAGES = {
         { f = ProtoField.uint8("ethdaqctl.config_set.backpressure", "backpressure", base.HEX, nil), size = 1, },
         { f = ProtoField.uint32("ethdaqctl.config_set.gap", "gap", base.DEC, nil), size = 4, },
         { f = ProtoField.ether("ethdaqctl.config_set.dst_mac", "dst_mac"), size = 6, },
+        { f = ProtoField.uint32("ethdaqctl.config_set.flush", "flush", base.DEC, nil), size = 4, },
         { f = ProtoField.uint8("ethdaqctl.config_set.emulator_mode", "emulator_mode", base.DEC, nil), size = 1, },
         { f = ProtoField.uint32("ethdaqctl.config_set.emulator_rate", "emulator_rate", base.DEC, nil), size = 4, },
         { f = ProtoField.uint32("ethdaqctl.config_set.emulator_seed", "emulator_seed", base.DEC, nil), size = 4, },
@@ -424,6 +427,7 @@ local CTL_MESSAGES = {
         { f = ProtoField.uint8("ethdaqctl.config_get_rsp.backpressure", "backpressure", base.HEX, nil), size = 1, },
         { f = ProtoField.uint32("ethdaqctl.config_get_rsp.gap", "gap", base.DEC, nil), size = 4, },
         { f = ProtoField.ether("ethdaqctl.config_get_rsp.dst_mac", "dst_mac"), size = 6, },
+        { f = ProtoField.uint32("ethdaqctl.config_get_rsp.flush", "flush", base.DEC, nil), size = 4, },
         { f = ProtoField.uint8("ethdaqctl.config_get_rsp.emulator_mode", "emulator_mode", base.DEC, nil), size = 1, },
         { f = ProtoField.uint32("ethdaqctl.config_get_rsp.emulator_rate", "emulator_rate", base.DEC, nil), size = 4, },
         { f = ProtoField.uint32("ethdaqctl.config_get_rsp.emulator_seed", "emulator_seed", base.DEC, nil), size = 4, },
@@ -446,6 +450,7 @@ local CTL_MESSAGES = {
         { f = ProtoField.uint8("ethdaqctl.config_set_rsp.backpressure", "backpressure", base.HEX, nil), size = 1, },
         { f = ProtoField.uint32("ethdaqctl.config_set_rsp.gap", "gap", base.DEC, nil), size = 4, },
         { f = ProtoField.ether("ethdaqctl.config_set_rsp.dst_mac", "dst_mac"), size = 6, },
+        { f = ProtoField.uint32("ethdaqctl.config_set_rsp.flush", "flush", base.DEC, nil), size = 4, },
         { f = ProtoField.uint8("ethdaqctl.config_set_rsp.emulator_mode", "emulator_mode", base.DEC, nil), size = 1, },
         { f = ProtoField.uint32("ethdaqctl.config_set_rsp.emulator_rate", "emulator_rate", base.DEC, nil), size = 4, },
         { f = ProtoField.uint32("ethdaqctl.config_set_rsp.emulator_seed", "emulator_seed", base.DEC, nil), size = 4, },

@@ -113,9 +113,9 @@ PTP_ROLES    = {0: "auto", 1: "master", 2: "slave"}
 # CONFIG_FIELDS[i]; other fields keep their value. Nothing is applied unless everything is
 # valid: ERR_BAD_VALUE for a value out of range, ERR_UNSUPPORTED for a fixed field (CONFIG_FIXED)
 # or a part the build lacks. Settings live in RAM: a reboot returns to the build's.
-CONFIG = struct.Struct(">I6sIHHBBI6sBIIBBBbbbBB")
+CONFIG = struct.Struct(">I6sIHHBBI6sIBIIBBBbbbBB")
 CONFIG_FIELDS = ("ip", "mac", "dst_ip", "dst_port", "payload", "enable", "backpressure", "gap", "dst_mac",
-                 "emulator_mode", "emulator_rate", "emulator_seed", "ptp_role", "ptp_transport", "ptp_domain",
+                 "flush", "emulator_mode", "emulator_rate", "emulator_seed", "ptp_role", "ptp_transport", "ptp_domain",
                  "ptp_log_sync", "ptp_log_announce", "ptp_log_delay_req", "ptp_priority1", "ptp_priority2")
 CONFIG_SET     = struct.Struct(">I" + CONFIG.format[1:])
 CONFIG_FIXED   = ("ptp_transport",)
@@ -167,8 +167,16 @@ MAX_STRING     = 255
 
 # STREAM_START request: dst_ip (0: the requester's address), dst_port, payload bytes per datagram
 # (header included), channel enable mask, back-pressure mask, idle cycles after each datagram,
-# dst_mac (all zero: resolved by ARP; broadcast and multicast IPs map by rule).
-STREAM_START   = struct.Struct(">IHHBBI6s")
+# dst_mac (all zero: resolved by ARP; broadcast and multicast IPs map by rule), flush: ns a
+# channel's partial datagram waits after its last sample before it leaves (FLAG_FLUSH; 0: only
+# when full or at stop; else FLUSH_MIN_NS..FLUSH_MAX_NS).
+STREAM_START   = struct.Struct(">IHHBBI6sI")
+# The flush time's range and the build's setting. The default bounds how long a triggered
+# burst's last samples wait (1 ms), and what idle flushes can cost: at most one datagram per
+# channel per flush time (1000/s per channel, under 1 Mb/s of headers at 1 ms).
+FLUSH_MIN_NS     = 1_000
+FLUSH_MAX_NS     = 1_000_000_000
+FLUSH_DEFAULT_NS = 1_000_000
 STREAM_START_RSP = struct.Struct(">II")     # run number, destination IP used
 STREAM_STOP_RSP  = struct.Struct(">I")      # run number that was stopped
 EMULATOR       = struct.Struct(">BII")      # mode, rate (x 2**-32 per cycle), seed
@@ -394,9 +402,9 @@ def identify_request(seq):
 
 
 def stream_start_request(seq, dst_ip=0, dst_port=5000, payload=1472, enable=0xF, backpressure=0, gap=0,
-                         dst_mac=b"\0"*6):
+                         dst_mac=b"\0"*6, flush=FLUSH_DEFAULT_NS):
     return pack_header(MSG_STREAM_START, seq) + STREAM_START.pack(dst_ip, dst_port, payload, enable,
-                                                                 backpressure, gap, bytes(dst_mac))
+                                                                 backpressure, gap, bytes(dst_mac), flush)
 
 
 def stream_stop_request(seq):
@@ -481,6 +489,7 @@ class Config:
     backpressure:   int
     gap:            int
     dst_mac:        bytes
+    flush:          int
     emulator_mode:  int
     emulator_rate:  int
     emulator_seed:  int
@@ -804,6 +813,39 @@ _CONFIG_NAMES = {"ptp_role": PTP_ROLES, "emulator_mode": {v: k for k, v in EMULA
                  "ptp_transport": {0: "udp4", 1: "l2"}}
 
 
+DURATION_UNITS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
+
+
+def parse_duration_ns(text):
+    """'2ms', '500us', '1.5s', '800ns' → ns. ValueError naming what is wrong."""
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*(ns|us|µs|ms|s)\s*", str(text))
+    if not m:
+        raise ValueError(f"a duration like 2ms, 500us, 1s or 800ns, not {text!r}")
+    return round(float(m.group(1)) * DURATION_UNITS[m.group(2)])
+
+
+def parse_flush(text):
+    """The flush time as users give it: a duration (1us to 1s), or 0 / off → ns (0: off).
+    ValueError naming the range."""
+    text = str(text).strip()
+    if text in ("0", "off"):
+        return 0
+    ns = parse_duration_ns(text)
+    if not FLUSH_MIN_NS <= ns <= FLUSH_MAX_NS:
+        raise ValueError(f"flush must be 0 (off) or 1us to 1s, not {text}")
+    return ns
+
+
+def format_duration_ns(ns):
+    """ns as the shortest exact text parse_duration_ns reads back ('1ms', '250us'; '0' for 0)."""
+    if ns == 0:
+        return "0"
+    for unit in ("s", "ms", "us"):
+        if ns % DURATION_UNITS[unit] == 0:
+            return f"{ns // DURATION_UNITS[unit]}{unit}"
+    return f"{ns}ns"
+
+
 def parse_config_assignment(text):
     """'name=value' as `ethdaq ctl config set` takes it → (name, value for config_set_request):
     addresses dotted (dst_ip) or colon-separated (dst_mac), role and mode by name, numbers in
@@ -839,6 +881,8 @@ def parse_config_assignment(text):
                              f"starts the run), not {value!r}") from None
     if name == "dst_mac":
         return name, parse_mac(value)
+    if name == "flush":
+        return name, parse_flush(value)
     names = _CONFIG_NAMES.get(name)
     if names and value in names.values():
         return name, next(k for k, v in names.items() if v == value)
@@ -856,6 +900,7 @@ def format_config(config):
     d["dst_ip"] = str(ipaddress.IPv4Address(d["dst_ip"])) if d["dst_ip"] else "requester"
     d["mac"] = format_mac(d["mac"])
     d["dst_mac"] = format_mac(d["dst_mac"]) if any(d["dst_mac"]) else "arp"
+    d["flush"] = format_duration_ns(d["flush"]) if d["flush"] else "off"
     for name, names in _CONFIG_NAMES.items():
         d[name] = names.get(d[name], d[name])
     return d
@@ -1216,6 +1261,9 @@ def c_header():
         f"#define CTL_REPLAY_REQ_MAX   {REPLAY_REQ_MAX}u",
         f"#define CTL_REPLAY_RSP_MAX   {REPLAY_RSP_MAX}u",
         f"#define CTL_MIN_PAYLOAD      {MIN_PAYLOAD}u",
+        f"#define CTL_FLUSH_MIN_NS     {FLUSH_MIN_NS}u",
+        f"#define CTL_FLUSH_MAX_NS     {FLUSH_MAX_NS}u",
+        f"#define CTL_FLUSH_DEFAULT_NS {FLUSH_DEFAULT_NS}u",
         f"#define CTL_DST_VALID        0x{DST_VALID:02X}u",
         f"#define CTL_LINK_UP          0x{LINK_UP:02X}u",
         f"#define CTL_LINK_FULL_DUPLEX 0x{LINK_FULL_DUPLEX:02X}u",

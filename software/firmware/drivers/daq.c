@@ -106,6 +106,17 @@ static void wait_sent(void)
 	wait_status(1u << CSR_STREAMER_STATUS_BUSY_OFFSET, 0);
 }
 
+/* The streamer's flush setting for a flush time in ns: it closes a partial datagram `flush` + 1
+ * cycles after its last sample, so at most `ns` later (rounded down to whole cycles, at least 2). */
+static uint32_t flush_cycles(uint32_t ns)
+{
+	uint64_t cycles = (uint64_t)ns * CONFIG_CLOCK_FREQUENCY / 1000000000u;
+
+	if (ns == 0)
+		return 0;
+	return cycles < 2 ? 1u : (uint32_t)(cycles - 1u);
+}
+
 static int stream_start(const struct ctl_stream_cfg *cfg, uint32_t *run)
 {
 	uint64_t dropped;
@@ -122,6 +133,7 @@ static int stream_start(const struct ctl_stream_cfg *cfg, uint32_t *run)
 	streamer_enable_write(cfg->enable);
 	streamer_backpressure_write(cfg->backpressure);
 	streamer_gap_write(cfg->gap);
+	streamer_flush_write(flush_cycles(cfg->flush));
 	streamer_dst_mac_write(mac_to_u64(cfg->dst_mac));
 	streamer_mac_mode_write(mac_to_u64(cfg->dst_mac) != 0);
 	wait_destination();

@@ -102,6 +102,7 @@ static void get_stream_cfg(const uint8_t *p, struct ctl_stream_cfg *cfg)
 	cfg->backpressure = p[9];
 	cfg->gap          = get_be32(p + 10);
 	memcpy(cfg->dst_mac, p + 14, sizeof(cfg->dst_mac));
+	cfg->flush        = get_be32(p + 20);
 }
 
 /* dst_ip 0 stands for the requester of the start (resolved before the board is touched). */
@@ -111,7 +112,8 @@ static int stream_cfg_valid(const struct ctl_stream_cfg *cfg, const struct ctl_i
 
 	return cfg->dst_ip != 0xFFFFFFFFu && cfg->dst_port != 0 &&
 	       cfg->payload >= CTL_MIN_PAYLOAD && cfg->payload <= id->max_payload &&
-	       cfg->enable != 0 && !(cfg->enable & (uint8_t)~all) && !(cfg->backpressure & (uint8_t)~all);
+	       cfg->enable != 0 && !(cfg->enable & (uint8_t)~all) && !(cfg->backpressure & (uint8_t)~all) &&
+	       (cfg->flush == 0 || (cfg->flush >= CTL_FLUSH_MIN_NS && cfg->flush <= CTL_FLUSH_MAX_NS));
 }
 
 static int stream_start(struct writer *w, const uint8_t *p, uint32_t seq, uint32_t src_ip,
@@ -719,6 +721,7 @@ static void put_config(struct writer *w, const struct ctl_config *c)
 	put_u8(w, c->stream.backpressure);
 	put_be32(w, c->stream.gap);
 	put_bytes(w, c->stream.dst_mac, 6);
+	put_be32(w, c->stream.flush);
 	put_u8(w, c->emulator.mode);
 	put_be32(w, c->emulator.rate);
 	put_be32(w, c->emulator.seed);
@@ -737,23 +740,23 @@ static void get_config(const uint8_t *p, struct ctl_config *c)
 	c->ip = get_be32(p);
 	memcpy(c->mac, p + 4, 6);
 	get_stream_cfg(p + 10, &c->stream);
-	c->emulator.mode = p[30];
-	c->emulator.rate = get_be32(p + 31);
-	c->emulator.seed = get_be32(p + 35);
-	c->ptp.role = p[39];
-	c->ptp.transport = p[40];
-	c->ptp.domain = p[41];
-	c->ptp.log_sync = (int8_t)p[42];
-	c->ptp.log_announce = (int8_t)p[43];
-	c->ptp.log_delay_req = (int8_t)p[44];
-	c->ptp.priority1 = p[45];
-	c->ptp.priority2 = p[46];
+	c->emulator.mode = p[34];
+	c->emulator.rate = get_be32(p + 35);
+	c->emulator.seed = get_be32(p + 39);
+	c->ptp.role = p[43];
+	c->ptp.transport = p[44];
+	c->ptp.domain = p[45];
+	c->ptp.log_sync = (int8_t)p[46];
+	c->ptp.log_announce = (int8_t)p[47];
+	c->ptp.log_delay_req = (int8_t)p[48];
+	c->ptp.priority1 = p[49];
+	c->ptp.priority2 = p[50];
 }
-_Static_assert(CTL_CONFIG_SIZE == 47, "get_config/put_config follow protocol.py CONFIG");
+_Static_assert(CTL_CONFIG_SIZE == 51, "get_config/put_config follow protocol.py CONFIG");
 
 #define CFG_NET (CTL_CFG_IP | CTL_CFG_MAC)
 #define CFG_STREAM (CTL_CFG_DST_IP | CTL_CFG_DST_PORT | CTL_CFG_PAYLOAD | CTL_CFG_ENABLE | \
-		    CTL_CFG_BACKPRESSURE | CTL_CFG_GAP | CTL_CFG_DST_MAC)
+		    CTL_CFG_BACKPRESSURE | CTL_CFG_GAP | CTL_CFG_DST_MAC | CTL_CFG_FLUSH)
 #define CFG_EMULATOR (CTL_CFG_EMULATOR_MODE | CTL_CFG_EMULATOR_RATE | CTL_CFG_EMULATOR_SEED)
 #define CFG_PTP (CTL_CFG_PTP_ROLE | CTL_CFG_PTP_DOMAIN | CTL_CFG_PTP_LOG_SYNC | CTL_CFG_PTP_LOG_ANNOUNCE | \
 		 CTL_CFG_PTP_LOG_DELAY_REQ | CTL_CFG_PTP_PRIORITY1 | CTL_CFG_PTP_PRIORITY2)
@@ -809,6 +812,7 @@ static int config_set(struct ctl_config *conf, const uint8_t *p, const struct ct
 	TAKE(CTL_CFG_GAP, stream.gap);
 	if (mask & CTL_CFG_DST_MAC)
 		memcpy(next.stream.dst_mac, in.stream.dst_mac, 6);
+	TAKE(CTL_CFG_FLUSH, stream.flush);
 	TAKE(CTL_CFG_EMULATOR_MODE, emulator.mode);
 	TAKE(CTL_CFG_EMULATOR_RATE, emulator.rate);
 	TAKE(CTL_CFG_EMULATOR_SEED, emulator.seed);

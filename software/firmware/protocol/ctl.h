@@ -103,6 +103,7 @@ struct ctl_stream_cfg {
 	uint8_t  backpressure;  /* Channel mask. */
 	uint32_t gap;           /* Idle cycles after each datagram (rate limit). */
 	uint8_t  dst_mac[6];    /* All zero: resolve by ARP (broadcast/multicast IPs by rule). */
+	uint32_t flush;         /* ns a partial datagram waits after its channel's last sample; 0: never. */
 };
 
 struct ctl_emulator_cfg {

@@ -20,4 +20,5 @@
 #define DAQ_FLAG_TS_PTP 0x0002u
 #define DAQ_FLAG_LAST 0x0004u
 #define DAQ_FLAG_FIRST 0x0008u
+#define DAQ_FLAG_FLUSH 0x0010u
 #endif
