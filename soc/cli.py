@@ -36,10 +36,28 @@ class CLIError(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse, but usage errors are one line: 'Error: ...' plus a hint, exit code 2."""
+    """argparse, but usage errors are one line: 'Error: ...' plus a hint, exit code 2.
+
+    `intermixed`: the options may come before, between or after the positional words (`ethdaq ctl
+    config --ip B set payload=1472` as `ethdaq ctl config set payload=1472 --ip B`): argparse's
+    intermixed parsing. Plain parsing takes the positional words in one run, so words after an
+    option were left over and refused. A subparser is run through parse_known_args, which the
+    intermixed parse calls in turn (on Python before 3.13), hence the guard."""
+    intermixed   = False
+    _intermixing = False
+
     def error(self, message):
         sys.stderr.write(f"Error: {message} (see '{self.prog} --help')\n")
         sys.exit(2)
+
+    def parse_known_args(self, args=None, namespace=None):
+        if not self.intermixed or self._intermixing:
+            return super().parse_known_args(args, namespace)
+        self._intermixing = True
+        try:
+            return self.parse_known_intermixed_args(args, namespace)
+        finally:
+            self._intermixing = False
 
 
 def _ip(text):
@@ -982,6 +1000,7 @@ def make_parser():
     g.add_argument("--wait", type=float, default=30.0, metavar="S",
                    help="seconds to wait for the board to answer after its reboot (default 30)")
     g.add_argument("--no-wait", action="store_true", help="do not wait for the board to come back")
+    p.intermixed = True   # Options before or after the action's words.
     p.set_defaults(func=cmd_ctl)
 
     from ethdaq.host import plot, recv
@@ -998,7 +1017,27 @@ def make_parser():
     return parser
 
 
+# A reader that stops early (`ethdaq ... | head`): the exit status a program killed by SIGPIPE gets
+# from the shell (128 + 13), as `seq 1000 | head -1` gives, so `set -o pipefail` sees the cut the
+# same way. The signal's default action is not restored instead: it would kill the process
+# between any two writes, before `ethdaq sim` stops the simulation and removes its namespace.
+EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE
+
+
 def main(argv=None):
+    try:
+        status = _main(argv)
+        sys.stdout.flush()   # Inside the try: what is still buffered can meet the closed pipe too.
+        return status
+    except BrokenPipeError:
+        # Python's own recipe (docs of the signal module, "Note on SIGPIPE"): stdout to devnull,
+        # so the interpreter's last flush at exit finds no pipe and prints no second traceback.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
+
+
+def _main(argv):
     parser = make_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
