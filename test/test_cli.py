@@ -1,5 +1,6 @@
 """`ethdaq` command line: listing, and one-line errors with non-zero exit and nothing written."""
 
+import ipaddress
 import re
 import os
 import json
@@ -110,6 +111,8 @@ def test_unsupported_toolchain(tmp_path):
 @pytest.mark.parametrize("args, text", [
     (["--ip", "192.168.1"], "IP address must be dotted IPv4 like 192.168.1.50, not '192.168.1'"),
     (["--mac", "10:e2:d5:00:00"], "MAC address must be six hex bytes"),
+    (["--netmask", "33"], "netmask must be a prefix length 0..32 like 24 (or /24) or a mask like 255.255.255.0, not '33'"),
+    (["--netmask", "255.0.255.0"], "netmask must be a prefix length 0..32"),
     (["--mac", "11:e2:d5:00:00:00"], "MAC address must be unicast"),
     (["--ctl-port", "70000"], "port must be an integer in 1..65535, not '70000'"),
     (["--sys-clk-freq", "5"], "frequency must be in Hz between 1e6 and 500e6, like 60e6, not '5'"),
@@ -272,6 +275,17 @@ def test_a_bad_allow_list_is_a_one_line_error(value, text, tmp_path):
     r = run("build", "--board", "sim", "--ctl-allow", value, "--output-dir", str(tmp_path / "b"))
     assert_one_line_error(r, text)
     assert not (tmp_path / "b").exists()
+
+
+def test_the_netmask_is_a_prefix_or_a_mask_and_defaults_to_the_addresss_class():
+    from ethdaq.soc.daqsoc import classful_netmask, parse_netmask
+    assert parse_netmask("24") == parse_netmask("/24") == parse_netmask("255.255.255.0") == 0xFFFFFF00
+    assert parse_netmask("0") == 0 and parse_netmask("32") == 0xFFFFFFFF
+    assert [classful_netmask(int(ipaddress.IPv4Address(a))) for a in ("10.1.2.3", "172.16.0.9", "192.168.1.50")] == \
+        [0xFF000000, 0xFFFF0000, 0xFFFFFF00]
+    args = cli.make_parser().parse_args(["build", "--board", "sim", "--netmask", "/20"])
+    assert cli._soc_kwargs(args)["netmask"] == 0xFFFFF000
+    assert cli._soc_kwargs(cli.make_parser().parse_args(["build", "--board", "sim"]))["netmask"] is None
 
 
 def test_the_allow_list_reaches_the_firmware_as_networks():
