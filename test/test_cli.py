@@ -498,3 +498,31 @@ def test_a_ctl_table_into_a_closed_pipe_ends_quietly_and_head_gets_its_line():
         board.close()
     assert sh.stdout.split()[:2] == ["rx_ok", "1000"] and "Traceback" not in sh.stderr, sh.stderr
     assert sh.returncode in (0, 141)   # 141 if head had gone before the table's last write.
+
+
+def test_discover_lists_each_board_that_answers_once():
+    """`ethdaq discover` against a board on loopback listening on every address: the IDENTIFY goes
+    to 127.255.255.255 (a broadcast, SO_BROADCAST) three times; the board answers every one, and
+    is listed once. With nobody there: a one-line message on stderr, exit 1."""
+    from test_ctl_client import ScriptedBoard, seq_of
+    from ethdaq.host import protocol
+    ident = protocol.Identity(mac=bytes.fromhex("10e2d5000001"), ip=0x7F000001, ctl_port=7000, sys_clk_hz=125_000_000,
+                              eth_dw=8, nchannels=4, sample_bits=16, max_payload=1472, capabilities=0x3,
+                              board="sim", build_id="0123456789ab", ident="ethdaq sim test")
+
+    def answer(req):
+        assert req == protocol.identify_request(seq_of(req))
+        return protocol.pack_identify_response(seq_of(req), ident)
+    board = ScriptedBoard([answer] * 3, addr=("0.0.0.0", 0))
+    try:
+        r = run("discover", "--broadcast", "127.255.255.255", "--port", str(board.port), "--timeout", "1.5")
+    finally:
+        board.close()
+    assert r.returncode == 0, r.stderr
+    assert len(board.seen) == 3
+    assert [line.split() for line in r.stdout.splitlines()] == [
+        ["ip", "mac", "board", "build", "control"],
+        ["127.0.0.1", "10:e2:d5:00:00:01", "sim", "0123456789ab", "udp/7000"]]
+    r = run("discover", "--broadcast", "127.255.255.255", "--port", "9", "--timeout", "0.3")
+    assert r.returncode == 1 and r.stdout == ""
+    assert r.stderr == "no board answered IDENTIFY at 127.255.255.255:9 within 0.3 s\n"
