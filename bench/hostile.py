@@ -49,7 +49,8 @@ KINDS = {
     "arp_malformed":   "ARP with wrong hardware/protocol sizes or types, unknown opcode",
     "icmp_flood":      "ICMP echo requests back to back",
     "icmp_big":        "pings of 1472 bytes (one frame) and 8000 bytes (fragmented)",
-    "broadcast":       "UDP and unknown-EtherType broadcasts",
+    "broadcast":       "UDP and unknown-EtherType broadcasts: limited, the board's subnet's and another's; "
+                       "to the control port, IDENTIFY and other requests",
     "multicast":       "IPv4 multicast UDP (224.0.0.1, 239.x) and PTP's groups on other ports",
     "ptp_malformed":   "PTP event and general messages, UDP and Ethernet, truncated or with bad fields",
     "ctl_malformed":   "control-protocol datagrams with a bad magic, version, type or length",
@@ -67,6 +68,13 @@ class Network:
     data_port: int = 5000
     mtu:       int = 1500
     ptp_transport: str = "udp"   # "l2": PTP over Ethernet (EtherType 0x88F7), else over UDP.
+    prefix:    int = 24          # The board's subnet (its build's --netmask).
+
+    @property
+    def directed_broadcast(self):
+        """The board's subnet's broadcast address, e.g. 192.168.1.255."""
+        import ipaddress
+        return str(ipaddress.IPv4Network(f"{self.board_ip}/{self.prefix}", strict=False).broadcast_address)
 
     @property
     def udp_ports(self):
@@ -194,10 +202,23 @@ def labelled(kind, net, rng, count=8):
                 out.append((with_fcs(_pad(raw(Ether(src=net.host_mac, dst="ff:ff:ff:ff:ff:ff", type=0x88B5) /
                                               Raw(payload(46))))), "ethertype"))
             else:
+                # Random data, or an IDENTIFY (the only control request a broadcast may carry), to
+                # the limited broadcast, the board's subnet's, or another subnet's (not the board's).
+                # The first two: a STATUS, then an IDENTIFY, to the control port of the board's subnet.
                 port, data = rng.choice([net.ctl_port, 67, 137, 5000]), payload(rng.randint(0, 200))
+                dst = rng.choice(["255.255.255.255", net.directed_broadcast, "10.99.255.255"])
+                if i < 4:
+                    port, dst, data = net.ctl_port, net.directed_broadcast, struct.pack(">HBBI", 0xEDAC, 1, 5, i)
+                if (i == 2 or i >= 4 and rng.random() < 0.5) and port == net.ctl_port:
+                    data = struct.pack(">HBBI", 0xEDAC, 1, 1, i)
+                cause = udp_cause(port, data)
+                # Byte 3 of a control datagram (padding if it is shorter) is the message type: 1 is IDENTIFY.
+                if cause == "rx_ok" and port == net.ctl_port and (data + bytes(4))[3] != 1:
+                    cause = "broadcast"
                 out.append((with_fcs(_pad(raw(Ether(src=net.host_mac, dst="ff:ff:ff:ff:ff:ff") /
-                                              IP(src=net.host_ip, dst="255.255.255.255") /
-                                              UDP(sport=40000, dport=port) / Raw(data)))), udp_cause(port, data)))
+                                              IP(src=net.host_ip, dst=dst) /
+                                              UDP(sport=40000, dport=port) / Raw(data)))),
+                            "not_ours" if dst == "10.99.255.255" else cause))
         elif kind == "multicast":
             group = rng.choice(["224.0.0.1", "239.1.2.3", "224.0.1.129", "224.0.0.107"])
             last3 = [int(x) for x in group.split(".")[1:]]

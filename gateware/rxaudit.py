@@ -22,10 +22,18 @@ flag on the last byte), runt (under 60 bytes before the FCS), oversize
 (over `max_frame`), then as the header arrives: destination MAC, EtherType, ARP's fixed fields and
 target, IPv4 version and header length, options, header checksum, total length, fragment,
 destination address, protocol, ICMP type, UDP length (under 8, or not the IPv4 payload's), empty
-UDP, UDP port; except that an IPv4 total length past the frame's end (truncated), known only at
-its end, comes before the ICMP and UDP checks. A frame that passes is counted as rx_ok, and so is
+UDP, UDP port, a control request to a broadcast address that is not IDENTIFY; except that an IPv4
+total length past the frame's end (truncated), known only at its end, comes before the ICMP and
+UDP checks. A frame that passes is counted as rx_ok, and so is
 one to another UDP port that a drop or fast-track rule of the classifier behind takes (`claimed`;
 the rule counts it).
+
+Broadcast: the board takes the limited broadcast 255.255.255.255 and its subnet's directed
+broadcast (its address with the host bits set, from `netmask`; RFC 1122 3.2.1.3 asks a host to
+recognise both), so discovery works whichever a host sends to. A /31 or /32 subnet has none
+(RFC 3021). On the control port (`ctl_port`) a broadcast is answered only if it is IDENTIFY: a
+request that reads or changes a board is meant for one board, and one datagram to a broadcast
+address would otherwise reach every board on the subnet (counted as broadcast).
 
 The output is the input two cycles later (the PHY does not wait: `sink.ready` is 1), with `error`
 set on the last byte of every frame not counted as rx_ok; the frame gate behind it drops those
@@ -54,7 +62,7 @@ from litex.soc.interconnect.csr import CSRStatus, CSRStorage
 from liteeth.common import eth_phy_description
 
 from ethdaq.gateware.tsu import ETHERTYPE_IPV4, IP_PROTO_UDP
-from ethdaq.host.protocol import RX_AUDIT_CAUSES
+from ethdaq.host.protocol import MSG_IDENTIFY, RX_AUDIT_CAUSES
 
 CAUSE = {name: i for i, name in enumerate(RX_AUDIT_CAUSES)}
 COUNTER_BITS = 48   # 2**48 frames: 5 years of minimum-size frames at 1 Gb/s.
@@ -63,10 +71,12 @@ ETHERTYPE_ARP  = 0x0806
 IP_PROTO_ICMP  = 1
 ICMP_ECHO_REQUEST = 8
 MIN_FRAME      = 60       # Bytes before the FCS (64 with it).
+CTL_TYPE_BYTE  = 42 + 3   # The control header's message type (after magic u16, version u8): UDP payload byte 3.
 
 
 class RXAudit(LiteXModule):
-    def __init__(self, max_frame=1514, udp_ports=(), ethertypes=(), ip_groups=(), cd_rx="eth_rx"):
+    def __init__(self, max_frame=1514, udp_ports=(), ethertypes=(), ip_groups=(), netmask=0xFFFFFFFF,
+                 ctl_port=None, cd_rx="eth_rx"):
         if not (MIN_FRAME <= max_frame <= 16000):
             raise ValueError(f"max_frame must be {MIN_FRAME}..16000 bytes, not {max_frame!r}")
         udp_ports  = tuple(udp_ports)
@@ -77,6 +87,13 @@ class RXAudit(LiteXModule):
             raise ValueError(f"ethertypes are the EtherTypes besides IPv4 and ARP the board takes, not {ethertypes!r}")
         if any(ip >> 28 != 0xE for ip in ip_groups):
             raise ValueError(f"ip_groups must be IPv4 multicast addresses (224/4), not {ip_groups!r}")
+        host_bits = ~netmask & 0xFFFFFFFF
+        if not (0 <= netmask < 2**32) or host_bits & (host_bits + 1):
+            raise ValueError(f"netmask must be a 32-bit IPv4 netmask (ones, then zeros), not {netmask!r}")
+        if ctl_port is not None and ctl_port not in udp_ports:
+            raise ValueError(f"ctl_port must be one of udp_ports {udp_ports!r}, not {ctl_port!r}")
+        if host_bits < 3:
+            host_bits = 0xFFFFFFFF   # /31 and /32: no directed broadcast (RFC 3021), the limited one only.
         self.sink   = sink   = stream.Endpoint(eth_phy_description(8))   # cd_rx, from the FCS checker.
         self.source = source = stream.Endpoint(eth_phy_description(8))   # cd_rx, on to the gate.
         self.mac    = Signal(48)                                         # cd_rx: the board's MAC...
@@ -198,8 +215,12 @@ class RXAudit(LiteXModule):
         proto_udp = Signal()
         proto_icmp = Signal()
         eq_ip     = Signal()                 # w32 one byte ago was the board's address...
-        eq_dst    = Signal()                 # ...or one it takes (broadcast, the PTP groups).
+        eq_dst    = Signal()                 # ...or one it takes (the PTP groups)...
+        eq_bcast  = Signal()                 # ...or a broadcast (limited, or the subnet's directed).
         dst_ok    = Signal()
+        bcast     = Signal()                 # The datagram's destination is a broadcast.
+        to_ctl    = Signal()                 # ...and its UDP port the control port.
+        bcast_ip  = Signal(32)               # The subnet's directed broadcast: registered, `ip` changes rarely.
         icmp_bad  = Signal()
         port_ok   = Signal()
         udp_lt8   = Signal()
@@ -211,10 +232,12 @@ class RXAudit(LiteXModule):
             csum_fold.eq(Mux(csum[16], csum[:16] == 0xFFFE, csum[:16] == 0xFFFF)),
         ]
         sync_rx += [
+            bcast_ip.eq(self.ip | host_bits),
             If(sink.valid, truncated.eq(ip_end > n)),
             If(beat,
                 eq_ip.eq(w32 == self.ip),
-                eq_dst.eq((w32 == 0xFFFFFFFF) | one_of(w32, ip_groups)),
+                eq_dst.eq(one_of(w32, ip_groups)),
+                eq_bcast.eq((w32 == 0xFFFFFFFF) | (w32 == bcast_ip)),
                 If(at(15), csum.eq(w16)),
                 If(csum_add, csum.eq(csum_next)),
                 If(at(17),
@@ -226,10 +249,14 @@ class RXAudit(LiteXModule):
                 If(at(23), proto_udp.eq(b == IP_PROTO_UDP), proto_icmp.eq(b == IP_PROTO_ICMP)),
                 If(at(34),   # The sum and the destination address of bytes 14..33.
                     csum_ok.eq(csum_fold),
-                    dst_ok.eq(eq_ip | eq_dst),
+                    dst_ok.eq(eq_ip | eq_dst | eq_bcast),
+                    bcast.eq(eq_bcast),
                     icmp_bad.eq(b != ICMP_ECHO_REQUEST),
                 ),
-                If(at(37), port_ok.eq(one_of(w16, udp_ports))),
+                If(at(37),
+                    port_ok.eq(one_of(w16, udp_ports)),
+                    to_ctl.eq(one_of(w16, () if ctl_port is None else (ctl_port,))),
+                ),
                 If(at(39),
                     udp_lt8.eq(w16 < 8),
                     udp_eq8.eq(w16 == 8),
@@ -267,6 +294,7 @@ class RXAudit(LiteXModule):
             "udp_length": is_udp & at(40) & (udp_lt8 | udp_diff),
             "udp_empty":  is_udp & at(40) & ~udp_lt8 & ~udp_diff & udp_eq8,
             "udp_port":   is_udp & at(40) & ~udp_lt8 & ~udp_diff & ~udp_eq8 & ~port_ok,
+            "broadcast": is_udp & at(CTL_TYPE_BYTE) & bcast & to_ctl & (b != MSG_IDENTIFY),
         }
         failed    = {c: Signal(name=f"failed_{c}") for c in checks}
         failed_l4 = {c: Signal(name=f"failed_{c}") for c in checks_l4}

@@ -25,6 +25,7 @@ examples:
   sudo ethdaq sim --ping 5 --identify   # ... then identify it, ping it, and stop
   sudo ethdaq sim --identify --ping 5 --stream 10   # ... and stream emulated data for 10 s
   ethdaq load --board colorlight_i5
+  ethdaq discover --broadcast 192.168.1.255   # boards on that subnet
   ethdaq ctl identify --ip 192.168.1.50
   ethdaq ctl start --ip 192.168.1.50 && ethdaq recv --duration 10
 """
@@ -35,10 +36,28 @@ class CLIError(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse, but usage errors are one line: 'Error: ...' plus a hint, exit code 2."""
+    """argparse, but usage errors are one line: 'Error: ...' plus a hint, exit code 2.
+
+    `intermixed`: the options may come before, between or after the positional words (`ethdaq ctl
+    config --ip B set payload=1472` as `ethdaq ctl config set payload=1472 --ip B`): argparse's
+    intermixed parsing. Plain parsing takes the positional words in one run, so words after an
+    option were left over and refused. A subparser is run through parse_known_args, which the
+    intermixed parse calls in turn (on Python before 3.13), hence the guard."""
+    intermixed   = False
+    _intermixing = False
+
     def error(self, message):
         sys.stderr.write(f"Error: {message} (see '{self.prog} --help')\n")
         sys.exit(2)
+
+    def parse_known_args(self, args=None, namespace=None):
+        if not self.intermixed or self._intermixing:
+            return super().parse_known_args(args, namespace)
+        self._intermixing = True
+        try:
+            return self.parse_known_intermixed_args(args, namespace)
+        finally:
+            self._intermixing = False
 
 
 def _ip(text):
@@ -46,6 +65,14 @@ def _ip(text):
         return str(ipaddress.IPv4Address(text))
     except ValueError:
         raise argparse.ArgumentTypeError(f"IP address must be dotted IPv4 like 192.168.1.50, not {text!r}")
+
+
+def _netmask(text):
+    from ethdaq.soc.daqsoc import parse_netmask
+    try:
+        return parse_netmask(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e))
 
 
 def _mac(text):
@@ -102,6 +129,10 @@ def _allow(text):
 def _add_network_options(p):
     from ethdaq.soc.daqsoc import DEFAULT_CTL_PORT, DEFAULT_IP, DEFAULT_MAC
     p.add_argument("--ip",  type=_ip,  default=DEFAULT_IP,  help=f"board IPv4 address (default {DEFAULT_IP})")
+    p.add_argument("--netmask", type=_netmask, metavar="MASK",
+                   help="the board's subnet, as a prefix length (24) or a mask (255.255.255.0): the board answers "
+                        "discovery on its directed broadcast, e.g. 192.168.1.255 (default: the address's class, "
+                        "as ifconfig's: /8 below 128.0.0.0, /16 below 192.0.0.0, else /24)")
     p.add_argument("--mac", type=_mac, default=DEFAULT_MAC, help=f"board MAC address (default {DEFAULT_MAC})")
     p.add_argument("--ctl-port", type=_port, default=DEFAULT_CTL_PORT,
                    help=f"firmware control UDP port (default {DEFAULT_CTL_PORT})")
@@ -183,7 +214,7 @@ def cmd_boards(args):
 def _soc_kwargs(args):
     from ethdaq.soc.daqsoc import check_ports
     check_ports(args.ctl_port)
-    kwargs = dict(ip_address=args.ip, mac_address=args.mac, ctl_port=args.ctl_port,
+    kwargs = dict(ip_address=args.ip, netmask=args.netmask, mac_address=args.mac, ctl_port=args.ctl_port,
                   ctl_allow=args.ctl_allow,
                   ctl_key=_read_key(args.ctl_key_file) if args.ctl_key_file else None,
                   ptp_role=args.ptp_role, ptp_transport=args.ptp_transport, ptp_domain=args.ptp_domain,
@@ -380,13 +411,17 @@ def cmd_load(args):
     return 0
 
 
-def _print_identity(ident, as_json):
+def _identity_fields(ident):
     from ethdaq.host import protocol
-    fields = {"board": ident.board, "build_id": ident.build_id, "ident": ident.ident,
+    return {"board": ident.board, "build_id": ident.build_id, "ident": ident.ident,
               "mac": ident.mac_str, "ip": ident.ip_str, "ctl_port": ident.ctl_port,
               "sys_clk_hz": ident.sys_clk_hz, "eth_dw": ident.eth_dw, "nchannels": ident.nchannels,
               "sample_bits": ident.sample_bits, "max_payload": ident.max_payload,
               "capabilities": [name for bit, name in protocol.CAP_NAMES.items() if ident.capabilities & bit]}
+
+
+def _print_identity(ident, as_json):
+    fields = _identity_fields(ident)
     if as_json:
         print(json.dumps(fields))
         return
@@ -398,6 +433,30 @@ def _print_identity(ident, as_json):
         value = ", ".join(value) or "none" if key == "capabilities" else value
         value = f"udp/{value}" if key == "ctl_port" else f"{value} Hz" if key == "sys_clk_hz" else value
         print(f"{label:<14}{value}")
+
+
+def cmd_discover(args):
+    from ethdaq.host.ctl import discover
+    if args.timeout <= 0:
+        raise CLIError(f"--timeout must be a positive number of seconds, not {args.timeout:g}")
+    try:
+        found = discover(args.broadcast, args.port, timeout=args.timeout)
+    except OSError as e:
+        raise CLIError(f"cannot send to {args.broadcast}:{args.port}: {e.strerror} "
+                       f"(a directed broadcast needs an interface on that subnet)") from None
+    if args.json:
+        print(json.dumps([dict(_identity_fields(ident), answered_from=ip) for ip, ident in found]))
+        return 0
+    if not found:
+        print(f"no board answered IDENTIFY at {args.broadcast}:{args.port} within {args.timeout:g} s",
+              file=sys.stderr)
+        return 1
+    rows = [(ip, ident.mac_str, ident.board, ident.build_id, f"udp/{ident.ctl_port}") for ip, ident in found]
+    head = ("ip", "mac", "board", "build", "control")
+    widths = [max(len(r[i]) for r in rows + [head]) for i in range(len(head))]
+    for r in [head] + rows:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+    return 0
 
 
 def cmd_ctl(args):
@@ -868,6 +927,18 @@ def make_parser():
     p.add_argument("--cable", help="openFPGALoader cable (default: the board's)")
     p.set_defaults(func=cmd_load)
 
+    p = sub.add_parser("discover", help="find boards: IDENTIFY to a broadcast address, every answer listed",
+                       epilog="examples:\n  ethdaq discover\n  ethdaq discover --broadcast 192.168.1.255 --json",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--broadcast", type=_ip, default="255.255.255.255", metavar="ADDR",
+                   help="where IDENTIFY goes: 255.255.255.255 (the default) or a subnet's directed broadcast "
+                        "such as 192.168.1.255, which leaves by the interface on that subnet (255.255.255.255 by the "
+                        "default route's)")
+    p.add_argument("--port", type=_port, default=7000, help="control port (default 7000)")
+    p.add_argument("--timeout", type=float, default=1.0, metavar="S", help="seconds to collect answers (default 1)")
+    p.add_argument("--json", action="store_true", help="print JSON: a list, one entry per board")
+    p.set_defaults(func=cmd_discover)
+
     p = sub.add_parser("ctl", help="talk to a board's control port",
                        epilog="examples:\n  ethdaq ctl identify --ip 192.168.1.50\n"
                               "  ethdaq ctl emulator --ip 192.168.1.50 --mode counter --rate 0.25\n"
@@ -940,6 +1011,7 @@ def make_parser():
     g.add_argument("--wait", type=float, default=30.0, metavar="S",
                    help="seconds to wait for the board to answer after its reboot (default 30)")
     g.add_argument("--no-wait", action="store_true", help="do not wait for the board to come back")
+    p.intermixed = True   # Options before or after the action's words.
     p.set_defaults(func=cmd_ctl)
 
     from ethdaq.host import plot, recv
@@ -956,7 +1028,27 @@ def make_parser():
     return parser
 
 
+# A reader that stops early (`ethdaq ... | head`): the exit status a program killed by SIGPIPE gets
+# from the shell (128 + 13), as `seq 1000 | head -1` gives, so `set -o pipefail` sees the cut the
+# same way. The signal's default action is not restored instead: it would kill the process
+# between any two writes, before `ethdaq sim` stops the simulation and removes its namespace.
+EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE
+
+
 def main(argv=None):
+    try:
+        status = _main(argv)
+        sys.stdout.flush()   # Inside the try: what is still buffered can meet the closed pipe too.
+        return status
+    except BrokenPipeError:
+        # Python's own recipe (docs of the signal module, "Note on SIGPIPE"): stdout to devnull,
+        # so the interpreter's last flush at exit finds no pipe and prints no second traceback.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
+
+
+def _main(argv):
     parser = make_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):

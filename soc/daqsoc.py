@@ -60,6 +60,33 @@ def parse_ip(text):
         raise ValueError(f"IP address must be dotted IPv4 like 192.168.1.50, not {text!r}") from None
 
 
+def parse_netmask(text):
+    """'255.255.255.0', '/24' or '24' -> the mask as an int; ValueError with a clear message."""
+    text = str(text).strip()
+    try:
+        prefix = text.removeprefix("/")
+        if prefix.isdigit():
+            return int(ipaddress.IPv4Network(f"0.0.0.0/{prefix}").netmask)
+        return int(ipaddress.IPv4Network(f"0.0.0.0/{text}").netmask)
+    except ValueError:
+        raise ValueError(f"netmask must be a prefix length 0..32 like 24 (or /24) or a mask like 255.255.255.0, "
+                         f"not {text!r}") from None
+
+
+def classful_netmask(ip):
+    """The netmask of `ip`'s class (A /8, B /16, C /24): what a board assumes when the build gives
+    none, as ifconfig does; right for the usual 192.168.x.0/24 lab network. ValueError for class
+    D and E (multicast and reserved: no board address)."""
+    first = ip >> 24
+    if first < 128:
+        return 0xFF000000
+    if first < 192:
+        return 0xFFFF0000
+    if first < 224:
+        return 0xFFFFFF00
+    raise ValueError(f"a board's IP address must be unicast, not {ipaddress.IPv4Address(ip)}")
+
+
 def parse_mac(text):
     """'10:e2:d5:00:00:00' -> int; raises ValueError with a clear message."""
     value = int.from_bytes(protocol.parse_mac(text), "big")
@@ -198,6 +225,7 @@ class DAQSoC(SoCCore):
     def __init__(self, board, toolchain=None,
         sys_clk_freq = None,
         ip_address   = DEFAULT_IP,
+        netmask      = None,
         mac_address  = DEFAULT_MAC,
         ctl_port     = DEFAULT_CTL_PORT,
         ctl_allow    = (),
@@ -233,6 +261,9 @@ class DAQSoC(SoCCore):
         eth_dw            = eth_dw or board.eth_dw
         self.ip_address   = parse_ip(ip_address)   if isinstance(ip_address,  str) else ip_address
         self.mac_address  = parse_mac(mac_address) if isinstance(mac_address, str) else mac_address
+        # The subnet's mask: which directed broadcast the board takes (gateware/rxaudit.py).
+        netmask = classful_netmask(self.ip_address) if netmask is None else netmask
+        self.netmask      = parse_netmask(netmask) if isinstance(netmask, str) else netmask
         self.ctl_port     = ctl_port
         self.ctl_allow    = parse_allow(ctl_allow)
         from ethdaq.host.protocol import KEY_MAX, KEY_MIN
@@ -379,7 +410,8 @@ class DAQSoC(SoCCore):
                          *((etherbone_port,) if with_etherbone else ()))
             self.rx_audit = RXAudit(max_frame=1514, udp_ports=udp_ports,
                 ethertypes=(PTP_ETHERTYPE,) if ptp_transport == "l2" else (),
-                ip_groups=PTP_IP_GROUPS if ptp_transport == "udp" else ())
+                ip_groups=PTP_IP_GROUPS if ptp_transport == "udp" else (),
+                netmask=self.netmask, ctl_port=ctl_port)
             self.comb += [self.rx_audit.mac.eq(self.netaddr.mac_rx), self.rx_audit.ip.eq(self.netaddr.ip_rx)]
             insert_rx_audit(self.ethcore.mac.core, self.rx_audit)
             self.add_constant("ETHDAQ_RX_AUDIT")
@@ -586,6 +618,7 @@ class DAQSoC(SoCCore):
         self.add_constant("ETHDAQ_BOARD",    board.name)
         self.add_constant("ETHDAQ_BUILD_ID", self.build_id)
         self.add_constant("ETHDAQ_IP",       self.ip_address)
+        self.add_constant("ETHDAQ_NETMASK",  self.netmask)
         self.add_constant("ETHDAQ_MAC_HI",   self.mac_address >> 32)
         self.add_constant("ETHDAQ_MAC_LO",   self.mac_address & 0xffffffff)
         self.add_constant("ETHDAQ_CTL_PORT", ctl_port)

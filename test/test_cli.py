@@ -1,5 +1,6 @@
 """`ethdaq` command line: listing, and one-line errors with non-zero exit and nothing written."""
 
+import ipaddress
 import re
 import os
 import json
@@ -110,6 +111,8 @@ def test_unsupported_toolchain(tmp_path):
 @pytest.mark.parametrize("args, text", [
     (["--ip", "192.168.1"], "IP address must be dotted IPv4 like 192.168.1.50, not '192.168.1'"),
     (["--mac", "10:e2:d5:00:00"], "MAC address must be six hex bytes"),
+    (["--netmask", "33"], "netmask must be a prefix length 0..32 like 24 (or /24) or a mask like 255.255.255.0, not '33'"),
+    (["--netmask", "255.0.255.0"], "netmask must be a prefix length 0..32"),
     (["--mac", "11:e2:d5:00:00:00"], "MAC address must be unicast"),
     (["--ctl-port", "70000"], "port must be an integer in 1..65535, not '70000'"),
     (["--sys-clk-freq", "5"], "frequency must be in Hz between 1e6 and 500e6, like 60e6, not '5'"),
@@ -274,6 +277,17 @@ def test_a_bad_allow_list_is_a_one_line_error(value, text, tmp_path):
     assert not (tmp_path / "b").exists()
 
 
+def test_the_netmask_is_a_prefix_or_a_mask_and_defaults_to_the_addresss_class():
+    from ethdaq.soc.daqsoc import classful_netmask, parse_netmask
+    assert parse_netmask("24") == parse_netmask("/24") == parse_netmask("255.255.255.0") == 0xFFFFFF00
+    assert parse_netmask("0") == 0 and parse_netmask("32") == 0xFFFFFFFF
+    assert [classful_netmask(int(ipaddress.IPv4Address(a))) for a in ("10.1.2.3", "172.16.0.9", "192.168.1.50")] == \
+        [0xFF000000, 0xFFFF0000, 0xFFFFFF00]
+    args = cli.make_parser().parse_args(["build", "--board", "sim", "--netmask", "/20"])
+    assert cli._soc_kwargs(args)["netmask"] == 0xFFFFF000
+    assert cli._soc_kwargs(cli.make_parser().parse_args(["build", "--board", "sim"]))["netmask"] is None
+
+
 def test_the_allow_list_reaches_the_firmware_as_networks():
     from ethdaq.boards import get_board
     from ethdaq.soc.daqsoc import DAQSoC
@@ -384,3 +398,131 @@ def test_ctl_rx_prints_each_counter_with_what_it_counts_and_misuse_is_one_line()
                           "ethdaq ctl rx takes no arguments but options, not 'all'")
     assert_one_line_error(run("ctl", "status", "--nonzero", "--board", "127.0.0.1", "--timeout", "0.1"),
                           "--nonzero is for ethdaq ctl rx, not ctl status")
+
+
+# Options before, between or after the words of `ethdaq ctl` ---------------------------------------
+
+CTL_OPTS = ["--ip", "192.168.1.50", "--port", "7001", "--json"]
+
+
+@pytest.mark.parametrize("words, opts", [
+    (["config", "set", "payload=1472", "dst_port=6000"], CTL_OPTS),
+    (["config", "get"], CTL_OPTS),
+    (["rules", "set", "1", "action=drop", "port=9100"], CTL_OPTS),
+    (["launch", "arm"], CTL_OPTS + ["--to", "10.0.0.1:9100", "--to-mac", "02:00:00:00:00:01", "--in", "10ms",
+                                    "--period", "1ms", "--count", "100"]),
+    (["probe", "clear"], CTL_OPTS),
+    (["regs", "threshold=1500", "window"], CTL_OPTS + ["--csr", "build/sim/csr.json"]),
+    (["start"], CTL_OPTS + ["--dst-port", "5000", "--payload", "1024"]),
+])
+def test_ctl_options_may_come_before_between_or_after_the_words(words, opts):
+    """`ethdaq ctl config --ip B set payload=1472` is `ethdaq ctl config set payload=1472 --ip B`:
+    the same namespace wherever the options stand (each option with its value stays whole)."""
+    pairs, i = [], 0
+    while i < len(opts):   # Options with their values, as units.
+        n = 2 if i + 1 < len(opts) and not opts[i + 1].startswith("--") else 1
+        pairs.append(opts[i:i + n])
+        i += n
+    flat = lambda units: [w for u in units for w in u]
+    after = vars(cli.make_parser().parse_args(["ctl", *words, *opts]))
+    assert after["action"] == words[0] and after["settings"] == words[1:]
+    orders = [["ctl", *opts, *words],                                            # All before.
+              ["ctl", words[0], *opts, *words[1:]],                              # After the action.
+              ["ctl", *flat(pairs[:1]), *words[:2], *flat(pairs[1:]), *words[2:]]]   # Spread.
+    for argv in orders:
+        assert vars(cli.make_parser().parse_args(argv)) == after, argv
+
+
+def test_ctl_config_set_with_options_first_sends_the_same_request_to_a_board():
+    """End to end, against a board on loopback: the request of `ctl config --ip B set payload=1024
+    dst_port=6000` is, byte for byte past the seq, that of the same words with the options last."""
+    from test_ctl_client import ScriptedBoard, config_answer
+    from ethdaq.host import protocol
+    board = ScriptedBoard([config_answer] * 2)
+    opts = ["--ip", "127.0.0.1", "--port", str(board.port), "--json"]
+    try:
+        first = run("ctl", "config", *opts, "set", "payload=1024", "dst_port=6000")
+        second = run("ctl", "config", "set", "payload=1024", "dst_port=6000", *opts)
+    finally:
+        board.close()
+    assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
+    assert json.loads(first.stdout)["payload"] == 1024 and first.stdout == second.stdout
+    expected = protocol.config_set_request(0, payload=1024, dst_port=6000)
+    assert [req[:4] + bytes(4) + req[8:] for req in board.seen] == [expected] * 2
+
+
+# Output into a pipe nobody reads any more (`ethdaq ... | head -1`) ---------------------------------
+
+def run_into_closed_pipe(*args):
+    """`ethdaq ARGS` with stdout a pipe whose reader has gone (as after `head -1` read its line):
+    the read end is closed before the command starts, so its first write meets it, whatever the
+    pipe's buffer would have held."""
+    r, w = os.pipe()
+    os.close(r)
+    try:
+        p = subprocess.run(ethdaq_cmd(*args), stdout=w, stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(w)
+    return p
+
+
+@pytest.mark.parametrize("args", [["boards"], ["--help"], ["ctl", "--help"], ["recv", "--help"],
+                                  ["discover", "--help"], ["plot", "--help"]])
+def test_output_into_a_closed_pipe_ends_quietly(args):
+    """Nothing on stderr; exit status 141 (128 + SIGPIPE, as the shell reports `seq` cut by
+    `head`), but 0 for help, whose writer in argparse drops write errors itself."""
+    p = run_into_closed_pipe(*args)
+    assert "Traceback" not in p.stderr and p.stderr == "", p.stderr
+    assert p.returncode == (0 if "--help" in args else cli.EXIT_BROKEN_PIPE) and cli.EXIT_BROKEN_PIPE == 141
+
+
+def test_a_ctl_table_into_a_closed_pipe_ends_quietly_and_head_gets_its_line():
+    """`ethdaq ctl rx` against a board on loopback: into a pipe whose reader has gone, and through
+    the real `head -1` (which reads one line and exits) in a shell pipeline."""
+    from test_ctl_client import ScriptedBoard, seq_of
+    from ethdaq.host import protocol
+    records = [(code, 1000 + code) for code, _, _ in protocol.RX_COUNTERS]
+
+    def answer(req):
+        return protocol.pack_header(protocol.MSG_RX_STATS | protocol.RESPONSE, seq_of(req)) + \
+            protocol.rx_stats_body(records)
+    board = ScriptedBoard([answer] * 2)
+    try:
+        p = run_into_closed_pipe("ctl", "rx", "--board", "127.0.0.1", "--port", str(board.port))
+        assert "Traceback" not in p.stderr and p.stderr == "", p.stderr
+        assert p.returncode == 141
+        cmd = " ".join(ethdaq_cmd("ctl", "rx", "--board", "127.0.0.1", "--port", str(board.port)))
+        sh = subprocess.run(["bash", "-c", f"set -o pipefail; {cmd} | head -1"], capture_output=True, text=True,
+                            timeout=120)
+    finally:
+        board.close()
+    assert sh.stdout.split()[:2] == ["rx_ok", "1000"] and "Traceback" not in sh.stderr, sh.stderr
+    assert sh.returncode in (0, 141)   # 141 if head had gone before the table's last write.
+
+
+def test_discover_lists_each_board_that_answers_once():
+    """`ethdaq discover` against a board on loopback listening on every address: the IDENTIFY goes
+    to 127.255.255.255 (a broadcast, SO_BROADCAST) three times; the board answers every one, and
+    is listed once. With nobody there: a one-line message on stderr, exit 1."""
+    from test_ctl_client import ScriptedBoard, seq_of
+    from ethdaq.host import protocol
+    ident = protocol.Identity(mac=bytes.fromhex("10e2d5000001"), ip=0x7F000001, ctl_port=7000, sys_clk_hz=125_000_000,
+                              eth_dw=8, nchannels=4, sample_bits=16, max_payload=1472, capabilities=0x3,
+                              board="sim", build_id="0123456789ab", ident="ethdaq sim test")
+
+    def answer(req):
+        assert req == protocol.identify_request(seq_of(req))
+        return protocol.pack_identify_response(seq_of(req), ident)
+    board = ScriptedBoard([answer] * 3, addr=("0.0.0.0", 0))
+    try:
+        r = run("discover", "--broadcast", "127.255.255.255", "--port", str(board.port), "--timeout", "1.5")
+    finally:
+        board.close()
+    assert r.returncode == 0, r.stderr
+    assert len(board.seen) == 3
+    assert [line.split() for line in r.stdout.splitlines()] == [
+        ["ip", "mac", "board", "build", "control"],
+        ["127.0.0.1", "10:e2:d5:00:00:01", "sim", "0123456789ab", "udp/7000"]]
+    r = run("discover", "--broadcast", "127.255.255.255", "--port", "9", "--timeout", "0.3")
+    assert r.returncode == 1 and r.stdout == ""
+    assert r.stderr == "no board answered IDENTIFY at 127.255.255.255:9 within 0.3 s\n"

@@ -1038,6 +1038,37 @@ def test_pings_for_another_host_are_counted_and_not_answered(board, tmp_path):
     assert replies == [3], replies
 
 
+def test_discovery_on_the_subnets_directed_broadcast_gets_the_board_and_nothing_else_does(board):
+    """As a user finds boards: `ethdaq discover --broadcast 192.168.77.255` from the host on the
+    board's /24 (Linux sends it to ff:ff:ff:ff:ff:ff) lists the board. A STATUS to the same
+    address is not answered (only IDENTIFY is, there) and is counted as broadcast; an IDENTIFY
+    to another subnet's broadcast (scapy, on the wire) is not the board's: not_ours."""
+    before = rx_stats(board)
+    r = board.ns_run(ethdaq_cmd("discover", "--broadcast", "192.168.77.255", "--port", str(CTL_PORT), "--timeout",
+                                "6", "--json"), capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    found = json.loads(r.stdout)
+    assert [(b["answered_from"], b["ip"], b["mac"], b["ctl_port"]) for b in found] == [(BOARD_IP, BOARD_IP, MAC, CTL_PORT)]
+    answers = ns_python(board, f"""
+import socket
+from scapy.all import IP, UDP, Ether, Raw, sendp
+from ethdaq.host import protocol
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_BROADCAST, 1)
+s.settimeout(4)
+s.sendto(protocol.status_request(77), ("192.168.77.255", {CTL_PORT}))
+sendp(Ether(dst="ff:ff:ff:ff:ff:ff") / IP(src={HOST_IP!r}, dst="192.168.78.255") /
+      UDP(sport=s.getsockname()[1], dport={CTL_PORT}) / Raw(protocol.identify_request(78)), iface={TAP!r}, verbose=False)
+try:
+    print(s.recvfrom(2048))
+except socket.timeout:
+    print("none")
+""")
+    assert answers.strip() == "none", answers
+    delta = {name: v - before[name] for name, v in rx_stats(board).items()}
+    assert delta["broadcast"] == 1 and delta["not_ours"] == 1, delta
+
+
 def test_reboot_resets_the_board_once_and_it_comes_back(board):
     """Last in this module: it reboots the board. Until here no watchdog reset happened (every test
     above ran on the first boot, the firmware feeding its 10 ms simulated-time watchdog); REBOOT

@@ -32,6 +32,8 @@ class Dut(LiteXModule):
             setattr(self, f"cd_{cd}", ClockDomain(cd))
         kwargs.setdefault("udp_ports", NET.udp_ports)
         kwargs.setdefault("ip_groups", (0xE0000181, 0xE000006B))
+        kwargs.setdefault("netmask", 0xFFFFFFFF << (32 - NET.prefix) & 0xFFFFFFFF)
+        kwargs.setdefault("ctl_port", NET.ctl_port)
         self.audit = RXAudit(**kwargs)
         self.comb += [
             self.audit.mac.eq(int(NET.board_mac.replace(":", ""), 16)),
@@ -158,13 +160,56 @@ def test_the_other_ip_protocols_icmp_types_and_hosts_are_counted_apart():
         (Ether(src=NET.host_mac, dst="10:e2:d5:00:00:78") / ip / ICMP(type=8), "not_ours"),  # ...or MAC.
         (eth / ip / UDP(dport=NET.ctl_port) / Raw(b"x" * 20), "rx_ok"),
         (Ether(src=NET.host_mac, dst="ff:ff:ff:ff:ff:ff") / IP(src=NET.host_ip, dst="255.255.255.255") /
-         UDP(dport=NET.ctl_port) / Raw(b"x" * 20), "rx_ok"),                  # Broadcast discovery.
+         UDP(dport=NET.ctl_port) / Raw(bytes.fromhex("edac010100000007")), "rx_ok"),   # Broadcast discovery.
         (Ether(src=NET.host_mac, dst="01:00:5e:00:01:81") / IP(src=NET.host_ip, dst="224.0.1.129") /
          UDP(dport=319) / Raw(b"x" * 44), "rx_ok"),                           # PTP's group.
     ]
     out = run([scapy_frame(f) for f, _ in frames])
     assert {n: c for n, c in out["counts"].items() if c} == dict(collections.Counter(c for _, c in frames))
     assert [e for _, e in out["mac"]] == [int(c != "rx_ok") for _, c in frames]
+
+
+def control_broadcasts(dsts, msg_types=(1, 5, 2)):
+    """For each destination, datagrams to the control port from broadcast Ethernet: a control
+    header of each message type (1 IDENTIFY, 5 STATUS, 2 STREAM_START)."""
+    import struct
+    from scapy.all import IP, UDP, Ether, Raw
+    return [scapy_frame(Ether(src=NET.host_mac, dst="ff:ff:ff:ff:ff:ff") / IP(src=NET.host_ip, dst=dst) /
+                        UDP(sport=40000, dport=NET.ctl_port) / Raw(struct.pack(">HBBI", 0xEDAC, 1, t, 7)))
+            for dst in dsts for t in msg_types]
+
+
+def test_identify_to_the_subnets_directed_broadcast_passes_as_to_the_limited_one():
+    """The board (192.168.77.50/24) takes IDENTIFY to 255.255.255.255 and to 192.168.77.255; other
+    control requests to either are counted as broadcast and dropped; a broadcast of another
+    subnet (192.168.78.255, 192.168.255.255) is not the board's."""
+    out = run(control_broadcasts(["255.255.255.255", "192.168.77.255", "192.168.78.255", "192.168.255.255"]))
+    assert [e for _, e in out["mac"]] == [0, 1, 1,  0, 1, 1,  1, 1, 1,  1, 1, 1]
+    assert {n: c for n, c in out["counts"].items() if c} == {"rx_ok": 2, "broadcast": 4, "not_ours": 6}
+
+
+@pytest.mark.parametrize("prefix, taken", [(16, "192.168.255.255"), (23, "192.168.77.255"), (30, "192.168.77.51")])
+def test_the_directed_broadcast_follows_the_netmask(prefix, taken):
+    """The same board on a /16, a /23 and a /30: its subnet's broadcast is taken, the /24's only
+    where it is that one (192.168.77.255 is a host address of a /16)."""
+    others = [a for a in ("192.168.255.255", "192.168.77.255", "192.168.77.51", "192.168.76.255") if a != taken]
+    out = run(control_broadcasts([taken, *others], msg_types=(1,)), netmask=0xFFFFFFFF << (32 - prefix) & 0xFFFFFFFF)
+    assert [e for _, e in out["mac"]] == [0, 1, 1, 1]
+    assert {n: c for n, c in out["counts"].items() if c} == {"rx_ok": 1, "not_ours": 3}
+
+
+def test_a_31_or_32_bit_prefix_has_no_directed_broadcast():
+    """RFC 3021: on a /31 both addresses are hosts; on a /32 there is no subnet. Only the limited
+    broadcast is taken."""
+    for prefix in (31, 32):
+        out = run(control_broadcasts(["192.168.77.51", "255.255.255.255"], msg_types=(1,)),
+                  netmask=0xFFFFFFFF << (32 - prefix) & 0xFFFFFFFF)
+        assert [e for _, e in out["mac"]] == [1, 0], prefix
+
+
+def test_a_netmask_with_holes_is_refused():
+    with pytest.raises(ValueError, match="netmask must be a 32-bit IPv4 netmask"):
+        RXAudit(udp_ports=(7000,), netmask=0xFFFF00FF)
 
 
 def test_16_bit_fields_are_compared_whole():

@@ -94,6 +94,15 @@ static void print_ip(uint32_t ip)
 	       (unsigned)(ip >> 8) & 0xff, (unsigned)ip & 0xff);
 }
 
+static unsigned prefix_length(uint32_t netmask)
+{
+	unsigned n = 0;
+
+	for (; netmask & 0x80000000u; netmask <<= 1)
+		n++;
+	return n;
+}
+
 /* CONFIG_SET changed ip or mac (ctl.net_pending) and its answer is on its way: switch the board to
  * them, announce them, and restart PTP under the identity made from a new MAC. IDENTIFY tells
  * the new ones from now on; a reboot returns to the build's. */
@@ -190,7 +199,8 @@ int main(void)
 	       id.mac[0], id.mac[1], id.mac[2], id.mac[3], id.mac[4], id.mac[5]);
 	printf("  ip       : ");
 	print_ip(id.ip);
-	printf("\n");
+	/* The subnet: the directed broadcast the board answers IDENTIFY on (build option --netmask). */
+	printf("/%u\n", prefix_length(ETHDAQ_NETMASK));
 	printf("  control  : udp/%u\n", (unsigned)id.ctl_port);
 	printf("  sys clock: %u Hz\n", (unsigned)CONFIG_CLOCK_FREQUENCY);
 	printf("  reset    : %s (boot %u since power-on, %u by the watchdog)\n", watchdog_cause_name(boot.cause),

@@ -273,6 +273,39 @@ class ControlClient:
             time.sleep(interval)
 
 
+def discover(broadcast="255.255.255.255", port=7000, timeout=1.0, tries=3, bind=None):
+    """Boards that answer IDENTIFY sent to `broadcast` (the limited broadcast, or a subnet's
+    directed one such as 192.168.1.255; a board takes both, and no other request there:
+    docs/protocol.md). The request goes `tries` times, `timeout / tries` apart, as a datagram to a
+    broadcast can be lost like any other; every answer until `timeout` counts, once per board.
+    Returns [(address it answered from, protocol.Identity)] in address order."""
+    seq = int.from_bytes(os.urandom(4), "big")
+    request = protocol.identify_request(seq)
+    found = {}
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_BROADCAST, 1)
+        if bind is not None:
+            sock.bind((bind, 0))
+        start = time.monotonic()
+        for i in range(tries):
+            sock.sendto(request, (broadcast, port))
+            until = start + timeout * (i + 1) / tries
+            while (left := until - time.monotonic()) > 0:
+                sock.settimeout(left)
+                try:
+                    data, src = sock.recvfrom(2048)
+                except (socket.timeout, ConnectionRefusedError):
+                    break
+                try:
+                    msg_type, _, ident = protocol.parse_response(data, expect_seq=seq)
+                except protocol.ProtocolError:
+                    continue
+                if msg_type == protocol.MSG_IDENTIFY_RSP:
+                    found.setdefault((src[0], ident.mac), ident)
+    return sorted(((ip, ident) for (ip, _), ident in found.items()),
+                  key=lambda item: (ipaddress.IPv4Address(item[0]), item[1].mac))
+
+
 class ControlRefused(RuntimeError):
     def __init__(self, code):
         self.code = code
