@@ -220,6 +220,10 @@ def test_ctl_timeout_is_one_line(where):
     (["config", "set", "ptp_role=boss"], "ptp_role must be a number (auto, master, slave or a number), not 'boss'"),
     (["config", "set", "dst_ip=10.0.0"], "dst_ip must be dotted IPv4"),
     (["config", "set", "dst_mac=10:e2"], "MAC address must be six hex bytes"),
+    (["config", "set", "flush=2s"], "flush must be 0 (off) or 1us to 1s, not 2s"),
+    (["config", "set", "flush=500ns"], "flush must be 0 (off) or 1us to 1s, not 500ns"),
+    (["config", "set", "flush=soon"], "a duration like 2ms, 500us, 1s or 800ns, not 'soon'"),
+    (["start", "--flush", "5s"], "flush must be 0 (off) or 1us to 1s, not 5s"),
     (["config", "frobnicate"], "usage: ethdaq ctl config [get] | config set NAME=VALUE"),
     (["status", "extra"], "ethdaq ctl status takes no arguments but options, not 'extra'"),
     (["launch", "fire"], "usage: ethdaq ctl launch [arm|stop|status]"),
@@ -244,6 +248,17 @@ def test_config_assignments_parse_names_numbers_and_addresses():
     assert parse("enable=0x3") == ("enable", 3)
     assert parse("dst_ip=192.168.1.7") == ("dst_ip", 0xC0A80107)
     assert parse("dst_mac=02:00:00:00:00:01") == ("dst_mac", bytes.fromhex("020000000001"))
+    assert parse("flush=100us") == ("flush", 100_000)
+    assert parse("flush=1.5ms") == ("flush", 1_500_000)
+    assert parse("flush=off") == parse("flush=0") == ("flush", 0)
+    assert parse("flush=1s") == ("flush", 10**9) and parse("flush=1us") == ("flush", 1000)
+
+
+def test_durations_print_as_they_parse():
+    from ethdaq.host.protocol import format_duration_ns, parse_duration_ns
+    for ns in (1000, 250_000, 1_000_000, 1_500_000, 10**9, 1234):
+        assert parse_duration_ns(format_duration_ns(ns)) == ns
+    assert format_duration_ns(1_000_000) == "1ms" and format_duration_ns(250_000) == "250us"
 
 
 def test_etherbone_port_clash_is_one_line_before_any_build(tmp_path):

@@ -68,7 +68,7 @@ def _good_cases():
         (HEUR_PORT, dict(stream_id=7, seq=99, timestamp=1, sample_count=3, sample_bits=64,
                          flags=F.FLAG_OVERFLOW | 0x8000, dropped=2**63 + 1, run=4)),  # An unnamed flag bit.
         (PORT,      dict(stream_id=4, seq=3, timestamp=5, sample_count=2, sample_bits=128,
-                         flags=F.FLAG_TS_PTP, dropped=0, run=1)),  # Too wide to decode: bytes only.
+                         flags=F.FLAG_TS_PTP | F.FLAG_FLUSH, dropped=0, run=1)),  # Too wide to decode: bytes only.
     ]):
         out.append(case(datagram(seed=10 + i, **fields), port, fields))
     return out

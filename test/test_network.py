@@ -12,7 +12,7 @@ import pytest
 
 from conftest import REPO, ethdaq_cmd, requires_root
 from ethdaq.boards import get_board
-from ethdaq.host import protocol
+from ethdaq.host import daqformat, protocol
 from ethdaq.soc import build, sim
 from ethdaq.soc.daqsoc import git_hash
 
@@ -405,7 +405,7 @@ def test_only_the_controller_changes_the_board_and_retransmissions_run_once(boar
     board.ns_run(["ip", "addr", "add", f"{SECOND_IP}/24", "dev", TAP], check=True)
     code = f"""
 import json, socket
-from ethdaq.host import protocol
+from ethdaq.host import daqformat, protocol
 from ethdaq.host.ctl import ControlClient, ControlRefused
 out = {{}}
 with ControlClient({BOARD_IP!r}, {CTL_PORT}, bind={HOST_IP!r}) as me, \\
@@ -511,6 +511,78 @@ print(json.dumps(sizes))
     r = ctl(board, "config", "set", "payload=1472", "dst_port=5000", "enable=0xf", "ptp_log_sync=-7",
             "ptp_priority1=128")
     assert r.returncode == 0, r.stderr
+
+
+def test_a_burst_leaves_by_the_flush_time_not_at_the_stop(board):
+    """A stream that goes quiet (the emulator switched off mid-run) sends each channel's partial
+    datagram after the run's flush time (`ethdaq ctl start --flush`), flagged FLUSH, long before
+    the stop; nothing is lost or repeated, and the stop's LAST datagrams are then empty. The
+    flush setting is in `ethdaq ctl config`, set by `config set flush=`, range-checked."""
+    r = ctl(board, "config", "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["flush"] == "1ms"
+    r = ctl(board, "config", "set", "flush=2s")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "flush must be 0 (off) or 1us to 1s" in r.stderr
+    r = ctl(board, "config", "set", "flush=250us", "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["flush"] == "250us", r.stderr
+    code = f"""
+import json, socket, subprocess, time
+from ethdaq.host import daqformat
+rx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+rx.bind(("0.0.0.0", 5000))
+rx.settimeout(60)
+ctl = {ethdaq_cmd("ctl")!r}
+where = ["--ip", {BOARD_IP!r}, "--port", "{CTL_PORT}"]
+def run(*cmd):
+    subprocess.run(ctl + list(cmd) + where, check=True, capture_output=True)
+def get():
+    data = rx.recvfrom(65536)[0]
+    h = daqformat.unpack_header(data)
+    s = daqformat.samples(data, h)
+    return dict(stream=h.stream_id, seq=h.seq, flags=h.flags, count=h.sample_count, dropped=h.dropped,
+                first=s[0] if s else None, last=s[-1] if s else None)
+run("emulator", "--mode", "counter", "--rate", "0.002")
+run("start", "--flush", "100us")
+got = [get()]
+run("emulator", "--mode", "off")
+flushed = set()
+while len(flushed) < 4:
+    d = get()
+    got.append(d)
+    if d["flags"] & daqformat.FLAG_FLUSH:
+        flushed.add(d["stream"])
+got.append("stop")
+run("stop")
+rx.settimeout(3)
+try:
+    while True:
+        got.append(get())
+except socket.timeout:
+    pass
+print(json.dumps(got))
+"""
+    got = json.loads(ns_python(board, code, timeout=300).strip().splitlines()[-1])
+    r = ctl(board, "config", "set", "flush=1ms")
+    assert r.returncode == 0, r.stderr
+    stop = got.index("stop")
+    before, after = got[:stop], got[stop + 1:]
+    streams = {}
+    for d in before + after:
+        streams.setdefault(d["stream"], []).append(d)
+    assert sorted(streams) == [0, 1, 2, 3]
+    full = (1472 - 40)//2
+    for i, ds in streams.items():
+        assert [d["seq"] for d in ds] == list(range(len(ds))), f"stream {i}: sequence gap"
+        assert all(d["dropped"] == 0 for d in ds)
+        samples = [d for d in ds if d["count"]]
+        for a, b in zip(samples, samples[1:]):
+            assert b["first"] == (a["last"] + 1) % 65536, f"stream {i}: samples lost between datagrams"
+        flushed = [d for d in ds if d["flags"] & daqformat.FLAG_FLUSH]
+        assert len(flushed) == 1 and flushed[0] in before, f"stream {i}: its burst did not leave before the stop"
+        assert 1 <= flushed[0]["count"] < full
+        assert all(d["count"] == full for d in ds if d is not flushed[0] and not d["flags"] & daqformat.FLAG_LAST)
+        last = [d for d in after if d["stream"] == i]
+        assert len(last) == 1 and last[0]["flags"] & daqformat.FLAG_LAST and last[0]["count"] == 0
 
 
 FASTTRACK_LINE = re.compile(r"probe: fasttrack (\d+) rx-end (\d+) rule (\d+) length (\d+) payload ([0-9a-f]{16})")
@@ -643,7 +715,7 @@ for i in range(3):
         assert r.returncode == 2 and "control port" in r.stderr, r.stderr
         out = ns_python(board, f"""
 import socket
-from ethdaq.host import protocol
+from ethdaq.host import daqformat, protocol
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(10)
 s.sendto(protocol.rule_set_request(777, 2, 1, 2, protocol.RULE_MATCH_PORT, port={CTL_PORT}), ({BOARD_IP!r}, {CTL_PORT}))
 print(protocol.parse_response(s.recvfrom(2048)[0], expect_seq=777)[2])
@@ -661,7 +733,7 @@ NEW_IP, NEW_MAC = "192.168.77.51", "02:ab:00:00:00:42"
 
 ADDRESS_CHANGE = """
 import json, socket, sys
-from ethdaq.host import protocol
+from ethdaq.host import daqformat, protocol
 old, port, new_ip, new_mac = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.settimeout(10)
@@ -1052,7 +1124,7 @@ def test_discovery_on_the_subnets_directed_broadcast_gets_the_board_and_nothing_
     answers = ns_python(board, f"""
 import socket
 from scapy.all import IP, UDP, Ether, Raw, sendp
-from ethdaq.host import protocol
+from ethdaq.host import daqformat, protocol
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.setsockopt(socket.SOL_SOCKET, socket.SO_BROADCAST, 1)
 s.settimeout(4)
@@ -1098,7 +1170,7 @@ def test_reboot_resets_the_board_once_and_it_comes_back(board):
     # The same REBOOT again, as a retry whose first answer was lost: answered, not executed.
     code = f"""
 import json
-from ethdaq.host import protocol
+from ethdaq.host import daqformat, protocol
 from ethdaq.host.ctl import ControlClient
 with ControlClient({BOARD_IP!r}, {CTL_PORT}) as c:
     print(json.dumps(c._expect(lambda seq: protocol.reboot_request(seq, 0), protocol.MSG_REBOOT)))

@@ -760,6 +760,7 @@ local CTL_MESSAGES = {
         [0x0F] = ProtoField.uint64("ethdaqctl.rx_stats_rsp.udp_empty", "udp_empty", base.DEC, nil, nil, "UDP datagram with no payload"),
         [0x10] = ProtoField.uint64("ethdaqctl.rx_stats_rsp.udp_port", "udp_port", base.DEC, nil, nil, "UDP to a port nothing on the board listens on"),
         [0x11] = ProtoField.uint64("ethdaqctl.rx_stats_rsp.phy_error", "phy_error", base.DEC, nil, nil, "the PHY signalled a receive error (RX_ER) during the frame"),
+        [0x12] = ProtoField.uint64("ethdaqctl.rx_stats_rsp.broadcast", "broadcast", base.DEC, nil, nil, "a control request other than IDENTIFY to a broadcast address (only discovery is answered there)"),
         [0x20] = ProtoField.uint64("ethdaqctl.rx_stats_rsp.preamble", "preamble", base.DEC, nil, nil, "bad preamble or start-of-frame delimiter (dropped by the MAC)"),
         [0x21] = ProtoField.uint64("ethdaqctl.rx_stats_rsp.rx_full", "rx_full", base.DEC, nil, nil, "no room in the receive buffer (the frame gate)"),
         [0x22] = ProtoField.uint64("ethdaqctl.rx_stats_rsp.cpu_full", "cpu_full", base.DEC, nil, nil, "control or PTP datagram: the CPU's mailbox was full"),
