@@ -10,6 +10,7 @@ tap in a network namespace this bench creates and removes; Linux receives the st
 
     sudo .venv/bin/python bench/robustness.py hostile [--frames 100000] [--batch 1000] [--markdown]
     sudo .venv/bin/python bench/robustness.py soak [--packets 1000000] [--payload 64] [--markdown]
+    sudo .venv/bin/python bench/robustness.py flood [--seconds 10] [--rate 0.001] [--markdown]
 
 hostile: bench/hostile.py's frames of every kind (each labelled there with the cause a correct
 board counts it under), shuffled, put on the receive pins by the PHY's injector
@@ -23,7 +24,12 @@ pings (`ping -f`) and a control client asks STATUS in a loop. Printed: datagrams
 sequence, duplicates, malformed, dropped on the board, the pings and control requests answered,
 rates in simulated and wall time, and the receive counters.
 
-test/test_network.py runs both, shorter, in CI (the same functions).
+flood: Linux floods the board with pings through a raw socket (0 and 1472 payload bytes, as fast
+as Python sends them, far beyond what the wire carries) while it streams. Printed: frames sent,
+dropped by the kernel's queue for the tap (where `ip -s link` counts them) and handed to the
+simulation, the board's receive counters, the stream, and ping after.
+
+test/test_network.py runs all three, shorter, in CI (the same functions).
 """
 
 import argparse
@@ -145,6 +151,92 @@ def finish_stream(proc, timeout):
     return json.loads(out.strip().splitlines()[-1])
 
 
+# Runs in the namespace: ICMP echo requests to the board through an AF_PACKET socket on the tap, as
+# fast as Python sends them, for `seconds` or `count` frames; one JSON line out. Sizes are ICMP
+# payload bytes, taken in turn (0: hping3 -1's; 1472: the largest in a 1500-byte MTU). ENOBUFS (a
+# full queue in front of the tap) is counted, not fatal: the kernel refused that frame.
+FLOOD = r"""
+import errno, json, socket, sys, time
+from scapy.all import ICMP, IP, Ether, Raw, raw
+tap, board_mac, board_ip, host_ip, seconds, count, sizes = sys.argv[1:8]
+host_mac = open(f"/sys/class/net/{tap}/address").read().strip()
+frames = [raw(Ether(src=host_mac, dst=board_mac) / IP(src=host_ip, dst=board_ip) /
+              ICMP(type=8, id=0x4646, seq=i) / Raw(bytes(int(n)))) for i, n in enumerate(sizes.split(","))]
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+s.bind((tap, 0))
+sent = refused = 0
+t0 = time.monotonic()
+end, count = t0 + float(seconds), int(count)
+while sent + refused < count and time.monotonic() < end:
+    for f in frames:
+        try:
+            s.send(f)
+            sent += 1
+        except OSError as e:
+            if e.errno != errno.ENOBUFS:
+                raise
+            refused += 1
+print(json.dumps(dict(sent=sent, refused=refused, wall_s=time.monotonic() - t0)))
+"""
+
+
+def flood(session, tap, board_mac, board_ip, host_ip, seconds=4.0, count=10**7, sizes=(0, 1472)):
+    """ICMP echo requests from Linux to the board at full speed (FLOOD) for `seconds` or `count`
+    frames. Returns the sender's counts: sent, refused (ENOBUFS) and wall_s."""
+    import subprocess
+    r = subprocess.run(["ip", "netns", "exec", session.netns, sys.executable, "-c", FLOOD, tap, board_mac,
+                        board_ip, host_ip, str(seconds), str(count), ",".join(map(str, sizes))],
+                       capture_output=True, text=True, cwd=str(REPO), timeout=seconds + 120)
+    if r.returncode != 0:
+        raise RuntimeError(f"the flood failed: {r.stderr.strip()[-2000:]}")
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def tap_counters(session, tap):
+    """The kernel's transmit counters of the tap (Linux's side: what it sent to the board), as `ip
+    -s link` shows them: packets the simulation read, and dropped, those the kernel's queue for
+    the tap had no room for."""
+    import subprocess
+    r = subprocess.run(["ip", "netns", "exec", session.netns, "ip", "-s", "-j", "link", "show", tap],
+                       capture_output=True, text=True, check=True)
+    tx = json.loads(r.stdout)[0]["stats64"]["tx"]
+    return {"packets": tx["packets"], "dropped": tx["dropped"]}
+
+
+def host_flood(session, gateware_dir, tap, board_mac, board_ip=BOARD_IP, host_ip=HOST_IP, ctl_port=CTL_PORT,
+               seconds=4.0, count=2_000_000, rate=0.001, payload=1472):
+    """A flood from Linux (`flood()`) while the board streams (4 channels at `rate` samples per
+    cycle each), then a ping once the kernel's queue has crossed the wire. Returns the sender's
+    counts, the changes of the tap's kernel counters and of the board's RX_STATS, the ping's
+    output and whether the simulation still runs, and the stream's result."""
+    import subprocess
+    stop = Path(gateware_dir) / "flood.stop"
+    stop.unlink(missing_ok=True)
+    before, tap_before = rx_stats(session, board_ip, ctl_port), tap_counters(session, tap)
+    proc = start_stream(session, stop, rate, payload, 10**9, flood=False, board_ip=board_ip, ctl_port=ctl_port)
+    try:
+        time.sleep(2)
+        sent = flood(session, tap, board_mac, board_ip, host_ip, seconds, count)
+        ping = subprocess.run(["ip", "netns", "exec", session.netns, "ping", "-c", "3", "-i", "0.2", "-W", "10",
+                               board_ip], capture_output=True, text=True, timeout=120).stdout
+        running = session.proc.poll() is None
+    finally:
+        stop.touch()
+    try:
+        result = finish_stream(proc, timeout=300) if running else None
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        stop.unlink(missing_ok=True)
+    if not running:
+        return dict(flood=sent, ping=ping, running=False)
+    tap_after = tap_counters(session, tap)
+    after = rx_stats(session, board_ip, ctl_port)
+    return dict(flood=sent, ping=ping, running=session.proc.poll() is None, stream=result,
+                tap={k: tap_after[k] - tap_before[k] for k in tap_after},
+                rx={k: after[k] - before.get(k, 0) for k in after})
+
+
 def hostile(session, gateware_dir, net, frames, batch=1000, seed=1, rate=0.02, payload=1472, log=print):
     """`frames` of bench/hostile.py's mix (every kind, shuffled) injected at the pins in batches
     while the board streams. Returns (expected counts by cause, the board's RX_STATS deltas, the
@@ -212,7 +304,11 @@ def main(argv=None):
     s.add_argument("--payload", type=int, default=64, help="UDP payload bytes per datagram (default 64)")
     s.add_argument("--rate", type=float, default=0.016,
                    help="emulator samples per cycle per channel (default 0.016: 70 %% of the line at 64 bytes)")
-    for q in (h, s):
+    f = sub.add_parser("flood", help="a flood from Linux faster than the wire while the board streams")
+    f.add_argument("--seconds", type=float, default=10.0, help="wall seconds of flood (default 10)")
+    f.add_argument("--rate", type=float, default=0.001,
+                   help="emulator samples per cycle per channel (default 0.001: 0.8 %% of the line)")
+    for q in (h, s, f):
         q.add_argument("--output-dir", default=str(REPO / "build" / "bench-robustness"))
         q.add_argument("--markdown", action="store_true")
     args = p.parse_args(argv)
@@ -262,6 +358,24 @@ def main(argv=None):
                   "its port-unreachable answers to the board's replies to injected requests. The counters from "
                   "0x20 on are not the audit's (docs/protocol.md): no frame is labelled with them.")
             bad_counts = any(r[3].startswith("NO") for r in rows)
+        elif args.bench == "flood":
+            out = host_flood(session, gateware, TAP, DEFAULT_MAC, seconds=args.seconds, count=10**9, rate=args.rate)
+            if not out["running"]:
+                print("\nThe simulation stopped during the flood: see", Path(args.output_dir) / "console.log")
+                return 1
+            res = out["stream"]
+            print(f"\nFlood from Linux: ICMP echo requests of 0 and 1472 payload bytes through a raw socket for "
+                  f"{args.seconds:g} s while the board streams (simulated; `sudo .venv/bin/python bench/robustness.py "
+                  f"flood --seconds {args.seconds:g}`)\n")
+            print_table(["frames", "value"], [
+                ["sent by Linux's raw socket", str(out["flood"]["sent"])],
+                ["refused by the socket (ENOBUFS)", str(out["flood"]["refused"])],
+                [f"dropped by the kernel's queue for the tap (`ip -s link show {TAP}`: TX dropped)",
+                 str(out["tap"]["dropped"])],
+                ["handed to the simulation (TX packets; with the stream's control and ARP)",
+                 str(out["tap"]["packets"])],
+                ["pings answered after the flood (of 3)", str(out["ping"].count("bytes from"))],
+            ] + [[f"board: {name} (RX_STATS)", str(v)] for name, v in out["rx"].items() if v], args.markdown)
         else:
             res, delta = soak(session, args.packets, args.payload, args.rate, gateware_dir=gateware)
             wall = time.monotonic() - t0

@@ -4,9 +4,11 @@
 
 """The simulated board: Verilator, with the Ethernet PHY modelled at GMII level.
 
-The `gmii_ethernet` simulation module drives the GMII pins with preamble, SFD and FCS and
-checks them on transmit, and keeps the inter-frame gap; it bridges frames to a Linux tap
-interface. It clocks GMII from sys_clk, so the simulated sys clock is the 125 MHz GMII clock.
+The `ethdaq_gmii` simulation module (gateware/simmodules/, derived from LiteX's `gmii_ethernet`)
+drives the GMII pins with preamble, SFD and FCS and checks them on transmit; it bridges frames
+to a Linux tap interface, taking them from the tap no faster than the wire carries them, with
+the inter-frame gap (gateware/simphy.py). It clocks GMII from sys_clk, so the simulated sys
+clock is the 125 MHz GMII clock.
 """
 
 from migen import *
@@ -17,7 +19,7 @@ from litex.build.generic_platform import Pins, Subsignal
 from litex.build.sim import SimPlatform
 from litex.build.sim.config import SimConfig
 
-from ethdaq.gateware.simphy import SimPHY
+from ethdaq.gateware.simphy import SIM_MODULES, TAP_MODULE, SimPHY
 
 _io = [
     ("sys_clk", 0, Pins(1)),
@@ -74,8 +76,8 @@ class Board:
     sys_clk_freq = 125e6  # The GMII model clocks eth_rx/eth_tx from sys_clk.
     uart_name    = "sim"
     eth_dw       = 8
-    # Jumbo datagrams, up to what LiteX's gmii_ethernet module passes: it drops frames of more than
-    # 9000 bytes with FCS (ETH_LEN), i.e. UDP payloads above 8954. bench/ measures 8972 at the pins.
+    # Jumbo datagrams, up to what the tap module passes to Linux: it drops frames of more than
+    # 9000 bytes with FCS (as LiteX's ETH_LEN), i.e. UDP payloads above 8954. bench/ measures 8972 at the pins.
     max_payload  = 8954
     is_sim       = True
     # PTP intervals (log2 s of simulated time): the simulation runs about 1000x slower than real
@@ -99,6 +101,8 @@ class Board:
     # reads BMSR twice (10 such steps): at 2 ms the control requests' mean latency rose by half
     # (bench/ctllatency.py: IDENTIFY 19,979 -> 30,018 cycles).
     phy_poll_interval  = 10e-3
+    # Simulation modules of our own, built beside LiteX's (soc/build.py): the tap's wire.
+    sim_modules  = SIM_MODULES
 
     @staticmethod
     def platform(toolchain=None):
@@ -118,5 +122,5 @@ class Board:
         config = SimConfig()
         config.add_clocker("sys_clk", freq_hz=int(sys_clk_freq))
         config.add_module("serial2console", "serial")
-        config.add_module("gmii_ethernet", "gmii_eth", args={"interface": tap, "ip": host_ip})
+        config.add_module(TAP_MODULE, "gmii_eth", args={"interface": tap, "ip": host_ip})
         return config

@@ -41,9 +41,21 @@ for a file it could not read whole). `inject()` writes the file atomically and w
 The tap's frames are never lost, cut or mixed with injected ones: on the pins each frame is either
 a whole tap frame or a whole injected one, at least INJECT_IFG idle cycles apart; a tap frame that
 finds the pins idle goes through at once, unchanged and undelayed, otherwise it waits whole in a
-FIFO (INJECT_FIFO_BYTES: the simulation stops with a message rather than drop one). Tap frames the
-C model sends back to back, one idle cycle apart, are spread to INJECT_IFG too. The injector is on
-the wire side of the cable: an unplugged cable stops injected frames as it stops the others.
+FIFO (INJECT_FIFO_BYTES). The injector is on the wire side of the cable: an unplugged cable stops
+injected frames as it stops the others.
+
+The tap's wire is the simulation module TAP_MODULE (gateware/simmodules/ethdaq_gmii, built by
+LiteX's simulation Makefile beside its own modules; derived from LiteX's gmii_ethernet). It puts a
+frame from Linux on the pins as a PHY would (preamble, SFD, the frame padded to 60 bytes, FCS),
+at most TAP_MAX_FRAME bytes without FCS, and waits TAP_IFG idle cycles before the next: Linux's
+frames reach the board no faster than a gigabit wire carries them. It holds at most TAP_QUEUE
+frames and does not read the tap while they are all waiting, so a host that sends faster than
+the wire fills the kernel's queue for the tap, and the kernel drops and counts what does not fit
+(TX dropped in `ip -s link show` for the tap), as a NIC's transmit queue does; the simulation
+never stops or falls behind for it. A tap frame longer than TAP_MAX_FRAME is dropped whole and
+reported on the console, never cut. Paced so, tap frames wait in the injector's FIFO only behind
+injected frames, never more than the longest injected frame's bytes plus a gap: an inject file
+with a frame over INJECT_MAX_FRAME bytes is refused, so the FIFO cannot overflow.
 
 The PHY is not reset by the SoC's resets (watchdog, reboot): like a PHY chip beside the FPGA it
 keeps its registers and its link; it runs in a reset-less domain on the sys clock.
@@ -71,6 +83,15 @@ INJECT_FIFO_BITS  = 14         # Tap frames waiting while injected ones play: 16
 INJECT_FIFO_BYTES = 2**INJECT_FIFO_BITS
 INJECT_MAX_BYTES  = 2**20      # Per inject file: bytes of all its frames, and frames.
 INJECT_MAX_FRAMES = 4096
+# Bytes of one injected frame at most (on the pins): the tap's frames behind it must fit the FIFO.
+INJECT_MAX_FRAME  = INJECT_FIFO_BYTES - 2*INJECT_IFG
+
+# The tap's wire (module docstring), as in gateware/simmodules/ethdaq_gmii/ethdaq_gmii.c.
+TAP_MODULE    = "ethdaq_gmii"
+SIM_MODULES   = {TAP_MODULE: Path(__file__).resolve().parent / "simmodules" / TAP_MODULE}
+TAP_IFG       = 12             # Idle cycles after each frame from the tap: the standard gap.
+TAP_MAX_FRAME = 9216           # Bytes without FCS: the usual jumbo limit; longer ones are dropped whole.
+TAP_QUEUE     = 16             # Frames the module holds; the kernel's queue holds the rest.
 PREAMBLE          = bytes.fromhex("55555555555555d5")   # Seven 0x55 and the SFD, as on the pins.
 
 # Clause 22 register numbers and bits (IEEE 802.3 22.2.4, 28.2.4, 40.5).
@@ -120,6 +141,9 @@ def inject_text(seq, frames, rx_er=()):
         raise ValueError(f"{len(frames)} frames: the injector plays at most {INJECT_MAX_FRAMES} per file")
     if any(not f for f in frames):
         raise ValueError("an injected frame has at least one byte")
+    if any(len(f) > INJECT_MAX_FRAME for f in frames):
+        raise ValueError(f"a frame of {max(map(len, frames))} bytes: the injector plays frames of at most "
+                         f"{INJECT_MAX_FRAME} bytes (the tap's frames behind one wait in its FIFO)")
     if sum(map(len, frames)) > INJECT_MAX_BYTES:
         raise ValueError(f"{sum(map(len, frames))} bytes: the injector plays at most {INJECT_MAX_BYTES} per file")
     lines = [str(seq), str(len(frames))]
@@ -418,7 +442,7 @@ class SimPHY(LiteEthPHYGMII):
         rx = Record([("rx_data", 8), ("rx_dv", 1), ("rx_er", 1)])
         self.specials += Instance("ethdaq_sim_inject",
             p_POLL_CYCLES=POLL_CYCLES, p_IFG=INJECT_IFG, p_FIFO_BITS=INJECT_FIFO_BITS,
-            p_MAX_BYTES=INJECT_MAX_BYTES, p_MAX_FRAMES=INJECT_MAX_FRAMES,
+            p_MAX_BYTES=INJECT_MAX_BYTES, p_MAX_FRAMES=INJECT_MAX_FRAMES, p_MAX_FRAME=INJECT_MAX_FRAME,
             i_clk=ClockSignal("sys"),
             i_rx_data_i=pads.rx_data, i_rx_dv_i=pads.rx_dv, i_rx_er_i=pads.rx_er,
             o_rx_data_o=rx.rx_data, o_rx_dv_o=rx.rx_dv, o_rx_er_o=rx.rx_er)

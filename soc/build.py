@@ -452,11 +452,30 @@ def generated_digest(paths):
 
 
 def sim_inputs(gateware, platform):
-    """What Verilator compiles: the generated files, and the Verilog from outside the build
-    directory (the CPU, the testbench cables, a user's front-end), so that a front-end edited in
-    place does not reuse the old binary."""
+    """What Verilator compiles: the generated files, the board's simulation modules, and the
+    Verilog from outside the build directory (the CPU, the testbench cables, a user's front-end),
+    so that a front-end edited in place does not reuse the old binary."""
     inputs = [p for p in Path(gateware).iterdir() if p.suffix in (".v", ".init", ".json", ".sh", ".h", ".cpp", ".mak")]
+    modules = Path(gateware) / SIM_MODULES
+    inputs += sorted(p for p in modules.rglob("*") if p.is_file()) if modules.is_dir() else []
     return inputs + [Path(f) for f, _, _ in platform.sources]
+
+
+# The board's own simulation modules (C, beside LiteX's), copied under the gateware directory.
+SIM_MODULES = "sim_modules"
+
+
+def copy_sim_modules(board, gateware):
+    """Copy the board's simulation modules (`sim_modules`: name -> source directory) into the
+    build, where LiteX's simulation Makefile builds them beside its own (LiteX also writes its
+    variables.mak there, not into our sources). Returns the toolchain's options for them."""
+    modules = getattr(board, "sim_modules", {})
+    if not modules:
+        return {}
+    dest = Path(gateware) / SIM_MODULES
+    for name, src in modules.items():
+        shutil.copytree(src, dest / name, dirs_exist_ok=True)
+    return {"extra_mods": list(modules), "extra_mods_path": str(dest)}
 
 
 def write_sim_config(board, gateware_dir, tap, host_ip):
@@ -474,9 +493,11 @@ def build_sim(board, output_dir, tap="ethdaq0", host_ip="192.168.1.100", opt_lev
     soc = make_soc(board, **soc_kwargs)
     builder = DAQBuilder(soc, output_dir=str(output_dir))
     config = board.sim_config(soc.sys_clk_freq, tap, host_ip)
+    modules = copy_sim_modules(board, builder.gateware_dir)
     with _path_prepended():
         try:
-            builder.build(sim_config=config, build=True, run=False, opt_level=opt_level, interactive=False)
+            builder.build(sim_config=config, build=True, run=False, opt_level=opt_level, interactive=False,
+                          **modules)
         except (OSError, subprocess.CalledProcessError) as e:
             raise BuildError(f"simulation build failed: {e}") from None
     gateware = Path(builder.gateware_dir)

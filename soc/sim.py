@@ -4,9 +4,9 @@
 
 """Running the simulated board inside a private network namespace.
 
-The Verilator binary's gmii_ethernet module creates the tap interface itself; we start the binary
-inside a namespace we create, so the tap, its address and every packet stay in that namespace,
-and removing the namespace removes everything.
+The Verilator binary's tap module (ethdaq_gmii, gateware/simphy.py) creates the tap interface
+itself; we start the binary inside a namespace we create, so the tap, its address and every
+packet stay in that namespace, and removing the namespace removes everything.
 """
 
 import ipaddress

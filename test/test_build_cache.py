@@ -80,3 +80,25 @@ def test_a_front_ends_verilog_edited_in_place_changes_the_digest(tmp_path):
     assert generated_digest(sim_inputs(gateware, platform)) == before
     user.write_text("module adc(input clk, input rst); endmodule\n")
     assert generated_digest(sim_inputs(gateware, platform)) != before
+
+
+def test_the_boards_simulation_modules_are_copied_into_the_build_and_change_the_digest(tmp_path):
+    """The simulated board's own C modules (the tap's wire) are built by LiteX's Makefile from a
+    copy in the gateware directory (LiteX writes its variables.mak there, not into our sources);
+    an edited module changes the digest, so the binary is rebuilt with it."""
+    from ethdaq.boards import get_board
+    from ethdaq.gateware.simphy import TAP_MODULE
+    from ethdaq.soc.build import SIM_MODULES, copy_sim_modules, sim_inputs
+    board = get_board("sim")
+    gateware = tmp_path / "gateware"
+    gateware.mkdir()
+    (gateware / "sim.v").write_text("module sim; endmodule\n")
+    options = copy_sim_modules(board, gateware)
+    assert options == {"extra_mods": [TAP_MODULE], "extra_mods_path": str(gateware / SIM_MODULES)}
+    copied = gateware / SIM_MODULES / TAP_MODULE / f"{TAP_MODULE}.c"
+    assert copied.read_text() == (board.sim_modules[TAP_MODULE] / f"{TAP_MODULE}.c").read_text()
+    platform = board.platform()
+    before = generated_digest(sim_inputs(gateware, platform))
+    assert copied in sim_inputs(gateware, platform)
+    copied.write_text(copied.read_text() + "// edited\n")
+    assert generated_digest(sim_inputs(gateware, platform)) != before

@@ -1059,6 +1059,43 @@ def test_a_short_soak_under_a_ping_flood_and_control_traffic_loses_nothing(board
     assert bad == {}, bad
 
 
+def test_a_flood_from_linux_faster_than_the_wire_is_dropped_by_the_kernel_and_the_board_streams_on(board):
+    """Linux floods the board with pings (hping3 -1's size and full-MTU ones, through a raw
+    socket, far faster than a gigabit wire carries them) while it streams. The simulated wire
+    takes them at its rate and the kernel's queue for the tap drops the rest, counted where `ip -s
+    link` shows them; the simulation runs on; every frame the kernel handed over reaches the board
+    whole (counted once by its receive audit, nothing malformed); every DAQ sample arrives; ping
+    and IDENTIFY are answered after."""
+    from bench.robustness import host_flood
+    board.ns_run(["sysctl", "-q", "-w", f"net.ipv6.conf.{TAP}.disable_ipv6=1"], check=True)
+    # 4 channels of 1472-byte datagrams at 0.001 samples per cycle each: 0.8 % of the line. The
+    # board answers the pings first (LiteEth's frames go before bulk data), and the answers take
+    # nearly the whole line while the flood lasts: each channel holds 8 datagrams, 47 ms of this
+    # stream, several times the simulated time of the flood (about 10 ms).
+    res = host_flood(board, board.gateware_dir, TAP, MAC, BOARD_IP, HOST_IP, CTL_PORT, seconds=4,
+                     count=2_000_000, rate=0.001, payload=1472)
+    assert res["running"], "the simulation stopped:\n" + console_text(board)[-1000:]
+    assert "overflowed" not in console_text(board)
+    assert "3 packets transmitted, 3 received" in res["ping"], res["ping"]
+    r = ctl(board, "identify")
+    assert r.returncode == 0 and "sim" in r.stdout, r.stdout + r.stderr
+    f, tap, rx, stream = res["flood"], res["tap"], res["rx"], res["stream"]
+    # The kernel dropped and counted what the wire could not carry; the rest it handed over.
+    assert f["sent"] > 100_000 and 0 < tap["dropped"] <= f["sent"], res
+    assert f["sent"] <= tap["dropped"] + tap["packets"], res
+    # The board counted each frame it got once, as a good frame (or, for Linux's port unreachables
+    # after the receiver closed, as an ICMP type it does not answer): none cut, none mixed. Its
+    # count can be ahead by the RX_STATS request itself and an ARP exchange.
+    audit = {name: rx[name] for name in protocol.RX_AUDIT_CAUSES}
+    assert {k: v for k, v in audit.items() if v and k not in ("rx_ok", "icmp_type")} == {}, audit
+    assert tap["packets"] <= sum(audit.values()) <= tap["packets"] + 3, (tap, audit)
+    # Every sample of the run arrived, in order; nothing dropped on the board.
+    assert stream["problems"] == [] and stream["streams"] == [0, 1, 2, 3], stream
+    assert (stream["missing"], stream["out_of_order"], stream["duplicates"], stream["malformed"],
+            stream["board_dropped"], stream["kernel"]) == (0, 0, 0, 0, 0, 0), stream
+    assert stream["datagrams"] == stream["board_datagrams"] > 0, stream
+
+
 def pin_echo(host_mac, seq, echo_id, dst_mac=MAC, dst_ip=BOARD_IP):
     """An ICMP echo request from the host (`tap_mac()`), as it goes on the board's receive pins."""
     from scapy.all import ICMP, IP, Ether, Raw, raw

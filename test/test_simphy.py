@@ -382,7 +382,7 @@ def test_injector_plays_whole_frames_beside_the_taps_never_mixing_or_losing_one(
     _verilator_or_skip()
     exe = build_inject_tb(tmp_path_factory)
     ifg = simphy.INJECT_IFG
-    injected = [_wire(0x80 + i, n) for i, n in enumerate((72, 1, 9, 300, 64))]
+    injected = [_wire(0x80 + i, n) for i, n in enumerate((72, 1, 9, 200, 64))]
     injected[1] = b"\xd5"                                  # One byte: an exact runt of runts.
     (tmp_path / "a").write_text(simphy.inject_text(5, injected, rx_er=[2]))
     bad = simphy.inject_text(6, [_wire(0x90, 70)])
@@ -437,11 +437,11 @@ def test_injector_plays_whole_frames_beside_the_taps_never_mixing_or_losing_one(
 
 
 def test_injector_stops_the_simulation_rather_than_drop_a_tap_frame(tmp_path, tmp_path_factory):
-    """Tap frames back to back behind a long injected frame fill the (here 256-byte) FIFO: the
-    simulation stops and says so."""
+    """Tap frames faster than the wire (one idle cycle apart) behind an injected frame fill the
+    (here 256-byte) FIFO: the simulation stops and says so."""
     _verilator_or_skip()
     exe = build_inject_tb(tmp_path_factory)
-    (tmp_path / "a").write_text(simphy.inject_text(1, [_wire(0x80, 4000)]))
+    (tmp_path / "a").write_text(simphy.inject_text(1, [_wire(0x80, 200)]))
     s = Stim()
     s.command("mv a")
     s.idle(TB_POLL + 5)
@@ -451,3 +451,56 @@ def test_injector_stops_the_simulation_rather_than_drop_a_tap_frame(tmp_path, tm
     frames, gaps, stdout, cycles = run_tb(exe, tmp_path, s, finished=False)
     assert "FIFO of 256 bytes for the tap's frames overflowed" in stdout
     assert cycles < s.cycles
+
+
+def test_tap_frames_at_the_wires_rate_never_overflow_the_fifo_behind_the_longest_injected_frames(
+        tmp_path, tmp_path_factory):
+    """The tap's C model (ethdaq_gmii) sends at most at the wire's rate, TAP_IFG idle cycles
+    apart. A flood of them, paced so, that starts just after an injected frame of the longest
+    size the injector takes (the FIFO's size less two gaps) waits whole in the FIFO behind it and
+    comes out whole and in order, the simulation running on; an inject file with a frame one byte
+    longer is not played."""
+    _verilator_or_skip()
+    exe = build_inject_tb(tmp_path_factory)
+    ifg, longest = simphy.TAP_IFG, 2**TB_FIFO_BITS - 2*simphy.INJECT_IFG
+    injected = [_wire(0x80 + i, longest) for i in range(3)]
+    for i, f in enumerate(injected):
+        (tmp_path / f"a{i}").write_text(simphy.inject_text(i + 1, [f]))
+    too_long = _wire(0x90, longest + 1)
+    (tmp_path / "b").write_text(f"9 1 {len(too_long)} " + " ".join(f"{b:02x}" for b in too_long) + "\n")
+    s = Stim()
+    taps, sent_at = [], []
+
+    def tap(gap):
+        taps.append(_wire(0x20 + len(taps) % 64, 72 if len(taps) % 5 else 200))
+        sent_at.append(s.tap(taps[-1], gap=gap))
+
+    for i in range(len(injected)):
+        s.idle(2 * longest)            # The FIFO empties.
+        s.command(f"mv a{i}")
+        # The file is read during a flood at the wire's rate, which leaves the injector no room;
+        # a gap one cycle longer does: the injected frame starts in it, the flood goes on behind.
+        end = s.cycles + 2 * TB_POLL
+        while s.cycles < end:
+            tap(ifg)
+        s.idle(1)
+        end = s.cycles + 2 * longest
+        while s.cycles < end:
+            tap(ifg)
+        s.idle(2 * longest)
+        s.command(f"save done-a{i}")
+    s.command("mv b")
+    s.idle(2 * TB_POLL)
+    s.command("save done-b")
+    frames, gaps, stdout, _ = run_tb(exe, tmp_path, s)
+    assert "overflowed" not in stdout
+    assert [(tmp_path / f"done-a{i}").read_text() for i in range(3)] == ["1 1\n", "2 1\n", "3 1\n"]
+    assert (tmp_path / "done-b").read_text() == "9 error\n"
+    assert f"frame 0 has {len(too_long)} bytes, more than {longest}: not played" in stdout
+    assert [d for _, d, _ in frames if d in injected] == injected
+    out = [(at, d) for at, d, _ in frames if d not in injected]
+    assert [d for _, d in out] == taps
+    # They waited behind the injected frames: as long as one of them and its gap, less the cycle
+    # between the two frames' starts.
+    assert max(o - i for (o, _), i in zip(out, sent_at)) == longest + simphy.INJECT_IFG - 1
+    assert all(g >= simphy.INJECT_IFG for g in gaps[1:]), gaps

@@ -16,22 +16,25 @@
 // and SFD included, FCS included. A negative L is a frame of -L bytes sent with rx_er high on
 // every byte. A file whose SEQ is the last one played is not played again. After the N frames
 // (each followed by at least IFG idle cycles) it writes "SEQ N\n" to the file `inject.done`; a file
-// it cannot read whole, or too big for MAX_BYTES and MAX_FRAMES, is not played: it writes
-// "SEQ error\n" instead and says why on the console.
+// it cannot read whole, or too big for MAX_BYTES, MAX_FRAMES and MAX_FRAME, is not played: it
+// writes "SEQ error\n" instead and says why on the console.
 //
 // The tap's frames are never lost, cut or mixed with injected ones: each frame on the output is
 // either a whole tap frame or a whole injected one, with at least IFG idle cycles between any two.
 // A tap frame that arrives while the output is idle (IFG cycles since the last frame, nothing
 // waiting) goes through at once, unchanged and undelayed; otherwise it waits, whole, in a FIFO of
-// 2^FIFO_BITS bytes (waiting tap frames go before injected ones). A FIFO that would overflow stops
-// the simulation with a message: nothing is dropped silently. The C model sends tap frames one
-// idle cycle apart: back to back, they are spread to IFG here, as a real wire would.
+// 2^FIFO_BITS bytes (waiting tap frames go before injected ones). The C model (ethdaq_gmii) sends
+// tap frames at most at the wire's rate, IFG idle cycles apart, so they wait only behind an
+// injected frame and never more than its bytes and a gap: with MAX_FRAME under the FIFO's size it
+// cannot overflow. Should it (a C model faster than the wire), the simulation stops with a
+// message: nothing is dropped silently.
 module ethdaq_sim_inject #(
     parameter POLL_CYCLES = 131072,
     parameter IFG         = 12,
     parameter FIFO_BITS   = 14,
     parameter MAX_BYTES   = 1048576,
-    parameter MAX_FRAMES  = 4096
+    parameter MAX_FRAMES  = 4096,
+    parameter MAX_FRAME   = (1 << FIFO_BITS) - 2*IFG   // Bytes of an injected frame at most.
 ) (
     input  wire       clk,
     // From the C model.
@@ -101,7 +104,7 @@ module ethdaq_sim_inject #(
         // Tap frames not going through at once wait in the FIFO.
         if (rx_dv_i && !passing) begin
             if (full) begin
-                $display("ethdaq_sim_inject: FIFO of %0d bytes for the tap's frames overflowed (frames from Linux faster than the wire carries them while frames were injected): stopping, not dropping", DEPTH);
+                $display("ethdaq_sim_inject: FIFO of %0d bytes for the tap's frames overflowed (the tap's C model sends faster than the wire carries frames): stopping, not dropping", DEPTH);
                 $fflush();
                 $finish;
             end
@@ -179,7 +182,10 @@ module ethdaq_sim_inject #(
                             end else begin
                                 inj_err[i] = (l < 0);
                                 if (l < 0) l = -l;
-                                if (total + l > MAX_BYTES) begin
+                                if (l > MAX_FRAME) begin
+                                    ok = 1'b0;
+                                    $display("ethdaq_sim_inject: inject %0d: frame %0d has %0d bytes, more than %0d: not played", s, i, l, MAX_FRAME);
+                                end else if (total + l > MAX_BYTES) begin
                                     ok = 1'b0;
                                     $display("ethdaq_sim_inject: inject %0d: more than %0d bytes: not played", s, MAX_BYTES);
                                 end else begin
