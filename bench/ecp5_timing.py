@@ -82,7 +82,7 @@ class TimingTop(Module):
                    streamer._backpressure.storage, streamer._gap.storage,
                    streamer._control.fields.start, streamer._control.fields.stop,
                    streamer._control.fields.resolve,
-                   streamer.arp_valid, streamer.arp_ip, streamer.arp_mac]
+                   streamer.arp_valid, streamer.arp_reply, streamer.arp_ip, streamer.arp_mac]
         for s in streamer.sinks:
             targets += [s.valid, s.data, s.last]
         width = sum(len(t) for t in targets)
