@@ -82,7 +82,7 @@ class TimingTop(Module):
                    streamer._backpressure.storage, streamer._gap.storage,
                    streamer._control.fields.start, streamer._control.fields.stop,
                    streamer._control.fields.resolve,
-                   streamer.arp_valid, streamer.arp_ip, streamer.arp_mac]
+                   streamer.arp_valid, streamer.arp_reply, streamer.arp_ip, streamer.arp_mac]
         for s in streamer.sinks:
             targets += [s.valid, s.data, s.last]
         width = sum(len(t) for t in targets)
@@ -109,6 +109,7 @@ class TimingTop(Module):
                      *txpath.scheduler.frames, *txpath.local.frames)
         sys_obs = Cat(streamer._status.status, streamer._datagrams.status, streamer._drop_count.status,
                       streamer._arp_timeouts.status, streamer._dst_mac_status.status, streamer._stale.status,
+                      streamer._dst_mac_changes.status, streamer._arp_refused.status,
                       streamer._run.status, *[s.ready for s in streamer.sinks])
         tx_par, sys_par = Signal(name="tx_par"), Signal(name="sys_par")
         tx_reg, sys_reg = Signal(len(tx_obs)), Signal(len(sys_obs))

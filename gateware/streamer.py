@@ -314,15 +314,18 @@ class DAQStreamer(LiteXModule):
         sys clock frequency (ARP timeouts, the idle flush's range: up to 1 s).
     arp_timeout, arp_retry_interval : float
         Seconds to wait for each of 3 ARP answers, then between requests to a silent destination.
+    arp_refresh : float
+        Seconds between the resolver's refreshes of a resolved MAC during a run.
 
     Outputs in `cd_tx`, for gateware/txpath.py: `source` (UDP payload, ip_address, ports,
     length), `dst_mac`/`dst_valid` (where to send; datagrams wait while not valid),
-    `arp_request`/`arp_target` (send a who-has). Input in sys: `arp_valid`/`arp_ip`/`arp_mac`,
-    one cycle per ARP frame received for us (LiteEth's ARP RX), for the resolver.
+    `arp_request`/`arp_target` (send a who-has). Input in sys: `arp_valid`/`arp_reply`/`arp_ip`/
+    `arp_mac`, one cycle per ARP request or reply received for us (LiteEth's ARP RX), for the
+    resolver (gateware/resolver.py: it takes only the answer to its own request).
     """
     def __init__(self, nchannels=4, sample_width=16, buffer_bytes=None, timestamp=None, ts_flags=0,
                  src_port=5000, max_payload=8972, cd_tx="sys", clk_freq=125e6,
-                 arp_timeout=0.1, arp_retry_interval=1.0, dw=8, with_stream_counters=True):
+                 arp_timeout=0.1, arp_retry_interval=1.0, arp_refresh=30.0, dw=8, with_stream_counters=True):
         if nchannels < 1:
             raise ValueError(f"nchannels must be >= 1, not {nchannels!r}")
         if sample_width not in (8, 16, 32, 64):
@@ -345,6 +348,7 @@ class DAQStreamer(LiteXModule):
         self.arp_request = Signal()
         self.arp_target  = Signal(32)
         self.arp_valid   = Signal()
+        self.arp_reply   = Signal()
         self.arp_ip      = Signal(32)
         self.arp_mac     = Signal(48)
 
@@ -377,6 +381,8 @@ class DAQStreamer(LiteXModule):
         self._arp_timeouts = CSRStatus(32, description="ARP requests for the destination that got no answer.")
         self._dst_mac_status = CSRStatus(48, description="Destination MAC in use.")
         self._stale        = CSRStatus(32, description="Datagrams of an earlier run discarded unsent (their destination never answered ARP).")
+        self._dst_mac_changes = CSRStatus(32, description="Times an answer to the resolver's refresh moved the stream to another MAC.")
+        self._arp_refused  = CSRStatus(32, description="ARP frames claiming the destination's IP with another MAC, not taken (not the answer to our request).")
 
         # # #
 
@@ -423,24 +429,27 @@ class DAQStreamer(LiteXModule):
             ]
 
         # Destination MAC (sys), handed to cd_tx.
-        self.resolver = resolver = ARPResolver(clk_freq, timeout=arp_timeout, retry_interval=arp_retry_interval)
+        self.resolver = resolver = ARPResolver(clk_freq, timeout=arp_timeout, retry_interval=arp_retry_interval,
+                                               refresh=arp_refresh)
         # Resolve once a destination is set (by the firmware, before a run) or a run starts, not
         # for the reset default: no ARP broadcasts from an idle board.
         active = Signal()
         self.sync += If(self._dst_ip.re | start, active.eq(1))
         self.comb += [
             resolver.active.eq(active),
+            resolver.running.eq(running),
             resolver.ip.eq(self._dst_ip.storage),
             resolver.mode.eq(self._mac_mode.storage),
             resolver.fixed_mac.eq(self._dst_mac.storage),
             resolver.resolve.eq(self._control.fields.resolve),
             resolver.arp_valid.eq(self.arp_valid),
+            resolver.arp_reply.eq(self.arp_reply),
             resolver.arp_ip.eq(self.arp_ip),
             resolver.arp_mac.eq(self.arp_mac),
         ]
         # Settings the transmit side reads: written while stopped, so a plain synchroniser is
-        # enough for the addresses; the MAC/valid pair can change while streaming (a refreshed
-        # ARP entry) and crosses as one word.
+        # enough for the addresses; the MAC/valid pair can change while streaming (the answer to
+        # a refresh) and crosses as one word.
         dst_ip, dst_port, gap = Signal(32), Signal(16), Signal(32)
         if same:
             self.comb += [
@@ -522,6 +531,8 @@ class DAQStreamer(LiteXModule):
             self._arp_timeouts.status.eq(resolver.timeouts),
             self._dst_mac_status.status.eq(resolver.mac),
             self._stale.status.eq(stale),
+            self._dst_mac_changes.status.eq(resolver.changes),
+            self._arp_refused.status.eq(resolver.refused),
         ]
 
 

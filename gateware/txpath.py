@@ -206,7 +206,8 @@ def connect_streamer(module, streamer, txpath, ethcore=None):
     to the streamer's resolver (observed, not consumed; without `ethcore` nothing answers ARP, so
     only a fixed or rule-mapped destination works). LiteEth's ARP RX presents each accepted frame
     for exactly one cycle and ignores `ready` (its table may miss it when busy), so the resolver
-    samples `valid` alone."""
+    samples `valid` alone; it passes only frames whose target IP is ours, with the opcode the
+    resolver needs to tell an answer (reply) from a claim (request)."""
     module.comb += [
         streamer.source.connect(txpath.data),
         txpath.dst_mac.eq(streamer.dst_mac),
@@ -218,6 +219,7 @@ def connect_streamer(module, streamer, txpath, ethcore=None):
         arp = ethcore.arp.rx.source
         module.comb += [
             streamer.arp_valid.eq(arp.valid & (arp.reply | arp.request)),
+            streamer.arp_reply.eq(arp.reply),
             streamer.arp_ip.eq(arp.ip_address),
             streamer.arp_mac.eq(arp.mac_address),
         ]

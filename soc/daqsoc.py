@@ -586,7 +586,8 @@ class DAQSoC(SoCCore):
                 src_port=data_port, max_payload=max_payload,
                 cd_tx="eth_tx", clk_freq=sys_clk_freq,
                 arp_timeout=getattr(board, "arp_timeout", 0.1),
-                arp_retry_interval=getattr(board, "arp_retry_interval", 1.0))
+                arp_retry_interval=getattr(board, "arp_retry_interval", 1.0),
+                arp_refresh=getattr(board, "arp_refresh", 30.0))
             if frontend is None:
                 add_emulators(self, self.streamer)
             else:

@@ -246,7 +246,7 @@ STATUS = protocol.STATUS_RSP.pack(1, 42, 2**40 + 1, 2**33, 17, 2, 3, 4, 5, proto
                                   bytes.fromhex("020000000001"), 6, 9, 0xC0A80164, 59000,
                                   3, 2, 1, 123456, 11, 12,
                                   protocol.LINK_PHY | protocol.LINK_UP | protocol.LINK_FULL_DUPLEX, 1000, 2, 1,
-                                  0x65646171)
+                                  0x65646171, 1, 7)
 R = protocol.RESPONSE
 
 

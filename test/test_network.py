@@ -396,6 +396,98 @@ def test_fixed_destination_mac_is_used_without_arp(board, tmp_path):
     assert st["dst_mac"] == fake and st["dst_flags"] & protocol.DST_VALID
 
 
+# Mid-run, another MAC claims the stream destination's IP in every way ARP allows, paced by the
+# datagrams that arrive (none of it timed by the wall clock): an unsolicited reply to the board,
+# the same broadcast, a request to the board, and gratuitous ARP (an RFC 5227 announcement and a
+# broadcast reply, both for the claimed IP itself).
+SPOOF_DURING_RUN = """
+import json, socket, sys
+from scapy.all import ARP, Ether, sendp
+from ethdaq.host.ctl import ControlClient
+tap, board_mac, board_ip, ctl_port, host_ip, evil, rounds = sys.argv[1:8]
+bcast = "ff:ff:ff:ff:ff:ff"
+frames = [
+    Ether(src=evil, dst=board_mac) / ARP(op=2, hwsrc=evil, psrc=host_ip, hwdst=board_mac, pdst=board_ip),
+    Ether(src=evil, dst=bcast) / ARP(op=2, hwsrc=evil, psrc=host_ip, hwdst=bcast, pdst=board_ip),
+    Ether(src=evil, dst=bcast) / ARP(op=1, hwsrc=evil, psrc=host_ip, pdst=board_ip),
+    Ether(src=evil, dst=bcast) / ARP(op=1, hwsrc=evil, psrc=host_ip, pdst=host_ip),
+    Ether(src=evil, dst=bcast) / ARP(op=2, hwsrc=evil, psrc=host_ip, hwdst=bcast, pdst=host_ip),
+]
+rx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+rx.bind((host_ip, 5000))
+rx.settimeout(60)
+got, stalled, spoofs = 0, False, 0
+def receive(n):
+    global got, stalled
+    if stalled:
+        return
+    try:
+        for _ in range(n):
+            rx.recv(9000)
+            got += 1
+    except socket.timeout:
+        stalled = True
+with ControlClient(board_ip, int(ctl_port)) as ctl:
+    ctl.emulator("counter", int(0.002 * 2**32))
+    ctl.stream_start(dst_port=5000, payload=256, enable=0x1)
+    try:
+        receive(10)
+        for _ in range(int(rounds)):
+            for f in frames:
+                sendp(f, iface=tap, verbose=False)
+                spoofs += 1
+                receive(2)
+        receive(20)
+    finally:
+        ctl.stream_stop()
+print(json.dumps(dict(got=got, stalled=stalled, spoofs=spoofs)))
+"""
+
+
+def test_arp_claiming_the_destination_never_moves_the_stream_and_is_counted(board, tmp_path):
+    """Only the answer to the board's own ARP request sets where the stream goes: spoofed replies,
+    requests and gratuitous ARP from another MAC mid-run send not one datagram to that MAC
+    (tcpdump captures promiscuously, tshark decodes); STATUS counts each claim that reached the
+    data path's resolver as refused, the receive audit the gratuitous ones (their target is not
+    the board: not_ours), and the destination MAC never changed."""
+    evil, rounds = "02:66:66:66:66:66", 3
+    host = tap_mac(board)
+    before, rx_before = status(board), rx_stats(board)
+    pcap = tmp_path / "spoof.pcap"
+    dump = subprocess.Popen(["ip", "netns", "exec", NETNS, "tcpdump", "-i", TAP, "-U", "-n", "-w", str(pcap),
+                             "arp or udp dst port 5000"], stderr=subprocess.PIPE, text=True)
+    try:
+        dump.stderr.readline()  # "listening on ...": capturing.
+        out = ns_python_args(board, SPOOF_DURING_RUN, [TAP, MAC, BOARD_IP, str(CTL_PORT), HOST_IP, evil, str(rounds)],
+                             timeout=600)
+    finally:
+        dump.terminate()
+        dump.wait(timeout=30)
+    res = json.loads(out.strip().splitlines()[-1])
+    after, rx_after = status(board), rx_stats(board)
+    r = subprocess.run(["tshark", "-r", str(pcap), "-T", "fields", "-e", "eth.src", "-e", "eth.dst",
+                        "-e", "arp.opcode", "-e", "udp.dstport"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    rows = [line.split("\t") for line in r.stdout.splitlines() if line]
+    spoofs = [i for i, row in enumerate(rows) if row[0] == evil]
+    data = [(i, row[1]) for i, row in enumerate(rows) if row[0] == MAC and row[3] == "5000"]
+    elsewhere = [dst for _, dst in data if dst != host]
+    assert elsewhere == [], f"{len(elsewhere)} of {len(data)} datagrams left for {sorted(set(elsewhere))}"
+    # Every spoofed frame went out during the run, and the stream went on past the last one.
+    assert len(spoofs) == res["spoofs"] == 5 * rounds
+    assert sum(1 for i, _ in data if i > spoofs[-1]) >= 20 and not res["stalled"], res
+    assert res["got"] == 10 + 2 * 5 * rounds + 20
+    # Counted: the unsolicited replies (unicast and broadcast) and the requests as refused; the
+    # gratuitous ARP (target: the claimed IP) never reaches the resolver, the audit drops it.
+    assert after["arp_refused"] - before["arp_refused"] == 3 * rounds
+    assert after["dst_mac_changes"] == before["dst_mac_changes"]
+    assert rx_after["not_ours"] - rx_before["not_ours"] >= 2 * rounds
+    assert after["dst_mac"] == host and after["dst_flags"] & protocol.DST_VALID
+    text = ctl(board, "status").stdout
+    assert re.search(rf"^arp_refused\s+{after['arp_refused']}$", text, re.M), text
+    assert re.search(rf"^dst_mac_changes\s+{after['dst_mac_changes']}$", text, re.M), text
+
+
 SECOND_IP = "192.168.77.2"  # Another host on the tap's network: a second address in the namespace.
 
 

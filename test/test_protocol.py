@@ -171,6 +171,7 @@ def test_stop_emulator_and_status_round_trip(ctl_host):
                                                           protocol.DST_VALID, bytes(range(0xa0, 0xa6)), 6)
     assert (st.boots, st.reset_cause_name, st.watchdog_resets, st.uptime_ms) == (3, "reboot", 1, 0)
     assert (st.rx_fcs_errors, st.rx_preamble_errors) == (11, 12)
+    assert (st.dst_mac_changes, st.arp_refused) == (14, 15)
     assert (st.link_flags, st.link_speed, st.link_losses, st.phy_address, st.phy_id) == (
         protocol.LINK_PHY | protocol.LINK_UP | protocol.LINK_FULL_DUPLEX | protocol.LINK_AUTONEG, 1000, 13, 1, 0x65646171)
     assert st.link_text == "up, 1000 Mb/s full duplex (auto-negotiated)"

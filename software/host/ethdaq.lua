@@ -379,6 +379,8 @@ local CTL_MESSAGES = {
         { f = ProtoField.uint32("ethdaqctl.status_rsp.link_losses", "link_losses", base.DEC, nil), size = 4, },
         { f = ProtoField.uint8("ethdaqctl.status_rsp.phy_address", "phy_address", base.DEC, nil), size = 1, },
         { f = ProtoField.uint32("ethdaqctl.status_rsp.phy_id", "phy_id", base.DEC, nil), size = 4, },
+        { f = ProtoField.uint32("ethdaqctl.status_rsp.dst_mac_changes", "dst_mac_changes", base.DEC, nil), size = 4, },
+        { f = ProtoField.uint32("ethdaqctl.status_rsp.arp_refused", "arp_refused", base.DEC, nil), size = 4, },
     }, strings = {} },
     [0x86] = { name = "CLAIM_RSP", fields = {
         { f = ProtoField.uint8("ethdaqctl.claim_rsp.granted", "granted", base.DEC, nil), size = 1, },

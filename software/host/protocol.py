@@ -143,7 +143,7 @@ MAX_ALLOW       = 8      # Allow-list entries (address/prefix) a build takes.
 REPLAY_SOURCES = 4
 REPLAY_HISTORY = 8
 REPLAY_REQ_MAX = 170      # The longest request (LAUNCH) with AUTH.
-REPLAY_RSP_MAX = 104     # STATUS (101 bytes) fits; PTP_STATUS (106) is read-only, answered afresh.
+REPLAY_RSP_MAX = 112     # STATUS (109 bytes) and PTP_STATUS (106) fit.
 
 # Identify response payload, fixed part; followed by three strings, each u8 length + bytes:
 # board name, build id (git hash), SoC identifier string.
@@ -192,7 +192,10 @@ EMULATOR       = struct.Struct(">BII")      # mode, rate (x 2**-32 per cycle), s
 # Then the link as the PHY reports it over MDIO (firmware services/phy.c): flags (LINK_*), speed
 # (Mb/s, 0 unknown), link losses since boot, the PHY's MDIO address (NO_PHY: none answered) and
 # its identifier (registers 2 and 3).
-STATUS_RSP     = struct.Struct(">BIQQIIIIIB6sIIIIHBHIIIBHIBI")
+# Then the stream destination's ARP (gateware/resolver.py), since boot: times the MAC in use was
+# replaced by the answer to a refresh, and ARP frames claiming the destination's IP with another
+# MAC that were refused (not the answer to the board's own request).
+STATUS_RSP     = struct.Struct(">BIQQIIIIIB6sIIIIHBHIIIBHIBIII")
 # STREAMS response: the run the counters belong to, the build's number of streams, then MAX_STREAMS
 # records (those past the build's streams are zero): flags (STREAM_*), datagrams sent, UDP payload
 # bytes sent (DAQ header included), samples dropped. All this run: since its STREAM_START (before
@@ -939,6 +942,8 @@ class Status:
     link_losses:    int
     phy_address:    int
     phy_id:         int
+    dst_mac_changes: int
+    arp_refused:    int
 
     @property
     def link_text(self):

@@ -48,6 +48,7 @@ static void status(struct ctl_status *st)
 	st->running = 1; st->run = 42; st->datagrams = 0x0000000100000002ull; st->dropped = 7;
 	st->port_rx_dropped = 3; st->port_tx_dropped = 4; st->arp_timeouts = 5;
 	st->dst_flags = CTL_DST_VALID; st->stale = 6; st->rx_fcs_errors = 11; st->rx_preamble_errors = 12;
+	st->dst_mac_changes = 14; st->arp_refused = 15;
 	for (int i = 0; i < 6; i++)
 		st->dst_mac[i] = (uint8_t)(0xa0 + i);
 }

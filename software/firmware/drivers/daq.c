@@ -189,6 +189,8 @@ static void status(struct ctl_status *st)
 	                             (s & (1u << CSR_STREAMER_STATUS_UNREACHABLE_OFFSET) ? CTL_DST_UNREACHABLE : 0));
 	mac_from_u64(st->dst_mac, streamer_dst_mac_status_read());
 	st->stale        = streamer_stale_read();
+	st->dst_mac_changes = streamer_dst_mac_changes_read();
+	st->arp_refused     = streamer_arp_refused_read();
 	st->rx_fcs_errors      = eth_errors_fcs_errors_read();
 	st->rx_preamble_errors = eth_errors_preamble_errors_read();
 }

@@ -970,6 +970,8 @@ static int execute(struct ctl_state *st, const struct ctl_request *rq, uint8_t *
 		put_be32(&w, lk.losses);
 		put_u8(&w, lk.phy_address);
 		put_be32(&w, lk.phy_id);
+		put_be32(&w, sv.dst_mac_changes);
+		put_be32(&w, sv.arp_refused);
 		return answered(&w, cnt);
 	}
 	case CTL_MSG_REBOOT: {

@@ -213,6 +213,8 @@ struct ctl_status {
 	uint32_t stale;           /* Datagrams of an earlier run discarded unsent. */
 	uint32_t rx_fcs_errors;   /* Received frames with a bad FCS (the MAC's count). */
 	uint32_t rx_preamble_errors;
+	uint32_t dst_mac_changes; /* The destination MAC replaced by the answer to a refresh. */
+	uint32_t arp_refused;     /* ARP frames claiming the destination's IP with another MAC, refused. */
 };
 
 /* Everything the handler keeps between requests. Zeroed at start, then access.allow/nallow, the key
