@@ -11,10 +11,11 @@ sample is its amplitude, uniform over the whole sample range, 0 to 2**sample_wid
 (2**sample_width - 1)/2; 32 random bits at most). Counter and ramp emit at a regular rate of rate/2**32 samples per
 cycle; rate 0xFFFFFFFF is one sample every cycle, above any link's capacity.
 
-The pulse train has two xorshift32 generators: one decides whether a pulse arrives (its word
-below the rate), the other gives the amplitude. With one word for both, an amplitude would be
-the top bits of a word already known to be below the rate (below rate/2**16 at 16 bits: a
-maximum of 65 at rate 0.001).
+The pulse train has two generators: a xorshift32 decides whether a pulse arrives (its word below
+the rate), a second one gives the amplitude (a 16-bit xorshift for samples of up to 16 bits,
+Metcalf's (7, 9, 8), which takes every non-zero value once per period; a xorshift32 for wider
+ones). With one word for both, an amplitude would be the top bits of a word already known to be
+below the rate (below rate/2**16 at 16 bits: a maximum of 65 at rate 0.001).
 """
 
 from migen import *
@@ -44,11 +45,34 @@ def xorshift32_ref(x):
     return x
 
 
-def amplitude_seed(seed):
-    """The amplitude generator's seed for a pulse-train seed (as the gateware derives it): the
-    seed's bits reversed, mixed with a constant and one xorshift32 step, never 0."""
-    r = int(f"{seed & 0xffffffff:032b}"[::-1], 2)
-    return xorshift32_ref(r ^ 0x6A09E667) or 1
+def xorshift16(x):
+    """One step of Metcalf's 16-bit xorshift (7, 9, 8), as Migen expressions: period 65535."""
+    a = x ^ (x << 7)[:16]
+    b = a ^ (a >> 9)
+    return b ^ (b << 8)[:16]
+
+
+def xorshift16_ref(x):
+    """The same step in Python, for tests."""
+    x ^= (x << 7) & 0xffff
+    x ^= x >> 9
+    x ^= (x << 8) & 0xffff
+    return x
+
+
+def amplitude_width(sample_width):
+    return 16 if sample_width <= 16 else 32
+
+
+# The amplitude generator per width: its step and the constant its seed is mixed with.
+_AMPLITUDE = {16: (xorshift16, 0xACE1), 32: (xorshift32, 0x6A09E667)}
+
+
+def amplitude_seed(seed, sample_width=16):
+    """The amplitude generator's state for a pulse-train seed, as the gateware loads it: the
+    seed's low bits mixed with a constant, never 0."""
+    w = amplitude_width(sample_width)
+    return ((seed ^ _AMPLITUDE[w][1]) & (2**w - 1)) or 1
 
 
 class DetectorEmulator(LiteXModule):
@@ -75,7 +99,9 @@ class DetectorEmulator(LiteXModule):
         value = Signal(sample_width)
         phase = Signal(33)
         rng   = Signal(32, reset=seed)
-        arng  = Signal(32, reset=amplitude_seed(seed))  # Amplitudes: independent of `rng`.
+        aw    = amplitude_width(sample_width)
+        astep, amix = _AMPLITUDE[aw]
+        arng  = Signal(aw, reset=amplitude_seed(seed, sample_width))  # Amplitudes: independent of `rng`.
         fire  = Signal()
         self.rng, self.arng = rng, arng  # For tests.
 
@@ -90,15 +116,15 @@ class DetectorEmulator(LiteXModule):
             If(self._seed.re, rng_next.eq(Mux(self._seed.storage == 0, 1, self._seed.storage))),
         ]
         # A written seed restarts the amplitudes too, from amplitude_seed(seed).
-        arng_seed = Signal(32)
-        self.comb += arng_seed.eq(xorshift32(Cat(*reversed([self._seed.storage[i] for i in range(32)])) ^ 0x6A09E667))
+        arng_seed = Signal(aw)
+        self.comb += arng_seed.eq(self._seed.storage[:aw] ^ amix)
         self.sync += [
             rng.eq(rng_next),
             pulse_fire.eq(rng_next < rate),
             If(self._seed.re,
                 arng.eq(Mux(arng_seed == 0, 1, arng_seed)),
             ).Else(
-                arng.eq(xorshift32(arng)),
+                arng.eq(astep(arng)),
             ),
         ]
         self.comb += [
@@ -130,7 +156,7 @@ class DetectorEmulator(LiteXModule):
             ),
         ]
         amplitude = Signal(sample_width)
-        self.sync += If(fire & ~(source.valid & ~source.ready), amplitude.eq(arng[32 - sample_width:] if sample_width <= 32 else arng))
+        self.sync += If(fire & ~(source.valid & ~source.ready), amplitude.eq(arng[aw - sample_width:] if sample_width <= aw else arng))
         self.comb += [
             source.data.eq(Mux(mode == MODE_PULSE, amplitude, value)),
         ]
