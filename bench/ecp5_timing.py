@@ -107,7 +107,10 @@ class TimingTop(Module):
         self.sync.eth_tx += [tx_valid.eq(phy.sink.valid), tx_last.eq(phy.sink.last), tx_data.eq(phy.sink.data)]
         tx_obs = Cat(streamer.underrun, txpath.framer.frames, txpath.requester.sent,
                      *txpath.scheduler.frames, *txpath.local.frames)
-        sys_obs = Cat(streamer._status.status, streamer._datagrams.status, streamer._drop_count.status,
+        totals = [c.status for c in (getattr(streamer, "_datagrams", None), getattr(streamer, "_drop_count", None),
+                                     getattr(getattr(streamer, "counters", None), "_datagrams", None),
+                                     getattr(getattr(streamer, "counters", None), "_dropped", None)) if c is not None]
+        sys_obs = Cat(streamer._status.status, *totals,
                       streamer._arp_timeouts.status, streamer._dst_mac_status.status, streamer._stale.status,
                       streamer._dst_mac_changes.status, streamer._arp_refused.status,
                       streamer._run.status, *[s.ready for s in streamer.sinks])

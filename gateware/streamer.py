@@ -376,8 +376,11 @@ class DAQStreamer(LiteXModule):
             CSRField("unreachable", size=1, description="The destination did not answer ARP (datagrams wait; the resolver keeps asking)."),
         ])
         self._run          = CSRStatus(32, description="Current run number.")
-        self._datagrams    = CSRStatus(64, description="Datagrams sent since reset.")
-        self._drop_count   = CSRStatus(64, description="Sum over channels of samples dropped this run.")
+        # The totals over all streams, where no per-stream counters give them (the firmware sums
+        # those: the same numbers, without a second set of 64-bit counters and their crossings).
+        if not with_stream_counters:
+            self._datagrams  = CSRStatus(64, description="Datagrams sent since reset.")
+            self._drop_count = CSRStatus(64, description="Sum over channels of samples dropped this run.")
         self._arp_timeouts = CSRStatus(32, description="ARP requests for the destination that got no answer.")
         self._dst_mac_status = CSRStatus(48, description="Destination MAC in use.")
         self._stale        = CSRStatus(32, description="Datagrams of an earlier run discarded unsent (their destination never answered ARP).")
@@ -474,7 +477,8 @@ class DAQStreamer(LiteXModule):
         self.comb += self.arp_target.eq(dst_ip)
 
         # Arbiter + serializer (cd_tx).
-        self.serializer = ClockDomainsRenamer(cd_tx)(_Serializer(self.channels, sample_width, src_port, dw))
+        self.serializer = ClockDomainsRenamer(cd_tx)(_Serializer(self.channels, sample_width, src_port, dw,
+                                                                 with_sent=not with_stream_counters))
         self.comb += [
             self.serializer.source.connect(source),
             self.serializer.dst_ip.eq(dst_ip),
@@ -488,12 +492,13 @@ class DAQStreamer(LiteXModule):
         else:
             self.run_sync   = BusSynchronizer(32, "sys", cd_tx)
             self.stale_sync = BusSynchronizer(32, cd_tx, "sys")
-            self.sent_sync  = BusSynchronizer(64, cd_tx, "sys")
             self.comb += [
                 self.run_sync.i.eq(run), self.serializer.run.eq(self.run_sync.o),
                 self.stale_sync.i.eq(self.serializer.stale), stale.eq(self.stale_sync.o),
-                self.sent_sync.i.eq(self.serializer.sent), sent.eq(self.sent_sync.o),
             ]
+            if not with_stream_counters:
+                self.sent_sync = BusSynchronizer(64, cd_tx, "sys")
+                self.comb += [self.sent_sync.i.eq(self.serializer.sent), sent.eq(self.sent_sync.o)]
         self.underrun = self.serializer.underrun  # Must stay 0: checked by the tests.
 
         # Per-stream counters: what each stream sent, and dropped (gateware/streamstats.py).
@@ -505,29 +510,33 @@ class DAQStreamer(LiteXModule):
                 self.counters.nbytes.eq(self.serializer.source.length),
             ]
 
-        # Status (sys). The total of dropped samples is kept by one counter (summing the
-        # channels' 64-bit counters took three 64-bit adders), fed by the channels' drop pulses
-        # registered (admission and a 64-bit adder in one cycle were the sys critical path).
-        dropped_sum = Signal(64)
-        drops       = Signal(nchannels)
-        start_d     = Signal()
-        self.sync += [
-            drops.eq(Cat(*[ch.drop & ~start for ch in self.channels])),
-            start_d.eq(start),
-            If(start_d,
-                dropped_sum.eq(0),
-            ).Else(
-                dropped_sum.eq(dropped_sum + reduce(add, [drops[i] for i in range(nchannels)])),
-            ),
-        ]
+        # Status (sys). Without per-stream counters, the total of dropped samples is kept by one
+        # counter (summing the channels' 64-bit counters took three 64-bit adders), fed by the
+        # channels' drop pulses registered (admission and a 64-bit adder in one cycle were the sys
+        # critical path).
+        if not with_stream_counters:
+            dropped_sum = Signal(64)
+            drops       = Signal(nchannels)
+            start_d     = Signal()
+            self.sync += [
+                drops.eq(Cat(*[ch.drop & ~start for ch in self.channels])),
+                start_d.eq(start),
+                If(start_d,
+                    dropped_sum.eq(0),
+                ).Else(
+                    dropped_sum.eq(dropped_sum + reduce(add, [drops[i] for i in range(nchannels)])),
+                ),
+            ]
+            self.comb += [
+                self._datagrams.status.eq(sent),
+                self._drop_count.status.eq(dropped_sum),
+            ]
         self.comb += [
             self._status.fields.running.eq(running),
             self._status.fields.busy.eq(reduce(lambda a, b: a | b, [ch.queued for ch in self.channels])),
             self._status.fields.dst_valid.eq(resolver.valid),
             self._status.fields.unreachable.eq(resolver.unreachable),
             self._run.status.eq(run),
-            self._datagrams.status.eq(sent),
-            self._drop_count.status.eq(dropped_sum),
             self._arp_timeouts.status.eq(resolver.timeouts),
             self._dst_mac_status.status.eq(resolver.mac),
             self._stale.status.eq(stale),
@@ -544,7 +553,7 @@ class _Serializer(LiteXModule):
     the state machine decides on (last header word, last sample, next channel, stale datagram,
     rate-limit gap) is a register set a cycle or more ahead, not a comparison in the same cycle.
     `source` wants a registered `ready` (TXPath's data_buf)."""
-    def __init__(self, channels, sample_width, src_port, dw=8):
+    def __init__(self, channels, sample_width, src_port, dw=8, with_sent=True):
         nchannels    = len(channels)
         sample_bytes = sample_width//8
         packed       = channels[0].packed
@@ -558,7 +567,7 @@ class _Serializer(LiteXModule):
         self.run      = Signal(32)  # Current run: datagrams of earlier runs are discarded, counted.
         self.underrun = Signal(32)
         self.stale    = Signal(32)
-        self.sent     = Signal(64)  # Datagrams sent (not those discarded as stale).
+        self.sent     = Signal(64)  # Datagrams sent (not those discarded as stale), if `with_sent`.
         self.sent_event = Signal()  # A datagram of channel `sel` with `source.length` bytes went out.
         self.sel      = Signal(max=max(nchannels, 2))
 
@@ -910,8 +919,9 @@ class _Serializer(LiteXModule):
             If(underrun_r, self.underrun.eq(self.underrun + 1)),
         ]
         # Datagrams sent: counted a cycle after the event (the 64-bit counter's enable is a register).
-        sent_r = Signal()
-        self.sync += [sent_r.eq(self.sent_event), If(sent_r, self.sent.eq(self.sent + 1))]
+        if with_sent:
+            sent_r = Signal()
+            self.sync += [sent_r.eq(self.sent_event), If(sent_r, self.sent.eq(self.sent + 1))]
 
         # Output: header words, then sample words (the whole datagram is in the buffer, so valid
         # never drops in SAMPLES).

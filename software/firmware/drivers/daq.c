@@ -175,12 +175,47 @@ static int emulator(const struct ctl_emulator_cfg *cfg)
 	return 0;
 }
 
+#ifdef CSR_STREAMER_DATAGRAMS_ADDR
+static void totals(uint64_t *datagrams, uint64_t *dropped)
+{
+	*datagrams = streamer_datagrams_read();
+	*dropped   = streamer_drop_count_read();
+}
+
+static void totals_init(void)
+{
+}
+#else
+/* STATUS's totals from the per-stream counters: datagrams since this boot (the counters run
+ * from power-on, so from each stream's count at boot) and samples dropped this run. */
+static uint64_t boot_datagrams[ETHDAQ_NCHANNELS];
+
+static void totals(uint64_t *datagrams, uint64_t *dropped)
+{
+	uint64_t d, b, x;
+
+	*datagrams = *dropped = 0;
+	for (unsigned i = 0; i < ETHDAQ_NCHANNELS; i++) {
+		read_counters(i, &d, &b, &x);
+		*datagrams += (d - boot_datagrams[i]) & COUNTER_MASK;
+		*dropped   += x;
+	}
+}
+
+static void totals_init(void)
+{
+	uint64_t b, x;
+
+	for (unsigned i = 0; i < ETHDAQ_NCHANNELS; i++)
+		read_counters(i, &boot_datagrams[i], &b, &x);
+}
+#endif
+
 static void status(struct ctl_status *st)
 {
 	st->running   = (streamer_status_read() >> CSR_STREAMER_STATUS_RUNNING_OFFSET) & 1u;
 	st->run       = streamer_run_read();
-	st->datagrams = streamer_datagrams_read();
-	st->dropped   = streamer_drop_count_read();
+	totals(&st->datagrams, &st->dropped);
 	st->port_rx_dropped = ctlport_rx_dropped_read();
 	st->port_tx_dropped = ctlport_tx_dropped_read() + port_stats->tx_too_long + port_stats->tx_timeout;
 	uint32_t s = streamer_status_read();
@@ -198,6 +233,7 @@ static void status(struct ctl_status *st)
 void daq_ops(struct ctl_ops *ops, const struct ctlport_stats *port)
 {
 	port_stats        = port;
+	totals_init();
 	ops->stream_start = stream_start;
 	ops->stream_stop  = stream_stop;
 	ops->emulator     = emulator;
