@@ -81,15 +81,15 @@ def test_colorlight_i5_meets_every_clocks_requirement():
 
 
 @BUILD
-@pytest.mark.xfail(strict=False, reason="issue 36: the colorlight_i5's eth margin depends on the placement; "
+@pytest.mark.xfail(strict=False, reason="the colorlight_i5's eth margin depends on the placement: "
                                         "with this gateware and build id ci seeds 1, 2, 3 give 130.2, 127.6 "
                                         "and 136.0 MHz against 137.5")
 def test_colorlight_i5_meets_timing_with_10_percent_margin():
     """Issue 8's criterion on CI's board: every clock at least 10 % above what it needs (eth
     137.5 MHz for 125, sys 66 for 60), by nextpnr's estimate after routing, in the placement the
     build keeps (it tries seeds 1, 2, 3 until one meets every constraint, soc/pnr.py). The margin
-    holds for some netlists and seeds and not others (issue 36 makes it hold for every user's
-    build); what every build must meet is asserted above."""
+    holds for some netlists and seeds and not others; what every build must meet is asserted
+    above."""
     text = summary()
     found = clocks(text)
     assert found, text
