@@ -1,6 +1,7 @@
 """Full bitstream builds with the yowasp tools (Yosys + nextpnr-ecp5 + ecppack), as `ethdaq build`
 does them for a user, and the summary table parsed from nextpnr's report: the colorlight_i5
-(the issue's CI board: a 25F-6, 88 % full) and the lattice_versa_ecp5 (a 45F-8), each meeting
+(CI's board: a 25F-6, 88 % full), meeting every clock's requirement (asserted) and the 10 % margin
+(expected to fail: it depends on the placement), and the lattice_versa_ecp5 (a 45F-8), meeting
 every clock with the 10 % margin (asserted).
 
 The builds (about 20 and 5 minutes of one core) start when the tests are collected and run
@@ -19,12 +20,14 @@ pytestmark = pytest.mark.slow
 OUT = REPO / "build" / "test-colorlight_i5"
 # A fixed build id for both boards: the SoC's identifier ROM is logic, and with the git revision in
 # it every commit (even one that changes only docs) gave each board a different netlist, which
-# nextpnr routed or not (issue 8, session 6: the colorlight_i5 at a8d46b4 did not, at 4229607 it
-# did, with the same gateware; the Versa's eth went from 151.7 / 167.5 to 123.9 MHz on a commit
-# that changed no gateware).
+# nextpnr routed or not, and moved the Versa's eth clock by 20 MHz on commits that changed no
+# gateware.
 BUILD_ID = "ci"
+# One placement (seed 1): a user's build tries up to three seeds until one meets every clock with
+# the margin (soc/pnr.py, test_pnr), which on this board is three full placements whenever none
+# does, too long beside the rest of the suite on CI's two cores.
 BUILD = pytest.mark.background_build("colorlight_i5", ["build", "--board", "colorlight_i5", "--output-dir", str(OUT),
-                                                       "--build-id", BUILD_ID])
+                                                       "--build-id", BUILD_ID, "--seed", "1", "--tries", "1"])
 
 
 def summary():
@@ -45,11 +48,9 @@ def test_colorlight_i5_bitstream_and_summary():
     for resource in ("LUT4", "FF", "BRAM (DP16KD)"):
         m = re.search(rf"{re.escape(resource)}\s+(\d+) / (\d+)", text)
         assert m and 0 < int(m.group(1)) < int(m.group(2)), text
-    # The full SoC fits with room to route: at 91 % of the LUTs nextpnr's router1 did not finish.
-    # The receive audit and frame gate (issue 9) took the default build from 82.8 % to 86.9 %,
-    # where router1 still converged (137 s of routing); issue 8's pipelining to 87.7 %, where it
-    # did not within its 600 s and router2 routed it (docs/boards/colorlight_i5.md). The same
-    # gateware's count moves by about 1 % between builds (placement packs LUTs differently).
+    # The full SoC fits with room to route: at 91 % of the LUTs nextpnr's router1 does not finish
+    # (router2 routes what router1 leaves, docs/boards/colorlight_i5.md). The same gateware's count
+    # moves by about 1 % between builds (placement packs LUTs differently).
     m = re.search(r"LUT4\s+(\d+) / (\d+)", text)
     assert int(m.group(1)) < 0.90*int(m.group(2)), text
     found = clocks(text)
@@ -83,22 +84,17 @@ def test_colorlight_i5_meets_every_clocks_requirement():
 @BUILD
 @pytest.mark.xfail(strict=False, reason="the colorlight_i5's eth margin depends on the placement: "
                                         "with this gateware and build id ci seeds 1, 2, 3 give 130.2, 127.6 "
-                                        "and 136.0 MHz against 137.5")
+                                        "and 136.0 MHz against 137.5 (docs/boards/README.md)")
 def test_colorlight_i5_meets_timing_with_10_percent_margin():
-    """Issue 8's criterion on CI's board: every clock at least 10 % above what it needs (eth
-    137.5 MHz for 125, sys 66 for 60), by nextpnr's estimate after routing, in the placement the
-    build keeps (it tries seeds 1, 2, 3 until one meets every constraint, soc/pnr.py). The margin
-    holds for some netlists and seeds and not others; what every build must meet is asserted
-    above."""
+    """The project's criterion on CI's board: every clock at least 10 % above what it needs (eth
+    137.5 MHz for 125, sys 66 for 60), by nextpnr's estimate after routing, in seed 1's placement.
+    The margin holds for some netlists and seeds and not others; what every build must meet is
+    asserted above."""
     text = summary()
     found = clocks(text)
     assert found, text
     for name, achieved, required, status in found:
         assert float(achieved) >= 1.1*float(required), (name, achieved, required)
-    # The placement kept is the one the summary says met every clock's constraint.
-    m = re.search(r"placed with nextpnr seed (\d+) \((\d+) of up to (\d+) placements tried\)", text)
-    assert m, text
-    assert re.search(rf"^\s+seed {m.group(1)}: every clock met its constraint", text, re.M), text
     assert text.count("met (with the 10 % margin") == len(found), text
 
 
@@ -109,7 +105,7 @@ VERSA = REPO / "build" / "test-lattice_versa_ecp5"
                               ["build", "--board", "lattice_versa_ecp5", "--output-dir", str(VERSA),
                                "--build-id", BUILD_ID])
 def test_lattice_versa_ecp5_meets_timing_with_10_percent_margin():
-    """Issue 8's criterion on a board that reaches it: every clock at least 10 % above what it
+    """The project's criterion on a board that reaches it: every clock at least 10 % above what it
     needs (eth 137.5 MHz for 125; sys 66 for 60), by nextpnr's estimate after routing, and the
     summary says so. Measured: eth 145.6, sys 85.5 MHz at b96a2da; eth 151.7, sys 95.9 at 07b7c01."""
     code, out = background_build("lattice_versa_ecp5", timeout=2400)

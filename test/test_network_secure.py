@@ -132,10 +132,22 @@ def test_a_recorded_signed_request_is_not_accepted_again_even_after_a_reboot(boa
     recorded = protocol.sign(protocol.stream_stop_request(12345), c.key, time.time_ns())
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.bind(({HOST_IP!r}, 0))
-    s.settimeout(2)
+    # A signed request takes the simulated CPU about a second of this machine's time (HMAC-SHA256
+    # in software, 2 ms simulated): like ControlClient, wait longer than that, send the same bytes
+    # again on a timeout and take only the answer with the request's seq.
+    s.settimeout(10)
     def send(datagram):
-        s.sendto(datagram, ({BOARD_IP!r}, {CTL_PORT}))
-        return protocol.parse_response(s.recv(2048))
+        seq = protocol.unpack_header(datagram)[1]
+        for attempt in range(3):
+            s.sendto(datagram, ({BOARD_IP!r}, {CTL_PORT}))
+            try:
+                while True:
+                    rsp = protocol.parse_response(s.recv(2048))
+                    if rsp[1] == seq:
+                        return rsp
+            except TimeoutError:
+                continue
+        raise TimeoutError(f"no answer to seq {seq}")
     out["first"] = send(recorded)[0]
     # The same bytes again are a retransmission: answered from the reply cache, not executed.
     out["again"] = send(recorded)[0]
