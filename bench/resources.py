@@ -22,6 +22,12 @@ nextpnr's TRELLIS_COMB does (nextpnr's COMB total also includes route-through LU
     .venv/bin/python bench/resources.py --from-build build/try1 --board colorlight_i5   (no build)
     .venv/bin/python bench/resources.py --build-dir build/resources --no-build   (the tables again)
     .venv/bin/python bench/resources.py --board colorlight_i5 --device LFE5U-45F-6BG381C
+    .venv/bin/python bench/resources.py --board colorlight_i5 --synth-only --build-id ci   (Yosys only)
+
+`--synth-only` (ECP5) stops after Yosys: the per-core table in a few minutes instead of a
+place and route, for comparing gateware. Its LUT4 figure is Yosys' LUT4 eq. (LUT4 + 2 CCU2C +
+4 DPR16X4), about 9 % below nextpnr's TRELLIS_COMB, which adds the LUTs placement uses as
+route-throughs (the colorlight_i5 at 3f641f9: 19656 against 21430); no clock figures.
 
 `--device` builds an ECP5 board's SoC, pins and clocks on another part in the same package and
 speed grade: the LFE5U-45F-6BG381C beside the colorlight_i5's LFE5U-25F-6BG381C has the same
@@ -37,6 +43,7 @@ import argparse
 import collections
 import json
 import re
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -234,6 +241,8 @@ def print_tables(board, fpga, report, table, elapsed=None, family="ecp5"):
     if report["clocks"]:
         print("| clock | required MHz | achieved MHz | margin | status |")
         print("|---|---:|---:|---:|---|")
+    elif report.get("synth_only"):
+        print("Timing: not estimated (synthesis only; nextpnr estimates it after placement and routing).")
     else:
         print("Timing: not estimated here (Vivado reports it where it is installed).")
     for c in report["clocks"]:
@@ -259,6 +268,8 @@ def _used(pair):
 def timing_verdict(report):
     """One board's timing in words: every clock with the margin, met, or which failed."""
     clocks = report["clocks"]
+    if report.get("synth_only"):
+        return "not estimated (synthesis only)"
     if not clocks:
         return "not estimated (Vivado's job)"
     failed = [c["clock"] for c in clocks if not c["met"]]
@@ -314,6 +325,40 @@ def summary_lines(results):
     return lines
 
 
+# An ECP5 part's LUT4s and DP16KDs by its size (Lattice's ECP5 family data sheet, table 1.1).
+ECP5_SIZES = {12: (12096, 32), 25: (24288, 56), 45: (43848, 108), 85: (83640, 208)}
+
+
+def synth_only(board, out, build_id=None, device=None, **soc_kwargs):
+    """`board`'s SoC generated into `out` as `ethdaq build` generates it, then only Yosys (the
+    build's own script): a report of the synthesised cells (LUT4 eq., FF, DP16KD, DSP) without
+    clock figures."""
+    from ethdaq.soc import tools
+    from ethdaq.soc.build import build_hardware
+    build_hardware(board, out, run=False, **({"build_id": build_id} if build_id else {}), **soc_kwargs)
+    gw = Path(out).resolve() / "gateware"
+    shims = tools.yowasp_shims(Path(out).resolve() / ".tools")
+    r = subprocess.run([str(shims / "yosys"), "-q", "-l", f"{board.name}.rpt", f"{board.name}.ys"], cwd=gw,
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SystemExit(f"Error: Yosys failed on {gw / (board.name + '.ys')} (log: {gw / (board.name + '.rpt')})")
+    return synth_summary(gw / f"{board.name}.rpt", device or board.fpga)
+
+
+def synth_summary(rpt_path, fpga):
+    """Resource rows (as nextpnr_summary's) from a Yosys synth_ecp5 log's last statistics."""
+    counts = collections.Counter()
+    for line in Path(rpt_path).read_text().splitlines():
+        m = re.match(r"\s+(\d+)\s+(CCU2C|LUT4|TRELLIS_DPR16X4|TRELLIS_FF|DP16KD|MULT18X18D)$", line)
+        if m:
+            counts[m.group(2)] = int(m.group(1))   # The last (top-level) statistics win.
+    m = ECP5_PART.fullmatch(fpga)
+    luts, brams = ECP5_SIZES.get(int(m.group(1)), (0, 0)) if m else (0, 0)
+    return {"luts": (lut_eq(counts), luts), "ffs": (counts["TRELLIS_FF"], luts), "bram": (counts["DP16KD"], brams),
+            "dsp": (counts["MULT18X18D"], 0), "clocks": [], "synth_only": True,
+            "estimate": "Yosys synthesis only: LUT4 eq. (LUT4 + 2 CCU2C + 4 DPR16X4), before placement"}
+
+
 # An ECP5 part number: size, speed grade, package (LFE5U-25F-6BG381C: 25, 6, BG381).
 ECP5_PART = re.compile(r"LFE5UM?5?G?-(\d+)F-(\d)([A-Z]+\d+)[CI]?")
 
@@ -360,8 +405,13 @@ def main(argv=None):
     p.add_argument("--build-id", type=_build_id, help="the build's name in the SoC's identifier (default: the git "
                    "revision), as `ethdaq build --build-id`: the identifier is logic, so a fixed id keeps the netlist "
                    "(and nextpnr's result) the same from commit to commit; CI's builds use 'ci'")
+    p.add_argument("--synth-only", action="store_true",
+                   help="ECP5 only: stop after Yosys (LUT4 eq., FF, BRAM and the per-core table; no timing), in "
+                        "BUILD_DIR/BOARD-synth")
     args = p.parse_args(argv)
     names = args.board or [n for n, b in BOARDS.items() if not b.is_sim]
+    if args.synth_only and (args.from_build or args.no_build):
+        p.error("--synth-only builds; it does not go with --from-build or --no-build")
     if args.device and len(names) != 1:
         p.error("--device needs exactly one --board")
     if args.from_build and len(names) != 1:
@@ -376,8 +426,17 @@ def main(argv=None):
             except ValueError as e:
                 p.error(str(e))
         xilinx = "yosys" in board.toolchains
+        if args.synth_only and xilinx:
+            p.error(f"--synth-only is for ECP5 boards; {name} synthesises with synth_xilinx anyway")
         elapsed = None
-        if args.from_build:
+        report = None
+        if args.synth_only:
+            out = Path(args.build_dir) / (name + suffix + "-synth")
+            t0 = time.monotonic()
+            report = synth_only(board, out, args.build_id, args.device,
+                                **({"with_classifier": True} if args.with_classifier else {}))
+            elapsed = time.monotonic() - t0
+        elif args.from_build:
             out = Path(args.from_build)
         elif args.no_build:
             out = Path(args.build_dir) / (name + suffix)
@@ -396,7 +455,7 @@ def main(argv=None):
             report = xilinx_cell_summary(stat["design"]["num_cells_by_type"], board.platform().device)
             table = attribute(gw / f"{name}_yosys.json", gw / f"{name}.v", family="xc7")
         else:
-            report = nextpnr_summary(gw / f"{name}_report.json", None)
+            report = report or nextpnr_summary(gw / f"{name}_report.json", None)
             table = attribute(gw / f"{name}.json", gw / f"{name}.v")
         label = name + (f" on {args.device}" if args.device else "") + (" + classifier" if args.with_classifier else "")
         family = "xc7" if xilinx else "ecp5"

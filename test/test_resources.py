@@ -148,3 +148,22 @@ def test_the_classifier_is_attributed_by_its_names_in_the_soc():
     for name in ("rxclassifier_rule0_port", "rxclassifier0_count", "fasttrack_sink_valid", "rx_audit_bad"):
         assert resources.core_of(name) == core, name
     assert resources.core_of("daqstreamer_seq") == "streamer + emulators"
+
+
+def test_synth_only_reads_yosys_statistics_and_says_timing_is_not_estimated(tmp_path, capsys):
+    """--synth-only: the last (top-level) statistics of the Yosys log, as LUT4 eq. (LUT4 + 2 per
+    CCU2C + 4 per DPR16X4) against the part's LUT4s, and no timing; it refuses --from-build,
+    --no-build and Xilinx boards."""
+    rpt = tmp_path / "top.rpt"
+    rpt.write_text("=== sub ===\n     7   LUT4\n=== top ===\n       52   DP16KD\n     2959   CCU2C\n"
+                   "    12578   LUT4\n      290   TRELLIS_DPR16X4\n    15772   TRELLIS_FF\n")
+    report = resources.synth_summary(rpt, "LFE5U-25F-6BG381C")
+    assert report["luts"] == (12578 + 2*2959 + 4*290, 24288)
+    assert report["ffs"][0] == 15772 and report["bram"] == (52, 56)
+    assert resources.timing_verdict(report) == "not estimated (synthesis only)"
+    resources.print_tables("i5", "LFE5U-25F-6BG381C", report, {})
+    assert "Timing: not estimated (synthesis only" in capsys.readouterr().out
+    for argv in (["--from-build", str(tmp_path)], ["--no-build"], ["--board", "digilent_arty"]):
+        with pytest.raises(SystemExit):
+            resources.main(["--synth-only", "--board", "colorlight_i5", *argv] if argv[0] != "--board"
+                           else ["--synth-only", *argv])
