@@ -26,6 +26,7 @@ from ethdaq.gateware.bustimeout import use_registered_timeout
 from ethdaq.gateware.cpuport import CPUMACPort, CPUUDPPort, connect_udp_ports
 from ethdaq.gateware.emulator import add_emulators
 from ethdaq.gateware.globalreset import promote_resets
+from ethdaq.gateware.ipchecksum import replace_ip_checksums
 from ethdaq.gateware.frontend import FrontendContext, instantiate as instantiate_frontend
 from ethdaq.gateware.classifier import FastTrackSink, RXClassifier, insert_classifier
 from ethdaq.gateware.framegate import FrameGate, FrameGateCounters
@@ -389,6 +390,8 @@ class DAQSoC(SoCCore):
         # The rest of that chain, from LiteEth's UDP/ICMP layers to the MAC, cut at its middle.
         self.eth_ip_rx_buffer, cut = insert_ip_rx_buffer(self.ethcore.ip)
         self.comb += cut
+        # Its IPv4 header checksums, one adder each instead of a pipeline (gateware/ipchecksum.py).
+        replace_ip_checksums(self.ethcore.ip)
         if eth_dw == 8:   # LiteEth's transmit ready chain, cut after its crossing (gateware/macpipeline.py).
             self.eth_tx_buffer = insert_tx_buffer(self.ethcore.mac.core)
             self.eth_tx_cdc    = replace_tx_cdc(self.ethcore.mac.core)
