@@ -13,6 +13,7 @@ from litex.gen import *
 class Timebase(LiteXModule):
     def __init__(self, clk_freq, frac_bits=24):
         self.ns = Signal(64)  # Nanoseconds since reset.
+        self.ns_next = Signal(64)  # What `ns` is in the next cycle.
 
         # # #
 
@@ -23,7 +24,8 @@ class Timebase(LiteXModule):
         frac  = Signal(frac_bits)
         carry = Signal()
         self.comb += carry.eq((frac + self.step_frac) >> frac_bits)
+        self.comb += self.ns_next.eq(self.ns + self.step_ns + carry)
         self.sync += [
             frac.eq(frac + self.step_frac),
-            self.ns.eq(self.ns + self.step_ns + carry),
+            self.ns.eq(self.ns_next),
         ]

@@ -186,6 +186,8 @@ class PTPClock(LiteXModule):
     ---------------------------------------------------------------------
     sec (48), ns (30, < 10^9), frac (F), time_ns (64) == (sec*10^9 + ns) mod 2^64 (exact for the
           next 584 years of TAI; 48-bit seconds go further),
+    time_ns_next : the value time_ns has in the next cycle (for a consumer that registers the
+          time in the cycles before an event instead of choosing between it and a register).
     pps : high in the cycle in which ns wraps (a new second starts) and while ns < pps_width.
     periodic : high while (ns mod period) < width, period counted from each second boundary, and
           for the cycle in which a period starts; after a step (set or add) or a change of
@@ -228,6 +230,7 @@ class PTPClock(LiteXModule):
         self.ns       = Signal(30)
         self.frac     = Signal(F)
         self.time_ns  = Signal(64)
+        self.time_ns_next = Signal(64)
         self.pps      = Signal()
         self.periodic = Signal()
         self.synced_o = Signal()
@@ -446,6 +449,7 @@ class PTPClock(LiteXModule):
         ]
 
         # Stage O (published).
+        self.comb += self.time_ns_next.eq(tns_d)
         self.sync += [
             self.sec.eq(sec_d),
             self.ns.eq(ns_d),

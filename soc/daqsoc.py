@@ -585,7 +585,7 @@ class DAQSoC(SoCCore):
             if eth_dw != 8:
                 raise ValueError(f"the streamer supports eth_dw=8 for now, not {eth_dw!r}")
             self.streamer = DAQStreamer(nchannels=nchannels, sample_width=sample_width,
-                timestamp=self.ptp.clock.time_ns, ts_flags=Mux(self.ptp.synced, daqformat.FLAG_TS_PTP, 0),
+                timestamp=self.ptp.clock.time_ns, timestamp_next=self.ptp.clock.time_ns_next, ts_flags=Mux(self.ptp.synced, daqformat.FLAG_TS_PTP, 0),
                 src_port=data_port, max_payload=max_payload,
                 cd_tx="eth_tx", clk_freq=sys_clk_freq,
                 arp_timeout=getattr(board, "arp_timeout", 0.1),

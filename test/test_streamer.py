@@ -416,3 +416,44 @@ def test_rate_limit_gap_separates_datagrams_by_exactly_its_cycles(gap):
     assert len(cap.spans) > 10
     idle = {b[0] - a[1] - 1 for a, b in zip(cap.spans, cap.spans[1:])}
     assert idle == {gap + 1 if gap else 0}
+
+
+class TrackingDUT(Module):
+    """DUT's streamer given the time base's next value too (timestamp_next, as the SoC gives the
+    PTP clock's), or not."""
+    def __init__(self, track):
+        self.submodules.timebase = Timebase(clk_freq=125e6)
+        self.submodules.streamer = DAQStreamer(nchannels=2, sample_width=16, buffer_bytes=512, max_payload=256,
+            src_port=5001, timestamp=self.timebase.ns, timestamp_next=self.timebase.ns_next if track else None)
+        self.emulators = add_emulators(self, self.streamer, with_counters=True)
+
+
+@pytest.mark.parametrize("samples, flush", [(1, 0), (5, 12)])
+def test_timestamp_next_gives_the_same_datagrams(samples, flush):
+    """With timestamp_next the channels keep the first sample's time without choosing between
+    the time and a register: every datagram must be the same, byte for byte, as without it:
+    one-sample datagrams (opened and closed in one cycle), datagrams closed full, by the idle
+    flush, and empty or partial ones at the stop, from sparse random pulses."""
+    out = {}
+    for track in (False, True):
+        dut = TrackingDUT(track)
+        cap = Capture(dut)
+
+        def setup():
+            yield from write(dut.streamer._payload, daqformat.HEADER_LEN + 2*samples)
+            yield from write(dut.streamer._flush, flush)
+            for k, emu in enumerate(dut.emulators):
+                yield from write(emu._mode, MODE_PULSE)
+                yield from write(emu._rate, 2**32 // (6 + 5*k))
+
+        run_streamer(dut, setup, 1500, cap)
+        out[track] = cap.datagrams
+    streams = per_stream(out[True])
+    assert len(streams) == 2 and all(len(s) >= 10 for s in streams.values())
+    # Full ones, flushed or partial ones (samples > 1), and an empty one at the stop, perhaps.
+    counts = {h.sample_count for s in streams.values() for h, _ in s} - {0}
+    assert (counts == {samples}) if samples == 1 else ({samples} < counts), counts
+    for s in streams.values():
+        for (h0, _), (h1, _) in zip(s, s[1:]):
+            assert h1.timestamp > h0.timestamp
+    assert out[True] == out[False]
