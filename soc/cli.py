@@ -126,6 +126,24 @@ def _allow(text):
     return text
 
 
+def _channels(text):
+    from ethdaq.host.protocol import MAX_STREAMS
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= MAX_STREAMS:
+        raise argparse.ArgumentTypeError(f"channels must be 1 to {MAX_STREAMS} (the control protocol's channel "
+                                         f"mask is 8 bits), not {text!r}")
+    return value
+
+
+def _sample_width(text):
+    if text not in ("8", "16", "32", "64"):
+        raise argparse.ArgumentTypeError(f"sample width must be 8, 16, 32 or 64 bits, not {text!r}")
+    return int(text)
+
+
 def _add_network_options(p):
     from ethdaq.soc.daqsoc import DEFAULT_CTL_PORT, DEFAULT_IP, DEFAULT_MAC
     p.add_argument("--ip",  type=_ip,  default=DEFAULT_IP,  help=f"board IPv4 address (default {DEFAULT_IP})")
@@ -146,7 +164,7 @@ def _add_network_options(p):
                    help="DEBUG ONLY: raw bus access over UDP (LiteX's litex_server --udp) for anyone on the network, "
                         "past the controller, allow-list and key; the build, the firmware and identify say so")
     p.add_argument("--etherbone-port", type=_port, default=1234, help="UDP port of --with-etherbone (default 1234)")
-    g = p.add_argument_group("real-time services (issue 7; docs/realtime.md)")
+    g = p.add_argument_group("real-time services (docs/realtime.md)")
     g.add_argument("--with-classifier", action="store_true",
                    help="receive rules and the frame gate in front of LiteEth (only whole, good frames reach the "
                         "stack); about 800 more LUT4 on ECP5, so off by default")
@@ -160,6 +178,12 @@ def _add_network_options(p):
                    help="latency probes on every frame: transmit classes (launch, CPU, bulk DAQ) handed over to "
                         "the pins; receive, from the pins to the fast-track sink, LiteEth's UDP port and the CPU "
                         "(with the classifier); count, mean, sigma, min, max, histogram (docs/realtime.md)")
+    g = p.add_argument_group("data path (docs/boards/README.md: what each profile costs)")
+    g.add_argument("--channels", type=_channels, metavar="N",
+                   help="stream channels, each with its own detector emulator and buffer, 1 to 8 (default 4; "
+                        "with --frontend, the channels the front-end drives)")
+    g.add_argument("--sample-width", type=_sample_width, metavar="BITS", default=16,
+                   help="bits per sample on every channel: 8, 16, 32 or 64 (default 16)")
     g = p.add_argument_group("detector front-end (docs/frontends.md)")
     g.add_argument("--frontend", metavar="PATH",
                    help="your own front-end (a Python file defining frontend(ctx)) drives the stream "
@@ -236,7 +260,12 @@ def _soc_kwargs(args):
         kwargs["with_probes"] = True
     if getattr(args, "frontend", None):
         from ethdaq.gateware.frontend import load
+        if args.channels is not None:
+            raise CLIError(f"--channels: a front-end's channels are those it drives ({args.frontend} decides)")
         kwargs["frontend"] = load(args.frontend)
+    if args.channels is not None:
+        kwargs["nchannels"] = args.channels
+    kwargs["sample_width"] = args.sample_width
     if args.with_etherbone:
         from ethdaq.soc.daqsoc import ETHERBONE_WARNING, check_etherbone_port
         try:
