@@ -189,7 +189,8 @@ class BuildLog:
 
     def on_yosys_pass(self, step, name):
         if self.stage in (SYNTHESIS, XILINX_SYNTHESIS):
-            self.detail = f"pass {step} {name.strip()[:40]}"
+            # "AST frontend in derive mode using pre-parsed AST for module ...": its first words.
+            self.detail = f"pass {step} {re.split(r' (?:in|using|for|from) ', name.strip())[0][:40]}"
 
     def on_nextpnr(self):
         self._enter(PLACEMENT)
