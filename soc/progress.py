@@ -119,6 +119,7 @@ class BuildLog:
         self.attempt  = None    # (seed, k, n) while soc/pnr.py sweeps placements.
         self.router   = ""      # "router2 (router1 over its budget)" after soc/pnr.py's fallback.
         self.estimate = {}      # {clock: (MHz, constraint MHz)}: nextpnr's latest timing analysis.
+        self.outcomes = {}      # {index in stages: what the stage ended with}: nextpnr's frequencies.
         self._lib     = ""
         self._arc_total = None
 
@@ -210,10 +211,9 @@ class BuildLog:
 
     def on_fmax(self, net, achieved, verdict, constraint):
         self.estimate[clock(net)] = (float(achieved), float(constraint))
-        if self.stage == PLACEMENT:
-            self.detail = f"estimate: {self._clocks()}"
-        elif self.stage == ROUTING:
-            self.detail = f"routed: {self._clocks()}"
+        if self.stage in (PLACEMENT, ROUTING):
+            self.detail = f"{'estimate' if self.stage == PLACEMENT else 'routed'}: {self._clocks()}"
+            self.outcomes[len(self.stages) - 1] = self.detail
 
     def on_routing(self):
         self._enter(ROUTING)
@@ -302,8 +302,7 @@ class Console:
         # that started and ended between two looks at the log count from the look.
         while self.seen < len(log.stages):
             if self.seen:
-                self._permanent(f"ethdaq build {elapsed(now - self.t0)} | {log.stages[self.seen - 1]} "
-                                f"took {elapsed(now - self.stage_t0)}")
+                self._permanent(self._took(log, self.seen - 1, now))
             self.seen += 1
             self.stage_t0 = now
             if not self.tty and self.seen == len(log.stages):
@@ -320,13 +319,19 @@ class Console:
             self._permanent(self.line(log, now))
             self.last_plain = now
 
+    def _took(self, log, index, now):
+        """A finished stage's line: its time, and what it ended with (nextpnr's frequencies)."""
+        text = f"ethdaq build {elapsed(now - self.t0)} | {log.stages[index]} took {elapsed(now - self.stage_t0)}"
+        return f"{text} | {log.outcomes[index]}" if index in log.outcomes else text
+
     def finish(self, log, error=None, log_path=None):
         """The last lines: the last stage's time, and on failure where the full log is."""
         self.update(log, final=True)
         now = self.clock()
         stage = log.stage or SOC
         if error is None:
-            self._permanent(f"ethdaq build {elapsed(now - self.t0)} | {stage} took {elapsed(now - self.stage_t0)}")
+            self._permanent(self._took(log, len(log.stages) - 1, now) if log.stages else
+                            f"ethdaq build {elapsed(now - self.t0)} | {stage} took {elapsed(now - self.stage_t0)}")
         else:
             self._permanent(f"ethdaq build {elapsed(now - self.t0)} | failed during {stage} after "
                             f"{elapsed(now - self.stage_t0)}; full log: {log_path}")

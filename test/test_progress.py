@@ -122,7 +122,7 @@ def piped():
 
 def took(text):
     """The stages in the order the console says they finished."""
-    return re.findall(rf"^ethdaq build {ELAPSED} \| (.+) took {ELAPSED}$", text, re.M)
+    return re.findall(rf"^ethdaq build {ELAPSED} \| (.+?) took {ELAPSED}(?: \| .+)?$", text, re.M)
 
 
 # The parser, on the real tools' output --------------------------------------------------------------
@@ -192,6 +192,11 @@ def test_through_a_pipe_plain_lines_stage_by_stage(piped):
     started = [m.group(1) for m in re.finditer(rf"^ethdaq build {ELAPSED} \| (.+?) {ELAPSED}(?: \||$)", out, re.M)]
     assert [s for s in started if s in (SYNTHESIS, PLACEMENT)] == [SYNTHESIS, PLACEMENT, PLACEMENT], out
     assert out.index("| synthesis (Yosys) 0:0") < out.index("synthesis (Yosys) took")
+    # Each placement's line ends with nextpnr's estimate, each routing's with the frequency routed.
+    assert len(re.findall(rf"\| placement \(nextpnr\) took {ELAPSED} \| estimate: clk \d+\.\d/250\.0 MHz$",
+                          out, re.M)) == 2, out
+    assert len(re.findall(rf"\| routing \(nextpnr\) took {ELAPSED} \| routed: clk \d+\.\d/250\.0 MHz$",
+                          out, re.M)) == 2, out
     assert re.search(rf"^ethdaq build {ELAPSED} \| placement \(nextpnr\) {ELAPSED} \| seed 2 \(2 of 2\)",
                      out, re.M), out
     # The progress comes before the summary, which is as it was.
