@@ -14,7 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ethdaq.soc import pnr
+from ethdaq.soc import pnr, progress
 
 EXAMPLES = """\
 examples:
@@ -202,6 +202,17 @@ def _add_network_options(p):
                    help="minimum Delay_Req interval 2^N s, -10..6 (default 0: 1 s, as ptp4l; simulated board -7)")
 
 
+def _add_output_options(p):
+    """What a build shows while it runs (`ethdaq build`, `ethdaq sim`)."""
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--verbose", action="store_true",
+                   help="show the build's output instead of writing it to OUTPUT_DIR/build.log")
+    g.add_argument("--quiet", action="store_true",
+                   help="show no progress while the build runs (by default: the stage, its time and the tools' "
+                        "progress, on a terminal in one line updated in place, otherwise a line at each stage and "
+                        f"every {progress.PLAIN_INTERVAL_S} s; README.md)")
+
+
 def _int_in(lo, hi, what):
     """argparse type: an integer in lo..hi, else a one-line error naming `what`."""
     def parse(text):
@@ -314,13 +325,13 @@ def cmd_build(args):
     log = output_dir / "build.log"
     print(f"building {board.name} in {output_dir} (log: {log}) ...", flush=True)
     if board.is_sim:
-        with build.output_to(log, args.verbose):
+        with build.output_to(log, args.verbose, show_progress=not args.quiet):
             result = build.build_sim(board, output_dir, **soc_kwargs)
         print(f"simulation binary: {result.artifact}")
         print(f"firmware:          {result.firmware}")
         print("run it with: sudo ethdaq sim")
         return 0
-    with build.output_to(log, args.verbose):
+    with build.output_to(log, args.verbose, show_progress=not args.quiet):
         result = build.build_hardware(board, output_dir, toolchain=toolchain, seed=args.seed, tries=args.tries,
                                       **soc_kwargs)
     if result.vivado_missing:
@@ -386,7 +397,7 @@ def cmd_sim(args):
     build.preflight(board, output_dir)
     log = output_dir / "build.log"
     print(f"building the simulated board in {output_dir} (log: {log}) ...", flush=True)
-    with build.output_to(log, args.verbose):
+    with build.output_to(log, args.verbose, show_progress=not args.quiet):
         result = build.build_sim(board, output_dir, **soc_kwargs)
     build.write_sim_config(board, result.artifact.parent.parent, args.tap, args.host_ip)
     print(f"starting the simulation in network namespace {args.netns!r} "
@@ -911,7 +922,7 @@ def make_parser():
     p.add_argument("--board", required=True, help="board name (see 'ethdaq boards')")
     p.add_argument("--toolchain", help="toolchain (default: the board's first; see 'ethdaq boards')")
     p.add_argument("--output-dir", help="build directory (default build/BOARD); not under /tmp for ECP5")
-    p.add_argument("--verbose", action="store_true", help="show the build's output instead of writing it to OUTPUT_DIR/build.log")
+    _add_output_options(p)
     p.add_argument("--strict-timing", action="store_true", help="exit with an error when a clock misses its frequency")
     p.add_argument("--seed", type=int, default=1, help="nextpnr's first placement seed, ECP5 boards (default 1); "
                    "timing varies by several MHz between seeds")
@@ -935,7 +946,7 @@ def make_parser():
     p.add_argument("--netns", default="ethdaq", help="network namespace to create (default ethdaq)")
     p.add_argument("--tap", default="ethdaq0", help="tap interface name inside the namespace (default ethdaq0)")
     p.add_argument("--output-dir", help="build directory (default build/sim)")
-    p.add_argument("--verbose", action="store_true", help="show the build's output instead of writing it to OUTPUT_DIR/build.log")
+    _add_output_options(p)
     p.add_argument("--pin-probe", action="store_true",
                    help="print the cycle of every control frame at the GMII pins on the console (bench/ctllatency.py)")
     p.add_argument("--ping", type=int, default=0, metavar="N", help="after boot, ping the board N times")
