@@ -126,18 +126,6 @@ def _allow(text):
     return text
 
 
-def _channels(text):
-    from ethdaq.host.protocol import MAX_STREAMS
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if not 1 <= value <= MAX_STREAMS:
-        raise argparse.ArgumentTypeError(f"channels must be 1 to {MAX_STREAMS} (the control protocol's channel "
-                                         f"mask is 8 bits), not {text!r}")
-    return value
-
-
 def _sample_width(text):
     if text not in ("8", "16", "32", "64"):
         raise argparse.ArgumentTypeError(f"sample width must be 8, 16, 32 or 64 bits, not {text!r}")
@@ -145,6 +133,7 @@ def _sample_width(text):
 
 
 def _add_network_options(p):
+    from ethdaq.host.protocol import MAX_STREAMS
     from ethdaq.soc.daqsoc import DEFAULT_CTL_PORT, DEFAULT_IP, DEFAULT_MAC
     p.add_argument("--ip",  type=_ip,  default=DEFAULT_IP,  help=f"board IPv4 address (default {DEFAULT_IP})")
     p.add_argument("--netmask", type=_netmask, metavar="MASK",
@@ -179,7 +168,8 @@ def _add_network_options(p):
                         "the pins; receive, from the pins to the fast-track sink, LiteEth's UDP port and the CPU "
                         "(with the classifier); count, mean, sigma, min, max, histogram (docs/realtime.md)")
     g = p.add_argument_group("data path (docs/boards/README.md: what each profile costs)")
-    g.add_argument("--channels", type=_channels, metavar="N",
+    g.add_argument("--channels", metavar="N",
+                   type=_int_in(1, MAX_STREAMS, "channels", why="the control protocol's channel mask is 8 bits"),
                    help="stream channels, each with its own detector emulator and buffer, 1 to 8 (default 4; "
                         "with --frontend, the channels the front-end drives)")
     g.add_argument("--sample-width", type=_sample_width, metavar="BITS", default=16,
@@ -213,15 +203,16 @@ def _add_output_options(p):
                         f"every {progress.PLAIN_INTERVAL_S} s; README.md)")
 
 
-def _int_in(lo, hi, what):
-    """argparse type: an integer in lo..hi, else a one-line error naming `what`."""
+def _int_in(lo, hi, what, why=None):
+    """argparse type: an integer in lo..hi, else a one-line error naming `what` (and `why`)."""
     def parse(text):
         try:
             value = int(text)
         except ValueError:
             value = None
         if value is None or not lo <= value <= hi:
-            raise argparse.ArgumentTypeError(f"{what} must be an integer from {lo} to {hi}, not {text!r}")
+            reason = f" ({why})" if why else ""
+            raise argparse.ArgumentTypeError(f"{what} must be an integer from {lo} to {hi}{reason}, not {text!r}")
         return value
     return parse
 
