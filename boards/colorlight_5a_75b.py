@@ -47,6 +47,24 @@ _io = [
     ),
 ]
 
+# Expansion connectors (for front-ends' pins, docs/frontends.md): the eight HUB75 ports J1 to J8,
+# from litex-boards (platforms/colorlight_5a_75b.py, _connectors_v8_0, after chubby75's
+# 5a-75b/hardware_V8.0.md; amaranth-boards' colorlight_5a_75b_r8 lists the same pins). Pins 0 to
+# 15 are HUB75 pins 1 to 16; "-" is ground. Every pin is an output through the board's 74HC245
+# buffers (5 V): inputs need the buffers bypassed. Pins 7 to 14 (the panel's address, clock,
+# latch and enable lines) are the same FPGA pins on every port: each can be asked for once, on
+# any port. LVCMOS33. Untested on hardware by this project.
+_connectors = [
+    ("j1", "C4  D4  E4  - D3  F5  E3  N4 N5 N3 P3 P4 M3 N1 M4 -"),  # Pins 0 and 1: PTP outputs (above).
+    ("j2", "F1  F2  G2  - G1  H2  H3  N4 N5 N3 P3 P4 M3 N1 M4 -"),
+    ("j3", "B1  C2  C1  - D1  E2  E1  N4 N5 N3 P3 P4 M3 N1 M4 -"),
+    ("j4", "P5  R3  P2  - R2  T2  N6  N4 N5 N3 P3 P4 M3 N1 M4 -"),
+    ("j5", "T13 R12 R13 - R14 T14 P12 N4 N5 N3 P3 P4 M3 N1 M4 -"),
+    ("j6", "R15 T15 P13 - P14 N14 H15 N4 N5 N3 P3 P4 M3 N1 M4 -"),
+    ("j7", "G16 H14 G15 - F15 F16 E16 N4 N5 N3 P3 P4 M3 N1 M4 -"),
+    ("j8", "D16 E15 C16 - B16 C15 B15 N4 N5 N3 P3 P4 M3 N1 M4 -"),
+]
+
 
 class Board:
     name         = "colorlight_5a_75b"
@@ -65,7 +83,7 @@ class Board:
 
     @staticmethod
     def platform(toolchain="trellis"):
-        return ECP5BoardPlatform("LFE5U-25F-6BG256C", _io, "clk25", 25e6, toolchain=toolchain)
+        return ECP5BoardPlatform("LFE5U-25F-6BG256C", _io, "clk25", 25e6, toolchain=toolchain, connectors=_connectors)
 
     @staticmethod
     def crg(platform, sys_clk_freq):

@@ -51,6 +51,16 @@ _io = [
     ),
 ]
 
+# Expansion connectors (for front-ends' pins, docs/frontends.md), from litex-boards
+# (platforms/colorlight_i5.py, _connectors_v7_0, after @wuxx's extension board schematic
+# i5_v6.0-extboard.pdf and pinout i5_extboard_v1.2_pinout.png). The extension board's two PMOD
+# headers; pins 0 to 3 are PMOD pins 1 to 4, pins 4 to 7 are PMOD pins 7 to 10. 3.3 V banks:
+# LVCMOS33. Untested on hardware by this project.
+_connectors = [
+    ("pmode", "C17 B18 B20 F20 A18 A19 B19 D20"),  # P3; pins 0 and 1 are the PTP outputs (above).
+    ("pmodf", "D1  C1  C2  E3  E2  D2  B1  A3"),
+]
+
 
 class Board:
     name         = "colorlight_i5"
@@ -69,7 +79,7 @@ class Board:
 
     @staticmethod
     def platform(toolchain="trellis"):
-        return ECP5BoardPlatform("LFE5U-25F-6BG381C", _io, "clk25", 25e6, toolchain=toolchain)
+        return ECP5BoardPlatform("LFE5U-25F-6BG381C", _io, "clk25", 25e6, toolchain=toolchain, connectors=_connectors)
 
     @staticmethod
     def crg(platform, sys_clk_freq):

@@ -53,6 +53,35 @@ _io = [
     ),
 ]
 
+# Expansion connectors (for front-ends' pins, docs/frontends.md), from litex-boards
+# (platforms/digilent_arty.py, _connectors): the Pmod headers JA to JD (pins 0 to 3 are Pmod pins
+# 1 to 4, pins 4 to 7 are Pmod pins 7 to 10; JB and JC are the high-speed ones, without series
+# resistors) and the Arduino/chipKIT shield headers as digital I/O (the analogue header's pins
+# as ck_a0 to ck_a5). All 3.3 V: LVCMOS33. Untested on hardware by this project.
+_connectors = [
+    ("pmoda", "G13 B11 A11 D12 D13 B18 A18 K16"),  # Pins 0 and 1: the PTP outputs (above).
+    ("pmodb", "E15 E16 D15 C15 J17 J18 K15 J15"),
+    ("pmodc", "U12 V12 V10 V11 U14 V14 T13 U13"),
+    ("pmodd", "D4 D3 F4 F3 E2 D2 H2 G2"),
+    ("ck_io", {
+        "ck_ioa": "M17",
+        # Outer digital header
+        "ck_io0":  "V15", "ck_io1":  "U16", "ck_io2":  "P14", "ck_io3":  "T11",
+        "ck_io4":  "R12", "ck_io5":  "T14", "ck_io6":  "T15", "ck_io7":  "T16",
+        "ck_io8":  "N15", "ck_io9":  "M16", "ck_io10": "V17", "ck_io11": "U18",
+        "ck_io12": "R17", "ck_io13": "P17",
+        # Inner digital header
+        "ck_io26": "U11", "ck_io27": "V16", "ck_io28": "M13", "ck_io29": "R10",
+        "ck_io30": "R11", "ck_io31": "R13", "ck_io32": "R15", "ck_io33": "P15",
+        "ck_io34": "R16", "ck_io35": "N16", "ck_io36": "N14", "ck_io37": "U17",
+        "ck_io38": "T18", "ck_io39": "R18", "ck_io40": "P18", "ck_io41": "N17",
+        # Outer analogue header as digital I/O
+        "ck_a0": "F5", "ck_a1": "D8", "ck_a2": "C7", "ck_a3": "E7", "ck_a4": "D7", "ck_a5": "D5",
+        # Inner analogue header as digital I/O
+        "ck_io20": "B7", "ck_io21": "B6", "ck_io22": "E6", "ck_io23": "E5", "ck_io24": "A4", "ck_io25": "A3",
+    }),
+]
+
 
 class Board:
     name         = "digilent_arty"
@@ -72,7 +101,8 @@ class Board:
 
     @staticmethod
     def platform(toolchain="vivado"):
-        return S7BoardPlatform("xc7a35ticsg324-1L", _io, "clk100", 100e6, toolchain=toolchain)
+        return S7BoardPlatform("xc7a35ticsg324-1L", _io, "clk100", 100e6, toolchain=toolchain,
+                               connectors=_connectors)
 
     @staticmethod
     def crg(platform, sys_clk_freq):

@@ -44,6 +44,38 @@ _io = [
     ),
 ]
 
+# Expansion connectors (for front-ends' pins, docs/frontends.md): header X3, from litex-boards
+# (platforms/lattice_versa_ecp5.py, _connectors, where pin n is header pin n and "None" is power,
+# ground or no connection; the EXPCON_IO29 to IO45 lines, pins 4 to 20). The Versa's other
+# expansion headers are not in litex-boards' file and not here. LVCMOS33, as litex-boards'
+# ECP5-hat extension on this header. Untested on hardware by this project.
+_connectors = [
+    ("X3",
+        "None",  # (no pin 0)
+        "None",  #  1 GND
+        "None",  #  2 N/C
+        "None",  #  3 +2V5
+        "B19",   #  4 EXPCON_IO29
+        "B12",   #  5 EXPCON_IO30
+        "B9",    #  6 EXPCON_IO31
+        "E6",    #  7 EXPCON_IO32
+        "D6",    #  8 EXPCON_IO33
+        "E7",    #  9 EXPCON_IO34
+        "D7",    # 10 EXPCON_IO35
+        "B11",   # 11 EXPCON_IO36
+        "B6",    # 12 EXPCON_IO37
+        "E9",    # 13 EXPCON_IO38
+        "D9",    # 14 EXPCON_IO39
+        "B8",    # 15 EXPCON_IO40
+        "C8",    # 16 EXPCON_IO41
+        "D8",    # 17 EXPCON_IO42
+        "E8",    # 18 EXPCON_IO43
+        "C7",    # 19 EXPCON_IO44
+        "C6",    # 20 EXPCON_IO45
+        *["None"]*20,  # 21 to 40: power, ground and the expansion clocks.
+    ),
+]
+
 
 class Board:
     name         = "lattice_versa_ecp5"
@@ -62,7 +94,8 @@ class Board:
 
     @staticmethod
     def platform(toolchain="trellis"):
-        return ECP5BoardPlatform("LFE5UM5G-45F-8BG381C", _io, "clk100", 100e6, toolchain=toolchain)
+        return ECP5BoardPlatform("LFE5UM5G-45F-8BG381C", _io, "clk100", 100e6, toolchain=toolchain,
+                                 connectors=_connectors)
 
     @staticmethod
     def crg(platform, sys_clk_freq):

@@ -31,8 +31,10 @@ What the module gives the platform:
   CSRs      any CSRStorage/CSRStatus/CSRConfig it (or its submodules) declares: they appear in
             the register map (csr.csv, csr.json) as frontend_<name>.
 What the context gives the module (FrontendContext below): the sample width, how many channels
-it may drive, the system clock frequency, the PTP clock's time in ns, the board's name, and
-`ctx.request(name)` for the board's pads. Everything runs in the `sys` clock domain.
+it may drive, the system clock frequency, the PTP clock's time in ns, the board's name,
+`ctx.request(name)` for the board's pads, and `ctx.pins(name, connector, pins, iostandard)` for
+pins of the board's expansion connectors (gateware/connectors.py), e.g.
+`ctx.pins("trigger", "pmodf", [0], "LVCMOS33")`. Everything runs in the `sys` clock domain.
 
 A Verilog front-end is a Verilog file and a short description of its ports, a TOML file of the
 same name beside it (`--frontend adc.v` reads `adc.toml`; `--frontend adc.toml` works too):
@@ -58,6 +60,13 @@ same name beside it (`--frontend adc.v` reads `adc.toml`; `--frontend adc.toml` 
     pad  = "adc_data"                 # the board file's name (`number`, `subsignal`: optional)
     port = "adc"
 
+    [[pins]]                          # optional: connector pins to a port of the same width
+    board      = "digilent_arty"      # for builds for this board (others leave the port open)
+    port       = "discriminator"
+    connector  = "pmodb"              # the board file's connector
+    pins       = [0]                  # its pins, the port's bit 0 first
+    iostandard = "LVCMOS33"           # (`misc`, the toolchain's own attributes: optional)
+
 The platform reads the module's ports with Yosys (its Verilog parser, not ours) and checks every
 name, direction and width before anything is built; every input must be connected. Channels
 carry samples without packet boundaries (no `last`): mark events in the data.
@@ -81,6 +90,7 @@ from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
 from litex.soc.interconnect.csr import CSRStatus, CSRStorage
 
+from ethdaq.gateware.connectors import ConnectorPins, PinError
 from ethdaq.soc import tools
 
 
@@ -90,7 +100,7 @@ class FrontendError(ValueError):
 
 class FrontendContext:
     """What a front-end may use from the platform."""
-    def __init__(self, path, platform, board, sample_width, max_channels, sys_clk_freq, time_ns):
+    def __init__(self, path, platform, board, sample_width, max_channels, sys_clk_freq, time_ns, boards=()):
         self.path         = Path(path)
         self.board        = board.name
         self.is_sim       = board.is_sim
@@ -98,11 +108,26 @@ class FrontendContext:
         self.max_channels = max_channels  # Channels a front-end may drive (the protocol's mask).
         self.sys_clk_freq = sys_clk_freq
         self.time_ns      = time_ns       # PTP time of day in ns, 64 bits, `sys` domain.
+        self.boards       = boards        # Every board's name, for descriptions naming boards.
         self._platform    = platform
+        self._connector_pins = None
 
     def add_source(self, path):
         """A Verilog file for the build (Verilog front-ends)."""
         self._platform.add_source(str(path))
+
+    def pins(self, name, connector, pins, iostandard, misc=()):
+        """Pins of one of the board's connectors as one signal, the first pin its bit 0, with
+        their I/O standard (gateware/connectors.py): `ctx.pins("trigger", "pmodf", [0], "LVCMOS33")`.
+        A pin the board cannot give stops the build with one line naming this front-end's file."""
+        if self._connector_pins is None:
+            self._connector_pins = ConnectorPins(self._platform, self.board)
+        try:
+            return self._connector_pins.request(name, connector, pins, iostandard, misc)
+        except PinError as e:
+            frames = [f for f in traceback.extract_stack() if Path(f.filename) == self.path]
+            where = f"line {frames[-1].lineno}: " if frames else ""
+            raise FrontendError(f"{self.path}: {where}{e}") from None
 
     def request(self, name, number=0):
         """The board's pad (or group of pads) `name`, as the board file declares it."""
@@ -187,10 +212,11 @@ def instantiate(factory, ctx):
 
 # Verilog front-ends ------------------------------------------------------------------------------
 
-_DESCRIPTION_KEYS = {"module", "sources", "clock", "reset", "time", "channel", "register", "pad"}
+_DESCRIPTION_KEYS = {"module", "sources", "clock", "reset", "time", "channel", "register", "pad", "pins"}
 _CHANNEL_KEYS = {"data", "valid", "ready"}
 _REGISTER_KEYS = {"name", "port", "reset"}
 _PAD_KEYS = {"pad", "port", "number", "subsignal"}
+_PINS_KEYS = {"board", "port", "connector", "pins", "iostandard", "misc"}
 
 
 def verilog_ports(sources, module, where):
@@ -240,8 +266,9 @@ def load_verilog(path):
     channels = desc.get("channel", [])
     registers = desc.get("register", [])
     pads = desc.get("pad", [])
+    pin_groups = desc.get("pins", [])
     for kind, tables, keys in (("channel", channels, _CHANNEL_KEYS), ("register", registers, _REGISTER_KEYS),
-                               ("pad", pads, _PAD_KEYS)):
+                               ("pad", pads, _PAD_KEYS), ("pins", pin_groups, _PINS_KEYS)):
         for i, t in enumerate(tables):
             extra = set(t) - keys
             if "last" in extra:
@@ -312,17 +339,7 @@ def load_verilog(path):
             else:
                 raise FrontendError(f"{desc_path}: register {name!r}: port {pname!r} is an {direction}")
             setattr(fe, f"_csr_{name}", csr)
-        for i, pad in enumerate(pads):
-            pname = need(pad, "port", f"pad {i}")
-            if pname not in ports:
-                port(pname, "input", None, f"pad {i}")
-            direction, width = ports[pname]
-            pins = ctx.request(need(pad, "pad", f"pad {i}"), pad.get("number", 0))
-            if "subsignal" in pad:
-                pins = getattr(pins, pad["subsignal"])
-            if len(pins) != width:
-                raise FrontendError(f"{desc_path}: pad {pad['pad']!r} is {len(pins)} bits, port {pname!r} {width}")
-            conns[("i_" if direction == "input" else "o_" if direction == "output" else "io_") + pname] = pins
+        conns.update(_board_connections(ctx, desc_path, pads, pin_groups, ports, need, port))
         connected = {k[k.index("_") + 1:] for k in conns}
         loose = [n for n, (d, _) in ports.items() if d == "input" and n not in connected]
         if loose:
@@ -340,6 +357,45 @@ def load_verilog(path):
 
     frontend.path = desc_path
     return frontend
+
+
+def _io_prefix(direction):
+    return {"input": "i_", "output": "o_"}.get(direction, "io_")
+
+
+def _board_connections(ctx, desc_path, pads, pin_groups, ports, need, port):
+    """{Instance port: signal} for a description's board pads ([[pad]]) and its connector pins
+    ([[pins]], those for the build's board). `need` and `port` check keys and ports, naming the
+    description in their messages."""
+    conns = {}
+    for i, pad in enumerate(pads):
+        pname = need(pad, "port", f"pad {i}")
+        if pname not in ports:
+            port(pname, "input", None, f"pad {i}")
+        direction, width = ports[pname]
+        pins = ctx.request(need(pad, "pad", f"pad {i}"), pad.get("number", 0))
+        if "subsignal" in pad:
+            pins = getattr(pins, pad["subsignal"])
+        if len(pins) != width:
+            raise FrontendError(f"{desc_path}: pad {pad['pad']!r} is {len(pins)} bits, port {pname!r} {width}")
+        conns[_io_prefix(direction) + pname] = pins
+    for i, group in enumerate(pin_groups):
+        board = need(group, "board", f"pins {i}")
+        if ctx.boards and board not in ctx.boards:
+            raise FrontendError(f"{desc_path}: pins {i}: unknown board {board!r}; the boards: {', '.join(sorted(ctx.boards))}")
+        if board != ctx.board:
+            continue  # Pins for another board.
+        pname = need(group, "port", f"pins {i}")
+        if pname not in ports:
+            port(pname, "input", None, f"pins {i}")
+        direction, width = ports[pname]
+        pins = ctx.pins(pname, need(group, "connector", f"pins {i}"), need(group, "pins", f"pins {i}"),
+                        need(group, "iostandard", f"pins {i}"), group.get("misc", ()))
+        if len(pins) != width:
+            raise FrontendError(f"{desc_path}: pins {i}: {len(pins)} pin{'s' if len(pins) > 1 else ''} for "
+                                f"port {pname!r} of {width} bit{'s' if width > 1 else ''}")
+        conns[_io_prefix(direction) + pname] = pins
+    return conns
 
 
 class VerilogFrontend(LiteXModule):

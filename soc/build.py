@@ -26,7 +26,7 @@ import ethdaq.host
 from ethdaq.host import protocol
 from ethdaq.gateware.onehot import check_reset, one_hot_fsms
 from ethdaq.soc.daqsoc import DAQSoC
-from ethdaq.soc import tools
+from ethdaq.soc import progress, tools
 from ethdaq.soc.pnr import DEFAULT_TRIES, TRIES_ENV, clock_name, with_options
 
 FIRMWARE_DIR = Path(ethdaq.host.__file__).resolve().parent.parent / "firmware"
@@ -72,6 +72,7 @@ class DAQBuilder(Builder):
         # directory kept across an update): make then stops with "No rule to make target". The
         # firmware compiles in seconds; start it afresh (an unchanged binary keeps the Verilator
         # build).
+        progress.mark(progress.FIRMWARE)
         fw = Path(self.software_dir) / "firmware"
         for stale in [*fw.glob("*.d"), *fw.glob("*.o")]:
             stale.unlink()
@@ -90,6 +91,8 @@ def _init_firmware(soc, **kwargs):
         raise BuildError(f"firmware was not built: {firmware} is missing")
     soc.init_rom("rom", get_mem_data(str(firmware), data_width=soc.bus.data_width,
         endianness=soc.cpu.endianness))
+    # Next, Builder.build() has the platform write the Verilog and run the toolchain.
+    progress.mark(progress.VERILOG)
 
 
 @contextlib.contextmanager
@@ -113,9 +116,11 @@ def _path_prepended(*dirs):
 
 
 @contextlib.contextmanager
-def output_to(log_path, verbose=False):
+def output_to(log_path, verbose=False, show_progress=False):
     """Send everything the build prints (LiteX logging, make, compilers: file descriptors 1 and
-    2) to log_path, unless verbose. On failure, the log's last lines are kept in the error."""
+    2) to log_path, unless verbose. On failure, the log's last lines are kept in the error.
+    `show_progress`: the build's stage and progress on the console meanwhile (soc/progress.py),
+    rewritten in place on a terminal, plain lines otherwise; a failure names the log."""
     if verbose:
         yield
         return
@@ -124,23 +129,35 @@ def output_to(log_path, verbose=False):
     sys.stdout.flush()
     sys.stderr.flush()
     saved = os.dup(1), os.dup(2)
+    follower = None
     with open(log_path, "w") as log:
+        if show_progress:
+            console = os.fdopen(os.dup(saved[0]), "w", encoding="utf-8", errors="replace")
+            follower = progress.Follower(log_path, progress.Console(console, tty=console.isatty()))
         os.dup2(log.fileno(), 1)
         os.dup2(log.fileno(), 2)
+        error = None
         try:
+            if follower:
+                follower.start()
             yield
-        except BuildError as e:
-            sys.stdout.flush()
-            sys.stderr.flush()
-            tail = "\n".join(log_path.read_text(errors="replace").splitlines()[-20:])
-            raise BuildError(f"{e} (full log: {log_path})\n{tail}") from None
+        except BaseException as e:
+            error = e
+            raise
         finally:
             sys.stdout.flush()
             sys.stderr.flush()
+            if follower:
+                follower.stop(error=error)
+                with contextlib.suppress(OSError):
+                    console.close()
             os.dup2(saved[0], 1)
             os.dup2(saved[1], 2)
             os.close(saved[0])
             os.close(saved[1])
+            if isinstance(error, BuildError):
+                tail = "\n".join(log_path.read_text(errors="replace").splitlines()[-20:])
+                raise BuildError(f"{error} (full log: {log_path})\n{tail}") from None
 
 
 @dataclass
@@ -196,6 +213,7 @@ def build_hardware(board, output_dir, toolchain="trellis", run=True, seed=1, tri
     check_placement_options(board, toolchain, seed, tries)
     tries = DEFAULT_TRIES if tries is None else tries
     output_dir = preflight(board, output_dir)
+    progress.mark(progress.SOC)
     shims = tools.yowasp_shims(output_dir / ".tools")
     # ECP5: state machines one-hot (gateware/onehot.py; Yosys leaves LiteX's binary otherwise).
     one_hot = one_hot_fsms() if toolchain == "trellis" else contextlib.nullcontext()
@@ -316,6 +334,7 @@ def synth_xilinx(soc, gateware, name):
         f"write_json {name}_yosys.json",
     ])
     (gateware / f"{name}_yosys.ys").write_text(script + "\n")
+    progress.mark(progress.XILINX_SYNTHESIS)
     r = subprocess.run(["yosys", "-q", "-l", f"{name}_yosys.log", f"{name}_yosys.ys"], cwd=gateware,
                        capture_output=True, text=True)
     if r.returncode != 0:
@@ -490,6 +509,7 @@ def build_sim(board, output_dir, tap="ethdaq0", host_ip="192.168.1.100", opt_lev
     gateware directory (run obj_dir/Vsim from there). The Verilator compile (the slow step) is
     skipped when the generated sources are unchanged."""
     output_dir = preflight(board, output_dir)
+    progress.mark(progress.SOC)
     soc = make_soc(board, **soc_kwargs)
     builder = DAQBuilder(soc, output_dir=str(output_dir))
     config = board.sim_config(soc.sys_clk_freq, tap, host_ip)
@@ -505,7 +525,10 @@ def build_sim(board, output_dir, tap="ethdaq0", host_ip="192.168.1.100", opt_lev
     stamp = gateware / "obj_dir" / "ethdaq.stamp"
     binary = gateware / "obj_dir" / "Vsim"
     if not (binary.exists() and stamp.exists() and stamp.read_text() == digest):
+        progress.mark(progress.VERILATOR)
         r = subprocess.run(["bash", "build_sim.sh"], cwd=gateware, capture_output=True, text=True)
+        sys.stdout.write(r.stdout + r.stderr)   # Into the build's log (output_to).
+        sys.stdout.flush()
         if r.returncode != 0:
             tail = "\n".join((r.stdout + r.stderr).splitlines()[-30:])
             raise BuildError(f"Verilator build failed:\n{tail}")

@@ -14,7 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ethdaq.soc import pnr
+from ethdaq.soc import pnr, progress
 
 EXAMPLES = """\
 examples:
@@ -126,7 +126,14 @@ def _allow(text):
     return text
 
 
+def _sample_width(text):
+    if text not in ("8", "16", "32", "64"):
+        raise argparse.ArgumentTypeError(f"sample width must be 8, 16, 32 or 64 bits, not {text!r}")
+    return int(text)
+
+
 def _add_network_options(p):
+    from ethdaq.host.protocol import MAX_STREAMS
     from ethdaq.soc.daqsoc import DEFAULT_CTL_PORT, DEFAULT_IP, DEFAULT_MAC
     p.add_argument("--ip",  type=_ip,  default=DEFAULT_IP,  help=f"board IPv4 address (default {DEFAULT_IP})")
     p.add_argument("--netmask", type=_netmask, metavar="MASK",
@@ -146,7 +153,7 @@ def _add_network_options(p):
                    help="DEBUG ONLY: raw bus access over UDP (LiteX's litex_server --udp) for anyone on the network, "
                         "past the controller, allow-list and key; the build, the firmware and identify say so")
     p.add_argument("--etherbone-port", type=_port, default=1234, help="UDP port of --with-etherbone (default 1234)")
-    g = p.add_argument_group("real-time services (issue 7; docs/realtime.md)")
+    g = p.add_argument_group("real-time services (docs/realtime.md)")
     g.add_argument("--with-classifier", action="store_true",
                    help="receive rules and the frame gate in front of LiteEth (only whole, good frames reach the "
                         "stack); about 800 more LUT4 on ECP5, so off by default")
@@ -160,6 +167,13 @@ def _add_network_options(p):
                    help="latency probes on every frame: transmit classes (launch, CPU, bulk DAQ) handed over to "
                         "the pins; receive, from the pins to the fast-track sink, LiteEth's UDP port and the CPU "
                         "(with the classifier); count, mean, sigma, min, max, histogram (docs/realtime.md)")
+    g = p.add_argument_group("data path (docs/boards/README.md: what each profile costs)")
+    g.add_argument("--channels", metavar="N",
+                   type=_int_in(1, MAX_STREAMS, "channels", why="the control protocol's channel mask is 8 bits"),
+                   help="stream channels, each with its own detector emulator and buffer, 1 to 8 (default 4; "
+                        "with --frontend, the channels the front-end drives)")
+    g.add_argument("--sample-width", type=_sample_width, metavar="BITS", default=16,
+                   help="bits per sample on every channel: 8, 16, 32 or 64 (default 16)")
     g = p.add_argument_group("detector front-end (docs/frontends.md)")
     g.add_argument("--frontend", metavar="PATH",
                    help="your own front-end (a Python file defining frontend(ctx)) drives the stream "
@@ -178,15 +192,27 @@ def _add_network_options(p):
                    help="minimum Delay_Req interval 2^N s, -10..6 (default 0: 1 s, as ptp4l; simulated board -7)")
 
 
-def _int_in(lo, hi, what):
-    """argparse type: an integer in lo..hi, else a one-line error naming `what`."""
+def _add_output_options(p):
+    """What a build shows while it runs (`ethdaq build`, `ethdaq sim`)."""
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--verbose", action="store_true",
+                   help="show the build's output instead of writing it to OUTPUT_DIR/build.log")
+    g.add_argument("--quiet", action="store_true",
+                   help="show no progress while the build runs (by default: the stage, its time and the tools' "
+                        "progress, on a terminal in one line updated in place, otherwise a line at each stage and "
+                        f"every {progress.PLAIN_INTERVAL_S} s; README.md)")
+
+
+def _int_in(lo, hi, what, why=None):
+    """argparse type: an integer in lo..hi, else a one-line error naming `what` (and `why`)."""
     def parse(text):
         try:
             value = int(text)
         except ValueError:
             value = None
         if value is None or not lo <= value <= hi:
-            raise argparse.ArgumentTypeError(f"{what} must be an integer from {lo} to {hi}, not {text!r}")
+            reason = f" ({why})" if why else ""
+            raise argparse.ArgumentTypeError(f"{what} must be an integer from {lo} to {hi}{reason}, not {text!r}")
         return value
     return parse
 
@@ -236,7 +262,12 @@ def _soc_kwargs(args):
         kwargs["with_probes"] = True
     if getattr(args, "frontend", None):
         from ethdaq.gateware.frontend import load
+        if args.channels is not None:
+            raise CLIError(f"--channels: a front-end's channels are those it drives ({args.frontend} decides)")
         kwargs["frontend"] = load(args.frontend)
+    if args.channels is not None:
+        kwargs["nchannels"] = args.channels
+    kwargs["sample_width"] = args.sample_width
     if args.with_etherbone:
         from ethdaq.soc.daqsoc import ETHERBONE_WARNING, check_etherbone_port
         try:
@@ -285,13 +316,13 @@ def cmd_build(args):
     log = output_dir / "build.log"
     print(f"building {board.name} in {output_dir} (log: {log}) ...", flush=True)
     if board.is_sim:
-        with build.output_to(log, args.verbose):
+        with build.output_to(log, args.verbose, show_progress=not args.quiet):
             result = build.build_sim(board, output_dir, **soc_kwargs)
         print(f"simulation binary: {result.artifact}")
         print(f"firmware:          {result.firmware}")
         print("run it with: sudo ethdaq sim")
         return 0
-    with build.output_to(log, args.verbose):
+    with build.output_to(log, args.verbose, show_progress=not args.quiet):
         result = build.build_hardware(board, output_dir, toolchain=toolchain, seed=args.seed, tries=args.tries,
                                       **soc_kwargs)
     if result.vivado_missing:
@@ -357,7 +388,7 @@ def cmd_sim(args):
     build.preflight(board, output_dir)
     log = output_dir / "build.log"
     print(f"building the simulated board in {output_dir} (log: {log}) ...", flush=True)
-    with build.output_to(log, args.verbose):
+    with build.output_to(log, args.verbose, show_progress=not args.quiet):
         result = build.build_sim(board, output_dir, **soc_kwargs)
     build.write_sim_config(board, result.artifact.parent.parent, args.tap, args.host_ip)
     print(f"starting the simulation in network namespace {args.netns!r} "
@@ -882,7 +913,7 @@ def make_parser():
     p.add_argument("--board", required=True, help="board name (see 'ethdaq boards')")
     p.add_argument("--toolchain", help="toolchain (default: the board's first; see 'ethdaq boards')")
     p.add_argument("--output-dir", help="build directory (default build/BOARD); not under /tmp for ECP5")
-    p.add_argument("--verbose", action="store_true", help="show the build's output instead of writing it to OUTPUT_DIR/build.log")
+    _add_output_options(p)
     p.add_argument("--strict-timing", action="store_true", help="exit with an error when a clock misses its frequency")
     p.add_argument("--seed", type=int, default=1, help="nextpnr's first placement seed, ECP5 boards (default 1); "
                    "timing varies by several MHz between seeds")
@@ -906,7 +937,7 @@ def make_parser():
     p.add_argument("--netns", default="ethdaq", help="network namespace to create (default ethdaq)")
     p.add_argument("--tap", default="ethdaq0", help="tap interface name inside the namespace (default ethdaq0)")
     p.add_argument("--output-dir", help="build directory (default build/sim)")
-    p.add_argument("--verbose", action="store_true", help="show the build's output instead of writing it to OUTPUT_DIR/build.log")
+    _add_output_options(p)
     p.add_argument("--pin-probe", action="store_true",
                    help="print the cycle of every control frame at the GMII pins on the console (bench/ctllatency.py)")
     p.add_argument("--ping", type=int, default=0, metavar="N", help="after boot, ping the board N times")

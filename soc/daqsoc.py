@@ -22,6 +22,7 @@ from litex.soc.interconnect import stream
 from liteeth.common import eth_phy_description
 from liteeth.core import LiteEthUDPIPCore
 
+from ethdaq.boards import BOARDS
 from ethdaq.gateware.bustimeout import use_registered_timeout
 from ethdaq.gateware.cpuport import CPUMACPort, CPUUDPPort, connect_udp_ports
 from ethdaq.gateware.emulator import add_emulators
@@ -571,7 +572,7 @@ class DAQSoC(SoCCore):
                 raise ValueError("a front-end needs the streamer: it drives the stream channels")
             ctx = FrontendContext(frontend.path, platform, board, sample_width=sample_width,
                                   max_channels=protocol.MAX_STREAMS, sys_clk_freq=sys_clk_freq,
-                                  time_ns=self.ptp.clock.time_ns)
+                                  time_ns=self.ptp.clock.time_ns, boards=BOARDS)
             self.frontend, frontend_sources = instantiate_frontend(frontend, ctx)
             nchannels = len(frontend_sources)
             # The bytes its registers take from its CSR base (32-bit words, in order): the

@@ -34,6 +34,8 @@ import sys
 import threading
 import time
 
+from ethdaq.soc import progress
+
 # CPU seconds router1 may spend routing before router2 takes over. Converging runs took 200 to
 # 380 s of wall time for the whole of routing on this project's machines.
 ROUTER1_BUDGET_S = float(os.environ.get("ETHDAQ_ROUTER1_BUDGET_S", 600))
@@ -92,6 +94,7 @@ def _copy(stream, out, seen):
 def _run_budgeted(cmd, budget_s, out, poll_s):
     """Run nextpnr; its exit code, or None if its routing step used more than `budget_s` seconds
     of CPU (then it has been stopped)."""
+    progress.mark(progress.PLACEMENT, out)
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
     routing = threading.Event()
     copier = threading.Thread(target=_copy, args=(proc.stdout, out, routing), daemon=True)
@@ -220,7 +223,9 @@ def sweep(nextpnr, args, tries, out=sys.stdout):
     attempts, chosen = [], None
     for k in range(tries):
         seed = seed0 + k
-        if k:
+        if not k:
+            out.write(f"ethdaq: placing with seed {seed} (attempt 1 of {tries}, soc/pnr.py)\n")
+        else:
             last = attempts[-1]
             why = ("did not route" if last["router"] == "none" else
                    "missed " + ", ".join(f"{n} ({a:.1f} < {c:.1f} MHz)" for n, (a, c) in last["fmax"].items() if a < c))
@@ -274,6 +279,7 @@ def main(argv=None):
         # Without nextpnr's report there is no verdict to sweep on.
         tries = 1
     if tries == 1 and option(args, "--router") is not None:
+        progress.mark(progress.PLACEMENT)
         os.execv(nextpnr, [nextpnr, *args])
     t0 = time.monotonic()
     if tries == 1:

@@ -8,6 +8,8 @@ import shutil
 import sys
 from pathlib import Path
 
+from ethdaq.soc.progress import BITSTREAM, STAGE_MARK
+
 
 class ToolMissing(RuntimeError):
     pass
@@ -61,6 +63,9 @@ def yowasp_shims(shim_dir):
         # nextpnr runs under soc/pnr.py, which routes again with router2 when router1 does not
         # converge within its budget.
         runner = f"'{sys.executable}' -m ethdaq.soc.pnr " if name == "nextpnr-ecp5" else ""
-        shim.write_text(f"#!/bin/sh\nexec {runner}'{target}' \"$@\"\n")
+        # ecppack prints nothing as it works: the shim says in the build's log that it starts
+        # (soc/progress.py; nextpnr's runner and Yosys' own banner say so for theirs).
+        mark = f"echo '{STAGE_MARK}{BITSTREAM}'\n" if name == "ecppack" else ""
+        shim.write_text(f"#!/bin/sh\n{mark}exec {runner}'{target}' \"$@\"\n")
         shim.chmod(0o755)
     return shim_dir

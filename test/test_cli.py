@@ -120,6 +120,10 @@ def test_unsupported_toolchain(tmp_path):
     (["--ptp-log-announce", "x"], "log2 interval must be an integer from -10 to 6, not 'x'"),
     (["--ptp-domain", "256"], "PTP domain must be an integer from 0 to 255, not '256'"),
     (["--build-id", "a b"], "build id must be 1 to 32 letters, digits, '.', '_' or '-', not 'a b'"),
+    (["--channels", "0"], "channels must be an integer from 1 to 8 (the control protocol's channel mask is 8 bits), not '0'"),
+    (["--channels", "9"], "channels must be an integer from 1 to 8 (the control protocol's channel mask is 8 bits), not '9'"),
+    (["--channels", "two"], "channels must be an integer from 1 to 8 (the control protocol's channel mask is 8 bits), not 'two'"),
+    (["--sample-width", "12"], "sample width must be 8, 16, 32 or 64 bits, not '12'"),
     (["--ptp-role", "boss"], "invalid choice: 'boss'"),
     (["--ptp-transport", "tcp"], "invalid choice: 'tcp'"),
     (["--fasttrack-port", "7000"], "fast-track port 7000 is the control port's"),
@@ -138,6 +142,23 @@ def test_a_seed_is_only_for_nextpnr(tmp_path, board, toolchain, tool):
             "--output-dir", str(tmp_path / "out"))
     assert_one_line_error(r, f"--seed is nextpnr's, for ECP5 boards; {board} builds with {tool}")
     assert not (tmp_path / "out").exists()
+
+
+def test_a_front_end_decides_its_own_channels(tmp_path):
+    r = run("build", "--board", "sim", "--channels", "2", "--frontend", str(REPO / "examples" / "frontends" / "triggered_adc.py"),
+            "--output-dir", str(tmp_path / "out"))
+    assert_one_line_error(r, "--channels: a front-end's channels are those it drives")
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_data_path_profile_reaches_the_soc():
+    """--channels and --sample-width become the SoC's nchannels and sample_width (the default
+    build leaves the channel count to DAQSoC: 4, or what a front-end drives)."""
+    kwargs = cli._soc_kwargs(cli.make_parser().parse_args(["build", "--board", "sim", "--channels", "8",
+                                                            "--sample-width", "32"]))
+    assert (kwargs["nchannels"], kwargs["sample_width"]) == (8, 32)
+    kwargs = cli._soc_kwargs(cli.make_parser().parse_args(["build", "--board", "sim"]))
+    assert "nchannels" not in kwargs and kwargs["sample_width"] == 16
 
 
 def test_sim_board_clock_is_fixed():

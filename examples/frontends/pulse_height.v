@@ -10,7 +10,9 @@
 // While the signal is at or above `threshold` the analyser tracks its peak and counts the cycles;
 // when it falls below, it sends the peak on channel 0 and the width in cycles on channel 1, both
 // or neither: a result that finds either channel still holding the previous one is counted in
-// `lost`. pulse_height_model.py is the same thing in Python, for the tests.
+// `lost`. pulse_height_model.py is the same thing in Python, for the tests. `discriminator` is high
+// while the signal is at or above `threshold` (one cycle late); pulse_height.toml puts it on a
+// Digilent Arty's Pmod JB (untested on hardware).
 module pulse_height (
     input  wire        clk,
     input  wire        rst,
@@ -23,7 +25,8 @@ module pulse_height (
     input  wire        height_ready,
     output reg  [15:0] width,         // channel 1: cycles at or above threshold
     output reg         width_valid,
-    input  wire        width_ready
+    input  wire        width_ready,
+    output wire        discriminator  // signal at or above threshold (registered)
 );
     localparam [31:0] SEED = 32'h12345678;
 
@@ -41,6 +44,7 @@ module pulse_height (
     reg [11:0] peak;
     reg [15:0] cycles;
     wire       busy = (height_valid && !height_ready) || (width_valid && !width_ready);
+    assign discriminator = in_pulse;
 
     always @(posedge clk) begin
         if (rst) begin

@@ -18,6 +18,10 @@ Python: the tests compare what reaches the host with it, sample for sample.
 CSRs (frontend_* in csr.csv): threshold, pre (0 to 15), post (1 to 255), divider (clock cycles
 per ADC sample), rate (pulse probability per sample, times 2**32), enable; events and lost
 (counts of windows sent and lost).
+
+On the colorlight_i5 the window gate (high for the ADC sample periods whose samples go out, for
+an oscilloscope) leaves on pin 0 of the extension board's PMOD header pmodf (PMOD pin 1, FPGA pin
+D1), as `frontend()` below asks: ctx.pins (docs/frontends.md). Untested on hardware.
 """
 
 from migen import *
@@ -56,6 +60,7 @@ class TriggeredADC(LiteXModule):
         self.enable    = CSRStorage(1,  reset=1,                   description="Triggers start windows.")
         self.events    = CSRStatus(32, description="Windows sent.")
         self.lost      = CSRStatus(32, description="Crossings with no room in the FIFO for their window.")
+        self.gate      = Signal()  # High for the sample periods whose samples go out (the windows).
 
         # # #
 
@@ -131,6 +136,7 @@ class TriggeredADC(LiteXModule):
                 fifo.din.eq(FIRST | delayed),
             )
         ]
+        self.sync += If(fresh, self.gate.eq(fifo.we))
 
         source = self.sources[0]
         self.comb += [
@@ -143,7 +149,10 @@ class TriggeredADC(LiteXModule):
 def frontend(ctx):
     if ctx.sample_width != 16:
         raise ValueError(f"this example sends 16-bit samples; the build's channels take {ctx.sample_width}")
-    return TriggeredADC(ctx)
+    adc = TriggeredADC(ctx)
+    if ctx.board == "colorlight_i5":
+        adc.comb += ctx.pins("gate", "pmodf", 0, iostandard="LVCMOS33").eq(adc.gate)
+    return adc
 
 
 # The same ADC in Python ---------------------------------------------------------------------------

@@ -149,7 +149,8 @@ static int stream_stop(uint32_t *run)
 	return 0;
 }
 
-/* One emulator per channel, each with its own CSRs: apply the same settings to all. */
+/* One emulator per channel (up to the protocol's 8), each with its own CSRs: apply the same
+ * settings to all. */
 #define EMU_APPLY(n) do { \
 	emu##n##_mode_write(cfg->mode); emu##n##_rate_write(cfg->rate); \
 	emu##n##_seed_write(cfg->seed + n); } while (0)
@@ -167,6 +168,18 @@ static int emulator(const struct ctl_emulator_cfg *cfg)
 #endif
 #ifdef CSR_EMU3_BASE
 	EMU_APPLY(3);
+#endif
+#ifdef CSR_EMU4_BASE
+	EMU_APPLY(4);
+#endif
+#ifdef CSR_EMU5_BASE
+	EMU_APPLY(5);
+#endif
+#ifdef CSR_EMU6_BASE
+	EMU_APPLY(6);
+#endif
+#ifdef CSR_EMU7_BASE
+	EMU_APPLY(7);
 #endif
 #ifndef CSR_EMU0_BASE
 	(void)cfg;
