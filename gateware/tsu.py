@@ -252,33 +252,34 @@ class PTPClock(LiteXModule):
         ba_int  = ba[F:]
         ba_frac = ba[:F]
 
-        # Stage B: this cycle's increment, integer part as candidates for the second's wrap:
-        # plain, -1 s, +1 s, -2 s (see stage U), each also with the fraction's carry added
-        # (suffix 1). An offset (add) joins the increment for one cycle; its variants are
-        # registered with the command, so every sum here and in stage U has two operands (a + b + 1
-        # would be two carry chains in series).
-        WRAPS = (("int", 0), ("m", -NS_PER_S), ("p", NS_PER_S), ("m2", -2*NS_PER_S))
+        # Stage B: this cycle's increment. An offset (add) joins it for one cycle, in two forms:
+        # as it is for time_ns and the phase (inc_t), and normalised to (-10^9, 0] for the
+        # nanoseconds (inc_n) with the second it carries (sw), so that stage U's nanoseconds wrap
+        # by at most one second either way. Both are registered with the command, so every sum
+        # below has two operands and a carry-in.
         pend   = Signal()
         add_ok = Signal()
-        off = {}
-        for name, const in WRAPS:
-            for carry in (0, 1):
-                off[name, carry] = Signal((35, True), name=f"off_{name}{carry}")
+        add_t  = Signal((32, True))
+        add_n  = Signal((32, True))
+        add_s  = Signal()
         self.comb += add_ok.eq((self.add_ns > -NS_PER_S) & (self.add_ns < NS_PER_S))
         self.sync += [
             pend.eq(self.add_stb & add_ok),
-            If(self.add_stb, *[off[name, carry].eq(self.add_ns + (const + carry))
-                for name, const in WRAPS for carry in (0, 1)]),
+            If(self.add_stb,
+                add_t.eq(self.add_ns),
+                add_n.eq(self.add_ns + Mux(self.add_ns > 0, -NS_PER_S, 0)),
+                add_s.eq(self.add_ns > 0),
+            ),
         ]
-        inc = {}
-        for name, const in WRAPS:
-            for carry in (0, 1):
-                inc[name, carry] = Signal((35, True), name=f"inc_{name}{carry}", reset=base_int + const + carry)
+        inc_t  = Signal((34, True), reset=base_int)
+        inc_n  = Signal((34, True), reset=base_int)
+        sw     = Signal()
         step_b = Signal()
         self.sync += [
             step_b.eq(pend),
-            *[inc[name, carry].eq(ba_int + Mux(pend, off[name, carry], C(const + carry, (35, True))))
-                for name, const in WRAPS for carry in (0, 1)],
+            inc_t.eq(ba_int + Mux(pend, add_t, 0)),
+            inc_n.eq(ba_int + Mux(pend, add_n, 0)),
+            sw.eq(pend & add_s),
         ]
 
         # Set command: time_ns needs sec*10^9, made by a 48-cycle shift-and-add (a set is rare;
@@ -325,64 +326,63 @@ class PTPClock(LiteXModule):
             )
         ]
 
-        # Stage U (unnormalised time): usec*10^9 + acc, where acc may leave [0, 10^9) for one cycle
-        # (`over`: acc >= 10^9, `under`: acc < 0) and is brought back in the next, together with
-        # usec. Both flags are registers, so the sums below select on registers and on the
-        # fraction's carry only: no carry chain feeds another, and the wrap decision (a sign bit)
-        # drives two flip-flops instead of 80 multiplexers. Stage R below normalises.
-        acc   = Signal((35, True))
-        usec  = Signal(48)
-        over  = Signal()
-        under = Signal()
+        # Stage U: nanoseconds normalised to [0, 10^9) in one step, x = ns + increment + carry,
+        # wrapped by one second up (x >= 10^9) or down (x < 0, only after a negative offset);
+        # `w` is the seconds this transition moves (the wrap and the offset's second, -1..2), for
+        # stage R's seconds. time_ns is the same sum without the wrap, 64 bits. At 60 to 125 MHz
+        # two carry chains in series (x, then x - 10^9) fit a cycle.
+        # The fraction runs one cycle ahead (fa = next ufrac), so that its carry into the ns, c,
+        # is a register: it enters every sum below as a carry-in. ba_frac is the fraction of the
+        # increment the integer parts (inc_t, inc_n, registered from ba) will hold next cycle.
+        uns   = Signal(30)
+        w     = Signal((3, True))
         ufrac = Signal(F)
         utns  = Signal(64)
         ustep = Signal()
-        udelta = Signal((34, True), reset=base_int)  # ns advanced in this transition, for the phase.
-        # The fraction runs one cycle ahead (fa = next ufrac), so that its carry into the ns, c,
-        # is a register: it selects about 300 bits below, too many to follow a 34-bit carry chain
-        # in the same cycle. ba_frac is the fraction of the increment the integer candidates
-        # (inc, registered from ba) will hold next cycle.
+        uset  = Signal()
+        uinc  = Signal((34, True), reset=base_int)  # ns advanced in this transition, without c,
+        uc    = Signal()                            # and c: for the periodic output's phase.
         fa   = Signal(F, reset=self.base_inc & (2**F - 1))
         c    = Signal()
         fsum = Signal(F + 1)
-        self.comb += fsum.eq(fa + ba_frac)
-        def csel(name, a, b, bits):
-            s0, s1, s = Signal((bits, True), name=name + "0"), Signal((bits, True), name=name + "1"), Signal((bits, True), name=name)
-            self.comb += [s0.eq(a + inc[b, 0]), s1.eq(a + inc[b, 1]), s.eq(Mux(c, s1, s0))]
-            return s
-        x0  = csel("x0",  acc, "int", 36)   # acc + inc
-        xm  = csel("xm",  acc, "m",   36)   # acc + inc - 10^9
-        xp  = csel("xp",  acc, "p",   36)   # acc + inc + 10^9
-        xm2 = csel("xm2", acc, "m2",  36)   # acc + inc - 2*10^9
-        t   = csel("t",   utns, "int", 66)
+        x    = Signal((33, True))
+        xm   = Signal((33, True))
+        xp   = Signal((33, True))
+        self.comb += [
+            fsum.eq(fa + ba_frac),
+            x.eq(uns + inc_n + c),
+            xm.eq(x - NS_PER_S),
+            xp.eq(x + NS_PER_S),
+        ]
         self.sync += [
             fa.eq(fsum[:F]),
             c.eq(fsum[F]),
             ufrac.eq(fa),
-            utns.eq(t),
-            udelta.eq(Mux(c, inc["int", 1], inc["int", 0])),
+            utns.eq(utns + inc_t + c),
+            uinc.eq(inc_t),
+            uc.eq(c),
             ustep.eq(step_b),
-            If(over,
-                acc.eq(xm), usec.eq(usec + 1), over.eq(~xm2[-1]), under.eq(xm[-1]),
-            ).Elif(under,
-                acc.eq(xp), usec.eq(usec - 1), over.eq(~x0[-1]), under.eq(xp[-1]),
+            uset.eq(0),
+            If(x[-1],
+                uns.eq(xp), w.eq(sw - 1),
+            ).Elif(~xm[-1],
+                uns.eq(xm), w.eq(sw + 1),
             ).Else(
-                acc.eq(x0), over.eq(~xm[-1]), under.eq(x0[-1]),
+                uns.eq(x), w.eq(sw),
             ),
             If(apply,
-                usec.eq(s_sec),
-                acc.eq(s_ns),
-                over.eq(0),
-                under.eq(0),
+                uns.eq(s_ns),
+                w.eq(0),
                 ufrac.eq(0),
                 fa.eq(ba_frac),     # = 0 + the next cycle's fraction increment,
                 c.eq(0),            # which has no carry out of a zero fraction.
                 utns.eq(s_acc + s_ns),
                 ustep.eq(1),
+                uset.eq(1),
             ),
         ]
 
-        # Stage R (raw time, normalised): ns in [0, 10^9).
+        # Stage R (raw time): the seconds follow the nanoseconds' wraps (a set loads them).
         sec   = Signal(48)
         ns    = Signal(30)
         frac  = Signal(F)
@@ -390,22 +390,23 @@ class PTPClock(LiteXModule):
         fwd   = Signal()  # This value came from a forward second wrap.
         step  = Signal()  # This value came from a step (add or set).
         delta = Signal((34, True), reset=base_int)
+        dc    = Signal()
         P       = Signal(30)             # Active period of the periodic output.
         delta_p = Signal((35, True))     # delta - P, so the phase update below is one adder deep.
         self.sync += [
-            If(over,
-                ns.eq(acc + (-NS_PER_S)), sec.eq(usec + 1),
-            ).Elif(under,
-                ns.eq(acc + NS_PER_S), sec.eq(usec - 1),
+            If(uset,
+                sec.eq(s_sec),
             ).Else(
-                ns.eq(acc), sec.eq(usec),
+                sec.eq(sec + w),
             ),
-            fwd.eq(over),
+            ns.eq(uns),
+            fwd.eq((w == 1) & ~uset),
             frac.eq(ufrac),
             tns.eq(utns),
             step.eq(ustep),
-            delta.eq(udelta),
-            delta_p.eq(udelta - P),
+            delta.eq(uinc),
+            dc.eq(uc),
+            delta_p.eq(uinc - P),
         ]
 
         # Stage D: one cycle behind R. The periodic output's phase (ns mod period) is tracked here
@@ -424,8 +425,8 @@ class PTPClock(LiteXModule):
         pa = Signal((36, True))
         pb = Signal((36, True))
         self.comb += [
-            pa.eq(ph + delta),
-            pb.eq(ph + delta_p),   # (P changes clear `aligned` until the next second, so a
+            pa.eq(ph + delta + dc),
+            pb.eq(ph + delta_p + dc),   # (P changes clear `aligned` until the next second, so a
                                    # delta_p computed with the old P is never used.)
         ]
         self.sync += [

@@ -5,6 +5,7 @@ advanced per cycle, with the documented command latencies) and against exact Fra
 PTPTimestamper against frames encoded by scapy (its PTPv2 layer), fed byte-wise with preamble and
 SFD as LiteEth's PHY-side stream carries them."""
 
+import collections
 import random
 import struct
 import zlib
@@ -238,6 +239,26 @@ def test_steps_wraps_pps_and_periodic_match_the_reference_model_every_cycle():
     assert sum(o["pps"] and not p["pps"] for p, o in zip(seen, seen[1:])) >= 3
     assert {o["sec"] for o in seen} >= {5, 6, 7}
     assert all(o["time_ns"] == o["sec"]*NS_PER_S + o["ns"] for o in seen)
+
+
+def test_offsets_at_the_ends_of_their_range_on_and_around_a_wrap_match_the_model():
+    """An offset of +-(10^9 - 1) ns landing in each cycle from 8 before to 8 after a second's
+    wrap: the nanoseconds wrap by one second either way in the same step as the offset, or by two
+    (an offset near +10^9 in the very cycle the increment wraps), and sec, ns, frac, time_ns and
+    pps agree with the model in every cycle."""
+    dut = PTPClock(CLK)
+    script, t = {}, 10
+    for k in range(17):
+        for sign in (1, -1):
+            script[t] = [("set", 100 + 4*k + (sign < 0), NS_PER_S - 100)]   # Published at t + 54,
+            # wrapping 13 cycles later (100 ns at 8 ns a cycle): the offset lands k - 8 around it.
+            script[t + SET_LATENCY + 13 - ADD_LATENCY + k - 8] = [("add", sign*(NS_PER_S - 1))]
+            t += 100
+    seen = model_run(dut, script, t + 60, pps_width=0)
+    sets = {a + 1 + SET_LATENCY for a, actions in script.items() if actions[0][0] == "set"}
+    jumps = collections.Counter(b["sec"] - a["sec"] for n, (a, b) in enumerate(zip(seen, seen[1:]), 1)
+                                if n not in sets)
+    assert set(jumps) == {-1, 0, 1, 2} and jumps[2] >= 1, jumps
 
 
 def test_pps_is_exactly_the_wrap_cycle_and_periodic_edges_land_on_multiples_of_the_period():
