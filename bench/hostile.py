@@ -2,9 +2,9 @@
 # This file is part of ethdaq.
 # SPDX-License-Identifier: BSD-2-Clause
 
-"""Hostile and broken traffic for the simulated wire (issue 9): the frames a DAQ board on a shared
-lab network meets, built with scapy (a protocol model independent of ours), whole Ethernet frames
-with their FCS as on the wire.
+"""Hostile and broken traffic for the simulated wire (docs/robustness.md): the frames a DAQ
+board on a shared lab network meets, built with scapy (a protocol model independent of ours),
+whole Ethernet frames with their FCS as on the wire.
 
     from bench.hostile import KINDS, Network, frames
     net = Network(board_mac="10:e2:d5:00:00:01", board_ip="192.168.1.50",

@@ -3,7 +3,7 @@
 # This file is part of ethdaq.
 # SPDX-License-Identifier: BSD-2-Clause
 
-"""Resource and timing table of the boards' full DAQ SoC (issue 8), built as a user builds it.
+"""Resource and timing table of the boards' full DAQ SoC, built as a user builds it.
 
 For each board: `ethdaq build` (through soc.build.build_hardware: Yosys synth_ecp5 -abc9 with
 abc9's flow3 script, nextpnr, ecppack), then one table of LUT/FF/BRAM/DSP use and per-clock achieved vs required frequency

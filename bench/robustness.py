@@ -3,10 +3,10 @@
 # This file is part of ethdaq.
 # SPDX-License-Identifier: BSD-2-Clause
 
-"""Robustness benches (issue 9) on the simulated board: hostile traffic at the PHY pins while it
-streams, and a long soak under a ping flood and control traffic. Everything here is simulated:
-the whole SoC in Verilator (firmware on the VexRiscv, GMII pins with preamble, FCS and gaps) on a
-tap in a network namespace this bench creates and removes; Linux receives the stream.
+"""Robustness benches (docs/robustness.md) on the simulated board: hostile traffic at the PHY
+pins while it streams, and a long soak under a ping flood and control traffic. Everything here is
+simulated: the whole SoC in Verilator (firmware on the VexRiscv, GMII pins with preamble, FCS and
+gaps) on a tap in a network namespace this bench creates and removes; Linux receives the stream.
 
     sudo .venv/bin/python bench/robustness.py hostile [--frames 100000] [--batch 1000] [--markdown]
     sudo .venv/bin/python bench/robustness.py soak [--packets 1000000] [--payload 64] [--markdown]

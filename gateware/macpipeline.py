@@ -167,10 +167,11 @@ def insert_ip_rx_buffer(ip):
     MAC crossbar and the MAC depacketizer into the buffer after the MAC's receive crossing: 13
     LUT levels and carry chains, 15.8 ns, sys's critical path on the colorlight_i5 with seed 3 at
     86122cf. Its forward half matters as much: the IPv4 total length, less the IPv4 header in
-    the receiver and the ICMP header in ICMP's, went through two subtractors into ICMP's state
-    machine and from there back along `ready` (16 levels, 14.6 ns, build/h6 of session 12), so a
-    buffer with registered `ready` only (PipeReady, whose payload passes through) would leave
-    most of it. One cycle of latency for what LiteEth receives over IPv4, and no loss of rate."""
+    the receiver and the ICMP header in ICMP's, goes through two subtractors into ICMP's state
+    machine and from there back along `ready` (16 levels, 14.6 ns on the colorlight_i5 without
+    this buffer: docs/boards/colorlight_i5.md, step 33), so a buffer with registered `ready` only
+    (PipeReady, whose payload passes through) would leave most of it. One cycle of latency for
+    what LiteEth receives over IPv4, and no loss of rate."""
     from liteeth.common import eth_ipv4_user_description
     buf = stream.Buffer(eth_ipv4_user_description(len(ip.rx.source.data)), pipe_valid=True, pipe_ready=True)
     return buf, cut_connection(ip, ip.rx.source, ip.crossbar.master.sink, buf)

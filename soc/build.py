@@ -231,14 +231,14 @@ def build_hardware(board, output_dir, toolchain="trellis", run=True, seed=1, tri
 TRELLIS_OPTIONS = {"flow3": True}
 
 # nextpnr-ecp5 options for every ECP5 build. The HeAP placer's timing weight (default 10): at 40,
-# on the colorlight_i5's netlist of 621f34d (build/h0, issue 8 session 10, bench/seeds.py
-# --nextpnr), each of seeds 1 to 3 placed faster on both clocks than with the default: eth
-# 118.9 / 123.6 / 118.8 -> 121.3 / 125.3 / 119.3 MHz, sys 66.9 / 67.5 / 66.2 -> 69.0 / 71.8 /
-# 69.5, router1 converging every time. docs/boards/README.md.
+# on the colorlight_i5's netlist of 621f34d (bench/seeds.py --nextpnr), each of seeds 1 to 3
+# placed faster on both clocks than with the default: eth 118.9 / 123.6 / 118.8 -> 121.3 / 125.3
+# / 119.3 MHz, sys 66.9 / 67.5 / 66.2 -> 69.0 / 71.8 / 69.5, router1 converging every time.
+# docs/boards/README.md.
 # --tmg-ripup: router1 also rips up and reroutes arcs with negative slack, not only overused
-# wires. On 86122cf's netlist (build/h4, issue 8 session 12) the same placements routed to eth
-# 125.2 -> 128.1 MHz (seed 1) and 133.3 -> 139.6 (seed 3), sys 65.5 -> 66.7 and 63.3 -> 62.9,
-# in the same routing time (176 to 217 s).
+# wires. On 86122cf's netlist the same placements routed to eth 125.2 -> 128.1 MHz (seed 1) and
+# 133.3 -> 139.6 (seed 3), sys 65.5 -> 66.7 and 63.3 -> 62.9, in the same routing time (176 to
+# 217 s).
 NEXTPNR_OPTIONS = ["--placer-heap-timingweight", "40", "--tmg-ripup"]
 
 

@@ -130,7 +130,7 @@ def parse_allow(networks):
 
 LINK_MBPS = {"1G": 1000, "100M": 100, "10G": 10000}  # Board.link
 
-# Every clock must meet timing with this margin (issue 8: 10 %, 137.5 MHz for a 125 MHz PHY clock);
+# Every clock must meet timing with this margin (10 %: 137.5 MHz for a 125 MHz PHY clock);
 # boards the open toolchain builds are constrained at the nominal frequency times 1 + margin.
 TIMING_MARGIN = 0.10
 
@@ -346,7 +346,7 @@ class DAQSoC(SoCCore):
                                   cd_rx="eth_rx" if (with_classifier or with_rx_audit) else None)
         # PTP hardware clock (sys): before the transmit path, whose time-triggered launcher reads it.
         self.ptp    = PTPClockCSR(PTPClock(sys_clk_freq, with_osc_error=with_ptp_testbench))
-        # Time-triggered transmission (issue 7, gateware/launcher.py): the highest transmit class.
+        # Time-triggered transmission (gateware/launcher.py): the highest transmit class.
         launcher = None
         if with_launcher:
             if self.ethphy.dw != 8:
@@ -400,9 +400,9 @@ class DAQSoC(SoCCore):
             self.eth_tx_framing = replace_tx_framing(self.ethcore.mac.core)
             # Its FCS checker, judging from the CRC register (gateware/fcschecker.py).
             self.eth_rx_fcs    = replace_rx_crc(self.ethcore.mac.core)
-        # Receive classifier (issue 7; off by default until the small ECP5 boards have room,
+        # Receive classifier (off by default: the small ECP5 boards have little room left,
         # docs/liteeth-notes.md): rules matched right after the FCS checker and a fast-track sink
-        # without the CPU. The receive audit (issue 9) before it judges and counts every frame;
+        # without the CPU. The receive audit before it judges and counts every frame;
         # the frame gate behind them lets only whole frames that both passed on to LiteEth.
         if with_classifier:
             self.classifier = RXClassifier(nrules=CLASSIFIER_RULES, payload_bytes=16)
@@ -599,7 +599,7 @@ class DAQSoC(SoCCore):
             self.add_constant("ETHDAQ_STREAM_COUNTER_BITS", COUNTER_BITS)
             connect_streamer(self, self.streamer, self.txpath, self.ethcore)
 
-        # Latency probes (issue 7, gateware/probe.py): every frame of each transmit class from
+        # Latency probes (gateware/probe.py): every frame of each transmit class from
         # handed over to its first preamble byte on the pins, and from the last byte on the pins
         # to the fast-track sink. Off by default: two small statistics RAMs per probe, which the
         # colorlight_i5 has no LUTs for yet.

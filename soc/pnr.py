@@ -49,7 +49,7 @@ TRIES_ENV = "ETHDAQ_PNR_TRIES"
 
 # Placements `ethdaq build` tries on ECP5 boards until every clock meets its constraint (seeds
 # S, S+1, ...). On the 88 %-full colorlight_i5 one netlist's eth clock ranges over
-# 10 MHz between seeds around its 137.5 MHz constraint (issue 8, docs/boards/README.md): one
+# 10 MHz between seeds around its 137.5 MHz constraint (docs/boards/README.md): one
 # placement meets it about half the time, three together most of the time. A build that meets
 # timing with the first placement takes no longer.
 DEFAULT_TRIES = 3

@@ -1,4 +1,4 @@
-"""User front-ends (gateware/frontend.py, issue 10): the loader's checks and their messages,
+"""User front-ends (gateware/frontend.py): the loader's checks and their messages,
 the example triggered ADC against its Python model, and a SoC built with a front-end."""
 
 import itertools

@@ -1,5 +1,6 @@
 """bench/hostile.py: every kind of hostile frame is what it says, by tshark's reading (an
-independent decoder) and by zlib's CRC: the generator for issue 9's robustness tests."""
+independent decoder) and by zlib's CRC: the generator for the robustness tests
+(docs/robustness.md)."""
 
 import random
 import subprocess

@@ -1,4 +1,4 @@
-"""The streamer at 100 Mb/s (the digilent_arty's MII PHY, issue 8): streamer → canned-header
+"""The streamer at 100 Mb/s (the digilent_arty's MII PHY): streamer → canned-header
 transmit path → LiteEth's own MII PHY (a nibble per 40 ns cycle, everything at 25 MHz), cycle-accurate
 in Verilator (bench/gmii.py with phy="mii"). The testbench answers the stack's ARP request in
 nibbles; every frame on the MII pins is joined low nibble first (IEEE 802.3 clause 22) and

@@ -299,7 +299,7 @@ print(sent, first, time.time())
 
 
 def test_hostile_traffic_during_a_stream_loses_and_corrupts_nothing(board):
-    """Issue 9, first cut: every kind of bench/hostile.py's frames, shuffled, into the board while
+    """Every kind of bench/hostile.py's frames, shuffled, into the board while
     it streams below line rate. The stream arrives complete and in order, with nothing dropped;
     the board answers ping and the control port after."""
     before = rules_now(board)["unmatched"]
@@ -1073,7 +1073,7 @@ def rx_stats(board):
 
 
 def test_hostile_frames_at_the_pins_during_a_stream_are_each_counted_by_cause(board):
-    """Issue 9: every kind of bench/hostile.py's frames (bad FCS and runts too), FCS and preamble
+    """Every kind of bench/hostile.py's frames (bad FCS and runts too), FCS and preamble
     as on a wire, put on the receive pins by the PHY's injector in batches while the board streams.
     Each frame is counted once, under the cause bench/hostile.py labels it with (RX_STATS); none
     disturbs the stream (complete, in order, nothing dropped); the MAC counts the bad FCSs; the
@@ -1131,10 +1131,11 @@ def test_hostile_frames_at_the_pins_during_a_stream_are_each_counted_by_cause(bo
 
 
 def test_a_short_soak_under_a_ping_flood_and_control_traffic_loses_nothing(board):
-    """Issue 9's soak, short (bench/robustness.py soak runs 1,000,000): 64-byte DAQ datagrams from
-    4 channels at 70 % of the line, every sample checked by the receiver, while Linux floods the
-    board with pings and a client asks STATUS in a loop: nothing lost, out of sequence, duplicated,
-    malformed or dropped on the board; the pings and requests answered; nothing counted as bad."""
+    """The robustness soak, short (bench/robustness.py soak runs 1,000,000): 64-byte DAQ
+    datagrams from 4 channels at 70 % of the line, every sample checked by the receiver, while
+    Linux floods the board with pings and a client asks STATUS in a loop: nothing lost, out of
+    sequence, duplicated, malformed or dropped on the board; the pings and requests answered;
+    nothing counted as bad."""
     from bench.robustness import soak
     board.ns_run(["sysctl", "-q", "-w", f"net.ipv6.conf.{TAP}.disable_ipv6=1"], check=True)
     res, delta = soak(board, packets=20_000, payload=64, board_ip=BOARD_IP, ctl_port=CTL_PORT,

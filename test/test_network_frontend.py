@@ -1,4 +1,4 @@
-"""Users' front-ends on the whole simulated board (issue 10): the example triggered ADC
+"""Users' front-ends on the whole simulated board: the example triggered ADC
 (examples/frontends/triggered_adc.py, Python) and pulse-height analyser (pulse_height.v, Verilog),
 each copied outside the repository as a user would keep it, built with `ethdaq build --board sim
 --frontend PATH`, stream through the board to a Linux receiver in a network namespace; what

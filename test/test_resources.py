@@ -74,8 +74,8 @@ def test_device_option_builds_on_a_part_in_the_same_package_and_speed_grade():
 
 
 def test_build_id_option_reaches_the_build_and_is_checked(monkeypatch):
-    """--build-id is `ethdaq build --build-id`'s (the same check), passed to the build: the figures
-    of issue 8's docs were measured with the fixed id CI uses."""
+    """--build-id is `ethdaq build --build-id`'s (the same check), passed to the build: the boards'
+    documented figures are measured with the fixed id CI uses."""
     import ethdaq.soc.build as build
     seen = {}
     class Stop(Exception):

@@ -44,7 +44,7 @@ def test_streamer_frames_decode_and_streams_are_continuous(exe, payload, frames)
 
 
 def test_jumbo_throughput_is_at_least_99_percent_of_10g_theory(exe):
-    """Issue 3, item 7: >= 99 % of payload/(payload+66) x 1.25 GB/s at 8972-byte payloads. The
+    """The 10G requirement: >= 99 % of payload/(payload+66) x 1.25 GB/s at 8972-byte payloads. The
     remaining loss is LiteEth's CRC and preamble inserters idling one cycle each per frame
     (bench/xgmii.py measures the same ceiling with an ideal frame source)."""
     r = xgmii.measure(exe, 8972 + 42, frames=10, skip=2)

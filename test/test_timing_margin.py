@@ -1,6 +1,7 @@
-"""Issue 8's 10 % timing margin: ECP5 builds are constrained at the nominal clock frequencies plus
-the margin (so nextpnr works on every clock until it has the margin), and the build summary judges
-against the nominal frequency and says whether the margin was reached."""
+"""The 10 % timing margin (soc/daqsoc.py's TIMING_MARGIN): ECP5 builds are constrained at the
+nominal clock frequencies plus the margin (so nextpnr works on every clock until it has the
+margin), and the build summary judges against the nominal frequency and says whether the margin
+was reached."""
 
 import json
 
