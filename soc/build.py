@@ -359,14 +359,14 @@ def vivado_summary(gateware, name):
 
 
 def _unroutable(output_dir):
-    """soc/pnr.py's verdict when neither nextpnr router converged, from the build's log (where
-    `ethdaq build` writes nextpnr's output), or None."""
+    """soc/pnr.py's verdict when the netlist does not fit the FPGA or neither nextpnr router
+    converged, from the build's log (where `ethdaq build` writes nextpnr's output), or None."""
     log = Path(output_dir) / "build.log"
     if not log.exists():
         return None
-    from ethdaq.soc.pnr import UNROUTABLE
+    from ethdaq.soc.pnr import VERDICTS
     for line in log.read_text(errors="replace").splitlines():
-        if line.startswith(f"ethdaq: {UNROUTABLE}"):
+        if any(line.startswith(f"ethdaq: {v}") for v in VERDICTS):
             return line[len("ethdaq: "):]
     return None
 

@@ -25,14 +25,17 @@ Usage (the `nextpnr-ecp5` shim of soc/tools.py runs this):
     python -m ethdaq.soc.pnr NEXTPNR [nextpnr options]
 """
 
+import collections
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 from ethdaq.soc import progress
 
@@ -58,9 +61,56 @@ DEFAULT_TRIES = 3
 # (soc/build.py finds the verdict in the build's log and makes it the build's error).
 EXIT_UNROUTABLE = 75
 UNROUTABLE = "the design does not route on this FPGA"
+# The verdict (same exit code) when the synthesised netlist needs more block RAMs or logic cells
+# than the FPGA nextpnr is asked for has: said in a line before placement, not after minutes of it.
+DOES_NOT_FIT = "the design does not fit this FPGA"
+# The verdicts soc/build.py looks for in the build's log.
+VERDICTS = (UNROUTABLE, DOES_NOT_FIT)
+
+# Logic cells (LUT4s) and DP16KD block RAMs of each ECP5 size (nextpnr-ecp5's --25k etc.).
+ECP5_CAPACITY = {12: (12096, 32), 25: (24288, 56), 45: (43848, 108), 85: (83640, 208)}
 
 # The line each router prints as it starts routing (after the quick "Routing globals...").
 ROUTING_STARTS = ("Info: Routing..", "Info: Running router2")
+
+
+def ecp5_size(args):
+    """The ECP5 size (12, 25, 45 or 85) nextpnr-ecp5's options ask for (--25k, --um5g-45k, ...)."""
+    for a in args:
+        m = re.fullmatch(r"--(?:um5g-|um-)?(\d+)k", a)
+        if m and int(m.group(1)) in ECP5_CAPACITY:
+            return int(m.group(1))
+    return None
+
+
+def netlist_cells(netlist_path):
+    """Cell counts by type of the top module of a Yosys JSON netlist."""
+    design = json.loads(Path(netlist_path).read_text())
+    top = next((m for m in design["modules"].values() if m.get("attributes", {}).get("top")), None)
+    if top is None:
+        return collections.Counter()
+    return collections.Counter(c["type"] for c in top["cells"].values())
+
+
+def fit_verdict(netlist_path, args):
+    """None if the netlist can fit the ECP5 nextpnr's options name, else the line that says why not:
+    more DP16KD block RAMs than the part has, or more LUT4s than its logic cells (LUT4 + 2 per
+    CCU2C carry cell + 4 per DPR16X4 distributed RAM; placement needs a few percent more than that
+    for route-throughs, so a netlist just below the size can still fail in nextpnr)."""
+    size = ecp5_size(args)
+    if size is None or netlist_path is None or not Path(netlist_path).exists():
+        return None
+    luts, brams = ECP5_CAPACITY[size]
+    cells = netlist_cells(netlist_path)
+    need_brams = cells["DP16KD"]
+    need_luts = cells["LUT4"] + 2*cells["CCU2C"] + 4*cells["TRELLIS_DPR16X4"]
+    if need_brams > brams:
+        return (f"{DOES_NOT_FIT}: it needs {need_brams} DP16KD block RAMs and the ECP5-{size}F has {brams} "
+                "(fewer --channels, a narrower --sample-width, or a larger FPGA)")
+    if need_luts > luts:
+        return (f"{DOES_NOT_FIT}: it needs {need_luts} LUT4s and the ECP5-{size}F has {luts} "
+                "(fewer --channels, a narrower --sample-width, or a larger FPGA)")
+    return None
 
 
 def cpu_seconds(pid):
@@ -275,6 +325,11 @@ def main(argv=None):
     if tries < 1:
         print(f"ethdaq: {TRIES_ENV} must be at least 1, not {tries}", file=sys.stderr)
         return 2
+    verdict = fit_verdict(option(args, "--json"), args)
+    if verdict is not None:
+        sys.stdout.write(f"ethdaq: {verdict}\n")
+        sys.stdout.flush()
+        return EXIT_UNROUTABLE
     if report is None or option(args, "--textcfg") is None:
         # Without nextpnr's report there is no verdict to sweep on.
         tries = 1

@@ -201,3 +201,48 @@ def test_placement_tries_are_for_ecp5_builds_and_bounded():
         check_placement_options(get_board("colorlight_i5"), "trellis", 1, 0)
     with pytest.raises(BuildError, match="--tries must be 1 to 20 placements, not 21"):
         check_placement_options(get_board("colorlight_i5"), "trellis", 1, 21)
+
+
+def _netlist(path, **cells):
+    """A Yosys JSON netlist whose top module holds `cells` (type: count), as synth_ecp5 writes it."""
+    import json
+    top = {"attributes": {"top": "00000000000000000000000000000001"}, "ports": {}, "netnames": {},
+           "cells": {f"${t}${i}": {"type": t, "connections": {}} for t, n in cells.items() for i in range(n)}}
+    path.write_text(json.dumps({"modules": {"sub": {"attributes": {}, "cells": {"$x": {"type": "DP16KD"}}},
+                                            "top": top}}))
+    return path
+
+
+def test_a_netlist_with_more_block_rams_or_luts_than_the_part_is_refused_before_placement(tmp_path):
+    """The verdict names what is short, how much is needed and what the part has; cells of
+    sub-modules do not count (synth_ecp5 flattens: the top module holds the design)."""
+    fits = _netlist(tmp_path / "a.json", DP16KD=56, LUT4=20000, CCU2C=1000, TRELLIS_DPR16X4=50)
+    assert pnr.fit_verdict(str(fits), ["--25k", "--json", str(fits)]) is None
+    brams = _netlist(tmp_path / "b.json", DP16KD=60, LUT4=100)
+    assert pnr.fit_verdict(str(brams), ["--25k"]) == (
+        "the design does not fit this FPGA: it needs 60 DP16KD block RAMs and the ECP5-25F has 56 "
+        "(fewer --channels, a narrower --sample-width, or a larger FPGA)")
+    assert pnr.fit_verdict(str(brams), ["--um5g-45k"]) is None
+    luts = _netlist(tmp_path / "c.json", LUT4=20000, CCU2C=2000, TRELLIS_DPR16X4=100)
+    verdict = pnr.fit_verdict(str(luts), ["--25k"])
+    assert "it needs 24400 LUT4s and the ECP5-25F has 24288" in verdict
+    # No size option (not an ECP5 nextpnr command line) or no netlist: nothing to judge.
+    assert pnr.fit_verdict(str(brams), ["--freq", "60"]) is None
+    assert pnr.fit_verdict(str(tmp_path / "missing.json"), ["--25k"]) is None
+
+
+def test_the_command_line_refuses_a_netlist_that_does_not_fit_without_running_nextpnr(tmp_path):
+    """`python -m ethdaq.soc.pnr` says the verdict in one line and exits with the unroutable code;
+    the nextpnr it was given (here a path that does not exist) never runs. The build's error is
+    that line (soc/build.py reads it from the build's log)."""
+    from ethdaq.soc.build import _unroutable
+    netlist = _netlist(tmp_path / "top.json", DP16KD=57)
+    r = subprocess.run([sys.executable, "-m", "ethdaq.soc.pnr", str(tmp_path / "no-nextpnr"), "--25k",
+                        "--json", str(netlist), "--report", str(tmp_path / "r.json")],
+                       capture_output=True, text=True)
+    assert r.returncode == pnr.EXIT_UNROUTABLE, r.stderr
+    assert r.stdout.splitlines() == ["ethdaq: the design does not fit this FPGA: it needs 57 DP16KD block RAMs "
+                                     "and the ECP5-25F has 56 (fewer --channels, a narrower --sample-width, "
+                                     "or a larger FPGA)"]
+    (tmp_path / "build.log").write_text("Info: ...\n" + r.stdout)
+    assert _unroutable(tmp_path).startswith("the design does not fit this FPGA: it needs 57 DP16KD")
