@@ -389,7 +389,8 @@ def on_device(board, device):
 def main(argv=None):
     from ethdaq.boards import BOARDS, get_board
     from ethdaq.soc.build import build_hardware, nextpnr_summary, xilinx_cell_summary
-    from ethdaq.soc.cli import _build_id
+    from ethdaq.host.protocol import MAX_STREAMS
+    from ethdaq.soc.cli import _build_id, _int_in, _sample_width
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--board", action="append", help="board (repeatable; default: every hardware board)")
@@ -408,6 +409,11 @@ def main(argv=None):
     p.add_argument("--synth-only", action="store_true",
                    help="ECP5 only: stop after Yosys (LUT4 eq., FF, BRAM and the per-core table; no timing), in "
                         "BUILD_DIR/BOARD-synth")
+    p.add_argument("--channels", type=_int_in(1, MAX_STREAMS, "channels"), metavar="N",
+                   help="build the SoC with N stream channels (as `ethdaq build --channels`), in BUILD_DIR/BOARD-Nch")
+    p.add_argument("--sample-width", type=_sample_width, metavar="BITS",
+                   help="build the SoC with BITS-bit samples (as `ethdaq build --sample-width`), in "
+                        "BUILD_DIR/BOARD-BITSbit")
     args = p.parse_args(argv)
     names = args.board or [n for n, b in BOARDS.items() if not b.is_sim]
     if args.synth_only and (args.from_build or args.no_build):
@@ -417,6 +423,13 @@ def main(argv=None):
     if args.from_build and len(names) != 1:
         p.error("--from-build needs exactly one --board (or --no-build for a directory of boards)")
     suffix = "-classifier" if args.with_classifier else ""
+    soc_kwargs = {"with_classifier": True} if args.with_classifier else {}
+    if args.channels is not None:
+        suffix += f"-{args.channels}ch"
+        soc_kwargs["nchannels"] = args.channels
+    if args.sample_width is not None:
+        suffix += f"-{args.sample_width}bit"
+        soc_kwargs["sample_width"] = args.sample_width
     results = []
     for name in names:
         board = get_board(name)
@@ -433,8 +446,7 @@ def main(argv=None):
         if args.synth_only:
             out = Path(args.build_dir) / (name + suffix + "-synth")
             t0 = time.monotonic()
-            report = synth_only(board, out, args.build_id, args.device,
-                                **({"with_classifier": True} if args.with_classifier else {}))
+            report = synth_only(board, out, args.build_id, args.device, **soc_kwargs)
             elapsed = time.monotonic() - t0
         elif args.from_build:
             out = Path(args.from_build)
@@ -446,8 +458,7 @@ def main(argv=None):
             out = Path(args.build_dir) / (name + suffix)
             t0 = time.monotonic()
             build_hardware(board, out, toolchain="yosys" if xilinx else "trellis",
-                           **({"build_id": args.build_id} if args.build_id else {}),
-                           **({"with_classifier": True} if args.with_classifier else {}))
+                           **({"build_id": args.build_id} if args.build_id else {}), **soc_kwargs)
             elapsed = time.monotonic() - t0
         gw = out / "gateware"
         if xilinx:
@@ -457,7 +468,9 @@ def main(argv=None):
         else:
             report = report or nextpnr_summary(gw / f"{name}_report.json", None)
             table = attribute(gw / f"{name}.json", gw / f"{name}.v")
-        label = name + (f" on {args.device}" if args.device else "") + (" + classifier" if args.with_classifier else "")
+        label = name + (f" on {args.device}" if args.device else "") + (" + classifier" if args.with_classifier else "") \
+            + (f", {args.channels} channels" if args.channels is not None else "") \
+            + (f", {args.sample_width}-bit samples" if args.sample_width is not None else "")
         family = "xc7" if xilinx else "ecp5"
         print_tables(label, board.fpga, report, table, elapsed, family=family)
         results.append((label, board.fpga, report, table, family))
