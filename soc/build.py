@@ -259,10 +259,15 @@ def _build_hardware(board, output_dir, shims, toolchain, run, seed, soc_kwargs):
         if stale.exists():
             stale.unlink()
     with _path_prepended(shims):
+        # LiteX's toolchain changes into the gateware directory and, when a tool fails, does not
+        # change back: the caller's relative paths would then point elsewhere.
+        cwd = os.getcwd()
         try:
             builder.build(build_name=board.name, run=run, **(TRELLIS_OPTIONS | {"seed": seed} if toolchain == "trellis" else {}))
         except (OSError, subprocess.CalledProcessError) as e:
             raise BuildError(f"{board.name} build failed: {_unroutable(output_dir) or e}") from None
+        finally:
+            os.chdir(cwd)
         gateware = Path(builder.gateware_dir)
         result = BuildResult(board.name, output_dir, firmware=builder.firmware_bin, gateware=gateware,
                              toolchain=toolchain)
@@ -514,12 +519,15 @@ def build_sim(board, output_dir, tap="ethdaq0", host_ip="192.168.1.100", opt_lev
     builder = DAQBuilder(soc, output_dir=str(output_dir))
     config = board.sim_config(soc.sys_clk_freq, tap, host_ip)
     modules = copy_sim_modules(board, builder.gateware_dir)
+    cwd = os.getcwd()   # As in _build_hardware: LiteX does not change back when a tool fails.
     with _path_prepended():
         try:
             builder.build(sim_config=config, build=True, run=False, opt_level=opt_level, interactive=False,
                           **modules)
         except (OSError, subprocess.CalledProcessError) as e:
             raise BuildError(f"simulation build failed: {e}") from None
+        finally:
+            os.chdir(cwd)
     gateware = Path(builder.gateware_dir)
     digest = generated_digest(sim_inputs(gateware, soc.platform))
     stamp = gateware / "obj_dir" / "ethdaq.stamp"

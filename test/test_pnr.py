@@ -246,3 +246,22 @@ def test_the_command_line_refuses_a_netlist_that_does_not_fit_without_running_ne
                                      "or a larger FPGA)"]
     (tmp_path / "build.log").write_text("Info: ...\n" + r.stdout)
     assert _unroutable(tmp_path).startswith("the design does not fit this FPGA: it needs 57 DP16KD")
+
+
+def test_a_failed_toolchain_leaves_the_process_where_it_was(tmp_path, monkeypatch):
+    """LiteX's toolchain changes into the gateware directory and, when a tool fails, does not change
+    back; the build's error (and the log named by a relative --output-dir) must still be found from
+    where the user started. Here the toolchain is a stand-in that changes directory and fails."""
+    import os
+    from ethdaq.boards import get_board
+    from ethdaq.soc import build
+
+    def failing(self, *args, **kwargs):
+        os.makedirs(self.gateware_dir, exist_ok=True)
+        os.chdir(self.gateware_dir)
+        raise subprocess.CalledProcessError(1, ["yosys"])
+    monkeypatch.setattr(build.DAQBuilder, "build", failing)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(build.BuildError, match="digilent_arty build failed: Command '\\['yosys'\\]'"):
+        build._build_hardware(get_board("digilent_arty"), "out", None, "yosys", False, 1, {})
+    assert os.getcwd() == str(tmp_path)
