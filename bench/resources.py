@@ -51,6 +51,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT.parent))
 
+from ethdaq.soc.pnr import ECP5_CAPACITY, lut4_equivalent as lut_eq   # noqa: E402
+
 # Migen name prefix -> core. First match wins (longest prefixes first where they overlap).
 CORES = [
     ("CPU (VexRiscv minimal)",   ("VexRiscv", "cpu_", "vexriscv")),
@@ -199,10 +201,6 @@ def attribute(netlist_path, verilog_path, family="ecp5"):
     return table
 
 
-def lut_eq(c):
-    return c["LUT4"] + 2*c["CCU2C"] + 4*c["TRELLIS_DPR16X4"]
-
-
 def _xc7_lutram(c):
     from ethdaq.soc.build import _LUTRAM_LUTS
     return sum(n*c[t] for t, n in _LUTRAM_LUTS.items())
@@ -326,7 +324,6 @@ def summary_lines(results):
 
 
 # An ECP5 part's LUT4s and DP16KDs by its size (Lattice's ECP5 family data sheet, table 1.1).
-ECP5_SIZES = {12: (12096, 32), 25: (24288, 56), 45: (43848, 108), 85: (83640, 208)}
 
 
 def synth_only(board, out, build_id=None, device=None, **soc_kwargs):
@@ -353,7 +350,7 @@ def synth_summary(rpt_path, fpga):
         if m:
             counts[m.group(2)] = int(m.group(1))   # The last (top-level) statistics win.
     m = ECP5_PART.fullmatch(fpga)
-    luts, brams = ECP5_SIZES.get(int(m.group(1)), (0, 0)) if m else (0, 0)
+    luts, brams = ECP5_CAPACITY.get(int(m.group(1)), (0, 0)) if m else (0, 0)
     return {"luts": (lut_eq(counts), luts), "ffs": (counts["TRELLIS_FF"], luts), "bram": (counts["DP16KD"], brams),
             "dsp": (counts["MULT18X18D"], 0), "clocks": [], "synth_only": True,
             "estimate": "Yosys synthesis only: LUT4 eq. (LUT4 + 2 CCU2C + 4 DPR16X4), before placement"}

@@ -329,8 +329,9 @@ class PTPClock(LiteXModule):
         # Stage U: nanoseconds normalised to [0, 10^9) in one step, x = ns + increment + carry,
         # wrapped by one second up (x >= 10^9) or down (x < 0, only after a negative offset);
         # `w` is the seconds this transition moves (the wrap and the offset's second, -1..2), for
-        # stage R's seconds. time_ns is the same sum without the wrap, 64 bits. At 60 to 125 MHz
-        # two carry chains in series (x, then x - 10^9) fit a cycle.
+        # stage R's seconds. time_ns is the same sum without the wrap, 64 bits. Two carry chains
+        # in series (x, then x - 10^9): at the ECP5 boards' 60 MHz not a critical path
+        # (docs/boards/README.md); at the Xilinx boards' 100 and 125 MHz untested here (no Vivado).
         # The fraction runs one cycle ahead (fa = next ufrac), so that its carry into the ns, c,
         # is a register: it enters every sum below as a carry-in. ba_frac is the fraction of the
         # increment the integer parts (inc_t, inc_n, registered from ba) will hold next cycle.
@@ -400,7 +401,7 @@ class PTPClock(LiteXModule):
                 sec.eq(sec + w),
             ),
             ns.eq(uns),
-            fwd.eq((w == 1) & ~uset),
+            fwd.eq(w == 1),       # (A set's transition has w = 0.)
             frac.eq(ufrac),
             tns.eq(utns),
             step.eq(ustep),

@@ -92,18 +92,24 @@ def netlist_cells(netlist_path):
     return collections.Counter(c["type"] for c in top["cells"].values())
 
 
+def lut4_equivalent(cells):
+    """LUT4s a synth_ecp5 netlist's logic takes: LUT4 + 2 per CCU2C carry cell + 4 per DPR16X4
+    distributed RAM (`cells`: counts by type)."""
+    return cells["LUT4"] + 2*cells["CCU2C"] + 4*cells["TRELLIS_DPR16X4"]
+
+
 def fit_verdict(netlist_path, args):
     """None if the netlist can fit the ECP5 nextpnr's options name, else the line that says why not:
-    more DP16KD block RAMs than the part has, or more LUT4s than its logic cells (LUT4 + 2 per
-    CCU2C carry cell + 4 per DPR16X4 distributed RAM; placement needs a few percent more than that
-    for route-throughs, so a netlist just below the size can still fail in nextpnr)."""
+    more DP16KD block RAMs than the part has, or more LUT4s (lut4_equivalent) than its logic cells
+    (placement needs a few percent more than that for route-throughs, so a netlist just below the
+    size can still fail in nextpnr)."""
     size = ecp5_size(args)
     if size is None or netlist_path is None or not Path(netlist_path).exists():
         return None
     luts, brams = ECP5_CAPACITY[size]
     cells = netlist_cells(netlist_path)
     need_brams = cells["DP16KD"]
-    need_luts = cells["LUT4"] + 2*cells["CCU2C"] + 4*cells["TRELLIS_DPR16X4"]
+    need_luts = lut4_equivalent(cells)
     if need_brams > brams:
         return (f"{DOES_NOT_FIT}: it needs {need_brams} DP16KD block RAMs and the ECP5-{size}F has {brams} "
                 "(fewer --channels, a narrower --sample-width, or a larger FPGA)")

@@ -28,3 +28,17 @@ def send_frames(sink, frames, rng=None, gaps=0.0, errors=None, between=0):
             yield
     while True:
         yield
+
+
+def collect_frames(source, out, cycles):
+    """Take `source` (always ready) for `cycles` cycles, appending each whole frame (bytes, up to
+    and including the byte with `last`) to `out`."""
+    cur = []
+    for _ in range(cycles):
+        yield source.ready.eq(1)
+        yield
+        if (yield source.valid):
+            cur.append((yield source.data))
+            if (yield source.last):
+                out.append(bytes(cur))
+                cur = []

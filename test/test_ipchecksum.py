@@ -16,7 +16,7 @@ from liteeth.core.ip import LiteEthIPV4Checksum
 
 from ethdaq.gateware.ipchecksum import IPv4Checksum, checksum_cycles, replace_ip_checksums
 
-from stream_helpers import send_frames
+from stream_helpers import collect_frames, send_frames
 
 HEADER_BITS = ipv4_header.length*8
 CHECKSUM_WORD = ipv4_header.fields["checksum"].byte//2
@@ -162,18 +162,6 @@ class IPSides(Module):
             replace_ip_checksums(self)
 
 
-def _collect(source, out, cycles):
-    frame = []
-    yield source.ready.eq(1)
-    for _ in range(cycles):
-        yield
-        if (yield source.valid):
-            frame.append((yield source.data))
-            if (yield source.last):
-                out.append(bytes(frame))
-                frame = []
-
-
 @pytest.mark.parametrize("replaced", [True, False])
 def test_liteeth_ip_receiver_and_transmitter_with_the_checksums(replaced):
     """Received: datagrams whose header checksum is right pass, those with a wrong one are
@@ -211,8 +199,8 @@ def test_liteeth_ip_receiver_and_transmitter_with_the_checksums(replaced):
                 yield
 
     frames = [bytes(f) for pair in zip(good, bad + [None]*3) for f in pair if f is not None]
-    run_simulation(dut, [send_frames(dut.rx.sink, frames, between=4), _collect(dut.rx.source, received, 3000),
-                         send_tx(), _collect(dut.tx.source, sent, 3000)])
+    run_simulation(dut, [send_frames(dut.rx.sink, frames, between=4), collect_frames(dut.rx.source, received, 3000),
+                         send_tx(), collect_frames(dut.tx.source, sent, 3000)])
     # The receiver passes the payload after the IPv4 header (the UDP header and data here).
     assert received == [g[20:] for g in good]
     assert len(sent) == len(lengths)

@@ -11,6 +11,7 @@ from scapy.layers.l2 import ARP, Ether
 
 from ethdaq.gateware.framer import ARPRequester, UDPFramer
 from ethdaq.gateware.netaddr import NetAddress
+from stream_helpers import collect_frames
 
 OLD_MAC, OLD_IP = 0x10E2D5000077, 0xC0A84D32      # 192.168.77.50
 NEW_MAC, NEW_IP = 0x02AB00000042, 0xC0A84D33      # 192.168.77.51
@@ -31,18 +32,6 @@ class Bench(LiteXModule):
             self.requester.announce.eq(self.netaddr.announce),
             self.netaddr.announced.eq(self.requester.announced),
         ]
-
-
-def collect(source, out, cycles):
-    cur = []
-    for _ in range(cycles):
-        yield source.ready.eq(1)
-        yield
-        if (yield source.valid) and (yield source.ready):
-            cur.append((yield source.data))
-            if (yield source.last):
-                out.append(bytes(cur))
-                cur = []
 
 
 def csr_write(csr, value):
@@ -70,7 +59,7 @@ def test_apply_switches_both_addresses_at_once_and_announces_them():
             yield
         seen.append(((yield dut.netaddr.ip_tx), (yield dut.netaddr.mac_tx)))
 
-    run_simulation(dut, {"sys": [cpu()], "tx": [collect(dut.requester.source, arp_frames, 400)]},
+    run_simulation(dut, {"sys": [cpu()], "tx": [collect_frames(dut.requester.source, arp_frames, 400)]},
                    clocks={"sys": 10, "tx": 8})
     assert seen[0] == (OLD_IP, OLD_MAC, OLD_IP)
     assert seen[1] == (NEW_IP, NEW_MAC)
@@ -102,7 +91,7 @@ def test_announcement_goes_first_and_a_waiting_request_is_not_lost():
         yield
         yield dut.request.eq(0)
 
-    run_simulation(dut, [gen(), collect(dut.source, frames, 300)])
+    run_simulation(dut, [gen(), collect_frames(dut.source, frames, 300)])
     assert len(frames) == 2
     first, second = Ether(frames[0])[ARP], Ether(frames[1])[ARP]
     assert (first.psrc, first.pdst) == ("192.168.77.50", "192.168.77.50")
@@ -149,7 +138,7 @@ def test_data_frames_leave_from_the_new_addresses_after_apply():
         yield
         yield dut.netaddr._apply.re.eq(0)
 
-    run_simulation(dut, {"sys": [cpu()], "tx": [tx(), collect(dut.framer.source, frames, 800)]},
+    run_simulation(dut, {"sys": [cpu()], "tx": [tx(), collect_frames(dut.framer.source, frames, 800)]},
                    clocks={"sys": 10, "tx": 8})
     assert len(frames) == 2
     old, new = Ether(frames[0]), Ether(frames[1])
