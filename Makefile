@@ -12,7 +12,7 @@ STAMPS  := $(VENV)/.stamps
 DEBS := python3 python3-venv python3-dev git make gcc g++ \
         verilator gcc-riscv64-unknown-elf libevent-dev libjson-c-dev zlib1g-dev \
         iproute2 iputils-ping arping tcpdump tshark openfpgaloader linuxptp ethtool \
-        clang libclang-rt-14-dev libcmocka-dev
+        clang libclang-rt-14-dev libcmocka-dev ccache
 
 .PHONY: all deps venv demo test test-fast clean
 
@@ -38,11 +38,12 @@ venv: deps $(STAMPS)/venv
 demo: venv
 	$(VENV)/bin/ethdaq sim --identify --stream 8 --ping 5
 
+# One pytest-xdist worker per core; test/conftest.py says how the work is shared out.
 test: venv
-	$(VENV)/bin/pytest
+	$(VENV)/bin/pytest -n auto
 
 test-fast: venv
-	$(VENV)/bin/pytest -m "not slow"
+	$(VENV)/bin/pytest -n auto -m "not slow"
 
 clean:
 	rm -rf build .pytest_cache

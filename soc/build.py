@@ -110,9 +110,24 @@ def _environ(**values):
                 os.environ[k] = v
 
 
+def compiler_cache():
+    """Environment that puts ccache, when installed, in front of the firmware's compiler (LiteX's
+    makefiles read CCACHE) and Verilator's (its makefiles read OBJCACHE): picolibc, the Verilator
+    runtime and a gateware already compiled elsewhere are then compiled once per machine, not once
+    per build. Paths are hashed relative to the directory compiled in (base_dir /, no cwd in the
+    hash), so the same sources in two output directories hit the same cache entries. Settings the
+    user has made win."""
+    if shutil.which("ccache") is None:
+        return {}
+    wanted = {"CCACHE": "ccache", "OBJCACHE": "ccache", "CCACHE_BASEDIR": "/", "CCACHE_NOHASHDIR": "1"}
+    return {k: v for k, v in wanted.items() if k not in os.environ}
+
+
 def _path_prepended(*dirs):
-    """PATH with our virtualenv's bin (LiteX's makefiles run `python3 -m litex...`) and `dirs` first."""
-    return _environ(PATH=os.pathsep.join([*map(str, dirs), str(Path(sys.executable).parent), os.environ["PATH"]]))
+    """PATH with our virtualenv's bin (LiteX's makefiles run `python3 -m litex...`) and `dirs` first,
+    and the compiler cache."""
+    return _environ(PATH=os.pathsep.join([*map(str, dirs), str(Path(sys.executable).parent), os.environ["PATH"]]),
+                    **compiler_cache())
 
 
 @contextlib.contextmanager
@@ -534,7 +549,8 @@ def build_sim(board, output_dir, tap="ethdaq0", host_ip="192.168.1.100", opt_lev
     binary = gateware / "obj_dir" / "Vsim"
     if not (binary.exists() and stamp.exists() and stamp.read_text() == digest):
         progress.mark(progress.VERILATOR)
-        r = subprocess.run(["bash", "build_sim.sh"], cwd=gateware, capture_output=True, text=True)
+        r = subprocess.run(["bash", "build_sim.sh"], cwd=gateware, capture_output=True, text=True,
+                           env=os.environ | compiler_cache())
         sys.stdout.write(r.stdout + r.stderr)   # Into the build's log (output_to).
         sys.stdout.flush()
         if r.returncode != 0:

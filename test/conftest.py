@@ -2,6 +2,8 @@ import os
 import subprocess
 import sys
 import threading
+import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -37,34 +39,91 @@ def _remove_stale_test_namespaces():
             print(f"\nremoved the network namespace {ns!r}, left behind by an earlier run", flush=True)
 
 
-# Background builds ---------------------------------------------------------------------------------
+# Parallel runs and background builds --------------------------------------------------------------
+# `make test` runs the suite on pytest-xdist's workers, one per core. A test file is one unit of
+# work, so its module fixtures (a simulated board, a PTP run) are made once; the files with tests
+# that create network namespaces and taps (marked `network`) are one unit together, so they run one
+# after another on one worker and never meet. Plain `pytest` runs everything in one process.
+#
 # A bitstream build (test_build_ecp5.py) takes about 10 minutes of one core, a Yosys synth_xilinx
-# pass (test_build_xilinx.py) about 3, and the rest of the suite is mostly single-threaded
-# simulation. A test marked
+# pass (test_build_xilinx.py) about 3. A test marked
 #     @pytest.mark.background_build("name", [ethdaq arguments...])
-# has its command queued as soon as the session's tests are collected (when it is selected); the
-# queue runs one command at a time on the machine's second core, the simulated boards first, then
-# in collection order. Such tests run last and wait for their command.
+# has its command queued as soon as the session's tests are collected (when it is selected); one
+# process (the first worker, or the only one) runs the queue, one command at a time, the simulated
+# boards first, then in collection order, and records each command's exit code with the run's id in
+# build/NAME.background.rc, where a test on any worker finds it. Such tests run last and wait.
 BACKGROUND_BUILDS = {}
 _QUEUE_STOP = threading.Event()
+_QUEUE = []
+RUN_ID = {}
+
+
+def _worker():
+    """This process's xdist worker name (gw0, gw1, ...), None outside xdist."""
+    return os.environ.get("PYTEST_XDIST_WORKER")
+
+
+def _runs_queue():
+    return _worker() in (None, "gw0")
+
+
+def _network_files():
+    """The test files with a test marked `network` (read as text: xdist's controller, which
+    schedules, does not collect)."""
+    return {f"test/{f.name}" for f in (REPO / "test").glob("test_*.py") if "pytest.mark.network" in f.read_text()}
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    from xdist.scheduler import LoadScopeScheduling
+
+    network = _network_files()
+
+    class ByFileNetworkTogether(LoadScopeScheduling):
+        def _split_scope(self, nodeid):
+            path = nodeid.split("::", 1)[0]
+            return "network" if path in network else path
+
+    return ByFileNetworkTogether(config, log)
+
+
+def pytest_configure(config):
+    workerinput = getattr(config, "workerinput", None)
+    RUN_ID["id"] = workerinput["testrunuid"] if workerinput else uuid.uuid4().hex
 
 
 class _Build:
-    def __init__(self, args, log):
-        self.args, self.log = args, log
-        self.proc, self.returncode = None, None
-        self.done = threading.Event()
+    def __init__(self, name, args):
+        self.name, self.args = name, args
+        self.log = REPO / "build" / f"{name}.background.log"
+        self.rc_file = REPO / "build" / f"{name}.background.rc"
+        self.proc = None
+
+    def finish(self, returncode):
+        """Record the exit code (None: did not run) for every worker to see."""
+        tmp = self.rc_file.with_suffix(f".tmp-{os.getpid()}")
+        tmp.write_text(f"{RUN_ID['id']} {returncode}")
+        tmp.replace(self.rc_file)
+
+    def result(self):
+        """(True, exit code or None) once this run has recorded it, else (False, None)."""
+        try:
+            run, code = self.rc_file.read_text().split()
+        except (FileNotFoundError, ValueError):
+            return False, None
+        if run != RUN_ID["id"]:
+            return False, None
+        return True, None if code == "None" else int(code)
 
 
 def _run_queue(builds):
     for build in builds:
         if _QUEUE_STOP.is_set():
-            build.done.set()
+            build.finish(None)
             continue
         with open(build.log, "w") as f:
             build.proc = subprocess.Popen(ethdaq_cmd(*build.args), stdout=f, stderr=subprocess.STDOUT, text=True)
-            build.returncode = build.proc.wait()
-        build.done.set()
+            build.finish(build.proc.wait())
 
 
 def pytest_collection_modifyitems(session, config, items):
@@ -77,7 +136,8 @@ def pytest_collection_modifyitems(session, config, items):
 def pytest_collection_finish(session):
     if session.config.option.collectonly:
         return
-    _remove_stale_test_namespaces()
+    if _runs_queue():
+        _remove_stale_test_namespaces()
     queue = []
     for item in session.items:
         marker = item.get_closest_marker("background_build")
@@ -87,15 +147,17 @@ def pytest_collection_finish(session):
         if xfail is not None and xfail.kwargs.get("run", True) is False:
             continue
         name, args = marker.args
-        log = REPO / "build" / f"{name}.background.log"
-        log.parent.mkdir(parents=True, exist_ok=True)
-        BACKGROUND_BUILDS[name] = build = _Build(args, log)
+        BACKGROUND_BUILDS[name] = build = _Build(name, args)
         queue.append(build)
+    if not (queue and _runs_queue()):
+        return
+    (REPO / "build").mkdir(exist_ok=True)
     # The simulated boards' builds (a minute or two each) before the bitstream and synthesis
     # builds (10 to 25 minutes): their tests then need not wait for the long ones.
     queue.sort(key=lambda b: not _is_sim_build(b.args))
-    if queue:
-        threading.Thread(target=_run_queue, args=(queue,), daemon=True).start()
+    thread = threading.Thread(target=_run_queue, args=(queue,), daemon=True)
+    thread.start()
+    _QUEUE.append(thread)
 
 
 def _is_sim_build(args):
@@ -105,17 +167,25 @@ def _is_sim_build(args):
 def background_build(name, timeout):
     """Wait for a background build: (return code, its output)."""
     build = BACKGROUND_BUILDS[name]
-    if not build.done.wait(timeout=timeout):
-        _QUEUE_STOP.set()
-        if build.proc is not None:
-            build.proc.kill()
-        raise TimeoutError(f"background build {name!r} still running after {timeout} s")
-    if build.returncode is None:
+    deadline = time.monotonic() + timeout
+    while not (result := build.result())[0]:
+        if time.monotonic() > deadline:
+            _QUEUE_STOP.set()
+            if build.proc is not None:
+                build.proc.kill()
+            raise TimeoutError(f"background build {name!r} still running after {timeout} s")
+        time.sleep(1)
+    if result[1] is None:
         raise RuntimeError(f"background build {name!r} did not run (the queue was stopped)")
-    return build.returncode, build.log.read_text()
+    return result[1], build.log.read_text()
 
 
 def pytest_sessionfinish(session, exitstatus):
+    # The first worker can run out of tests while another still waits for the queue: it lets the
+    # queue finish unless the run was interrupted.
+    if _worker() is not None and exitstatus != pytest.ExitCode.INTERRUPTED:
+        for thread in _QUEUE:
+            thread.join()
     _QUEUE_STOP.set()
     for build in BACKGROUND_BUILDS.values():
         if build.proc is not None and build.proc.poll() is None:

@@ -7,12 +7,15 @@ comment (sorted by str(instance), i.e. by memory address). Before the digest ign
 simulation that was running from the same directory."""
 
 import re
+import subprocess
+from pathlib import Path
 
 from migen import Instance, Module, Signal
 
 from litex.gen import LiteXContext
 from litex.gen.fhdl.verilog import convert
 
+from ethdaq.soc import build
 from ethdaq.soc.build import generated_digest
 
 
@@ -102,3 +105,23 @@ def test_the_boards_simulation_modules_are_copied_into_the_build_and_change_the_
     assert copied in sim_inputs(gateware, platform)
     copied.write_text(copied.read_text() + "// edited\n")
     assert generated_digest(sim_inputs(gateware, platform)) != before
+
+
+def test_ccache_when_installed_is_put_where_litex_and_verilator_read_it_and_the_users_settings_win(monkeypatch):
+    for k in ("CCACHE", "OBJCACHE", "CCACHE_BASEDIR", "CCACHE_NOHASHDIR"):
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setattr(build.shutil, "which", lambda name: f"/usr/bin/{name}")
+    env = build.compiler_cache()
+    assert env["CCACHE"] == env["OBJCACHE"] == "ccache" and env["CCACHE_BASEDIR"] == "/"
+    monkeypatch.setenv("CCACHE_BASEDIR", "/home/user")
+    assert "CCACHE_BASEDIR" not in build.compiler_cache()
+    monkeypatch.setattr(build.shutil, "which", lambda name: None)
+    assert build.compiler_cache() == {}
+    # The variables are the ones the installed makefiles read: LiteX's for the firmware, Verilator's
+    # for the simulation.
+    import litex
+    common = Path(litex.__file__).parent / "soc" / "software" / "common.mak"
+    assert "$(CCACHE) $(TARGET_PREFIX)gcc" in common.read_text()
+    verilator_root = subprocess.run(["verilator", "--getenv", "VERILATOR_ROOT"], capture_output=True,
+                                    text=True).stdout.strip()
+    assert "$(OBJCACHE) $(CXX)" in (Path(verilator_root) / "include" / "verilated.mk").read_text()

@@ -195,6 +195,7 @@ def test_sim_needs_root(monkeypatch, capsys):
 
 
 @requires_root
+@pytest.mark.network
 @pytest.mark.parametrize("busy", [True, False], ids=["in-use", "left-behind"])
 def test_sim_refuses_a_namespace_that_exists_and_leaves_it_alone(busy):
     ns = "ethdaq-busy"
