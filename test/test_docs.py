@@ -34,6 +34,12 @@ GENERATED = re.compile(r"^(?:build|test/c/build)/|/build/")
 PATH_PLACEHOLDER = re.compile(r"(?:^|/)(?:NAME|BOARD|DIR|OUTPUT_DIR)(?:[./]|$)")
 
 
+def _anchors(page):
+    """GitHub's anchors for a page's headings: lower case, punctuation dropped, spaces as hyphens."""
+    return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-")
+            for h in re.findall(r"^#+ (.*)$", page.read_text(), re.M)}
+
+
 def _code_commands(page):
     """(line number, command line without `ethdaq`) of every command line in the page's code blocks."""
     lines = page.read_text().splitlines()
@@ -116,6 +122,10 @@ def test_commands_found():
     assert any(True for p in PAGES for _ in _inline_commands(p))
 
 
+def test_anchor_of_a_heading():
+    assert "every-board-resources-and-timing" in _anchors(REPO / "docs/boards/README.md")
+
+
 def test_checks_refuse_a_wrong_command():
     assert _parse("ctl identify") is not None                     # --ip is required
     assert _parse("build --board x --nope") is not None
@@ -129,11 +139,14 @@ def test_links_and_paths_resolve(page):
     text = page.read_text()
     missing = []
     for target in LINK.findall(text):
-        if re.match(r"^[a-z]+:", target) or target.startswith("#"):
+        if re.match(r"^[a-z]+:", target):
             continue
-        path = (page.parent / target.split("#")[0]).resolve()
+        file, _, anchor = target.partition("#")
+        path = (page.parent / file).resolve() if file else page
         if not path.exists():
             missing.append(f"link {target}")
+        elif anchor and path.suffix == ".md" and anchor not in _anchors(path):
+            missing.append(f"link {target} (no such heading)")
     for path in PATH.findall(text):
         if GENERATED.search(path) or PATH_PLACEHOLDER.search(path) or "*" in path:
             continue
