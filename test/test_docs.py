@@ -58,7 +58,7 @@ def _code_commands(page):
         while text.split("#")[0].rstrip().endswith("\\") and i < len(lines):
             text = text.split("#")[0].rstrip()[:-1] + " " + lines[i].strip()
             i += 1
-        text = text.split(" #")[0].strip()
+        text = text.split(" #")[0].strip().removesuffix(" &")   # A command put in the background.
         if not PROGRESS.match(text):
             yield lineno, text
 
