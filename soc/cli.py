@@ -333,8 +333,8 @@ def cmd_build(args):
         print(f"firmware:  {result.firmware}")
         return 0
     if result.vivado_missing:
-        print(f"Vivado is not on PATH: the complete project is in {result.gateware}; where Vivado is installed, "
-              f"run: {build.vivado_command(result)}")
+        print(f"Vivado is not on PATH: the complete project is in {result.gateware} (self-contained: copy it to "
+              f"where Vivado is installed); run: {build.vivado_command(result)}")
         return 0
     print()
     print(f"ethdaq build summary: {board.name} ({board.fpga})")
