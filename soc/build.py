@@ -26,7 +26,7 @@ import ethdaq.host
 from ethdaq.host import protocol
 from ethdaq.gateware.onehot import check_reset, one_hot_fsms
 from ethdaq.soc.daqsoc import DAQSoC
-from ethdaq.soc import progress, tools
+from ethdaq.soc import portable, progress, tools
 from ethdaq.soc.pnr import DEFAULT_TRIES, TRIES_ENV, clock_name, with_options
 
 FIRMWARE_DIR = Path(ethdaq.host.__file__).resolve().parent.parent / "firmware"
@@ -224,7 +224,9 @@ def build_hardware(board, output_dir, toolchain="trellis", run=True, seed=1, tri
     placements (default DEFAULT_TRIES; seeds seed, seed + 1, ...) are made until every clock meets
     its constraint. "vivado" (Xilinx): the complete Vivado project; Vivado runs only if it is on
     PATH (result.vivado_missing otherwise). "yosys" (Xilinx): the same project, then Yosys'
-    synth_xilinx for a resource estimate."""
+    synth_xilinx for a resource estimate. `run` False: the gateware, the firmware and the
+    toolchain's project and scripts only, no synthesis. The gateware directory is complete in
+    itself: moved or copied to another machine, its scripts build there (soc/portable.py)."""
     check_placement_options(board, toolchain, seed, tries)
     tries = DEFAULT_TRIES if tries is None else tries
     output_dir = preflight(board, output_dir)
@@ -264,9 +266,10 @@ def _build_hardware(board, output_dir, shims, toolchain, run, seed, soc_kwargs):
         soc.platform.toolchain._pnr_opts += "".join(
             f" {opt}" for opt in with_options(NEXTPNR_OPTIONS, getattr(board, "nextpnr_opts", [])))
     vivado_missing = toolchain in ("vivado", "yosys") and shutil.which("vivado") is None
-    if toolchain == "yosys" or vivado_missing:
-        run = False
+    run_toolchain = run and not (toolchain == "yosys" or vivado_missing)
     builder = DAQBuilder(soc, output_dir=str(output_dir))
+    # The gateware directory travels: its scripts name nothing outside it (soc/portable.py).
+    portable.localize_before_project(soc.platform.toolchain, builder.gateware_dir)
     # A failed build must not leave the previous bitstream looking like its result.
     for stale in (Path(builder.gateware_dir) / f"{board.name}.bit",
                   Path(builder.gateware_dir) / f"{board.name}_report.json.router",
@@ -278,7 +281,7 @@ def _build_hardware(board, output_dir, shims, toolchain, run, seed, soc_kwargs):
         # change back: the caller's relative paths would then point elsewhere.
         cwd = os.getcwd()
         try:
-            builder.build(build_name=board.name, run=run, **(TRELLIS_OPTIONS | {"seed": seed} if toolchain == "trellis" else {}))
+            builder.build(build_name=board.name, run=run_toolchain, **(TRELLIS_OPTIONS | {"seed": seed} if toolchain == "trellis" else {}))
         except (OSError, subprocess.CalledProcessError) as e:
             raise BuildError(f"{board.name} build failed: {_unroutable(output_dir) or e}") from None
         finally:
@@ -286,16 +289,16 @@ def _build_hardware(board, output_dir, shims, toolchain, run, seed, soc_kwargs):
         gateware = Path(builder.gateware_dir)
         result = BuildResult(board.name, output_dir, firmware=builder.firmware_bin, gateware=gateware,
                              toolchain=toolchain)
-        if toolchain == "yosys":
+        if toolchain == "yosys" and run:
             result.report = synth_xilinx(soc, gateware, board.name)
-    result.vivado_missing = toolchain == "vivado" and vivado_missing
+    result.vivado_missing = toolchain == "vivado" and vivado_missing and run
     if toolchain == "trellis":
         try:
             check_reset((gateware / f"{board.name}.v").read_text())
         except ValueError as e:
             (gateware / f"{board.name}.bit").unlink(missing_ok=True)
             raise BuildError(f"{board.name}: {e}") from None
-    if run:
+    if run_toolchain:
         result.artifact = gateware / f"{board.name}.bit"
         if not result.artifact.exists():
             raise BuildError(f"no bitstream produced at {result.artifact}")
@@ -307,6 +310,14 @@ def _build_hardware(board, output_dir, shims, toolchain, run, seed, soc_kwargs):
 def vivado_command(result):
     """What to run where Vivado is installed, for a generated project."""
     return f"cd {result.gateware} && vivado -mode batch -source {result.board}.tcl"
+
+
+def project_command(result):
+    """What builds a generated project's bitstream: Vivado's for Xilinx boards, LiteX's build
+    script (Yosys, nextpnr-ecp5, ecppack) for ECP5 boards."""
+    if result.toolchain in ("vivado", "yosys"):
+        return vivado_command(result)
+    return f"cd {result.gateware} && sh build_{result.board}.sh"
 
 
 # Capacity of the Xilinx parts we build for (data sheets DS180/DS182): LUTs, FFs, 36 Kb block RAMs,
@@ -343,8 +354,9 @@ def synth_xilinx(soc, gateware, name):
     checks the design synthesises for 7-series and estimates its resources. Runs with the yowasp
     shims first on PATH (build_hardware). Writes
     {name}_yosys.json (netlist) and {name}_yosys.log in the gateware directory."""
+    # The platform names its sources relative to the gateware directory (soc/portable.py).
     sources = [Path(f) for f, lang, _ in sorted(soc.platform.sources) if lang in ("verilog", "systemverilog")]
-    top = gateware / f"{name}.v"
+    top = Path(f"{name}.v")
     if top not in sources:
         sources.append(top)
     script = "\n".join([

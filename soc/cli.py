@@ -312,6 +312,8 @@ def cmd_build(args):
     soc_kwargs = _soc_kwargs(args)
     if args.pin_probe and not board.is_sim:
         raise CLIError(f"--pin-probe reports from the simulated board's pins; {board.name} is real hardware")
+    if args.no_compile and board.is_sim:
+        raise CLIError("--no-compile is for hardware boards; the simulated board's build is its Verilator binary")
     build.preflight(board, output_dir)
     log = output_dir / "build.log"
     print(f"building {board.name} in {output_dir} (log: {log}) ...", flush=True)
@@ -324,10 +326,15 @@ def cmd_build(args):
         return 0
     with build.output_to(log, args.verbose, show_progress=not args.quiet):
         result = build.build_hardware(board, output_dir, toolchain=toolchain, seed=args.seed, tries=args.tries,
-                                      **soc_kwargs)
+                                      run=not args.no_compile, **soc_kwargs)
+    if args.no_compile:
+        print(f"project:   {result.gateware} (self-contained: it can be moved or copied); to build it, "
+              f"run: {build.project_command(result)}")
+        print(f"firmware:  {result.firmware}")
+        return 0
     if result.vivado_missing:
-        print(f"Vivado is not on PATH: the complete project is in {result.gateware}; where Vivado is installed, "
-              f"run: {build.vivado_command(result)}")
+        print(f"Vivado is not on PATH: the complete project is in {result.gateware} (self-contained: copy it to "
+              f"where Vivado is installed); run: {build.vivado_command(result)}")
         return 0
     print()
     print(f"ethdaq build summary: {board.name} ({board.fpga})")
@@ -915,6 +922,9 @@ def make_parser():
     p.add_argument("--output-dir", help="build directory (default build/BOARD); not under /tmp for ECP5")
     _add_output_options(p)
     p.add_argument("--strict-timing", action="store_true", help="exit with an error when a clock misses its frequency")
+    p.add_argument("--no-compile", action="store_true",
+                   help="hardware boards: write the gateware, the firmware and the toolchain's project and scripts, "
+                        "run no synthesis or place and route; the gateware directory builds anywhere it is moved")
     p.add_argument("--seed", type=int, default=1, help="nextpnr's first placement seed, ECP5 boards (default 1); "
                    "timing varies by several MHz between seeds")
     p.add_argument("--tries", type=int, help="ECP5 boards: place and route with seeds SEED, SEED+1, ... until every "

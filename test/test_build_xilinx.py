@@ -125,8 +125,9 @@ def test_vivado_missing_gives_one_line_and_a_complete_project():
     assert len(lines) == 1, out
     assert re.search(r"^ethdaq build \d+:\d\d \| generating Verilog took \d+:\d\d$", out, re.M), out
     gateware = OUT / "arty-vivado" / "gateware"
-    assert lines[0] == (f"Vivado is not on PATH: the complete project is in {gateware}; where Vivado is "
-                        f"installed, run: cd {gateware} && vivado -mode batch -source digilent_arty.tcl")
+    assert lines[0] == (f"Vivado is not on PATH: the complete project is in {gateware} (self-contained: copy it "
+                        f"to where Vivado is installed); run: cd {gateware} && vivado -mode batch -source "
+                        f"digilent_arty.tcl")
     for suffix in (".v", ".xdc", ".tcl", "_rom.init"):
         assert (gateware / f"digilent_arty{suffix}").stat().st_size > 0
     assert not (gateware / "digilent_arty.bit").exists()
