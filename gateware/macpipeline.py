@@ -169,7 +169,7 @@ def insert_ip_rx_buffer(ip):
     86122cf. Its forward half matters as much: the IPv4 total length, less the IPv4 header in
     the receiver and the ICMP header in ICMP's, goes through two subtractors into ICMP's state
     machine and from there back along `ready` (16 levels, 14.6 ns on the colorlight_i5 without
-    this buffer: docs/boards/colorlight_i5.md, step 33), so a buffer with registered `ready` only
+    this buffer, in nextpnr's timing report), so a buffer with registered `ready` only
     (PipeReady, whose payload passes through) would leave most of it. One cycle of latency for
     what LiteEth receives over IPv4, and no loss of rate."""
     from liteeth.common import eth_ipv4_user_description

@@ -7,7 +7,7 @@
 nextpnr's router1 routes the colorlight_i5's full SoC (over 80 % of the ECP5-25F's LUTs) in 3 to 6
 minutes when it converges, and sometimes never does: any change to the netlist, even the git hash
 in the firmware's ident string, moves the placement, and with some placements router1 was still at
-20,000 unrouted arcs after 3,000 s (docs/boards/colorlight_i5.md). router2 always finished in
+20,000 unrouted arcs after 3,000 s. router2 always finished in
 about a minute of routing, with worse timing. So: router1 first, for at most
 ROUTER1_BUDGET_S seconds of its own CPU time in the routing step (CPU time, not wall time, so a
 busy machine does not change the outcome); past that, the build says so and routes again with

@@ -49,7 +49,7 @@ def test_colorlight_i5_bitstream_and_summary():
         m = re.search(rf"{re.escape(resource)}\s+(\d+) / (\d+)", text)
         assert m and 0 < int(m.group(1)) < int(m.group(2)), text
     # The full SoC fits with room to route: at 91 % of the LUTs nextpnr's router1 does not finish
-    # (router2 routes what router1 leaves, docs/boards/colorlight_i5.md). The same gateware's count
+    # (router2 routes what router1 leaves, soc/pnr.py). The same gateware's count
     # moves by about 1 % between builds (placement packs LUTs differently).
     m = re.search(r"LUT4\s+(\d+) / (\d+)", text)
     assert int(m.group(1)) < 0.90*int(m.group(2)), text
