@@ -1,0 +1,36 @@
+"""bench/margin.py's verdicts: the median placement against the margin, the worst against the
+bare requirement, a placement that did not route counting as a miss; and users' builds that are
+distinct netlists."""
+
+from bench import margin
+
+
+def placement(eth, sys_, routed=True):
+    if not routed:
+        return {"fmax": {}, "router": "none"}
+    # nextpnr's constraints carry the 10 % margin: 137.5 MHz for the 125 MHz eth clock.
+    return {"fmax": {"eth_clocks0_rx": [eth, 137.5], "crg_clkout": [sys_, 66.0]}, "router": "router1"}
+
+
+def test_median_against_the_margin_and_worst_against_the_requirement():
+    s = margin.summary([placement(140.0, 70.0), placement(138.0, 67.0), placement(126.0, 61.0)])
+    eth, sys_ = s["eth_clocks0_rx"], s["crg_clkout"]
+    assert round(eth["required"], 6) == 125.0 and round(sys_["required"], 6) == 60.0
+    assert eth["median"] == 138.0 and eth["worst"] == 126.0 and eth["best"] == 140.0
+    assert eth["median_meets_margin"] and eth["worst_meets_requirement"]
+    assert sys_["median_meets_margin"] and sys_["worst_meets_requirement"]
+    s = margin.summary([placement(140.0, 70.0), placement(137.0, 70.0), placement(124.9, 70.0)])
+    assert not s["eth_clocks0_rx"]["median_meets_margin"]
+    assert not s["eth_clocks0_rx"]["worst_meets_requirement"]
+
+
+def test_a_placement_that_did_not_route_is_the_worst_of_every_clock():
+    s = margin.summary([placement(140.0, 70.0), placement(139.0, 69.0), placement(0, 0, routed=False)])
+    assert s["eth_clocks0_rx"]["worst"] == 0.0 and not s["eth_clocks0_rx"]["worst_meets_requirement"]
+    assert s["eth_clocks0_rx"]["median"] == 139.0 and s["eth_clocks0_rx"]["median_meets_margin"]
+
+
+def test_users_builds_differ_in_build_id_and_addresses():
+    ids = margin.identities(5)
+    assert ids[0][1:] == (None, None)        # A fresh clone's: the git hash, default addresses.
+    assert len({i[0] for i in ids}) == 5 and len({i[1] for i in ids[1:]}) == 4 and len({i[2] for i in ids[1:]}) == 4
