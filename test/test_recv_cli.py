@@ -121,6 +121,10 @@ def test_count_stops_after_exactly_n_datagrams(tmp_path):
         assert run.summary["stopped_by"] == "count"
         rx = run.packets(name)["rx_time_ns"]
         assert np.all(rx >= t0) and np.all(rx <= time.time_ns()), "arrival times must be host clock ns"
+        assert run.meta["rx_time_ns_source"] == "kernel arrival time (SO_TIMESTAMPNS)"
+        assert run.meta["receiver_host"] == socket.gethostname() and run.meta["port"] == port
+        assert run.summary["run_uuid"] == run.run_uuid
+        assert json.loads((tmp_path / "run.json").read_text())["run_uuid"] == run.run_uuid
 
 
 def test_duration_without_data_writes_an_empty_run(tmp_path):
