@@ -16,21 +16,35 @@
         for batch in run.iter_batches():  # the same type the live receiver yields
             ...
 
-Layout (format "ethdaq-run", format_version 1; docs/files.md says the same for people):
+Layout (format "ethdaq-run", format_version 2, NeXus classes; docs/files.md says the same for
+people). Every group and dataset has a `description` attribute, every dataset `units`:
 
-    /                        attrs: format="ethdaq-run", format_version=1,
-                                    created (ISO 8601 UTC, when the file was created),
-                                    the writer's meta (scalars as they are, anything else as JSON),
-                                    closed (ISO 8601 UTC, written by a clean close()),
-                                    summary (JSON string, written by close(summary))
-    /streams/<name>/         one group per stream and sample width;
-                             attrs: src_ip (dotted str), src_port, stream_id, sample_bits
+    /                        NXroot; attrs: format="ethdaq-run", format_version=2, run_uuid (uuid4,
+                             this file's run id), created (ISO 8601 UTC), default="streams",
+                             the writer's meta (scalars as they are, anything else as JSON),
+                             closed (ISO 8601 UTC, written by a clean close()),
+                             summary (JSON string, written by close(summary))
+    /streams/                NXentry; attrs: run_uuid, default (the first stream)
+      board/                 NXcollection: the board's replies at run start, one NXcollection per
+                             reply (identify, status, ...) with its fields as attributes, written by
+                             Writer.set_board; none when nobody asked the board
+      <name>/                NXdata, one per stream and sample width; attrs: signal="samples",
+                             axes=".", src_ip (dotted str), src_port, stream_id, sample_bits,
+                             board_runs (the board's run numbers seen), timestamps_ptp_at_start
         samples              1-D native unsigned ints (uint8/16/32/64; 24 bits widened to uint32,
-                             40..56 to uint64), chunked, maxshape=(None,), optional compression
-        packets              1-D structured (PACKETS_DTYPE), chunked, resizable: one record per
-                             datagram in arrival order; first_sample is the index of its first
-                             sample in `samples` (samples are stored back to back, so packet i
-                             holds samples[first_sample[i]:first_sample[i] + sample_count[i]])
+                             40..56 to uint64), resizable, optional compression
+        packets/             NXlog: one record per datagram in arrival order, one 1-D dataset per
+                             field of PACKETS_DTYPE (units and meaning in PACKET_FIELD_ATTRS);
+                             time and value are hard links to timestamp and dropped. first_sample
+                             is the index of the datagram's first sample in `samples` (samples are
+                             stored back to back, so packet i holds
+                             samples[first_sample[i]:first_sample[i] + sample_count[i]])
+
+Datasets are chunked to what their stream brought before it was first written (up to CHUNK_BYTES
+of samples and PACKETS_CHUNK records): a run of a few datagrams makes a file of a few tens of kB
+a stream, a long one large chunks. A stream first enters the file at the first timed flush at
+least flush_interval after its first datagram (or at a full buffer, flush() or close()), so its
+chunks follow its rate, not the moment the timer fired.
 
 <name> is `batch.stream_name(key)`, e.g. '192.168.1.50_5001_s0'. If a stream's sample_bits
 changes within a file (a board reconfigured between runs), the datagrams with the new width go to
@@ -44,8 +58,8 @@ appends them to the file in large blocks and flushes HDF5. It runs when the buff
 write(); write an empty Batch to check the timer while no data arrives). The file is modified
 only inside flush(), and every flush ends with H5Fflush, so between flushes the file on disk is
 complete and consistent: a process killed outright (SIGKILL, power loss after the OS wrote its
-cache) leaves a file that opens and holds everything up to the last flush, without `summary` and
-`closed`. A kill during a flush itself can leave a damaged file (1 in 100 random kills of a
+cache) leaves a file that opens and holds everything up to the last flush (except a stream younger
+than flush_interval at that flush, see above), without `summary` and `closed`. A kill during a flush itself can leave a damaged file (1 in 100 random kills of a
 writer flushing every 50 ms did: its last chunk lay past the end of file HDF5 had recorded). The file uses the HDF5 1.8 format
 (libver v108) on purpose: the 1.10 format (superblock v3) marks a file open for writing and then
 refuses to open it after a crash until `h5clear -s` is run on it.
