@@ -15,7 +15,7 @@ import pytest
 
 from ethdaq.host import daqformat
 from ethdaq.host.batch import Batch
-from ethdaq.host.h5file import CHUNK_BYTES, PACKETS_DTYPE, Writer, open_run
+from ethdaq.host.h5file import CHUNK_BYTES, PACKETS_DTYPE, RunFileError, Writer, open_run, set_board
 from test_h5file import NAMES, S8, S16, S24, S32, batch, datagram, traffic
 
 H5DUMP = shutil.which("h5dump")
@@ -133,6 +133,13 @@ def test_the_boards_replies_are_recorded_when_a_program_has_them(tmp_path):
         pass
     with open_run(tmp_path / "none.h5") as run:
         assert run.board == {}  # Nobody asked the board: nothing invented.
+    set_board(tmp_path / "none.h5", "status", {"link_up": True, "ptp_state": "SLAVE"})  # After the run.
+    with open_run(tmp_path / "none.h5") as run:
+        assert run.board == {"status": {"link_up": True, "ptp_state": "SLAVE"}}
+        assert run.closed_at is not None
+    (tmp_path / "text.h5").write_text("no")
+    with pytest.raises(RunFileError, match=r"text.h5 is not an ethdaq run file \(not HDF5\)"):
+        set_board(tmp_path / "text.h5", "status", {})
 
 
 def test_a_short_run_makes_a_small_file_and_a_longer_one_grows_with_its_data(tmp_path):

@@ -110,7 +110,7 @@ PACKETS_CHUNK          = 16384       # Largest chunk of a packets field, in reco
 MIN_CHUNK              = 64          # Smallest chunk, in items.
 COMPRESSIONS           = (None, "gzip", "lzf")
 RESERVED_ATTRS         = ("format", "format_version", "created", "closed", "summary", "run_uuid",
-                          "NX_class", "default")
+                          "NX_class", "default", "description")
 ENTRY                  = "streams"   # The NXentry: one NXdata group per stream, and `board`.
 BOARD                  = "board"     # NXcollection: the board's replies at run start, by whoever asked.
 
@@ -351,15 +351,7 @@ class Writer:
         of /streams/board/<section>, replacing an earlier one of that name."""
         if self._h5 is None:
             raise ValueError(f"cannot write to {self.path}: the writer is closed")
-        if not (isinstance(section, str) and section.isidentifier()):
-            raise ValueError(f"section must be a name like 'identify', not {section!r}")
-        values = values._asdict() if hasattr(values, "_asdict") else dict(values)
-        board = self._h5[ENTRY][BOARD]
-        if section in board:
-            del board[section]
-        grp = board.create_group(section)
-        _describe(grp, "NXcollection", f"the board's {section} reply, recorded {_now_iso()}")
-        _set_attrs(grp, values)
+        _write_board(self._h5, section, values)
         self._h5.flush()
 
     @property
@@ -549,6 +541,30 @@ class Writer:
             h5.close()
 
 
+def _write_board(h5, section, values):
+    if not (isinstance(section, str) and section.isidentifier()):
+        raise ValueError(f"section must be a name like 'identify', not {section!r}")
+    values = values._asdict() if hasattr(values, "_asdict") else dict(values)
+    board = h5[ENTRY][BOARD]
+    if section in board:
+        del board[section]
+    grp = board.create_group(section)
+    _describe(grp, "NXcollection", f"the board's {section} reply, recorded {_now_iso()}")
+    _set_attrs(grp, values)
+
+
+def set_board(path, section, values):
+    """Writer.set_board on a closed run file: record a board's reply after the run (e.g. by a
+    command that asked the board while `ethdaq recv` wrote the file). Raises RunFileError."""
+    with open_run(path):  # A run file, readable: the same one-line errors as reading.
+        pass
+    try:
+        with h5py.File(path, "r+") as h5:
+            _write_board(h5, section, values)
+    except OSError as e:
+        raise RunFileError(f"cannot write {path}: {_h5_reason(e)}") from None
+
+
 def _chunk(n, most):
     """Chunk length for a dataset created holding n items: n, within MIN_CHUNK..most (a run that
     ends before its first flush fills its chunks exactly)."""
@@ -689,7 +705,7 @@ class Run:
     @property
     def meta(self):
         """The writer's meta attributes (non-scalar values as the JSON text they were stored as)."""
-        return {k: _plain(v) for k, v in self._h5.attrs.items() if k not in RESERVED_ATTRS + ("description",)}
+        return {k: _plain(v) for k, v in self._h5.attrs.items() if k not in RESERVED_ATTRS}
 
     @property
     def run_uuid(self):
