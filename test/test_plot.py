@@ -232,3 +232,19 @@ def test_sample_times_follow_the_boards_timestamps_across_uneven_datagrams_and_a
     # The datagram before the step back: its samples share its time; after: its own time.
     assert t[20:30] == pytest.approx([3e-3] * 10)
     assert t[30:] == pytest.approx([0.5e-3] * 10)
+
+
+def test_datagrams_without_samples_before_the_data_do_not_cut_the_excerpt_short(tmp_path):
+    d = []
+    for s in range(20):  # Empty datagrams (nothing to send), then two of 5 samples, 1 ms apart.
+        rec, _, _ = datagram(S16, s, 0, rx=s)
+        d.append((rec, b"", []))
+    for s, ts in ((20, 30 * MS), (21, 31 * MS)):
+        rec, raw, values = datagram(S16, s, 5, rx=s)
+        rec["timestamp"] = ts
+        d.append((rec, raw, values))
+    with Writer(tmp_path / "sparse.h5") as w:
+        w.write(batch(d))
+    _, data = plot.figure(tmp_path / "sparse.h5", excerpt=10, kind="waveform")
+    assert len(data[NAME16].excerpt) == 10
+    assert data[NAME16].excerpt_t_s == pytest.approx(np.arange(10) * 2e-4)

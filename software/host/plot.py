@@ -152,7 +152,11 @@ def _sample_times(run, name, n, np):
     before it). Across a run change or a timestamp going back, a datagram's samples share its time."""
     if n == 0:
         return np.zeros(0)
-    recs = run.packets(name, 0, min(run.streams[name].n_packets, n + 1))
+    total, k = run.streams[name].n_packets, n + 1
+    recs = run.packets(name, 0, k)
+    while int(recs["sample_count"].sum()) < n and k < total:  # Datagrams without samples.
+        k *= 2
+        recs = run.packets(name, 0, k)
     counts = recs["sample_count"].astype(np.int64)
     ts = recs["timestamp"].astype(np.float64)
     step = np.zeros(len(recs))
