@@ -415,11 +415,6 @@ class Writer:
         key = (combined >> 32, (combined >> 16) & 0xFFFF, combined & 0xFFFF)
         g = self._group(key, sample_bits)
         p = packets if idx is None else packets[idx]
-        runs = p["run"]
-        if len(runs) and runs[0] == runs[-1] and (runs == runs[0]).all():
-            g.runs.add(int(runs[0]))
-        else:
-            g.runs.update(int(r) for r in np.unique(runs))
         counts = p["sample_count"].astype(np.int64)
         n = int(counts.sum())
         nbytes = sample_bits // 8
@@ -454,6 +449,10 @@ class Writer:
                 pending += sf * g.dtype.itemsize + pf * PACKETS_DTYPE.itemsize
                 continue
             buffered = g.packets_buf[:pf]
+            if pf:  # The board's run numbers: usually one per flush.
+                runs = buffered["run"]
+                lo, hi = int(runs.min()), int(runs.max())
+                g.runs.update((lo,) if lo == hi else (int(r) for r in np.unique(runs)))
             first = np.empty(pf, dtype=PACKETS_DTYPE["first_sample"])
             if pf:
                 first[0] = s0
