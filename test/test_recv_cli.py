@@ -174,6 +174,13 @@ def test_plot_of_a_recorded_run(tmp_path):
     assert finish(p)[0] == 0
     r = subprocess.run(CLI + ["plot", "run.h5", "-o", "run.png"], capture_output=True, text=True, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
+    nexus = pytest.importorskip("nexusformat.nexus")  # A NeXus reader finds every stream's samples.
+    root = nexus.nxload(str(tmp_path / "run.h5"))
+    with h5file.open_run(tmp_path / "run.h5") as run:
+        data = {d.nxname: d for d in root.NXentry[0].NXdata}
+        assert sorted(data) == sorted(run.streams)
+        for name, d in data.items():
+            assert d.nxsignal.nxdata.tolist() == run.samples(name).tolist()
     assert (tmp_path / "run.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     r = subprocess.run(CLI + ["plot", "missing.h5", "-o", "x.png"], capture_output=True, text=True, cwd=tmp_path)
     assert r.returncode == 2 and r.stderr.startswith("Error: ") and len(r.stderr.strip().splitlines()) == 1
