@@ -12,6 +12,7 @@ import uuid
 import h5py
 import numpy as np
 import pytest
+from nexusformat.nexus import nxload
 
 from ethdaq.host import daqformat
 from ethdaq.host.batch import Batch
@@ -30,10 +31,9 @@ def full_datagrams(keys, n, start_seq=0):
 
 
 def test_a_nexus_reader_finds_the_entry_each_streams_samples_as_signal_and_the_packet_log(tmp_path):
-    nexus = pytest.importorskip("nexusformat.nexus")
     with Writer(tmp_path / "run.h5") as w:
         w.write(batch(traffic()))
-    root = nexus.nxload(str(tmp_path / "run.h5"))
+    root = nxload(str(tmp_path / "run.h5"))
     assert root.nxclass == "NXroot"
     entries = root.NXentry
     assert [e.nxname for e in entries] == ["streams"]
