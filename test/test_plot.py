@@ -160,9 +160,11 @@ def _labels(fig):
 
 
 def test_pulse_data_gets_a_pulse_height_histogram_and_stems_on_a_time_axis_in_seconds(tmp_path):
-    # The emulator's pulse mode: each sample a pulse height, uniform over the 16-bit range.
-    rng = np.random.default_rng(7)
-    heights = rng.integers(0, 2**16, 40 * 100)
+    # The emulator's pulse mode (its bit-exact model): each sample a pulse height, uniform over
+    # the 16-bit range.
+    from test_emulator import model
+    heights = np.array(model(int(0.05 * 2**32), 90_000, seed=7)[:40 * 100])
+    assert len(heights) == 40 * 100
     _write_stream(tmp_path / "pulses.h5", heights, 100, 2 * MS)
     fig, data = plot.figure(tmp_path / "pulses.h5")
     d = data[NAME16]
