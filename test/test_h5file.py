@@ -432,7 +432,7 @@ def test_unreadable_files_are_one_line_errors(tmp_path):
         "text.h5": "{d}/text.h5 is not an ethdaq run file (not HDF5)",
         "plain.h5": "{d}/plain.h5 is not an ethdaq run file (no format attribute)",
         "other.h5": "{d}/other.h5 is not an ethdaq run file (format is 'something-else', not 'ethdaq-run')",
-        "future.h5": "{d}/future.h5 has format_version 3; this ethdaq reads version 2",
+        "future.h5": "{d}/future.h5 has format_version 3; this ethdaq reads versions 1, 2",
         "nostreams.h5": "{d}/nostreams.h5 is not an ethdaq run file (no /streams group)",
     }
     for name, message in cases.items():
@@ -461,3 +461,28 @@ def test_writer_errors(tmp_path):
             run.samples("nope")
         with pytest.raises(ValueError, match="packets_per_batch must be a positive integer, not 0"):
             next(run.iter_batches(0))
+
+
+def test_a_format_version_1_file_is_still_read(tmp_path):
+    """Version 1 (before NeXus classes): packets as one record dataset per stream, no run_uuid."""
+    d = traffic()
+    with h5py.File(tmp_path / "v1.h5", "w") as f:
+        f.attrs["format"], f.attrs["format_version"], f.attrs["created"] = "ethdaq-run", 1, "2026-01-01T00:00:00+00:00"
+        f.attrs["port"] = 5000
+        for key, (recs, samples) in expected(d).items():
+            grp = f.create_group(f"streams/{NAMES[key]}")
+            grp.attrs["src_ip"], grp.attrs["src_port"] = str(ipaddress.IPv4Address(key[0])), key[1]
+            grp.attrs["stream_id"], grp.attrs["sample_bits"] = key[2], BITS[key]
+            grp["samples"] = np.array(samples, dtype=sample_storage_dtype(BITS[key]))
+            packets = np.zeros(len(recs), dtype=PACKETS_DTYPE)
+            for i, (rec, first) in enumerate(recs):
+                for field in FIELDS:
+                    packets[i][field] = rec[field]
+                packets[i]["first_sample"] = first
+            grp["packets"] = packets
+    with open_run(tmp_path / "v1.h5") as run:
+        assert (run.run_uuid, run.board, run.meta) == (None, {}, {"port": 5000})
+        for key, (recs, samples) in expected(d).items():
+            assert run.samples(key).tolist() == samples
+            assert run.packets(key, 1, 3)["seq"].tolist() == [int(r["seq"]) for r, _ in recs[1:3]]
+        assert sum(len(b) for b in run.iter_batches(7)) == len(d)

@@ -87,6 +87,7 @@ from ethdaq.host.batch import PACKET_DTYPE, Batch, stream_name
 
 FORMAT         = "ethdaq-run"
 FORMAT_VERSION = 2
+READ_VERSIONS  = (1, 2)  # 1: packets as one record dataset, no NeXus classes, no run_uuid or board.
 LIBVER         = ("v108", "v108")  # See the module docstring: no superblock v3, so crashes stay readable.
 
 # One record per datagram in /streams/<name>/packets. Packed, in this order (the file's layout).
@@ -657,8 +658,9 @@ class Run:
             raise RunFileError(f"{path} is not an ethdaq run file (no format attribute)")
         if fmt != FORMAT:
             raise RunFileError(f"{path} is not an ethdaq run file (format is {fmt!r}, not {FORMAT!r})")
-        if version != FORMAT_VERSION:
-            raise RunFileError(f"{path} has format_version {version!r}; this ethdaq reads version {FORMAT_VERSION}")
+        if version not in READ_VERSIONS:
+            raise RunFileError(f"{path} has format_version {version!r}; this ethdaq reads versions "
+                               f"{', '.join(map(str, READ_VERSIONS))}")
         if not isinstance(self._h5.get(ENTRY), h5py.Group):
             raise RunFileError(f"{path} is not an ethdaq run file (no /{ENTRY} group)")
 
@@ -670,7 +672,9 @@ class Run:
             a = grp.attrs
             key = (int(ipaddress.IPv4Address(_plain(a["src_ip"]))), int(a["src_port"]), int(a["stream_id"]))
             # The shortest field: a flush killed half-way may have lengthened some fields only.
-            n_packets = min(grp["packets"][f].shape[0] for f in PACKETS_DTYPE.names)
+            log = grp["packets"]
+            n_packets = (log.shape[0] if isinstance(log, h5py.Dataset) else
+                         min(log[f].shape[0] for f in PACKETS_DTYPE.names))
             out[name] = StreamInfo(name, key, _plain(a["src_ip"]), key[1], key[2], int(a["sample_bits"]),
                                    n_packets, grp["samples"].shape[0])
         return out
@@ -708,8 +712,9 @@ class Run:
 
     @property
     def run_uuid(self):
-        """The file's random run id (uuid4 text): unique, unlike the board's run numbers."""
-        return _plain(self._h5.attrs["run_uuid"])
+        """The file's random run id (uuid4 text): unique, unlike the board's run numbers (None in
+        a format_version 1 file)."""
+        return _plain(self._h5.attrs.get("run_uuid"))
 
     @property
     def board(self):
@@ -775,6 +780,8 @@ class Run:
 def _read_packets(log, n_packets, start=None, stop=None):
     """Records start:stop (PACKETS_DTYPE) of a packets group's first n_packets, one field at a time."""
     start, stop, _ = slice(start, stop).indices(n_packets)
+    if isinstance(log, h5py.Dataset):  # format_version 1: one record dataset.
+        return log[start:stop]
     out = np.empty(max(0, stop - start), dtype=PACKETS_DTYPE)
     for f in PACKETS_DTYPE.names:
         out[f] = log[f][start:stop]

@@ -240,8 +240,8 @@ def _read(path, run, excerpt, streams, bin_s, kind):
         bin_ns = max(1, round(bin_s * 1e9)) if bin_s else bin_width_ns(t1 - t0)
         nbins = (t1 - t0) // bin_ns + 1
         data = {name: _stream_data(run, name, t0, bin_ns, nbins, excerpt, kind) for name in names}
-        title = (f"{Path(path).name}: run {run.run_uuid}, created {run.created}, "
-                 f"{(t1 - t0) / 1e9:.3f} s of data")
+        uuid = f"run {run.run_uuid}, " if run.run_uuid else ""
+        title = f"{Path(path).name}: {uuid}created {run.created}, {(t1 - t0) / 1e9:.3f} s of data"
         if run.closed_at is None:
             title += " (not closed cleanly: the writer was killed or is still running)"
         infos = {name: run.streams[name] for name in names}
