@@ -464,7 +464,7 @@ def test_writer_errors(tmp_path):
 
 
 def test_a_format_version_1_file_is_still_read(tmp_path):
-    """Version 1 (before NeXus classes): packets as one record dataset per stream, no run_uuid."""
+    """Version 1: packets as one record dataset per stream, no NeXus classes, no run_uuid."""
     d = traffic()
     with h5py.File(tmp_path / "v1.h5", "w") as f:
         f.attrs["format"], f.attrs["format_version"], f.attrs["created"] = "ethdaq-run", 1, "2026-01-01T00:00:00+00:00"
