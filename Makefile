@@ -12,7 +12,7 @@ STAMPS  := $(VENV)/.stamps
 DEBS := python3 python3-venv python3-dev git make gcc g++ \
         verilator gcc-riscv64-unknown-elf libevent-dev libjson-c-dev zlib1g-dev \
         iproute2 iputils-ping arping tcpdump tshark openfpgaloader linuxptp ethtool \
-        clang libclang-rt-14-dev libcmocka-dev ccache
+        clang libclang-rt-14-dev libcmocka-dev ccache hdf5-tools
 
 .PHONY: all deps venv demo test test-fast clean
 

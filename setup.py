@@ -42,7 +42,7 @@ setup(
         "rich==15.0.0",
     ],
     extras_require = {
-        "test": ["pytest==9.2.0", "pytest-xdist==3.8.0", "scapy==2.8.0"],
+        "test": ["pytest==9.2.0", "pytest-xdist==3.8.0", "scapy==2.8.0", "nexusformat==2.1.0"],
     },
     # The host receiver's C core: a plain shared object (no Python.h), loaded with ctypes by
     # ethdaq.host.rxcore. An editable install builds it in place, next to rxcore.py.

@@ -110,10 +110,15 @@ def check_file(path, datagrams, compression=None):
             assert packets["first_sample"].tolist() == [first for _, first in recs]
             assert run.packets(key).tolist() == packets.tolist()  # A key names the same group.
             grp = run._h5["streams"][name]
-            assert dict(grp.attrs) == {"src_ip": str(ipaddress.IPv4Address(key[0])), "src_port": key[1],
-                                       "stream_id": key[2], "sample_bits": BITS[key]}
-            for ds in (grp["samples"], grp["packets"]):
+            attrs = {k: grp.attrs[k] for k in ("src_ip", "src_port", "stream_id", "sample_bits", "NX_class", "signal")}
+            assert attrs == {"src_ip": str(ipaddress.IPv4Address(key[0])), "src_port": key[1],
+                             "stream_id": key[2], "sample_bits": BITS[key], "NX_class": "NXdata", "signal": "samples"}
+            assert grp.attrs["board_runs"].tolist() == sorted({int(r["run"]) for r, _ in recs})
+            assert bool(grp.attrs["timestamps_ptp_at_start"]) == bool(recs[0][0]["flags"] & FLAG_TS_PTP)
+            datasets = [grp["samples"]] + [grp["packets"][f] for f in PACKETS_DTYPE.names]
+            for ds in datasets:
                 assert ds.maxshape == (None,) and ds.chunks is not None and ds.compression == compression
+                assert ds.attrs["units"] and ds.attrs["description"]
 
 
 @pytest.mark.parametrize("compression", [None, "gzip", "lzf"])
@@ -129,7 +134,7 @@ def test_round_trip_of_interleaved_streams_with_late_datagrams(tmp_path, compres
         assert run.summary == {"packets": len(d), "late": 2, "per_stream": {NAMES[S16]: {"missing": 0}}}
         assert run.meta == {"bind": "0.0.0.0", "port": 5000, "command": '["ethdaq", "recv", "-o", "run.h5"]'}
         assert type(run.meta["port"]) is int
-        assert run._h5.attrs["format"] == "ethdaq-run" and run._h5.attrs["format_version"] == 1
+        assert run._h5.attrs["format"] == "ethdaq-run" and run._h5.attrs["format_version"] == 2
         assert run.created.endswith("+00:00") and run.closed_at >= run.created
 
 
@@ -246,7 +251,7 @@ def test_flush_happens_after_the_interval_and_when_the_buffer_is_full(tmp_path, 
 
     def in_file():
         grp = w._h5["streams"].get(NAMES[S32])
-        return 0 if grp is None else grp["packets"].shape[0]
+        return 0 if grp is None else grp["packets"]["seq"].shape[0]
     w.write(batch([datagram(S32, 0, 5)]))
     clock[0] += 0.9
     w.write(Batch.empty())
@@ -284,7 +289,8 @@ def test_close_after_an_interrupted_flush_writes_everything_once(tmp_path):
     w.write(batch(d[10:]))
     g = w._groups[NAMES[S16]]
     samples, packets = g.datasets
-    g.datasets = (samples, _InterruptOnce(packets))  # Samples written, packets not yet.
+    # Samples and the first fields written, the timestamps and the rest not yet.
+    g.datasets = (samples, dict(packets, timestamp=_InterruptOnce(packets["timestamp"])))
     with pytest.raises(KeyboardInterrupt):
         w.flush()
     w.close(summary={"ok": True})  # As the command's `finally` does.
@@ -417,16 +423,16 @@ def test_unreadable_files_are_one_line_errors(tmp_path):
     with h5py.File(tmp_path / "other.h5", "w") as f:
         f.attrs["format"] = "something-else"
     with h5py.File(tmp_path / "future.h5", "w") as f:
-        f.attrs["format"], f.attrs["format_version"] = "ethdaq-run", 2
+        f.attrs["format"], f.attrs["format_version"] = "ethdaq-run", 3
     with h5py.File(tmp_path / "nostreams.h5", "w") as f:
-        f.attrs["format"], f.attrs["format_version"] = "ethdaq-run", 1
+        f.attrs["format"], f.attrs["format_version"] = "ethdaq-run", 2
     cases = {
         "missing.h5": "cannot open {d}/missing.h5: No such file or directory",
         "adir": "cannot open {d}/adir: Is a directory",
         "text.h5": "{d}/text.h5 is not an ethdaq run file (not HDF5)",
         "plain.h5": "{d}/plain.h5 is not an ethdaq run file (no format attribute)",
         "other.h5": "{d}/other.h5 is not an ethdaq run file (format is 'something-else', not 'ethdaq-run')",
-        "future.h5": "{d}/future.h5 has format_version 2; this ethdaq reads version 1",
+        "future.h5": "{d}/future.h5 has format_version 3; this ethdaq reads versions 1, 2",
         "nostreams.h5": "{d}/nostreams.h5 is not an ethdaq run file (no /streams group)",
     }
     for name, message in cases.items():
@@ -455,3 +461,28 @@ def test_writer_errors(tmp_path):
             run.samples("nope")
         with pytest.raises(ValueError, match="packets_per_batch must be a positive integer, not 0"):
             next(run.iter_batches(0))
+
+
+def test_a_format_version_1_file_is_still_read(tmp_path):
+    """Version 1: packets as one record dataset per stream, no NeXus classes, no run_uuid."""
+    d = traffic()
+    with h5py.File(tmp_path / "v1.h5", "w") as f:
+        f.attrs["format"], f.attrs["format_version"], f.attrs["created"] = "ethdaq-run", 1, "2026-01-01T00:00:00+00:00"
+        f.attrs["port"] = 5000
+        for key, (recs, samples) in expected(d).items():
+            grp = f.create_group(f"streams/{NAMES[key]}")
+            grp.attrs["src_ip"], grp.attrs["src_port"] = str(ipaddress.IPv4Address(key[0])), key[1]
+            grp.attrs["stream_id"], grp.attrs["sample_bits"] = key[2], BITS[key]
+            grp["samples"] = np.array(samples, dtype=sample_storage_dtype(BITS[key]))
+            packets = np.zeros(len(recs), dtype=PACKETS_DTYPE)
+            for i, (rec, first) in enumerate(recs):
+                for field in FIELDS:
+                    packets[i][field] = rec[field]
+                packets[i]["first_sample"] = first
+            grp["packets"] = packets
+    with open_run(tmp_path / "v1.h5") as run:
+        assert (run.run_uuid, run.board, run.meta) == (None, {}, {"port": 5000})
+        for key, (recs, samples) in expected(d).items():
+            assert run.samples(key).tolist() == samples
+            assert run.packets(key, 1, 3)["seq"].tolist() == [int(r["seq"]) for r, _ in recs[1:3]]
+        assert sum(len(b) for b in run.iter_batches(7)) == len(d)

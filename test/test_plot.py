@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import h5py
+import numpy as np
 import pytest
 
 from ethdaq.host import plot
@@ -46,7 +47,7 @@ def run_file(tmp_path):
 def test_plot_draws_rates_spacing_and_excerpt_into_a_png(run_file, tmp_path, capsys):
     assert plot.main([str(run_file), "-o", str(tmp_path / "out.png"), "--bin", "0.002", "--excerpt", "150"]) == 0
     assert capsys.readouterr().out == f"wrote {tmp_path / 'out.png'} (2 streams)\n"
-    assert png_size(tmp_path / "out.png") == (1500, 660)  # 15 x (2 x 3 + 0.6) inches at 100 dpi.
+    assert png_size(tmp_path / "out.png") == (2000, 660)  # 20 x (2 x 3 + 0.6) inches at 100 dpi.
     data = plot.plot_run(run_file, tmp_path / "out.png", excerpt=150, bin_s=0.002)
     assert list(data) == [NAME24, NAME16]
     a, b = data[NAME16], data[NAME24]
@@ -77,12 +78,12 @@ def test_long_runs_are_read_in_blocks_and_drawn_as_min_max_bands(run_file, tmp_p
     assert a.spacing_step == 3
     assert a.spacing_min_ns.tolist() == [1000, 1000, 1000]
     assert a.spacing_max_ns.tolist() == [2000, 1000, 1000]
-    assert png_size(tmp_path / "out.png") == (1500, 360)
+    assert png_size(tmp_path / "out.png") == (2000, 360)
 
 
 def test_default_output_is_beside_the_run_file_and_default_bins_are_1_2_5_steps(run_file):
     assert plot.main([str(run_file)]) == 0
-    assert png_size(run_file.with_suffix(".png"))[0] == 1500
+    assert png_size(run_file.with_suffix(".png"))[0] == 2000
     assert [plot.bin_width_ns(d) for d in (0, 9 * MS, 150 * MS, 250 * MS, 3 * 10**9, 10**12)] == [
         MS, MS, 2 * MS, 5 * MS, 50 * MS, 10**10]
 
@@ -95,7 +96,7 @@ def test_the_ethdaq_cli_registers_the_subcommand_in_two_lines(run_file, tmp_path
     p.set_defaults(func=plot.run)
     args = parser.parse_args(["plot", str(run_file), "-o", str(tmp_path / "x.png"), "--stream", NAME24])
     assert args.func(args) == 0
-    assert png_size(tmp_path / "x.png") == (1500, 360)
+    assert png_size(tmp_path / "x.png") == (2000, 360)
 
 
 def test_importing_the_module_loads_no_plotting_or_hdf5_library():
@@ -138,3 +139,114 @@ def test_an_output_error_while_saving_is_one_line_too(run_file, tmp_path, monkey
     monkeypatch.setattr(plot, "_check_output", lambda out: None)  # Let savefig meet the error.
     assert plot.main([str(run_file), "-o", f"{tmp_path}/nodir/x.png"]) == 2
     assert capsys.readouterr() == ("", f"Error: cannot write {tmp_path}/nodir/x.png: No such file or directory\n")
+
+
+def _write_stream(path, samples, per_datagram, spacing_ns, bits=16, key=S16, timestamps=None):
+    """A run file of one stream: `samples` cut into datagrams of per_datagram, the board's
+    timestamps spacing_ns apart (or `timestamps`), as the live receiver would hand them over."""
+    n = len(samples) // per_datagram
+    d = []
+    for s in range(n):
+        rec, _, _ = datagram(key, s, per_datagram, bits=bits, rx=s * spacing_ns)
+        rec["timestamp"] = s * spacing_ns if timestamps is None else timestamps[s]
+        part = samples[s * per_datagram:(s + 1) * per_datagram]
+        d.append((rec, b"".join(int(v).to_bytes(bits // 8, "big") for v in part), list(part)))
+    with Writer(path) as w:
+        w.write(batch(d))
+
+
+def _labels(fig):
+    return [(ax.get_xlabel(), ax.get_ylabel()) for ax in fig.axes]
+
+
+def test_pulse_data_gets_a_pulse_height_histogram_and_stems_on_a_time_axis_in_seconds(tmp_path):
+    # The emulator's pulse mode (its bit-exact model): each sample a pulse height, uniform over
+    # the 16-bit range.
+    from test_emulator import model
+    heights = np.array(model(int(0.05 * 2**32), 90_000, seed=7)[:40 * 100])
+    assert len(heights) == 40 * 100
+    _write_stream(tmp_path / "pulses.h5", heights, 100, 2 * MS)
+    fig, data = plot.figure(tmp_path / "pulses.h5")
+    d = data[NAME16]
+    assert d.pulses and len(d.excerpt) == plot.PULSE_EXCERPT
+    assert _labels(fig) == [("time since first datagram (s)", "MiB/s"),
+                            ("datagram (received in order)", "timestamp spacing (ns)"),
+                            ("board time since the first sample (s)", "pulse height"),
+                            ("pulse height (raw 16-bit value)", "count")]
+    ax_wave, ax_hist = fig.axes[2], fig.axes[3]
+    assert ax_wave.get_title() == f"first {plot.PULSE_EXCERPT} pulses"
+    # Stems, one per pulse, not a line through 2000 random heights (a solid block).
+    assert [len(c.get_segments()) for c in ax_wave.collections] == [plot.PULSE_EXCERPT]
+    assert all(len(line.get_xdata()) == plot.PULSE_EXCERPT for line in ax_wave.lines)
+    assert all(line.get_linestyle() == "None" for line in ax_wave.lines)
+    # 100 pulses per datagram, 2 ms apart: pulse i at i x 20 us, in seconds.
+    assert d.excerpt_t_s == pytest.approx(np.arange(plot.PULSE_EXCERPT) * 20e-6)
+    assert ax_wave.get_xlim()[1] == pytest.approx(d.excerpt_t_s[-1], rel=0.1)
+    # Every pulse counted once, in bars that hold exactly the heights np.histogram puts there.
+    assert d.hist_counts.sum() == len(heights) and len(d.hist_counts) <= plot.HIST_BARS
+    assert d.hist_counts.tolist() == np.histogram(heights, bins=d.hist_edges)[0].tolist()
+    assert ax_hist.get_title() == f"pulse heights: all {len(heights)} samples"
+    assert len(ax_hist.patches) == 1  # The histogram's bars (one stairs patch).
+
+
+def test_a_narrow_pulse_spectrum_is_drawn_over_the_heights_present_at_full_resolution(tmp_path):
+    heights = np.random.default_rng(3).normal(1500, 20, 50 * 64).astype(np.int64).clip(0, 2**16 - 1)
+    _write_stream(tmp_path / "peak.h5", heights, 64, MS)
+    _, data = plot.figure(tmp_path / "peak.h5")
+    d = data[NAME16]
+    assert d.pulses
+    # 16-bit values counted in bins of 16 (2**12 bins over the range): bars of 16 values
+    # (about 170 values present: 11 bars of 16 fit in 128), from the bin of the lowest height.
+    assert np.diff(d.hist_edges).tolist() == [16] * len(d.hist_counts)
+    assert d.hist_edges[0] <= heights.min() < d.hist_edges[0] + 16 and d.hist_edges[-1] > heights.max()
+    assert d.hist_counts.tolist() == np.histogram(heights, bins=d.hist_edges)[0].tolist()
+
+
+def test_a_counter_is_a_waveform_and_kind_overrides_the_guess(tmp_path):
+    counter = np.arange(30 * 100) % 2**16
+    _write_stream(tmp_path / "counter.h5", counter, 100, MS)
+    fig, data = plot.figure(tmp_path / "counter.h5", excerpt=500)
+    d = data[NAME16]
+    assert not d.pulses and len(d.excerpt) == 500
+    assert _labels(fig)[2:] == [("board time since the first sample (s)", "value"),
+                                ("sample value (raw 16-bit value)", "count")]
+    assert fig.axes[2].get_title() == "first 500 samples" and not fig.axes[2].collections
+    (line,) = fig.axes[2].lines
+    assert line.get_ydata().tolist() == counter[:500].tolist()
+    assert line.get_xdata() == pytest.approx(np.arange(500) * 10e-6)  # 100 samples per ms.
+    assert fig.axes[3].get_title() == "sample values: all 3000 samples"
+    _, data = plot.figure(tmp_path / "counter.h5", kind="pulses")
+    assert data[NAME16].pulses and len(data[NAME16].excerpt) == plot.PULSE_EXCERPT
+    assert plot.main([str(tmp_path / "counter.h5"), "--kind", "pulses", "-o", str(tmp_path / "c.png")]) == 0
+    assert png_size(tmp_path / "c.png") == (2000, 360)
+    with pytest.raises(plot.PlotError, match="kind must be one of auto, waveform, pulses, not 'x'"):
+        plot.figure(tmp_path / "counter.h5", kind="x")
+
+
+def test_sample_times_follow_the_boards_timestamps_across_uneven_datagrams_and_a_run_change(tmp_path):
+    # Datagrams of 10 samples at 0, 1 ms, 3 ms; then the board restarts its clock (smaller timestamp).
+    values = np.arange(40) * 7 % 2**16
+    _write_stream(tmp_path / "t.h5", values, 10, MS, timestamps=[0, MS, 3 * MS, MS // 2])
+    _, data = plot.figure(tmp_path / "t.h5", kind="waveform")
+    t = data[NAME16].excerpt_t_s
+    assert t[:10] == pytest.approx(np.arange(10) * 1e-4)
+    assert t[10:20] == pytest.approx(1e-3 + np.arange(10) * 2e-4)
+    # The datagram before the step back: its samples share its time; after: its own time.
+    assert t[20:30] == pytest.approx([3e-3] * 10)
+    assert t[30:] == pytest.approx([0.5e-3] * 10)
+
+
+def test_datagrams_without_samples_before_the_data_do_not_cut_the_excerpt_short(tmp_path):
+    d = []
+    for s in range(20):  # Empty datagrams (nothing to send), then two of 5 samples, 1 ms apart.
+        rec, _, _ = datagram(S16, s, 0, rx=s)
+        d.append((rec, b"", []))
+    for s, ts in ((20, 30 * MS), (21, 31 * MS)):
+        rec, raw, values = datagram(S16, s, 5, rx=s)
+        rec["timestamp"] = ts
+        d.append((rec, raw, values))
+    with Writer(tmp_path / "sparse.h5") as w:
+        w.write(batch(d))
+    _, data = plot.figure(tmp_path / "sparse.h5", excerpt=10, kind="waveform")
+    assert len(data[NAME16].excerpt) == 10
+    assert data[NAME16].excerpt_t_s == pytest.approx(np.arange(10) * 2e-4)

@@ -12,6 +12,7 @@ import time
 
 import numpy as np
 import pytest
+from nexusformat.nexus import nxload
 
 from ethdaq.host import h5file
 from ethdaq.host.batch import stream_name
@@ -121,6 +122,10 @@ def test_count_stops_after_exactly_n_datagrams(tmp_path):
         assert run.summary["stopped_by"] == "count"
         rx = run.packets(name)["rx_time_ns"]
         assert np.all(rx >= t0) and np.all(rx <= time.time_ns()), "arrival times must be host clock ns"
+        assert run.meta["rx_time_ns_source"] == "kernel arrival time (SO_TIMESTAMPNS)"
+        assert run.meta["receiver_host"] == socket.gethostname() and run.meta["port"] == port
+        assert run.summary["run_uuid"] == run.run_uuid
+        assert json.loads((tmp_path / "run.json").read_text())["run_uuid"] == run.run_uuid
 
 
 def test_duration_without_data_writes_an_empty_run(tmp_path):
@@ -170,6 +175,12 @@ def test_plot_of_a_recorded_run(tmp_path):
     assert finish(p)[0] == 0
     r = subprocess.run(CLI + ["plot", "run.h5", "-o", "run.png"], capture_output=True, text=True, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
+    root = nxload(str(tmp_path / "run.h5"))  # A NeXus reader finds every stream's samples.
+    with h5file.open_run(tmp_path / "run.h5") as run:
+        data = {d.nxname: d for d in root.NXentry[0].NXdata}
+        assert sorted(data) == sorted(run.streams)
+        for name, d in data.items():
+            assert d.nxsignal.nxdata.tolist() == run.samples(name).tolist()
     assert (tmp_path / "run.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     r = subprocess.run(CLI + ["plot", "missing.h5", "-o", "x.png"], capture_output=True, text=True, cwd=tmp_path)
     assert r.returncode == 2 and r.stderr.startswith("Error: ") and len(r.stderr.strip().splitlines()) == 1

@@ -37,13 +37,22 @@ FIELDS = [
 ]
 HEADER_LEN = 40
 
-FLAG_OVERFLOW = 1 << 0  # Samples of this stream were dropped just before this datagram.
-FLAG_TS_PTP   = 1 << 1  # timestamp is PTP-synchronised time (else a free-running counter).
-FLAG_LAST     = 1 << 2  # Last datagram of a run for this stream.
-FLAG_FIRST    = 1 << 3  # First datagram of a run for this stream.
-FLAG_FLUSH    = 1 << 4  # Left before it was full: its stream was idle for the flush time.
+FLAG_OVERFLOW = 1 << 0
+FLAG_TS_PTP   = 1 << 1
+FLAG_LAST     = 1 << 2
+FLAG_FIRST    = 1 << 3
+FLAG_FLUSH    = 1 << 4
 FLAGS = {"OVERFLOW": FLAG_OVERFLOW, "TS_PTP": FLAG_TS_PTP, "LAST": FLAG_LAST, "FIRST": FLAG_FIRST,
          "FLUSH": FLAG_FLUSH}
+# What each flag means, for people and for self-describing files (ethdaq.host.h5file).
+FLAG_DOCS = {
+    "OVERFLOW": "samples of this stream were dropped just before this datagram",
+    "TS_PTP":   "timestamp is PTP-synchronised time (else a free-running counter)",
+    "LAST":     "last datagram of a run for this stream",
+    "FIRST":    "first datagram of a run for this stream",
+    "FLUSH":    "left before it was full: its stream was idle for the flush time",
+}
+assert FLAG_DOCS.keys() == FLAGS.keys()
 
 _STRUCT = struct.Struct(">HBBHHQQQHBBI")
 assert _STRUCT.size == HEADER_LEN

@@ -16,21 +16,35 @@
         for batch in run.iter_batches():  # the same type the live receiver yields
             ...
 
-Layout (format "ethdaq-run", format_version 1; docs/files.md says the same for people):
+Layout (format "ethdaq-run", format_version 2, NeXus classes; docs/files.md says the same for
+people). Every group and dataset has a `description` attribute, every dataset `units`:
 
-    /                        attrs: format="ethdaq-run", format_version=1,
-                                    created (ISO 8601 UTC, when the file was created),
-                                    the writer's meta (scalars as they are, anything else as JSON),
-                                    closed (ISO 8601 UTC, written by a clean close()),
-                                    summary (JSON string, written by close(summary))
-    /streams/<name>/         one group per stream and sample width;
-                             attrs: src_ip (dotted str), src_port, stream_id, sample_bits
+    /                        NXroot; attrs: format="ethdaq-run", format_version=2, run_uuid (uuid4,
+                             this file's run id), created (ISO 8601 UTC), default="streams",
+                             the writer's meta (scalars as they are, anything else as JSON),
+                             closed (ISO 8601 UTC, written by a clean close()),
+                             summary (JSON string, written by close(summary))
+    /streams/                NXentry; attrs: run_uuid, default (the first stream)
+      board/                 NXcollection: the board's replies at run start, one NXcollection per
+                             reply (identify, status, ...) with its fields as attributes, written by
+                             Writer.set_board; none when nobody asked the board
+      <name>/                NXdata, one per stream and sample width; attrs: signal="samples",
+                             axes=".", src_ip (dotted str), src_port, stream_id, sample_bits,
+                             board_runs (the board's run numbers seen), timestamps_ptp_at_start
         samples              1-D native unsigned ints (uint8/16/32/64; 24 bits widened to uint32,
-                             40..56 to uint64), chunked, maxshape=(None,), optional compression
-        packets              1-D structured (PACKETS_DTYPE), chunked, resizable: one record per
-                             datagram in arrival order; first_sample is the index of its first
-                             sample in `samples` (samples are stored back to back, so packet i
-                             holds samples[first_sample[i]:first_sample[i] + sample_count[i]])
+                             40..56 to uint64), resizable, optional compression
+        packets/             NXlog: one record per datagram in arrival order, one 1-D dataset per
+                             field of PACKETS_DTYPE (units and meaning in PACKET_FIELD_ATTRS);
+                             time and value are hard links to timestamp and dropped. first_sample
+                             is the index of the datagram's first sample in `samples` (samples are
+                             stored back to back, so packet i holds
+                             samples[first_sample[i]:first_sample[i] + sample_count[i]])
+
+Datasets are chunked to what their stream brought before it was first written (up to CHUNK_BYTES
+of samples and PACKETS_CHUNK records): a run of a few datagrams makes a file of a few tens of kB
+a stream, a long one large chunks. A stream first enters the file at the first timed flush at
+least flush_interval after its first datagram (or at a full buffer, flush() or close()), so its
+chunks follow its rate, not the moment the timer fired.
 
 <name> is `batch.stream_name(key)`, e.g. '192.168.1.50_5001_s0'. If a stream's sample_bits
 changes within a file (a board reconfigured between runs), the datagrams with the new width go to
@@ -44,8 +58,8 @@ appends them to the file in large blocks and flushes HDF5. It runs when the buff
 write(); write an empty Batch to check the timer while no data arrives). The file is modified
 only inside flush(), and every flush ends with H5Fflush, so between flushes the file on disk is
 complete and consistent: a process killed outright (SIGKILL, power loss after the OS wrote its
-cache) leaves a file that opens and holds everything up to the last flush, without `summary` and
-`closed`. A kill during a flush itself can leave a damaged file (1 in 100 random kills of a
+cache) leaves a file that opens and holds everything up to the last flush (except a stream younger
+than flush_interval at that flush, see above), without `summary` and `closed`. A kill during a flush itself can leave a damaged file (1 in 100 random kills of a
 writer flushing every 50 ms did: its last chunk lay past the end of file HDF5 had recorded). The file uses the HDF5 1.8 format
 (libver v108) on purpose: the 1.10 format (superblock v3) marks a file open for writing and then
 refuses to open it after a crash until `h5clear -s` is run on it.
@@ -61,16 +75,19 @@ import ipaddress
 import json
 import os
 import time
+import uuid
 from pathlib import Path
 from typing import NamedTuple
 
 import h5py
 import numpy as np
 
+from ethdaq.host import daqformat
 from ethdaq.host.batch import PACKET_DTYPE, Batch, stream_name
 
 FORMAT         = "ethdaq-run"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+READ_VERSIONS  = (1, 2)  # 1: packets as one record dataset, no NeXus classes, no run_uuid or board.
 LIBVER         = ("v108", "v108")  # See the module docstring: no superblock v3, so crashes stay readable.
 
 # One record per datagram in /streams/<name>/packets. Packed, in this order (the file's layout).
@@ -88,11 +105,35 @@ PACKETS_DTYPE = np.dtype([
 _COPIED_FIELDS = ["seq", "run", "timestamp", "flags", "sample_count", "dropped", "rx_time_ns", "late"]
 
 DEFAULT_BUFFER_BYTES   = 64 * 2**20  # ~60 ms at 1 GB/s: large writes, bounded memory.
-DEFAULT_FLUSH_INTERVAL = 1.0         # Seconds: the most a hard kill loses.
-CHUNK_BYTES            = 2**20       # Samples per chunk ~1 MiB: large I/O, compression per MiB.
-PACKETS_CHUNK          = 16384       # Records per chunk (~830 KB).
+DEFAULT_FLUSH_INTERVAL = 1.0         # Seconds: the most a hard kill loses (a new stream's: two).
+CHUNK_BYTES            = 2**20       # Largest chunk of samples (~1 MiB): large I/O, compression per MiB.
+PACKETS_CHUNK          = 16384       # Largest chunk of a packets field, in records (128 KiB of u8).
+MIN_CHUNK              = 64          # Smallest chunk, in items.
 COMPRESSIONS           = (None, "gzip", "lzf")
-RESERVED_ATTRS         = ("format", "format_version", "created", "closed", "summary")
+RESERVED_ATTRS         = ("format", "format_version", "created", "closed", "summary", "run_uuid",
+                          "NX_class", "default", "description")
+ENTRY                  = "streams"   # The NXentry: one NXdata group per stream, and `board`.
+BOARD                  = "board"     # NXcollection: the board's replies at run start, by whoever asked.
+
+_WIRE = {f.name: f.doc for f in daqformat.FIELDS}
+_FLAGS_TEXT = "; ".join(f"0x{bit:04X} {name}: {daqformat.FLAG_DOCS[name]}"
+                        for name, bit in sorted(daqformat.FLAGS.items(), key=lambda kv: kv[1]))
+# (units, description) of every packets field; header fields described by the wire format's table.
+PACKET_FIELD_ATTRS = {
+    "seq":          ("1", _WIRE["seq"]),
+    "run":          ("1", _WIRE["run"] + "; restarts when the board reboots (the file's run_uuid does not)"),
+    "timestamp":    ("ns", _WIRE["timestamp"] + ". PTP time is the board's PTP clock: seconds x 10^9 + ns "
+                     "on the PTP timescale (TAI since 1970-01-01 when its grandmaster keeps TAI); "
+                     "without TS_PTP, ns since the board's reset"),
+    "flags":        ("1", "bit mask, daqformat FLAG_* bits: " + _FLAGS_TEXT),
+    "sample_count": ("1", _WIRE["sample_count"]),
+    "dropped":      ("1", _WIRE["dropped"] + "; a count of samples, per board run, never reset within a run"),
+    "rx_time_ns":   ("ns", "host time the receiver read the datagram: CLOCK_REALTIME, ns since "
+                     "1970-01-01T00:00:00 UTC (Unix time; with kernel timestamps, the kernel's arrival time)"),
+    "late":         ("1", "1: arrived after a higher seq and filled its gap; 0: in order"),
+    "first_sample": ("1", "index of this datagram's first sample in ../samples"),
+}
+assert list(PACKET_FIELD_ATTRS) == list(PACKETS_DTYPE.names)
 
 
 class RunFileError(Exception):
@@ -219,7 +260,10 @@ class _Group:
         self.key = key
         self.sample_bits = sample_bits
         self.dtype = sample_storage_dtype(sample_bits)
-        self.datasets = None  # (samples, packets), created at the first flush.
+        self.datasets = None  # (samples, {field: packets dataset}), created at its first flush.
+        self.born = time.monotonic()  # When its first datagram was buffered.
+        self.runs = set()             # The board's run numbers seen.
+        self.runs_written = 0         # len(runs) when board_runs was last written.
         self.state = (0, 0, 0, 0)
         self.packets_buf = np.zeros(0, dtype=PACKET_DTYPE)
         self.samples_buf = np.zeros(0, dtype=self.dtype)
@@ -241,7 +285,8 @@ class Writer:
 
     compression: None, "gzip" or "lzf" (samples and packets). meta: dict of root attributes
     (e.g. {"bind": ..., "port": ..., "command": ...}). overwrite: replace an existing file
-    (default: refuse, so a run is never lost to a repeated command line).
+    (default: refuse, so a run is never lost to a repeated command line). `run_uuid` is this
+    file's random run id (uuid4), also its root attribute.
     """
 
     def __init__(self, path, compression=None, meta=None, overwrite=False,
@@ -270,13 +315,21 @@ class Writer:
             h5 = h5py.File(self.path, "w", libver=LIBVER)
         except OSError as e:
             raise RunFileError(f"cannot create {path}: {_h5_reason(e)}") from None
+        self.run_uuid = str(uuid.uuid4())
         try:
-            h5.attrs["format"] = FORMAT
-            h5.attrs["format_version"] = FORMAT_VERSION
-            h5.attrs["created"] = _now_iso()
-            for k, v in meta.items():
-                h5.attrs[k] = v if isinstance(v, (str, bool, int, float, np.generic)) else json.dumps(v, default=_json_default)
-            h5.create_group("streams")
+            _describe(h5, "NXroot", "run file of ethdaq (HDF5, NeXus classes): what one receiver "
+                      "received from the boards' DAQ streams, one NXdata group per stream in /streams",
+                      format=FORMAT, format_version=FORMAT_VERSION, created=_now_iso(),
+                      run_uuid=self.run_uuid, default=ENTRY)
+            _set_attrs(h5, meta)
+            entry = h5.create_group(ENTRY)
+            _describe(entry, "NXentry", "the run: one NXdata group per stream (source IP, UDP port, "
+                      "stream id), named like 192.168.1.50_5001_s0, and the NXcollection `board`",
+                      run_uuid=self.run_uuid)
+            _describe(entry.create_group(BOARD), "NXcollection",
+                      "the board's replies at run start (identify, status, config, ptp), as attributes "
+                      "of subgroups, written by a program that asked the board (Writer.set_board); "
+                      "no subgroup: nobody asked. The datagram headers' facts are on each stream group")
             h5.flush()
         except BaseException:
             h5.close()
@@ -293,6 +346,14 @@ class Writer:
     @property
     def closed(self):
         return self._h5 is None
+
+    def set_board(self, section, values):
+        """Record a board's reply (a dict or namedtuple, e.g. ctl identify or status) as attributes
+        of /streams/board/<section>, replacing an earlier one of that name."""
+        if self._h5 is None:
+            raise ValueError(f"cannot write to {self.path}: the writer is closed")
+        _write_board(self._h5, section, values)
+        self._h5.flush()
 
     @property
     def streams(self):
@@ -346,9 +407,10 @@ class Writer:
                     idx = np.flatnonzero(combined == c)
                     for b in (bits[:1] if one_width else np.unique(bits[idx])):
                         self._add(packets, payload, idx if one_width else idx[bits[idx] == b], int(c), int(b))
-        if (self._pending_bytes >= self.buffer_bytes or
-                time.monotonic() - self._last_flush >= self.flush_interval):
+        if self._pending_bytes >= self.buffer_bytes:
             self.flush()
+        elif time.monotonic() - self._last_flush >= self.flush_interval:
+            self._flush(defer_new=True)
 
     def _add(self, packets, payload, idx, combined, sample_bits):
         key = (combined >> 32, (combined >> 16) & 0xFFFF, combined & 0xFFFF)
@@ -370,50 +432,90 @@ class Writer:
 
     def flush(self):
         """Append everything buffered to the file and flush HDF5 (the file is then complete on disk)."""
+        self._flush(defer_new=False)
+
+    def _flush(self, defer_new):
+        """defer_new: leave out streams not yet in the file whose first datagram is younger than
+        the flush interval, so their chunk size (set when created) follows a second of their rate,
+        not the moment the timer fired (the timed flush; a full buffer or close() writes all)."""
         if self._h5 is None:
             return
+        now = time.monotonic()
+        pending = 0
         for g in self._groups.values():
             p0, s0, pf, sf = g.state
             if not pf and g.datasets is not None:
                 continue
+            if defer_new and g.datasets is None and now - g.born < self.flush_interval:
+                pending += sf * g.dtype.itemsize + pf * PACKETS_DTYPE.itemsize
+                continue
             buffered = g.packets_buf[:pf]
-            recs = np.empty(pf, dtype=PACKETS_DTYPE)
-            for f in _COPIED_FIELDS:
-                recs[f] = buffered[f]
+            if pf:  # The board's run numbers: usually one per flush.
+                runs = buffered["run"]
+                lo, hi = int(runs.min()), int(runs.max())
+                g.runs.update((lo,) if lo == hi else (int(r) for r in np.unique(runs)))
+            first = np.empty(pf, dtype=PACKETS_DTYPE["first_sample"])
             if pf:
-                recs["first_sample"][0] = s0
-                np.cumsum(buffered["sample_count"][:-1], out=recs["first_sample"][1:])
-                recs["first_sample"][1:] += np.uint64(s0)
+                first[0] = s0
+                np.cumsum(buffered["sample_count"][:-1], out=first[1:])
+                first[1:] += np.uint64(s0)
             ds_samples, ds_packets = g.datasets or self._create(g)
             # Resize-and-write is idempotent for the same (p0, s0): an interrupted flush is redone.
             ds_samples.resize((s0 + sf,))
             if sf:
                 ds_samples[s0:] = g.samples_buf[:sf]
-            ds_packets.resize((p0 + pf,))
-            if pf:
-                ds_packets[p0:] = recs
+            for f, ds in ds_packets.items():
+                ds.resize((p0 + pf,))
+                if pf:
+                    ds[p0:] = first if f == "first_sample" else np.ascontiguousarray(buffered[f])
+            if len(g.runs) != g.runs_written:
+                self._h5[ENTRY][g.name].attrs["board_runs"] = np.array(sorted(g.runs), dtype=np.uint32)
+                g.runs_written = len(g.runs)
             g.state = (p0 + pf, s0 + sf, 0, 0)
         self._h5.flush()
-        self._pending_bytes = 0
-        self._last_flush = time.monotonic()
+        self._pending_bytes = pending
+        self._last_flush = now
 
     def _create(self, g):
-        grp = self._h5["streams"].require_group(g.name)
+        """The stream's group and datasets, chunked to what it buffered (its first second or the
+        whole of a short run), up to CHUNK_BYTES and PACKETS_CHUNK: a file grows with its data."""
+        entry = self._h5[ENTRY]
+        if "default" not in entry.attrs:  # What a NeXus reader plots first.
+            entry.attrs["default"] = g.name
+        grp = entry.require_group(g.name)
         src_ip, src_port, stream_id = g.key
-        grp.attrs["src_ip"] = str(ipaddress.IPv4Address(src_ip))
-        grp.attrs["src_port"] = src_port
-        grp.attrs["stream_id"] = stream_id
-        grp.attrs["sample_bits"] = g.sample_bits
+        _, _, pf, sf = g.state
+        first_flags = int(g.packets_buf["flags"][0]) if pf else 0
+        bits = g.sample_bits
+        _describe(grp, "NXdata", f"stream {stream_id} of {ipaddress.IPv4Address(src_ip)}:{src_port}: "
+                  f"samples (signal) and one record per datagram (packets, NXlog)",
+                  signal="samples", axes=".", src_ip=str(ipaddress.IPv4Address(src_ip)), src_port=src_port,
+                  stream_id=stream_id, sample_bits=bits,
+                  timestamps_ptp_at_start=bool(first_flags & daqformat.FLAG_TS_PTP))
         opts = {"compression": self.compression, "shuffle": self.compression is not None and g.dtype.itemsize > 1}
         # Existing datasets: a flush interrupted after creating them is being redone.
         if "samples" not in grp:
-            grp.create_dataset("samples", shape=(0,), maxshape=(None,), dtype=g.dtype,
-                               chunks=(CHUNK_BYTES // g.dtype.itemsize,), **opts)
+            ds = grp.create_dataset("samples", shape=(0,), maxshape=(None,), dtype=g.dtype,
+                                    chunks=(_chunk(sf, CHUNK_BYTES // g.dtype.itemsize),), **opts)
+            _describe(ds, None, f"the stream's samples back to back, in datagram arrival order, as "
+                      f"sent: unsigned {bits}-bit integers (big-endian on the wire), stored as "
+                      f"{g.dtype.name}; raw values (ADC codes, emulator counts, front-end words)",
+                      units="1", sample_bits=bits, signed=False)
         if "packets" not in grp:
-            grp.create_dataset("packets", shape=(0,), maxshape=(None,), dtype=PACKETS_DTYPE,
-                               chunks=(PACKETS_CHUNK,), compression=self.compression)
-        samples, packets = grp["samples"], grp["packets"]
-        g.datasets = (samples, packets)
+            log = grp.create_group("packets")
+            _describe(log, "NXlog", "one record per datagram, in arrival order, a field per dataset; "
+                      "datagram i holds samples[first_sample[i]:first_sample[i] + sample_count[i]]; "
+                      "time is timestamp and value is dropped (hard links)")
+            chunk = _chunk(pf, PACKETS_CHUNK)
+            for f in PACKETS_DTYPE.names:
+                ds = log.create_dataset(f, shape=(0,), maxshape=(None,), dtype=PACKETS_DTYPE[f],
+                                        chunks=(chunk,), **opts)
+                units, doc = PACKET_FIELD_ATTRS[f]
+                _describe(ds, None, doc, units=units)
+            log["time"] = log["timestamp"]
+            log["value"] = log["dropped"]
+        samples, log = grp["samples"], grp["packets"]
+        g.datasets = (samples, {f: log[f] for f in PACKETS_DTYPE.names})
         return g.datasets
 
     def close(self, summary=None):
@@ -437,6 +539,59 @@ class Writer:
         finally:
             h5, self._h5 = self._h5, None
             h5.close()
+
+
+def _write_board(h5, section, values):
+    if not (isinstance(section, str) and section.isidentifier()):
+        raise ValueError(f"section must be a name like 'identify', not {section!r}")
+    values = values._asdict() if hasattr(values, "_asdict") else dict(values)
+    board = h5[ENTRY][BOARD]
+    if section in board:
+        del board[section]
+    grp = board.create_group(section)
+    _describe(grp, "NXcollection", f"the board's {section} reply, recorded {_now_iso()}")
+    _set_attrs(grp, values)
+
+
+def set_board(path, section, values):
+    """Writer.set_board on a closed run file: record a board's reply after the run (e.g. by a
+    command that asked the board while `ethdaq recv` wrote the file). Raises RunFileError."""
+    with open_run(path):  # A run file, readable: the same one-line errors as reading.
+        pass
+    try:
+        with h5py.File(path, "r+") as h5:
+            _write_board(h5, section, values)
+    except OSError as e:
+        raise RunFileError(f"cannot write {path}: {_h5_reason(e)}") from None
+
+
+def _chunk(n, most):
+    """Chunk length for a dataset created holding n items: n, within MIN_CHUNK..most (a run that
+    ends before its first flush fills its chunks exactly)."""
+    return min(most, max(MIN_CHUNK, int(n)))
+
+
+def _attr_value(value):
+    """A value HDF5 stores as an attribute: scalars and strings as they are, bytes as hex, None
+    and anything else as JSON text."""
+    if isinstance(value, (str, bool, int, float, np.generic)):
+        return value
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value).hex()
+    return json.dumps(value, default=_json_default)
+
+
+def _set_attrs(obj, values):
+    for k, v in values.items():
+        obj.attrs[k] = _attr_value(v)
+
+
+def _describe(obj, nx_class, description, **attrs):
+    """NeXus class (None: a dataset), description and further attributes of a group or dataset."""
+    if nx_class is not None:
+        obj.attrs["NX_class"] = nx_class
+    obj.attrs["description"] = description
+    _set_attrs(obj, attrs)
 
 
 def _widen(raw, nbytes, dtype):
@@ -503,18 +658,25 @@ class Run:
             raise RunFileError(f"{path} is not an ethdaq run file (no format attribute)")
         if fmt != FORMAT:
             raise RunFileError(f"{path} is not an ethdaq run file (format is {fmt!r}, not {FORMAT!r})")
-        if version != FORMAT_VERSION:
-            raise RunFileError(f"{path} has format_version {version!r}; this ethdaq reads version {FORMAT_VERSION}")
-        if not isinstance(self._h5.get("streams"), h5py.Group):
-            raise RunFileError(f"{path} is not an ethdaq run file (no /streams group)")
+        if version not in READ_VERSIONS:
+            raise RunFileError(f"{path} has format_version {version!r}; this ethdaq reads versions "
+                               f"{', '.join(map(str, READ_VERSIONS))}")
+        if not isinstance(self._h5.get(ENTRY), h5py.Group):
+            raise RunFileError(f"{path} is not an ethdaq run file (no /{ENTRY} group)")
 
     def _read_streams(self):
         out = {}
-        for name, grp in self._h5["streams"].items():
+        for name, grp in self._h5[ENTRY].items():
+            if name == BOARD:
+                continue
             a = grp.attrs
-            key = (int(ipaddress.IPv4Address(a["src_ip"])), int(a["src_port"]), int(a["stream_id"]))
-            out[name] = StreamInfo(name, key, str(a["src_ip"]), key[1], key[2], int(a["sample_bits"]),
-                                   grp["packets"].shape[0], grp["samples"].shape[0])
+            key = (int(ipaddress.IPv4Address(_plain(a["src_ip"]))), int(a["src_port"]), int(a["stream_id"]))
+            # The shortest field: a flush killed half-way may have lengthened some fields only.
+            log = grp["packets"]
+            n_packets = (log.shape[0] if isinstance(log, h5py.Dataset) else
+                         min(log[f].shape[0] for f in PACKETS_DTYPE.names))
+            out[name] = StreamInfo(name, key, _plain(a["src_ip"]), key[1], key[2], int(a["sample_bits"]),
+                                   n_packets, grp["samples"].shape[0])
         return out
 
     def __enter__(self):
@@ -548,6 +710,26 @@ class Run:
         """The writer's meta attributes (non-scalar values as the JSON text they were stored as)."""
         return {k: _plain(v) for k, v in self._h5.attrs.items() if k not in RESERVED_ATTRS}
 
+    @property
+    def run_uuid(self):
+        """The file's random run id (uuid4 text): unique, unlike the board's run numbers (None in
+        a format_version 1 file)."""
+        return _plain(self._h5.attrs.get("run_uuid"))
+
+    @property
+    def board(self):
+        """The board's replies recorded with Writer.set_board: {section: {name: value}}."""
+        board = self._h5[ENTRY].get(BOARD)
+        if board is None:
+            return {}
+        return {name: {k: _plain(v) for k, v in grp.attrs.items() if k not in ("NX_class", "description")}
+                for name, grp in board.items()}
+
+    def board_runs(self, stream):
+        """The board's run numbers seen in a stream (group name or key), ascending."""
+        runs = self._h5[ENTRY][self._name(stream)].attrs.get("board_runs")
+        return [] if runs is None else [int(r) for r in runs]
+
     def _name(self, stream):
         """A group name or a stream key tuple -> group name (a key names its first-width group)."""
         name = stream if isinstance(stream, str) else stream_name(stream)
@@ -557,11 +739,12 @@ class Run:
 
     def packets(self, stream, start=None, stop=None):
         """Packet records (PACKETS_DTYPE) of a stream (group name or key), optionally a slice."""
-        return self._h5["streams"][self._name(stream)]["packets"][start:stop]
+        name = self._name(stream)
+        return _read_packets(self._h5[ENTRY][name]["packets"], self.streams[name].n_packets, start, stop)
 
     def samples(self, stream, start=None, stop=None):
         """Samples of a stream (group name or key) as native unsigned ints, optionally a slice."""
-        return self._h5["streams"][self._name(stream)]["samples"][start:stop]
+        return self._h5[ENTRY][self._name(stream)]["samples"][start:stop]
 
     def iter_batches(self, packets_per_batch=4096):
         """Yield the file's datagrams as `Batch`es of up to packets_per_batch datagrams, rebuilt
@@ -571,7 +754,7 @@ class Run:
         arrival order) even if its clock stepped back, and equal times keep the groups' order."""
         if not (isinstance(packets_per_batch, int) and packets_per_batch > 0):
             raise ValueError(f"packets_per_batch must be a positive integer, not {packets_per_batch!r}")
-        cursors = [_Cursor(self._h5["streams"][name], info) for name, info in self.streams.items()]
+        cursors = [_Cursor(self._h5[ENTRY][name], info) for name, info in self.streams.items()]
         queue = _Queue()
         while True:
             for c in cursors:
@@ -594,10 +777,21 @@ class Run:
             yield queue.take(packets_per_batch)
 
 
+def _read_packets(log, n_packets, start=None, stop=None):
+    """Records start:stop (PACKETS_DTYPE) of a packets group's first n_packets, one field at a time."""
+    start, stop, _ = slice(start, stop).indices(n_packets)
+    if isinstance(log, h5py.Dataset):  # format_version 1: one record dataset.
+        return log[start:stop]
+    out = np.empty(max(0, stop - start), dtype=PACKETS_DTYPE)
+    for f in PACKETS_DTYPE.names:
+        out[f] = log[f][start:stop]
+    return out
+
+
 class _Cursor:
     """Reads one group's packets and samples in order, a block at a time."""
     def __init__(self, grp, info):
-        self.packets_ds = grp["packets"]
+        self.packets_log = grp["packets"]
         self.samples_ds = grp["samples"]
         self.info = info
         self.pos = 0
@@ -612,7 +806,7 @@ class _Cursor:
     def refill(self, n):
         if self.buffered or self.pos >= self.info.n_packets:
             return
-        self.recs = self.packets_ds[self.pos:self.pos + n]
+        self.recs = _read_packets(self.packets_log, self.info.n_packets, self.pos, self.pos + n)
         self.pos += len(self.recs)
         # Running maximum: non-decreasing, so sorting by it never reorders this stream.
         self.key = np.maximum.accumulate(np.maximum(self.recs["rx_time_ns"], self.carry))

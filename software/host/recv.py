@@ -22,6 +22,7 @@ import argparse
 import datetime
 import ipaddress
 import signal
+import socket
 import sys
 import time
 import warnings
@@ -265,6 +266,21 @@ def summary(stats, elapsed, started, stopped_by, core, output=None):
     }
 
 
+def _file_meta(args, core):
+    """What the receiver knows of the run for the file's root attributes. It has no control
+    connection: the board's own replies go in the file's `board` group (h5file.Writer.set_board)."""
+    return {
+        "command": " ".join(sys.argv),
+        "receiver_host": socket.gethostname(),
+        "bind": core.bind,
+        "port": core.port,
+        "rx_time_ns_source": ("kernel arrival time (SO_TIMESTAMPNS)" if args.kernel_timestamps else
+                              "host clock after each receive call (CLOCK_REALTIME, shared by its batch)"),
+        "gro": bool(getattr(core, "gro_active", False)),
+        "rcvbuf_granted": int(core.rcvbuf_granted),
+    }
+
+
 def summary_path(output):
     return Path(output).with_suffix(".json")
 
@@ -300,7 +316,7 @@ def run(args, out=sys.stdout, err=sys.stderr):
         if output is not None:
             try:
                 writer = h5file.Writer(output, compression=args.compression, overwrite=args.overwrite,
-                                       meta={"bind": core.bind, "port": core.port, "command": " ".join(sys.argv)})
+                                       meta=_file_meta(args, core))
             except (h5file.RunFileError, ValueError) as e:
                 raise RecvError(str(e)) from None
         err.write(f"receiving on UDP {core.bind}:{core.port}" + (f", writing {output}" if output else "") +
@@ -354,6 +370,7 @@ def run(args, out=sys.stdout, err=sys.stderr):
             stats = core.stats()
             result = summary(stats, elapsed, started, locals().get("stopped_by", "error"), core, output)
             if writer is not None:
+                result["run_uuid"] = writer.run_uuid
                 writer.close(summary=result)
                 h5file.write_summary_json(summary_path(output), result)
     out.write(format_table(stats, elapsed) + "\n")
