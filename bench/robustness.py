@@ -278,13 +278,20 @@ def hostile(session, gateware_dir, net, frames, batch=1000, seed=1, rate=0.02, p
     return expected, {k: after[k] - before.get(k, 0) for k in after}, result
 
 
-def soak(session, packets, payload=64, rate=0.016, board_ip=BOARD_IP, ctl_port=CTL_PORT, gateware_dir=None):
+def soak(session, packets, payload=64, rate=0.016, board_ip=BOARD_IP, ctl_port=CTL_PORT, gateware_dir=None,
+         timeout=None):
     """`packets` DAQ datagrams with a ping flood and a STATUS loop beside them. Returns the
-    stream's result and the board's RX_STATS deltas."""
+    stream's result and the board's RX_STATS deltas; subprocess.TimeoutExpired after `timeout`
+    seconds (None: no limit) without all of them."""
     stop = Path(gateware_dir or "/nonexistent") / "robustness.never"
     before = rx_stats(session, board_ip, ctl_port)
     proc = start_stream(session, stop, rate, payload, packets, flood=True, board_ip=board_ip, ctl_port=ctl_port)
-    result = finish_stream(proc, timeout=None)
+    try:
+        result = finish_stream(proc, timeout=timeout)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
     after = rx_stats(session, board_ip, ctl_port)
     return result, {k: after[k] - before.get(k, 0) for k in after}
 

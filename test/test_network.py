@@ -1138,8 +1138,9 @@ def test_a_short_soak_under_a_ping_flood_and_control_traffic_loses_nothing(board
     nothing counted as bad."""
     from bench.robustness import soak
     board.ns_run(["sysctl", "-q", "-w", f"net.ipv6.conf.{TAP}.disable_ipv6=1"], check=True)
+    # About a minute of simulation; the limit is for a board that stopped streaming.
     res, delta = soak(board, packets=20_000, payload=64, board_ip=BOARD_IP, ctl_port=CTL_PORT,
-                      gateware_dir=board.gateware_dir)
+                      gateware_dir=board.gateware_dir, timeout=900)
     print(res, delta)
     # The receiver stops counting at 20,000; those sent before STREAM_STOP came are read after.
     assert res["datagrams"] >= 20_000 and res["datagrams"] == res["board_datagrams"], res
