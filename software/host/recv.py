@@ -32,6 +32,9 @@ from ethdaq.host.batch import Batch, stream_name
 from ethdaq.host.receiver import MIB, ReceiverError, port_type, malformed_text, text_table
 
 REFRESH_S = 0.25   # Live display refresh; also the longest recv() wait, so stops are prompt.
+# Exit status of a run that lost data: samples the board dropped (they did not fit the link or
+# its buffers), datagrams missing on the network, or datagrams this host's kernel dropped.
+EXIT_DATA_LOST = 3
 
 
 class RecvError(Exception):
@@ -83,6 +86,10 @@ examples:
   ethdaq recv --port 5000 -o run.h5 --count 100000      # ... and an HDF5 file + run.json
   ethdaq recv -o run.h5 --compression lzf               # until Ctrl-C or SIGTERM
   ethdaq plot run.h5 -o run.png
+
+exit status: 0 when nothing was lost, 2 for a usage error, 3 when the run lost data: samples the
+board dropped (more than the link carries: lower the emulator's rate or enable fewer channels),
+datagrams missing on the network, or datagrams this host's kernel dropped (raise net.core.rmem_max).
 """
 
 
@@ -193,13 +200,35 @@ def kernel_drops_text(stats):
     return "unknown"
 
 
+def board_losses(stats):
+    """(samples the board dropped, datagrams it flagged OVERFLOW), over every stream."""
+    ss = stats.streams.values()
+    return sum(s["board_dropped"] for s in ss), sum(s["overflow_flags"] for s in ss)
+
+
+def lost_text(stats):
+    """Every loss in words of its own: on the board (samples), on the network (datagrams)."""
+    dropped, flagged = board_losses(stats)
+    board = f"lost on the board {dropped} samples"
+    if flagged:
+        board += f" ({flagged} datagrams flagged OVERFLOW)"
+    return f"{board}; lost on the network {stats.missing} datagrams"
+
+
+def data_lost(stats):
+    """True when the run lost data anywhere: on the board, on the network or in this host's kernel."""
+    dropped, flagged = board_losses(stats)
+    kernel = stats.kernel_dropped or getattr(stats, "kernel_dropped_buffers", None)
+    return bool(dropped or flagged or stats.missing or kernel)
+
+
 def _totals_line(stats, elapsed):
     kernel = kernel_drops_text(stats)
     malformed = malformed_text(stats.malformed)
     pps = stats.datagrams/elapsed if elapsed > 0 else 0.0
     mib = stats.payload_bytes/MIB/elapsed if elapsed > 0 else 0.0
     line = (f"{stats.datagrams} datagrams, {stats.bytes/MIB:.2f} MiB in {elapsed:.2f} s: {pps:.0f} datagrams/s, "
-            f"{mib:.2f} MiB/s of samples; lost {stats.missing}; malformed {malformed}; kernel drops {kernel}")
+            f"{mib:.2f} MiB/s of samples; {lost_text(stats)}; malformed {malformed}; kernel drops {kernel}")
     if stats.table_full:
         line += f"; refused (stream table full) {stats.table_full}"
     return line
@@ -216,7 +245,7 @@ def format_table(stats, elapsed):
 def _live_table(stats, elapsed, rate):
     from rich.table import Table
     t = Table(title=f"ethdaq recv  {elapsed:6.1f} s   {rate[0]:8.2f} MiB/s   {rate[1]:9.0f} packets/s   "
-                    f"lost {stats.missing}", title_justify="left")
+                    f"{lost_text(stats)}", title_justify="left")
     for i, h in enumerate(HEAD):
         t.add_column(h, justify="left" if i == 0 else "right", no_wrap=i == 0)  # Names stay whole.
     for r in _rows(stats, elapsed):
@@ -252,6 +281,8 @@ def summary(stats, elapsed, started, stopped_by, core, output=None):
         "mib_per_s": stats.payload_bytes/MIB/elapsed if elapsed > 0 else 0.0,
         "packets_per_s": stats.datagrams/elapsed if elapsed > 0 else 0.0,
         "missing": stats.missing,
+        "data_lost": data_lost(stats),
+        "overflow_flags": board_losses(stats)[1],
         "duplicates": stats.duplicates,
         "out_of_order": sum(s["out_of_order"] for s in stats.streams.values()),
         "board_dropped": sum(s["board_dropped"] for s in stats.streams.values()),
@@ -360,6 +391,10 @@ def run(args, out=sys.stdout, err=sys.stderr):
     if output is not None:
         out.write(f"wrote {output} ({result['packets']} datagrams) and {summary_path(output)}\n")
     out.flush()
+    if result["data_lost"]:
+        err.write(f"warning: this run lost data ({lost_text(stats)}; kernel drops {kernel_drops_text(stats)}): "
+                  f"exit status {EXIT_DATA_LOST}\n")
+        return EXIT_DATA_LOST
     return 0
 
 
