@@ -635,11 +635,20 @@ def cmd_ctl(args):
                                   f"{c.bytes:>16} {c.dropped:>12}")
         except ControlRefused as e:
             if e.code == protocol.ERR_BAD_VALUE and args.action in ("start", "config"):
-                raise CLIError(f"{e}: this board takes {ctlargs.stream_ranges(client.identify())}") from None
+                raise CLIError(f"{e}: {_stream_ranges_text(client)}") from None
             raise CLIError(str(e)) from None
         except ControlTimeout as e:
             raise CLIError(str(e)) from None
     return 0
+
+
+def _stream_ranges_text(client):
+    """What a board takes of the stream settings (IDENTIFY), for its refusal's message."""
+    from ethdaq.host.ctl import ControlRefused, ControlTimeout
+    try:
+        return f"this board takes {ctlargs.stream_ranges(client.identify())}"
+    except (ControlTimeout, ControlRefused):
+        return "the ranges are in docs/protocol.md"
 
 
 def _warn_budget(client, cfg=None, **settings):

@@ -195,13 +195,14 @@ def identify_answer(req):
 
 
 def fake_board(requests, link_speed=1000, emulator_mode=1, emulator_rate=2**30, payload=1472, enable=0xF,
-               start_error=None):
-    """A board on loopback answering IDENTIFY, CONFIG_GET, STATUS, EMULATOR and STREAM_START."""
+               start_error=None, running=0):
+    """A board on loopback answering IDENTIFY, CONFIG_GET, STATUS, EMULATOR, STREAM_START (run 7),
+    STREAM_STOP (run 7), CLAIM (granted) and RELEASE."""
     ident = IDENTITY
     config = [0, bytes(6), 0, 5000, payload, enable, 0, 0, bytes(6), 0, emulator_mode, emulator_rate, 1,
               0, 0, 0, 0, 1, 0, 128, 128]
     status = [0] * len(protocol.struct_codes(protocol.STATUS_RSP))
-    status[10], status[9], status[22] = bytes(6), protocol.DST_VALID, link_speed
+    status[10], status[9], status[22], status[0] = bytes(6), protocol.DST_VALID, link_speed, running
 
     def answer(req):
         kind, seq = req[3], seq_of(req)
@@ -216,6 +217,10 @@ def fake_board(requests, link_speed=1000, emulator_mode=1, emulator_rate=2**30, 
             return protocol.pack_header(protocol.MSG_ERROR_RSP, seq) + bytes([start_error])
         if kind == protocol.MSG_STREAM_START:
             return head + protocol.STREAM_START_RSP.pack(7, 0x7F000001)
+        if kind == protocol.MSG_STREAM_STOP:
+            return head + protocol.STREAM_STOP_RSP.pack(7)
+        if kind == protocol.MSG_CLAIM:
+            return head + protocol.CLAIM_RSP.pack(1, 0x7F000001, 60_000)
         return head
     return ScriptedBoard([answer] * requests)
 
@@ -247,7 +252,7 @@ def test_ctl_emulator_within_the_link_draws_no_warning_and_a_slow_link_does():
 
 
 def test_ctl_start_warns_for_the_boards_emulator_rate_and_refuses_a_payload_past_the_boards():
-    board = fake_board(6, emulator_rate=2**31)
+    board = fake_board(5, emulator_rate=2**31)
     try:
         r = run("ctl", "start", "--ip", "127.0.0.1", "--port", str(board.port))
     finally:

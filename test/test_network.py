@@ -275,7 +275,7 @@ def test_streaming_above_line_rate_drops_are_counted_never_silent(board):
 RECV_DURING_A_RUN = """
 import json, subprocess, sys
 ctl, recv, where = json.loads(sys.argv[1])
-rx = subprocess.Popen(recv + ["--port", "5000", "--count", "40", "--progress", "off"], stdout=subprocess.PIPE,
+rx = subprocess.Popen(recv + ["--port", "5000", "--count", "240", "--progress", "off"], stdout=subprocess.PIPE,
                       stderr=subprocess.PIPE, text=True)
 first = rx.stderr.readline()   # "receiving on UDP ...": bound before the run starts.
 start = subprocess.run(ctl + ["start"] + where, capture_output=True, text=True)
