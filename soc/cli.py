@@ -36,6 +36,24 @@ class CLIError(Exception):
     pass
 
 
+class _Version(argparse.Action):
+    """--version: the package's version and the sources' git revision (asked only when wanted)."""
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
+                         help="print the package version and the git revision of its sources, and exit")
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from ethdaq import __version__
+        from ethdaq.soc.gitrev import git_hash
+        print(f"ethdaq {__version__} (git {git_hash()})")
+        parser.exit()
+
+
+def _say(args, text, **fields):
+    """An action's result: `text` for people, or with --json the fields as one JSON object."""
+    print(json.dumps(fields) if args.json else text)
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse, but usage errors are one line: 'Error: ...' plus a hint, exit code 2.
 
@@ -527,10 +545,11 @@ def cmd_ctl(args):
             elif args.action == "start":
                 return _ctl_start(client, args)
             elif args.action == "stop":
-                print(f"run {client.stream_stop()} stopped")
+                _ctl_stop(client, args)
             elif args.action == "emulator":
                 client.emulator(args.mode, protocol.emulator_rate_fixed(args.rate), args.seed)
-                print(f"emulator: {args.mode}, {args.rate:g} samples/cycle per channel")
+                _say(args, f"emulator: {args.mode}, {args.rate:g} samples/cycle per channel",
+                     mode=args.mode, rate=args.rate, seed=args.seed)
                 if args.mode != "off":
                     _warn_budget(client, rate=args.rate)
             elif args.action == "ptp":
@@ -551,11 +570,12 @@ def cmd_ctl(args):
                 if not granted:
                     raise CLIError(f"the board is held by {ipaddress.IPv4Address(holder)} for another "
                                    f"{left / 1000:.1f} s (it releases with `ethdaq ctl release`, or the lease runs out)")
-                print(f"this host ({ipaddress.IPv4Address(holder)}) controls the board for {left / 1000:.0f} s; "
-                      f"every start, stop or emulator request renews it")
+                _say(args, f"this host ({ipaddress.IPv4Address(holder)}) controls the board for {left / 1000:.0f} s; "
+                           f"every start, stop or emulator request renews it",
+                     controller=str(ipaddress.IPv4Address(holder)), lease_ms=left)
             elif args.action == "release":
                 client.release()
-                print("released: any allowed host may now control the board")
+                _say(args, "released: any allowed host may now control the board", released=True)
             elif args.action == "config":
                 verb = args.settings[0] if args.settings else "get"
                 if verb == "get" and len(args.settings) <= 1:
@@ -585,11 +605,14 @@ def cmd_ctl(args):
                         print(f"{k:<20}{v}")
             elif args.action == "reboot":
                 rebooted, st = client.reboot(wait=None if args.no_wait else args.wait)
+                fields = dict(rebooted=bool(rebooted), boots=st.boots)
                 if args.no_wait:
-                    print("rebooting" if rebooted else f"the board has rebooted already (boot {st.boots})")
+                    _say(args, "rebooting" if rebooted else f"the board has rebooted already (boot {st.boots})",
+                         **fields)
                 else:
-                    print(f"{'rebooted' if rebooted else 'the board had rebooted already'}: boot {st.boots} "
-                          f"since power-on, reset cause {st.reset_cause_name}, up {st.uptime_ms} ms")
+                    _say(args, f"{'rebooted' if rebooted else 'the board had rebooted already'}: boot {st.boots} "
+                               f"since power-on, reset cause {st.reset_cause_name}, up {st.uptime_ms} ms",
+                         **fields, reset_cause=st.reset_cause_name, uptime_ms=st.uptime_ms)
             elif args.action == "launch":
                 _ctl_launch(client, args)
             elif args.action == "probe":
@@ -695,16 +718,30 @@ def _start_settings(client, args):
     return given, cfg
 
 
+def _ctl_stop(client, args):
+    """STREAM_STOP; the STATUS before it tells whether a run was going (the stop's answer names
+    the last run either way)."""
+    running = client.status().running
+    run = client.stream_stop()
+    text = f"run {run} stopped" if running else f"no run was running (run {run}, the last, had stopped already)"
+    _say(args, text, run=run, was_running=bool(running))
+
+
 def _ctl_start(client, args):
     from ethdaq.host import protocol
     from ethdaq.host.protocol import format_mac
     given, cfg = _start_settings(client, args)
     run, used = client.stream_start(**given)
-    print(f"run {run} started: datagrams of {given['payload']} bytes to "
-          f"{ipaddress.IPv4Address(used)}:{given['dst_port']}")
+    started = f"run {run} started: datagrams of {given['payload']} bytes to {ipaddress.IPv4Address(used)}:{given['dst_port']}"
+    if not args.json:
+        print(started)
     _warn_budget(client, cfg, payload=given["payload"], enable=given["enable"])
     st = client.wait_destination()
-    if st.dst_flags & protocol.DST_VALID:
+    if args.json:
+        mac = format_mac(st.dst_mac) if st.dst_flags & protocol.DST_VALID else None
+        print(json.dumps(dict(run=run, dst_ip=str(ipaddress.IPv4Address(used)), dst_port=given["dst_port"],
+                              payload=given["payload"], enable=given["enable"], dst_mac=mac)))
+    elif st.dst_flags & protocol.DST_VALID:
         print(f"destination MAC {format_mac(st.dst_mac)}")
     elif st.dst_flags & protocol.DST_UNREACHABLE:
         # The run is going (and counting dropped samples): the user decides.
@@ -815,7 +852,7 @@ def _ctl_probe(client, args):
         raise CLIError("this board's build has no latency probes (build it with --with-probes)")
     if verb == "clear":
         client.probe_clear()
-        print("latency probes cleared: statistics from now on")
+        _say(args, "latency probes cleared: statistics from now on", cleared=True)
         return
     report = client.probe()
     if args.json:
@@ -884,7 +921,8 @@ def _ctl_rules(client, args):
                        "or --fasttrack-port)")
     if verb == "set":
         r = client.rule_set(**rule)
-        print(f"rule {r.index}: {'enabled' if r.enable else 'disabled'}, {r.action_name} for {r.describe()}")
+        if not args.json:   # The JSON below holds the rule as set.
+            print(f"rule {r.index}: {'enabled' if r.enable else 'disabled'}, {r.action_name} for {r.describe()}")
     rules = client.rules()
     if args.json:
         print(json.dumps(dict(unmatched=rules.unmatched, gate_error=rules.gate_error, gate_full=rules.gate_full,
@@ -989,6 +1027,7 @@ def cmd_plot(args):
 def make_parser():
     parser = _Parser(prog="ethdaq", description="ethdaq: FPGA data acquisition over Ethernet (LiteX/LiteEth).",
                      epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     p = sub.add_parser("boards", help="list boards with FPGA, PHY and link speed")

@@ -124,10 +124,13 @@ def test_count_stops_after_exactly_n_datagrams(tmp_path):
         assert np.all(rx >= t0) and np.all(rx <= time.time_ns()), "arrival times must be host clock ns"
 
 
-def test_duration_without_data_writes_an_empty_run(tmp_path):
+def test_duration_without_data_writes_an_empty_run_and_says_what_to_check(tmp_path):
     p, port = start(tmp_path, "-o", "run.h5", "--duration", "0.5")
     rc, out, err = finish(p)
-    assert rc == 0, err
+    assert rc == recv.EXIT_NO_DATA == 4, err
+    (hint,) = err.splitlines()
+    assert hint.startswith(f"warning: no datagram arrived on UDP 127.0.0.1:{port}: is a run going to this host")
+    assert f"ethdaq ctl start --ip BOARD --dst-port {port}" in hint and "ip addr" in hint and "firewall" in hint
     summary = json.loads((tmp_path / "run.json").read_text())
     assert summary["stopped_by"] == "duration" and summary["packets"] == 0
     with h5file.open_run(tmp_path / "run.h5") as run:

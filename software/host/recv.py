@@ -35,6 +35,8 @@ REFRESH_S = 0.25   # Live display refresh; also the longest recv() wait, so stop
 # Exit status of a run that lost data: samples the board dropped (they did not fit the link or
 # its buffers), datagrams missing on the network, or datagrams this host's kernel dropped.
 EXIT_DATA_LOST = 3
+# Exit status of a run in which no datagram arrived at all.
+EXIT_NO_DATA = 4
 
 
 class RecvError(Exception):
@@ -89,7 +91,8 @@ examples:
 
 exit status: 0 when nothing was lost, 2 for a usage error, 3 when the run lost data: samples the
 board dropped (more than the link carries: lower the emulator's rate or enable fewer channels),
-datagrams missing on the network, or datagrams this host's kernel dropped (raise net.core.rmem_max).
+datagrams missing on the network, or datagrams this host's kernel dropped (raise net.core.rmem_max);
+4 when no datagram arrived at all (the message says what to check).
 """
 
 
@@ -296,6 +299,14 @@ def summary(stats, elapsed, started, stopped_by, core, output=None):
     }
 
 
+def no_data_hint(bind, port):
+    """What to check when nothing arrived, in the order a datagram travels."""
+    return (f"warning: no datagram arrived on UDP {bind}:{port}: is a run going to this host and port "
+            f"(`ethdaq ctl status --ip BOARD`: running, datagrams, destination; `ethdaq ctl start --ip BOARD "
+            f"--dst-port {port}`)? Does this host have an address on the board's subnet (`ip addr`), and does its "
+            f"firewall let UDP port {port} in? Exit status {EXIT_NO_DATA}")
+
+
 def summary_path(output):
     return Path(output).with_suffix(".json")
 
@@ -391,6 +402,9 @@ def run(args, out=sys.stdout, err=sys.stderr):
     if output is not None:
         out.write(f"wrote {output} ({result['packets']} datagrams) and {summary_path(output)}\n")
     out.flush()
+    if stats.datagrams == 0:
+        err.write(no_data_hint(core.bind, core.port) + "\n")
+        return EXIT_NO_DATA
     if result["data_lost"]:
         err.write(f"warning: this run lost data ({lost_text(stats)}; kernel drops {kernel_drops_text(stats)}): "
                   f"exit status {EXIT_DATA_LOST}\n")
