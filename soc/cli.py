@@ -1073,8 +1073,8 @@ def make_parser():
                    help="after boot, stream emulated detector data to a receiver in the namespace for S seconds")
     p.add_argument("--stream-rate", type=ctlargs.rate, default=EMULATOR_RATE_DEFAULT, metavar="R",
                    help=f"emulator samples per clock cycle per channel for --stream, 0..1 (default "
-                        f"{EMULATOR_RATE_DEFAULT:g}; the link carries 1 byte a cycle: 4 channels x 2 bytes x R "
-                        f"fits up to R = 0.116 at 1472-byte payloads)")
+                        f"{EMULATOR_RATE_DEFAULT:g}; the link carries 1 byte a cycle, headers included: a warning "
+                        f"gives the arithmetic when channels x sample bytes x R exceed it)")
     p.add_argument("--payload", type=ctlargs.setting("payload"), default=1472,
                    help="UDP payload bytes per datagram for --stream (default 1472)")
     p.add_argument("--duration", type=ctlargs.positive("--duration", zero=True), metavar="S",

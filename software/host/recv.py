@@ -29,6 +29,7 @@ from pathlib import Path
 
 from ethdaq.host import rxcore
 from ethdaq.host.batch import Batch, stream_name
+from ethdaq.host import receiver
 from ethdaq.host.receiver import MIB, ReceiverError, port_type, malformed_text, text_table
 
 REFRESH_S = 0.25   # Live display refresh; also the longest recv() wait, so stops are prompt.
@@ -211,11 +212,7 @@ def board_losses(stats):
 
 def lost_text(stats):
     """Every loss in words of its own: on the board (samples), on the network (datagrams)."""
-    dropped, flagged = board_losses(stats)
-    board = f"lost on the board {dropped} samples"
-    if flagged:
-        board += f" ({flagged} datagrams flagged OVERFLOW)"
-    return f"{board}; lost on the network {stats.missing} datagrams"
+    return receiver.lost_text(*board_losses(stats), stats.missing)
 
 
 def data_lost(stats):
