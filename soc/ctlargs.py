@@ -69,10 +69,11 @@ def positive(what, kind=float, zero=False):
             value = kind(text)
         except ValueError:
             value = None
-        if value is None or value != value or value < 0 or (value == 0 and not zero) or value == float("inf"):
-            least = "0 or more" if zero else "positive"
-            raise argparse.ArgumentTypeError(f"{what} must be a {least} {'integer' if kind is int else 'number'}, "
-                                             f"not {text!r}")
+        finite = value is not None and value == value and value != float("inf")   # NaN != NaN
+        if not finite or value < 0 or (value == 0 and not zero):
+            noun = "integer" if kind is int else "number"
+            least = f"0 or a positive {noun}" if zero else f"a positive {noun}"
+            raise argparse.ArgumentTypeError(f"{what} must be {least}, not {text!r}")
         return value
     return parse
 

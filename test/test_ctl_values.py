@@ -110,8 +110,8 @@ def test_field_ranges_come_from_the_wire_formats_and_the_protocols_limits():
     (["--stream", "3", "--payload", "9000"], "--payload must be from 64 to 8954 (the simulated board's max payload)"),
     (["--stream-rate", "-1"], "emulator rate must be a fraction from 0 to 1"),
     (["--stream-rate", "2"], "emulator rate must be a fraction from 0 to 1"),
-    (["--ping", "-2"], "--ping must be a 0 or more integer"),
-    (["--stream", "-1"], "--stream must be a 0 or more number"),
+    (["--ping", "-2"], "--ping must be 0 or a positive integer, not '-2'"),
+    (["--stream", "-1"], "--stream must be 0 or a positive number, not '-1'"),
     (["--boot-timeout", "0"], "--boot-timeout must be a positive number"),
 ])
 def test_sim_refuses_out_of_range_values_before_anything_else(args, text):
