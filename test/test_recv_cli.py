@@ -237,3 +237,21 @@ def test_the_live_display_counts_the_boards_drops_as_lost():
     console.print(recv._live_table(stats, 1.0, [0.0, 0.0]))
     text = " ".join(console.export_text().split())   # The title wraps at the table's width.
     assert "lost on the board 42 samples (2 datagrams flagged OVERFLOW); lost on the network 1 datagrams" in text
+
+
+def test_the_live_table_fits_80_columns_with_long_names_and_large_counts():
+    from types import SimpleNamespace
+    from rich.console import Console
+    big = dict(payload_bytes=int(1192.09 * 2**20 * 12.5), datagrams=999_999_999, missing=999_999_999, out_of_order=5, duplicates=0,
+               board_dropped=999_999_999, overflow_flags=99_999_999)
+    key = (int.from_bytes(bytes([192, 168, 177, 150]), "big"), 65535, 7)   # 192.168.177.150_65535_s7
+    stats = SimpleNamespace(streams={key: big, (0x7F000002, 5000, 0): dict(big, out_of_order=2)}, missing=2,
+                            malformed_total=3, duplicates=4, kernel_dropped=0)
+    console = Console(record=True, width=80)
+    console.print(recv._live_table(stats, 12.5, [1.0, 2.0]))
+    lines = console.export_text().splitlines()
+    assert max(len(line) for line in lines) <= 80 and "…" not in "".join(lines), "\n".join(lines)
+    row = next(line.split() for line in lines if line.split()[:1] == ["192.168.177.150_65535_s7"])
+    assert row == ["192.168.177.150_65535_s7", "999999999", "1192.09", "999999999",
+                   "999999999", "99999999"]
+    assert "out-of-order 7, duplicates 4, malformed 3, kernel drops 0" in " ".join(" ".join(lines).split())
