@@ -14,7 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ethdaq.soc import pnr, progress
+from ethdaq.host.protocol import EMULATOR_RATE_DEFAULT
+from ethdaq.soc import ctlargs, pnr, progress
 
 EXAMPLES = """\
 examples:
@@ -33,6 +34,24 @@ examples:
 
 class CLIError(Exception):
     pass
+
+
+class _Version(argparse.Action):
+    """--version: the package's version and the sources' git revision (asked only when wanted)."""
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
+                         help="print the package version and the git revision of its sources, and exit")
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from ethdaq import __version__
+        from ethdaq.soc.gitrev import git_hash
+        print(f"ethdaq {__version__} (git {git_hash()})")
+        parser.exit()
+
+
+def _say(args, text, **fields):
+    """An action's result: `text` for people, or with --json the fields as one JSON object."""
+    print(json.dumps(fields) if args.json else text)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -385,10 +404,30 @@ def _demo_stream(session, args):
     return session.ns_run(ctl + ["stop"] + board).returncode | recv.returncode
 
 
+def _check_demo_stream(board, args):
+    """--stream's settings against the simulated board, before its build: the payload it takes,
+    and a warning when the emulators would make more than its link carries."""
+    from ethdaq.host import linkbudget
+    from ethdaq.host.protocol import MIN_PAYLOAD
+    if args.payload > board.max_payload:
+        raise CLIError(f"--payload must be from {MIN_PAYLOAD} to {board.max_payload} (the simulated board's max payload), "
+                       f"not {args.payload}")
+    if args.frontend:
+        return
+    budget = linkbudget.Budget(channels=args.channels or 4, sample_bits=args.sample_width, rate=args.stream_rate,
+                               sys_clk_hz=board.sys_clk_freq, payload=args.payload,
+                               link_mbps=ctlargs.link_mbps(board=board))
+    text = linkbudget.warning(budget)
+    if text:
+        print(f"warning: {text}", file=sys.stderr, flush=True)
+
+
 def cmd_sim(args):
     from ethdaq.soc import build, sim
     board = _board("sim")
     sim.check_addresses(args.ip, args.host_ip)
+    if args.stream:
+        _check_demo_stream(board, args)
     sim.check_can_run(args.netns)  # Fail before the (long) build.
     output_dir = Path(args.output_dir or os.path.join("build", "sim"))
     soc_kwargs = _soc_kwargs(args)
@@ -511,34 +550,15 @@ def cmd_ctl(args):
             if args.action == "identify":
                 _print_identity(client.identify(), args.json)
             elif args.action == "start":
-                # What the options leave out, the board's settings give (`ethdaq ctl config`).
-                given = {"dst_ip": None if args.dst_ip is None else int(ipaddress.IPv4Address(args.dst_ip)),
-                         "dst_port": args.dst_port, "payload": args.payload, "enable": args.enable,
-                         "backpressure": args.backpressure, "gap": args.gap, "dst_mac": args.dst_mac,
-                         "flush": args.flush}
-                if None in given.values():
-                    cfg = client.config()
-                    given = {k: getattr(cfg, k) if v is None else v for k, v in given.items()}
-                if given["dst_mac"] == bytes(6):
-                    given["dst_mac"] = None
-                run, used = client.stream_start(**given)
-                print(f"run {run} started: datagrams of {given['payload']} bytes to "
-                      f"{ipaddress.IPv4Address(used)}:{given['dst_port']}")
-                st = client.wait_destination()
-                if st.dst_flags & protocol.DST_VALID:
-                    print(f"destination MAC {format_mac(st.dst_mac)}")
-                elif st.dst_flags & protocol.DST_UNREACHABLE:
-                    # The run is going (and counting dropped samples): the user decides.
-                    print(f"warning: {ipaddress.IPv4Address(used)} does not answer ARP: datagrams wait "
-                          f"and samples are dropped (counted) until it does; give --dst-mac to skip ARP",
-                          file=sys.stderr)
-                    return 1
+                return _ctl_start(client, args)
             elif args.action == "stop":
-                print(f"run {client.stream_stop()} stopped")
+                _ctl_stop(client, args)
             elif args.action == "emulator":
-                rate = min(int(args.rate*2**32), 2**32 - 1)
-                client.emulator(args.mode, rate, args.seed)
-                print(f"emulator: {args.mode}, {args.rate:g} samples/cycle per channel")
+                client.emulator(args.mode, protocol.emulator_rate_fixed(args.rate), args.seed)
+                _say(args, f"emulator: {args.mode}, {args.rate:g} samples/cycle per channel",
+                     mode=args.mode, rate=args.rate, seed=args.seed)
+                if args.mode != "off":
+                    _warn_budget(client, rate=args.rate)
             elif args.action == "ptp":
                 p = client.ptp_status()
                 d = dict(p.__dict__, state=p.state_name, servo_state=p.servo_name,
@@ -557,11 +577,12 @@ def cmd_ctl(args):
                 if not granted:
                     raise CLIError(f"the board is held by {ipaddress.IPv4Address(holder)} for another "
                                    f"{left / 1000:.1f} s (it releases with `ethdaq ctl release`, or the lease runs out)")
-                print(f"this host ({ipaddress.IPv4Address(holder)}) controls the board for {left / 1000:.0f} s; "
-                      f"every start, stop or emulator request renews it")
+                _say(args, f"this host ({ipaddress.IPv4Address(holder)}) controls the board for {left / 1000:.0f} s; "
+                           f"every start, stop or emulator request renews it",
+                     controller=str(ipaddress.IPv4Address(holder)), lease_ms=left)
             elif args.action == "release":
                 client.release()
-                print("released: any allowed host may now control the board")
+                _say(args, "released: any allowed host may now control the board", released=True)
             elif args.action == "config":
                 verb = args.settings[0] if args.settings else "get"
                 if verb == "get" and len(args.settings) <= 1:
@@ -571,7 +592,10 @@ def cmd_ctl(args):
                         fields = dict(protocol.parse_config_assignment(t) for t in args.settings[1:])
                     except ValueError as e:
                         raise CLIError(str(e))
+                    _check_on_board(client, fields)
                     cfg = client.config_set(**fields)
+                    if {"emulator_mode", "emulator_rate", "payload", "enable"} & set(fields):
+                        _warn_budget(client, cfg)
                     if "ip" in fields or "mac" in fields:
                         # On stderr: --json output stays one JSON document.
                         print(f"the board now answers at {ipaddress.IPv4Address(cfg.ip)} "
@@ -588,11 +612,14 @@ def cmd_ctl(args):
                         print(f"{k:<20}{v}")
             elif args.action == "reboot":
                 rebooted, st = client.reboot(wait=None if args.no_wait else args.wait)
+                fields = dict(rebooted=bool(rebooted), boots=st.boots)
                 if args.no_wait:
-                    print("rebooting" if rebooted else f"the board has rebooted already (boot {st.boots})")
+                    _say(args, "rebooting" if rebooted else f"the board has rebooted already (boot {st.boots})",
+                         **fields)
                 else:
-                    print(f"{'rebooted' if rebooted else 'the board had rebooted already'}: boot {st.boots} "
-                          f"since power-on, reset cause {st.reset_cause_name}, up {st.uptime_ms} ms")
+                    _say(args, f"{'rebooted' if rebooted else 'the board had rebooted already'}: boot {st.boots} "
+                               f"since power-on, reset cause {st.reset_cause_name}, up {st.uptime_ms} ms",
+                         **fields, reset_cause=st.reset_cause_name, uptime_ms=st.uptime_ms)
             elif args.action == "launch":
                 _ctl_launch(client, args)
             elif args.action == "probe":
@@ -636,8 +663,99 @@ def cmd_ctl(args):
                         for c in streams.streams:
                             print(f"  {c.stream:>6} {'yes' if c.enabled else 'no':>7} {c.datagrams:>12} "
                                   f"{c.bytes:>16} {c.dropped:>12}")
-        except (ControlTimeout, ControlRefused) as e:
-            raise CLIError(str(e))
+        except ControlRefused as e:
+            if e.code == protocol.ERR_BAD_VALUE and args.action in ("start", "config"):
+                raise CLIError(f"{e}: {_stream_ranges_text(client)}") from None
+            raise CLIError(str(e)) from None
+        except ControlTimeout as e:
+            raise CLIError(str(e)) from None
+    return 0
+
+
+def _stream_ranges_text(client):
+    """What a board takes of the stream settings (IDENTIFY), for its refusal's message."""
+    from ethdaq.host.ctl import ControlRefused, ControlTimeout
+    try:
+        return f"this board takes {ctlargs.stream_ranges(client.identify())}"
+    except (ControlTimeout, ControlRefused):
+        return "the ranges are in docs/protocol.md"
+
+
+def _warn_budget(client, cfg=None, **settings):
+    """On stderr, the link budget's warning for the board's settings (`cfg`, else CONFIG_GET's)
+    with `settings` (rate, payload, enable) in their place, if they do not fit its link."""
+    from ethdaq.host.protocol import EMULATOR_MODES
+    cfg = cfg or client.config()
+    if "rate" not in settings and cfg.emulator_mode == EMULATOR_MODES["off"]:
+        return
+    text = ctlargs.budget_warning(client.identify(), cfg, client.status(), **settings)
+    if text:
+        print(f"warning: {text}", file=sys.stderr)
+
+
+def _check_on_board(client, fields, options=False):
+    """The settings whose range depends on the board (payload, channel masks), checked against its
+    IDENTIFY before they are sent: a one-line error naming the field (as an option with
+    `options`) and the board's range."""
+    from ethdaq.host import protocol
+    names = [name for name in ("payload", "enable", "backpressure") if fields.get(name) is not None]
+    if not names:
+        return
+    ident = client.identify()
+    for name in names:
+        try:
+            protocol.check_field(name, fields[name], ident)
+        except ValueError as e:
+            raise CLIError(f"--{name}: {e}" if options else str(e)) from None
+
+
+def _start_settings(client, args):
+    """STREAM_START's fields: the options given, the board's settings (CONFIG_GET) for the others;
+    payload and channel masks checked against the board (IDENTIFY) before anything is started."""
+    from ethdaq.host import protocol
+    given = {"dst_ip": None if args.dst_ip is None else int(ipaddress.IPv4Address(args.dst_ip)),
+             "dst_port": args.dst_port, "payload": args.payload, "enable": args.enable,
+             "backpressure": args.backpressure, "gap": args.gap, "dst_mac": args.dst_mac,
+             "flush": args.flush}
+    cfg = client.config()
+    _check_on_board(client, given, options=True)
+    given = {k: getattr(cfg, k) if v is None else v for k, v in given.items()}
+    if given["dst_mac"] == bytes(6):
+        given["dst_mac"] = None
+    return given, cfg
+
+
+def _ctl_stop(client, args):
+    """STREAM_STOP; the STATUS before it tells whether a run was going (the stop's answer names
+    the last run either way)."""
+    running = client.status().running
+    run = client.stream_stop()
+    text = f"run {run} stopped" if running else f"no run was running (run {run}, the last, had stopped already)"
+    _say(args, text, run=run, was_running=bool(running))
+
+
+def _ctl_start(client, args):
+    from ethdaq.host import protocol
+    from ethdaq.host.protocol import format_mac
+    given, cfg = _start_settings(client, args)
+    run, used = client.stream_start(**given)
+    started = f"run {run} started: datagrams of {given['payload']} bytes to {ipaddress.IPv4Address(used)}:{given['dst_port']}"
+    if not args.json:
+        print(started)
+    _warn_budget(client, cfg, payload=given["payload"], enable=given["enable"])
+    st = client.wait_destination()
+    if args.json:
+        mac = format_mac(st.dst_mac) if st.dst_flags & protocol.DST_VALID else None
+        print(json.dumps(dict(run=run, dst_ip=str(ipaddress.IPv4Address(used)), dst_port=given["dst_port"],
+                              payload=given["payload"], enable=given["enable"], dst_mac=mac)))
+    elif st.dst_flags & protocol.DST_VALID:
+        print(f"destination MAC {format_mac(st.dst_mac)}")
+    elif st.dst_flags & protocol.DST_UNREACHABLE:
+        # The run is going (and counting dropped samples): the user decides.
+        print(f"warning: {ipaddress.IPv4Address(used)} does not answer ARP: datagrams wait "
+              f"and samples are dropped (counted) until it does; give --dst-mac to skip ARP",
+              file=sys.stderr)
+        return 1
     return 0
 
 
@@ -741,7 +859,7 @@ def _ctl_probe(client, args):
         raise CLIError("this board's build has no latency probes (build it with --with-probes)")
     if verb == "clear":
         client.probe_clear()
-        print("latency probes cleared: statistics from now on")
+        _say(args, "latency probes cleared: statistics from now on", cleared=True)
         return
     report = client.probe()
     if args.json:
@@ -810,7 +928,8 @@ def _ctl_rules(client, args):
                        "or --fasttrack-port)")
     if verb == "set":
         r = client.rule_set(**rule)
-        print(f"rule {r.index}: {'enabled' if r.enable else 'disabled'}, {r.action_name} for {r.describe()}")
+        if not args.json:   # The JSON below holds the rule as set.
+            print(f"rule {r.index}: {'enabled' if r.enable else 'disabled'}, {r.action_name} for {r.describe()}")
     rules = client.rules()
     if args.json:
         print(json.dumps(dict(unmatched=rules.unmatched, gate_error=rules.gate_error, gate_full=rules.gate_full,
@@ -841,14 +960,20 @@ def frontend_registers(csr_json):
     from the front-end's base, 32-bit words, writable)}, in address order."""
     try:
         csr = json.loads(Path(csr_json).read_text())
-        base = csr["csr_bases"]["frontend"]
-        regs = {name[len("frontend_"):]: (r["addr"] - base, r["size"], r["type"] == "rw")
-                for name, r in csr["csr_registers"].items() if name.startswith("frontend_")}
     except FileNotFoundError:
         raise CLIError(f"{csr_json}: not found (the build directory's csr.json)") from None
-    except (ValueError, KeyError, TypeError) as e:
-        raise CLIError(f"{csr_json}: no front-end registers in it ({type(e).__name__}: {e}); "
-                       "was the board built with --frontend?") from None
+    except (OSError, ValueError) as e:
+        raise CLIError(f"{csr_json}: not a build's csr.json ({getattr(e, 'strerror', None) or e})") from None
+    try:
+        bases = csr["csr_bases"]
+        if "frontend" not in bases:
+            raise CLIError(f"{csr_json}: its build has no front-end registers (only {', '.join(bases) or 'none'}); "
+                           "was the board built with --frontend?")
+        base = bases["frontend"]
+        regs = {name[len("frontend_"):]: (r["addr"] - base, r["size"], r["type"] == "rw")
+                for name, r in csr["csr_registers"].items() if name.startswith("frontend_")}
+    except (KeyError, TypeError, AttributeError):
+        raise CLIError(f"{csr_json}: not a build's csr.json (no csr_bases and csr_registers as LiteX writes them)") from None
     return dict(sorted(regs.items(), key=lambda kv: kv[1][0]))
 
 
@@ -909,6 +1034,7 @@ def cmd_plot(args):
 def make_parser():
     parser = _Parser(prog="ethdaq", description="ethdaq: FPGA data acquisition over Ethernet (LiteX/LiteEth).",
                      epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     p = sub.add_parser("boards", help="list boards with FPGA, PHY and link speed")
@@ -950,15 +1076,21 @@ def make_parser():
     _add_output_options(p)
     p.add_argument("--pin-probe", action="store_true",
                    help="print the cycle of every control frame at the GMII pins on the console (bench/ctllatency.py)")
-    p.add_argument("--ping", type=int, default=0, metavar="N", help="after boot, ping the board N times")
+    p.add_argument("--ping", type=ctlargs.positive("--ping", int, zero=True), default=0, metavar="N",
+                   help="after boot, ping the board N times")
     p.add_argument("--identify", action="store_true", help="after boot, send an identify request")
-    p.add_argument("--stream", type=float, default=0, metavar="S",
+    p.add_argument("--stream", type=ctlargs.positive("--stream", zero=True), default=0, metavar="S",
                    help="after boot, stream emulated detector data to a receiver in the namespace for S seconds")
-    p.add_argument("--stream-rate", type=float, default=0.05, metavar="R",
-                   help="emulator samples per clock cycle per channel for --stream (default 0.05; 4 channels x 2 bytes x R of the 1 B/cycle link)")
-    p.add_argument("--payload", type=int, default=1472, help="UDP payload bytes per datagram for --stream (default 1472)")
-    p.add_argument("--duration", type=float, metavar="S", help="stop after S seconds (default: after --ping/--identify, else on Ctrl-C)")
-    p.add_argument("--boot-timeout", type=float, default=120, metavar="S", help="seconds to wait for the firmware banner")
+    p.add_argument("--stream-rate", type=ctlargs.rate, default=EMULATOR_RATE_DEFAULT, metavar="R",
+                   help=f"emulator samples per clock cycle per channel for --stream, 0..1 (default "
+                        f"{EMULATOR_RATE_DEFAULT:g}; the link carries 1 byte a cycle, headers included: a warning "
+                        f"gives the arithmetic when channels x sample bytes x R exceed it)")
+    p.add_argument("--payload", type=ctlargs.setting("payload"), default=1472,
+                   help="UDP payload bytes per datagram for --stream (default 1472)")
+    p.add_argument("--duration", type=ctlargs.positive("--duration", zero=True), metavar="S",
+                   help="stop after S seconds (default: after --ping/--identify, else on Ctrl-C)")
+    p.add_argument("--boot-timeout", type=ctlargs.positive("--boot-timeout"), default=120, metavar="S",
+                   help="seconds to wait for the firmware banner")
     p.set_defaults(func=cmd_sim)
 
     p = sub.add_parser("load", help="load a bitstream into the board with openFPGALoader")
@@ -976,13 +1108,14 @@ def make_parser():
                         "such as 192.168.1.255, which leaves by the interface on that subnet (255.255.255.255 by the "
                         "default route's)")
     p.add_argument("--port", type=_port, default=7000, help="control port (default 7000)")
-    p.add_argument("--timeout", type=float, default=1.0, metavar="S", help="seconds to collect answers (default 1)")
+    p.add_argument("--timeout", type=ctlargs.positive("--timeout"), default=1.0, metavar="S",
+                   help="seconds to collect answers (default 1)")
     p.add_argument("--json", action="store_true", help="print JSON: a list, one entry per board")
     p.set_defaults(func=cmd_discover)
 
     p = sub.add_parser("ctl", help="talk to a board's control port",
                        epilog="examples:\n  ethdaq ctl identify --ip 192.168.1.50\n"
-                              "  ethdaq ctl emulator --ip 192.168.1.50 --mode counter --rate 0.25\n"
+                              "  ethdaq ctl emulator --ip 192.168.1.50 --mode counter --rate 0.01\n"
                               "  ethdaq ctl start --ip 192.168.1.50 --dst-port 5000 --payload 1472\n"
                               "  ethdaq ctl stop --ip 192.168.1.50\n"
                               "  ethdaq ctl config --ip 192.168.1.50\n"
@@ -1006,7 +1139,7 @@ def make_parser():
     p.add_argument("--ip", "--board", dest="ip", type=_ip, required=True, metavar="ADDR",
                    help="board IP address (--board ADDR is the same)")
     p.add_argument("--port", type=_port, default=7000, help="control port (default 7000)")
-    p.add_argument("--timeout", type=float, default=2.0, help="seconds per try (3 tries)")
+    p.add_argument("--timeout", type=ctlargs.positive("--timeout"), default=2.0, help="seconds per try (3 tries)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--key-file", metavar="FILE", help="the board's shared key (hex): sign every request")
     p.add_argument("--csr", metavar="FILE", help="for regs: the build's csr.json (OUTPUT_DIR/csr.json), which names "
@@ -1016,21 +1149,23 @@ def make_parser():
     g = p.add_argument_group("start")
     g.add_argument("--dst-ip", type=_ip, help="where datagrams go (default: this host, as the board sees it)")
     g.add_argument("--dst-port", type=_port, help="destination UDP port (default: the board's setting, 5000)")
-    g.add_argument("--payload", type=int, help="UDP payload bytes per datagram, header included "
+    g.add_argument("--payload", type=ctlargs.setting("payload"), help="UDP payload bytes per datagram, header included "
                                               "(default: the board's setting, 1472)")
-    g.add_argument("--enable", type=lambda t: int(t, 0), help="channel mask (default: the board's setting, all)")
+    g.add_argument("--enable", type=ctlargs.mask("enable"), help="channel mask (default: the board's setting, all)")
     g.add_argument("--dst-mac", type=_dst_mac, help="destination MAC, skipping ARP (default: resolved by ARP)")
-    g.add_argument("--backpressure", type=lambda t: int(t, 0), help="channels that stall instead of dropping (mask; "
+    g.add_argument("--backpressure", type=ctlargs.mask("backpressure"), help="channels that stall instead of dropping (mask; "
                                                                    "default: the board's setting, 0)")
-    g.add_argument("--gap", type=int, help="idle clock cycles after each datagram (rate limit; default: the board's "
+    g.add_argument("--gap", type=ctlargs.setting("gap"), help="idle clock cycles after each datagram (rate limit; default: the board's "
                                            "setting, 0)")
     g.add_argument("--flush", type=_flush_ns, metavar="TIME",
                    help="a channel's partial datagram leaves this long after its last sample, e.g. 100us "
                         "(1us to 1s, 0 or off: only when full or at stop; default: the board's setting, 1ms)")
     g = p.add_argument_group("emulator")
     g.add_argument("--mode", choices=["off", "counter", "ramp", "pulse"], default="counter")
-    g.add_argument("--rate", type=float, default=0.25, help="samples per clock cycle per channel, 0..1 (default 0.25)")
-    g.add_argument("--seed", type=int, default=1, help="pulse-train seed")
+    g.add_argument("--rate", type=ctlargs.rate, default=EMULATOR_RATE_DEFAULT,
+                   help=f"samples per clock cycle per channel, 0..1 (default {EMULATOR_RATE_DEFAULT:g}; "
+                        f"a warning says when the board's link cannot carry it)")
+    g.add_argument("--seed", type=ctlargs.setting("emulator_seed"), default=1, help="pulse-train seed")
     g = p.add_argument_group("claim")
     g.add_argument("--lease", type=_int_in(0, 3600, "lease"), default=0, metavar="S",
                    help="seconds the board stays this host's without a request (0: the board's default, 60)")
@@ -1044,12 +1179,12 @@ def make_parser():
     g.add_argument("--at", metavar="SEC.NS", help="first launch when the board's PTP clock reads this")
     g.add_argument("--period", type=_duration_ns, default=0, metavar="TIME",
                    help="then again every TIME (below 1 s; default: once)")
-    g.add_argument("--count", type=int, default=1, help="launches in all with --period (0: until stopped; default 1)")
+    g.add_argument("--count", type=ctlargs.wire_int("I", "--count"), default=1, help="launches in all with --period (0: until stopped; default 1)")
     g.add_argument("--guard", type=_int_in(0, 65535, "guard"), default=0, metavar="CYCLES",
                    help="cycles before each launch in which other traffic starts no frame (default 0: the board's, "
                         "enough for its longest frame)")
     g = p.add_argument_group("reboot")
-    g.add_argument("--wait", type=float, default=30.0, metavar="S",
+    g.add_argument("--wait", type=ctlargs.positive("--wait"), default=30.0, metavar="S",
                    help="seconds to wait for the board to answer after its reboot (default 30)")
     g.add_argument("--no-wait", action="store_true", help="do not wait for the board to come back")
     p.intermixed = True   # Options before or after the action's words.

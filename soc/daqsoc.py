@@ -9,7 +9,6 @@ the data path, and a CPU UDP port on that same stack for the firmware's control 
 """
 
 import ipaddress
-import subprocess
 from pathlib import Path
 
 from migen import ClockDomainsRenamer, ClockSignal, Instance, Mux
@@ -23,6 +22,7 @@ from liteeth.common import eth_phy_description
 from liteeth.core import LiteEthUDPIPCore
 
 from ethdaq.boards import BOARDS
+from ethdaq.soc.gitrev import git_hash
 from ethdaq.gateware.bustimeout import use_registered_timeout
 from ethdaq.gateware.cpuport import CPUMACPort, CPUUDPPort, connect_udp_ports
 from ethdaq.gateware.emulator import add_emulators
@@ -96,18 +96,6 @@ def parse_mac(text):
         raise ValueError(f"MAC address must be unicast (bit 0 of the first byte clear), not {text!r}")
     return value
 
-
-def git_hash():
-    """Git revision of the ethdaq sources, with '-dirty' when tracked files have local changes."""
-    root = Path(__file__).resolve().parents[1]
-    try:
-        run = lambda *args: subprocess.run(["git", "-C", str(root), *args],
-            capture_output=True, text=True, check=True).stdout.strip()
-        rev   = run("rev-parse", "--short=12", "HEAD")
-        dirty = run("status", "--porcelain", "--untracked-files=no")
-        return rev + ("-dirty" if dirty else "")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 def parse_allow(networks):
     """--ctl-allow: "192.168.1.0/24,10.0.0.7" (or a list of such) -> [(net, mask)], at most

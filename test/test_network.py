@@ -272,6 +272,40 @@ def test_streaming_above_line_rate_drops_are_counted_never_silent(board):
     assert res["counters_run"] == res["run"] and res["counters"] == res["received"]
 
 
+RECV_DURING_A_RUN = """
+import json, subprocess, sys
+ctl, recv, where = json.loads(sys.argv[1])
+rx = subprocess.Popen(recv + ["--port", "5000", "--count", "240", "--progress", "off"], stdout=subprocess.PIPE,
+                      stderr=subprocess.PIPE, text=True)
+first = rx.stderr.readline()   # "receiving on UDP ...": bound before the run starts.
+start = subprocess.run(ctl + ["start"] + where, capture_output=True, text=True)
+out, err = rx.communicate(timeout=170)
+subprocess.run(ctl + ["stop"] + where, capture_output=True)
+print(json.dumps([start.returncode, start.stderr, rx.returncode, out, first + err]))
+"""
+
+
+def test_recv_of_a_stream_past_the_link_counts_the_boards_drops_as_lost_and_exits_3(board):
+    """The emulator at a quarter sample per cycle on four channels, twice what the link carries:
+    `ethdaq ctl emulator` and `ctl start` warn with the arithmetic (the board's clock from
+    IDENTIFY), and `ethdaq recv` counts what the board dropped as lost and exits 3."""
+    r = ctl(board, "emulator", "--mode", "counter", "--rate", "0.25")
+    arithmetic = "4 channels x 2 bytes x 0.25 samples/cycle x 125 MHz = 250.0 MB/s of samples"
+    assert r.returncode == 0 and arithmetic in r.stderr, r.stdout + r.stderr
+    try:
+        where = ["--ip", BOARD_IP, "--port", str(CTL_PORT)]
+        out = ns_python_args(board, RECV_DURING_A_RUN, [json.dumps([ethdaq_cmd("ctl"), ethdaq_cmd("recv"), where])],
+                             timeout=240)
+        start_rc, start_err, rc, recv_out, recv_err = json.loads(out.strip().splitlines()[-1])
+    finally:
+        ctl(board, "emulator", "--mode", "off")
+    assert start_rc == 0 and arithmetic in start_err, start_err
+    assert rc == 3, recv_out + recv_err
+    lost = re.search(r"lost on the board (\d+) samples \((\d+) datagrams flagged OVERFLOW\)", recv_out)
+    assert lost and int(lost.group(1)) > 0 and int(lost.group(2)) > 0, recv_out
+    assert "this run lost data" in recv_err
+
+
 # bench/hostile.py's frames, as the tap carries them (no FCS), from Linux into the board: every
 # kind but bad_fcs (a tap frame has no FCS to spoil: the simulated PHY adds a good one).
 INJECT = """
@@ -576,13 +610,15 @@ def test_config_get_set_and_a_start_that_uses_the_boards_settings(board):
     boot = json.loads(r.stdout)
     assert (boot["ip"], boot["mac"], boot["dst_port"], boot["payload"], boot["enable"]) == (BOARD_IP, MAC, 5000, 1472, 15)
     assert (boot["ptp_role"], boot["ptp_transport"], boot["ptp_log_sync"]) == ("auto", "udp4", -7)
+    assert (boot["emulator_mode"], boot["emulator_rate"]) == ("off", protocol.EMULATOR_RATE_DEFAULT)
     r = ctl(board, "config", "set", "payload=512", "dst_port=5003", "enable=0x3", "ptp_log_sync=-6",
-            "ptp_priority1=100", "--json")
+            "ptp_priority1=100", "emulator_rate=0.02", "--json")
     assert r.returncode == 0, r.stderr
     changed = json.loads(r.stdout)
     assert (changed["payload"], changed["dst_port"], changed["enable"], changed["ptp_log_sync"]) == (512, 5003, 3, -6)
+    assert changed["emulator_rate"] == 0.02
     r = ctl(board, "config", "set", "payload=9999")
-    assert r.returncode == 2 and "value out of range" in r.stderr
+    assert r.returncode == 2 and "payload must be from 64 to 8954 on this board" in r.stderr, r.stderr
     code = f"""
 import json, socket, subprocess
 rx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)

@@ -261,6 +261,7 @@ def test_format_stats_has_a_row_per_stream_and_a_totals_line(rx, tx):
     assert rows["total"][1:3] + rows["total"][4:] == ["3", "12", "1", "0", "1", "7", "1"]
     assert lines[-1].startswith("5 datagrams")
     assert "malformed 1 (short 1)" in lines[-1] and "kernel drops 0" in lines[-1]
+    assert "lost on the board 7 samples (1 datagrams flagged OVERFLOW); lost on the network 1 datagrams" in lines[-1]
 
 
 def test_command_line_prints_the_table(capsys):

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from nexusformat.nexus import nxload
 
-from ethdaq.host import h5file
+from ethdaq.host import h5file, recv
 from ethdaq.host.batch import stream_name
 from ethdaq.host.daqformat import FLAG_OVERFLOW, pack_header
 
@@ -94,7 +94,7 @@ def test_signal_leaves_a_file_with_every_counted_packet_and_a_summary(tmp_path, 
     time.sleep(0.5)
     p.send_signal(sig)
     rc, out, err = finish(p)
-    assert rc == 0, err
+    assert rc == recv.EXIT_DATA_LOST, err
     summary = json.loads((tmp_path / "run.json").read_text())
     assert summary["stopped_by"] == signal.Signals(sig).name
     assert summary["packets"] == sum(len(s) for s in sent.values()) == 38
@@ -105,7 +105,8 @@ def test_signal_leaves_a_file_with_every_counted_packet_and_a_summary(tmp_path, 
     assert summary["streams"]["127.0.0.2_%d_s0" % list(sent)[0][1]]["missing"] == 2
     in_file = check_file(tmp_path / "run.h5", sent)
     assert in_file == summary
-    assert "lost 2" in out and "malformed 1" in out
+    assert "lost on the board 7 samples (1 datagrams flagged OVERFLOW); lost on the network 2 datagrams; " \
+           "malformed 1" in out
 
 
 def test_count_stops_after_exactly_n_datagrams(tmp_path):
@@ -128,10 +129,13 @@ def test_count_stops_after_exactly_n_datagrams(tmp_path):
         assert json.loads((tmp_path / "run.json").read_text())["run_uuid"] == run.run_uuid
 
 
-def test_duration_without_data_writes_an_empty_run(tmp_path):
+def test_duration_without_data_writes_an_empty_run_and_says_what_to_check(tmp_path):
     p, port = start(tmp_path, "-o", "run.h5", "--duration", "0.5")
     rc, out, err = finish(p)
-    assert rc == 0, err
+    assert rc == recv.EXIT_NO_DATA == 4, err
+    (hint,) = err.splitlines()
+    assert hint.startswith(f"warning: no datagram arrived on UDP 127.0.0.1:{port}: is a run going to this host")
+    assert f"ethdaq ctl start --ip BOARD --dst-port {port}" in hint and "ip addr" in hint and "firewall" in hint
     summary = json.loads((tmp_path / "run.json").read_text())
     assert summary["stopped_by"] == "duration" and summary["packets"] == 0
     with h5file.open_run(tmp_path / "run.h5") as run:
@@ -172,7 +176,7 @@ def test_plot_of_a_recorded_run(tmp_path):
     send_mix(port)
     time.sleep(0.5)
     p.send_signal(signal.SIGTERM)
-    assert finish(p)[0] == 0
+    assert finish(p)[0] == recv.EXIT_DATA_LOST
     r = subprocess.run(CLI + ["plot", "run.h5", "-o", "run.png"], capture_output=True, text=True, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     root = nxload(str(tmp_path / "run.h5"))  # A NeXus reader finds every stream's samples.
@@ -184,3 +188,81 @@ def test_plot_of_a_recorded_run(tmp_path):
     assert (tmp_path / "run.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     r = subprocess.run(CLI + ["plot", "missing.h5", "-o", "x.png"], capture_output=True, text=True, cwd=tmp_path)
     assert r.returncode == 2 and r.stderr.startswith("Error: ") and len(r.stderr.strip().splitlines()) == 1
+
+
+# Samples the board dropped are lost data -------------------------------------------------------
+
+def table_header(**values):
+    """A DAQ header built from the field table's offsets and sizes alone (not the packer's struct)."""
+    from ethdaq.host import daqformat
+    out = bytearray(daqformat.FIELDS[-1].offset + daqformat.FIELDS[-1].size)
+    values = dict(magic=0xDA7A, version=1, header_len=len(out), reserved=0, **values)
+    for f in daqformat.FIELDS:
+        out[f.offset:f.offset + f.size] = values[f.name].to_bytes(f.size, "big")
+    return bytes(out)
+
+
+def test_samples_the_board_dropped_are_reported_as_lost_and_the_exit_status_says_so(tmp_path):
+    """Stream 0 (the project's packer) says 100, then 250 samples dropped (cumulative) in two
+    OVERFLOW datagrams; stream 1 (headers from the field table) 5 in one: 255 samples lost on the
+    board, none on the network."""
+    p, port = start(tmp_path, "-o", "run.h5", "--count", "15")
+    with source("127.0.0.2") as s:
+        for seq in range(10):
+            dropped = 0 if seq < 3 else 100 if seq < 7 else 250
+            s.sendto(datagram(0, seq, dropped=dropped, flags=FLAG_OVERFLOW if seq in (3, 7) else 0),
+                     ("127.0.0.1", port))
+        for seq in range(5):
+            h = table_header(stream_id=1, flags=FLAG_OVERFLOW if seq == 2 else 0, seq=seq, timestamp=seq,
+                             dropped=5 if seq >= 2 else 0, sample_count=4, sample_bits=16, run=0)
+            s.sendto(h + bytes(8), ("127.0.0.1", port))
+    rc, out, err = finish(p)
+    assert rc == recv.EXIT_DATA_LOST == 3, err
+    assert "lost on the board 255 samples (3 datagrams flagged OVERFLOW); lost on the network 0 datagrams" in out
+    assert "this run lost data" in err and "exit status 3" in err
+    summary = json.loads((tmp_path / "run.json").read_text())
+    assert (summary["board_dropped"], summary["overflow_flags"], summary["missing"]) == (255, 3, 0)
+    assert summary["data_lost"] is True
+
+
+def test_a_run_without_loss_exits_0_and_says_nothing_was_lost(tmp_path):
+    p, port = start(tmp_path, "--count", "4")
+    with source("127.0.0.2") as s:
+        for seq in range(4):
+            s.sendto(table_header(stream_id=2, flags=0, seq=seq, timestamp=seq, dropped=0, sample_count=2,
+                                  sample_bits=16, run=1) + bytes(4), ("127.0.0.1", port))
+    rc, out, err = finish(p)
+    assert rc == 0, err
+    assert "lost on the board 0 samples; lost on the network 0 datagrams" in out
+    assert "lost data" not in err
+
+
+def test_the_live_display_counts_the_boards_drops_as_lost():
+    from types import SimpleNamespace
+    from rich.console import Console
+    stream = dict(payload_bytes=800, datagrams=10, missing=1, out_of_order=0, duplicates=0, board_dropped=42,
+                  overflow_flags=2)
+    stats = SimpleNamespace(streams={(0x7F000002, 5000, 0): stream}, missing=1, malformed_total=0, duplicates=0,
+                            kernel_dropped=0)
+    console = Console(record=True, width=200)
+    console.print(recv._live_table(stats, 1.0, [0.0, 0.0]))
+    text = " ".join(console.export_text().split())   # The title wraps at the table's width.
+    assert "lost on the board 42 samples (2 datagrams flagged OVERFLOW); lost on the network 1 datagrams" in text
+
+
+def test_the_live_table_fits_80_columns_with_long_names_and_large_counts():
+    from types import SimpleNamespace
+    from rich.console import Console
+    big = dict(payload_bytes=int(1192.09 * 2**20 * 12.5), datagrams=999_999_999, missing=999_999_999, out_of_order=5, duplicates=0,
+               board_dropped=999_999_999, overflow_flags=99_999_999)
+    key = (int.from_bytes(bytes([192, 168, 177, 150]), "big"), 65535, 7)   # 192.168.177.150_65535_s7
+    stats = SimpleNamespace(streams={key: big, (0x7F000002, 5000, 0): dict(big, out_of_order=2)}, missing=2,
+                            malformed_total=3, duplicates=4, kernel_dropped=0)
+    console = Console(record=True, width=80)
+    console.print(recv._live_table(stats, 12.5, [1.0, 2.0]))
+    lines = console.export_text().splitlines()
+    assert max(len(line) for line in lines) <= 80 and "…" not in "".join(lines), "\n".join(lines)
+    row = next(line.split() for line in lines if line.split()[:1] == ["192.168.177.150_65535_s7"])
+    assert row == ["192.168.177.150_65535_s7", "999999999", "1192.09", "999999999",
+                   "999999999", "99999999"]
+    assert "out-of-order 7, duplicates 4, malformed 3, kernel drops 0" in " ".join(" ".join(lines).split())

@@ -135,8 +135,8 @@ static void build_config(struct ctl_config *c, const struct ctl_identity *id)
 	c->stream.payload  = id->max_payload < 1472 ? id->max_payload : 1472;
 	c->stream.enable   = (uint8_t)((1u << id->nchannels) - 1u);
 	c->stream.flush    = CTL_FLUSH_DEFAULT_NS;
-	c->emulator.mode   = 0;           /* gateware/emulator.py's reset values */
-	c->emulator.rate   = 0x80000000u;
+	c->emulator.mode   = 0;           /* off, at the host tools' default rate */
+	c->emulator.rate   = CTL_EMULATOR_RATE_DEFAULT;
 	c->emulator.seed   = 1;
 	ptpsvc_default_config(&c->ptp);
 }
@@ -222,6 +222,8 @@ int main(void)
 	launcher_init();
 	probe_init();
 	build_config(&ctl.config, &id);
+	if (ops.emulator)   /* The emulators hold what CONFIG_GET reports from the start. */
+		ops.emulator(&ctl.config.emulator);
 	ptpsvc_init(id.mac, &ctl.config.ptp);
 	phy_init();
 	printf("ethdaq ready\n");

@@ -180,6 +180,14 @@ FLUSH_DEFAULT_NS = 1_000_000
 STREAM_START_RSP = struct.Struct(">II")     # run number, destination IP used
 STREAM_STOP_RSP  = struct.Struct(">I")      # run number that was stopped
 EMULATOR       = struct.Struct(">BII")      # mode, rate (x 2**-32 per cycle), seed
+# The emulator's rate is a fraction of the system clock (samples per cycle per channel, 0..1) sent
+# as fixed point: rate x EMULATOR_RATE_SCALE, at most EMULATOR_RATE_MAX. The default is the
+# board's after boot and what `ethdaq ctl emulator` and `ethdaq sim --stream` send: 4 channels of
+# 16 bits at 0.01 make 1 byte per 12.5 cycles, within every board's link at every system clock
+# (the Arty's 100 Mb/s at 100 MHz: 8 MB/s of samples, 8.6 MB/s on the wire at 1472-byte payloads).
+EMULATOR_RATE_SCALE   = 2**32
+EMULATOR_RATE_MAX     = 2**32 - 1
+EMULATOR_RATE_DEFAULT = 0.01
 # STATUS response: running, run, datagrams sent, samples dropped this run, control requests
 # answered, control requests refused, CPU-port datagrams dropped (rx), (tx), ARP requests for the
 # stream destination that got no answer, destination flags (DST_*), destination MAC in use,
@@ -369,6 +377,63 @@ REQUEST_LENGTH[MSG_REG_WRITE]   = HEADER.size + REG_WORDS.size
 REQUEST_LENGTH[MSG_RX_STATS]    = HEADER.size
 
 
+# Field names of STREAM_START and EMULATOR, in wire order: the same settings as CONFIG's fields
+# of those names (EMULATOR's with the prefix "emulator_").
+STREAM_START_FIELDS = ("dst_ip", "dst_port", "payload", "enable", "backpressure", "gap", "dst_mac", "flush")
+EMULATOR_FIELDS     = ("emulator_mode", "emulator_rate", "emulator_seed")
+# What the protocol allows of a numeric field, within its wire width (None: the width's bound).
+# A board narrows payload (to its IDENTIFY max_payload) and the channel masks (to its channels):
+# board_field_range.
+FIELD_LIMITS = {"dst_port": (1, None), "payload": (MIN_PAYLOAD, None), "enable": (1, None),
+                "emulator_mode": (0, max(EMULATOR_MODES.values())), "ptp_role": (0, max(PTP_ROLES)),
+                "ptp_log_sync": (PTP_LOG_MIN, PTP_LOG_MAX), "ptp_log_announce": (PTP_LOG_MIN, PTP_LOG_MAX),
+                "ptp_log_delay_req": (PTP_LOG_MIN, PTP_LOG_MAX)}
+_CODE_BITS = {"b": 8, "h": 16, "i": 32, "q": 64}
+
+
+def struct_codes(st):
+    """A struct's fields as format codes, one a field ('>IH6s' -> ['I', 'H', '6s'])."""
+    return [count + code if code == "s" else code
+            for count, code in re.findall(r"(\d*)([a-zA-Z?])", st.format.lstrip("<>!=@"))
+            for _ in range(1 if code == "s" else int(count or 1))]
+
+
+def wire_range(code):
+    """(lo, hi) of an integer format code: 'B' 0..255, 'b' -128..127."""
+    bits = _CODE_BITS[code.lower()]
+    return (0, 2**bits - 1) if code.isupper() else (-2**(bits - 1), 2**(bits - 1) - 1)
+
+
+def field_range(name):
+    """(lo, hi) of a numeric setting (a CONFIG_FIELDS name): its wire width in CONFIG, narrowed by
+    FIELD_LIMITS."""
+    lo, hi = wire_range(struct_codes(CONFIG)[CONFIG_FIELDS.index(name)])
+    limit_lo, limit_hi = FIELD_LIMITS.get(name, (None, None))
+    return (lo if limit_lo is None else limit_lo, hi if limit_hi is None else limit_hi)
+
+
+def board_field_range(name, ident):
+    """field_range narrowed to one board (an Identity): payload to its max_payload, the channel
+    masks to its channels."""
+    lo, hi = field_range(name)
+    if name == "payload":
+        hi = min(hi, ident.max_payload)
+    elif name in ("enable", "backpressure"):
+        hi = min(hi, (1 << ident.nchannels) - 1)
+    return lo, hi
+
+
+def check_field(name, value, ident=None):
+    """value if the setting `name` takes it (on the board `ident`, when given), else ValueError
+    naming the field and its range."""
+    lo, hi = field_range(name) if ident is None else board_field_range(name, ident)
+    if not lo <= value <= hi:
+        what = f" on this board ({ident.nchannels} channels, max payload {ident.max_payload})" if ident else ""
+        shown = (lambda v: f"0x{v:x}") if name in ("enable", "backpressure") else str
+        raise ValueError(f"{name} must be from {shown(lo)} to {shown(hi)}{what}, not {shown(value)}")
+    return value
+
+
 class ProtocolError(ValueError):
     pass
 
@@ -413,6 +478,24 @@ def stream_start_request(seq, dst_ip=0, dst_port=5000, payload=1472, enable=0xF,
 
 def stream_stop_request(seq):
     return pack_header(MSG_STREAM_STOP, seq)
+
+
+def emulator_rate_fixed(fraction, name="emulator rate"):
+    """The emulator's rate as users give it (a fraction of the clock, 0..1) -> its wire value.
+    ValueError naming the range."""
+    try:
+        value = float(fraction)
+    except (TypeError, ValueError):
+        value = float("nan")
+    if not 0 <= value <= 1:
+        raise ValueError(f"{name} must be a fraction from 0 to 1 (samples per clock cycle per "
+                         f"channel), not {fraction!r}")
+    return min(round(value * EMULATOR_RATE_SCALE), EMULATOR_RATE_MAX)
+
+
+def emulator_rate_fraction(fixed):
+    """The wire value of the emulator's rate -> the fraction users type (0.01, 0.5)."""
+    return 1.0 if fixed == EMULATOR_RATE_MAX else fixed / EMULATOR_RATE_SCALE
 
 
 def emulator_request(seq, mode, rate, seed=1):
@@ -887,14 +970,17 @@ def parse_config_assignment(text):
         return name, parse_mac(value)
     if name == "flush":
         return name, parse_flush(value)
+    if name == "emulator_rate":
+        return name, emulator_rate_fixed(value, name)
     names = _CONFIG_NAMES.get(name)
     if names and value in names.values():
         return name, next(k for k, v in names.items() if v == value)
     try:
-        return name, int(value, 0)
+        number = int(value, 0)
     except ValueError:
         choices = f" ({', '.join(names.values())} or a number)" if names else ""
         raise ValueError(f"{name} must be a number{choices}, not {value!r}") from None
+    return name, check_field(name, number)
 
 
 def format_config(config):
@@ -905,6 +991,7 @@ def format_config(config):
     d["mac"] = format_mac(d["mac"])
     d["dst_mac"] = format_mac(d["dst_mac"]) if any(d["dst_mac"]) else "arp"
     d["flush"] = format_duration_ns(d["flush"]) if d["flush"] else "off"
+    d["emulator_rate"] = float(f"{emulator_rate_fraction(d['emulator_rate']):.9g}")
     for name, names in _CONFIG_NAMES.items():
         d[name] = names.get(d[name], d[name])
     return d
@@ -1270,6 +1357,7 @@ def c_header():
         f"#define CTL_FLUSH_MIN_NS     {FLUSH_MIN_NS}u",
         f"#define CTL_FLUSH_MAX_NS     {FLUSH_MAX_NS}u",
         f"#define CTL_FLUSH_DEFAULT_NS {FLUSH_DEFAULT_NS}u",
+        f"#define CTL_EMULATOR_RATE_DEFAULT {emulator_rate_fixed(EMULATOR_RATE_DEFAULT)}u",
         f"#define CTL_DST_VALID        0x{DST_VALID:02X}u",
         f"#define CTL_LINK_UP          0x{LINK_UP:02X}u",
         f"#define CTL_LINK_FULL_DUPLEX 0x{LINK_FULL_DUPLEX:02X}u",

@@ -411,6 +411,15 @@ def malformed_text(malformed):
     return text
 
 
+def lost_text(board_dropped, overflow_flags, missing):
+    """Every loss in words of its own: samples the board dropped (and the datagrams that say so
+    with FLAG_OVERFLOW), datagrams missing on the network."""
+    board = f"lost on the board {board_dropped} samples"
+    if overflow_flags:
+        board += f" ({overflow_flags} datagrams flagged OVERFLOW)"
+    return f"{board}; lost on the network {missing} datagrams"
+
+
 def format_stats(stats):
     """Plain-text table: one row per stream, a total row, and a line for what has no stream."""
     def rate(nbytes):
@@ -436,6 +445,7 @@ def format_stats(stats):
     malformed = malformed_text(stats.malformed)
     lines.append(f"{stats.datagrams} datagrams, {stats.bytes / MIB:.2f} MiB in {stats.elapsed:.2f} s: "
                  f"{stats.datagrams_per_s:.0f} datagrams/s, {stats.mib_per_s:.2f} MiB/s of samples; "
+                 f"{lost_text(sum(s.board_dropped for s in ss), sum(s.overflow_flags for s in ss), stats.missing)}; "
                  f"malformed {malformed}; kernel drops {kernel}")
     return "\n".join(lines)
 

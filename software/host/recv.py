@@ -30,9 +30,15 @@ from pathlib import Path
 
 from ethdaq.host import rxcore
 from ethdaq.host.batch import Batch, stream_name
+from ethdaq.host import receiver
 from ethdaq.host.receiver import MIB, ReceiverError, port_type, malformed_text, text_table
 
 REFRESH_S = 0.25   # Live display refresh; also the longest recv() wait, so stops are prompt.
+# Exit status of a run that lost data: samples the board dropped (they did not fit the link or
+# its buffers), datagrams missing on the network, or datagrams this host's kernel dropped.
+EXIT_DATA_LOST = 3
+# Exit status of a run in which no datagram arrived at all.
+EXIT_NO_DATA = 4
 
 
 class RecvError(Exception):
@@ -84,6 +90,11 @@ examples:
   ethdaq recv --port 5000 -o run.h5 --count 100000      # ... and an HDF5 file + run.json
   ethdaq recv -o run.h5 --compression lzf               # until Ctrl-C or SIGTERM
   ethdaq plot run.h5 -o run.png
+
+exit status: 0 when nothing was lost, 2 for a usage error, 3 when the run lost data: samples the
+board dropped (more than the link carries: lower the emulator's rate or enable fewer channels),
+datagrams missing on the network, or datagrams this host's kernel dropped (raise net.core.rmem_max);
+4 when no datagram arrived at all (the message says what to check).
 """
 
 
@@ -194,13 +205,31 @@ def kernel_drops_text(stats):
     return "unknown"
 
 
+def board_losses(stats):
+    """(samples the board dropped, datagrams it flagged OVERFLOW), over every stream."""
+    ss = stats.streams.values()
+    return sum(s["board_dropped"] for s in ss), sum(s["overflow_flags"] for s in ss)
+
+
+def lost_text(stats):
+    """Every loss in words of its own: on the board (samples), on the network (datagrams)."""
+    return receiver.lost_text(*board_losses(stats), stats.missing)
+
+
+def data_lost(stats):
+    """True when the run lost data anywhere: on the board, on the network or in this host's kernel."""
+    dropped, flagged = board_losses(stats)
+    kernel = stats.kernel_dropped or getattr(stats, "kernel_dropped_buffers", None)
+    return bool(dropped or flagged or stats.missing or kernel)
+
+
 def _totals_line(stats, elapsed):
     kernel = kernel_drops_text(stats)
     malformed = malformed_text(stats.malformed)
     pps = stats.datagrams/elapsed if elapsed > 0 else 0.0
     mib = stats.payload_bytes/MIB/elapsed if elapsed > 0 else 0.0
     line = (f"{stats.datagrams} datagrams, {stats.bytes/MIB:.2f} MiB in {elapsed:.2f} s: {pps:.0f} datagrams/s, "
-            f"{mib:.2f} MiB/s of samples; lost {stats.missing}; malformed {malformed}; kernel drops {kernel}")
+            f"{mib:.2f} MiB/s of samples; {lost_text(stats)}; malformed {malformed}; kernel drops {kernel}")
     if stats.table_full:
         line += f"; refused (stream table full) {stats.table_full}"
     return line
@@ -214,16 +243,25 @@ def format_table(stats, elapsed):
     return "\n".join(lines)
 
 
+# The live table's columns (HEAD's indices): what fits 80 columns with a 24-character stream name
+# (192.168.177.150_65535_s7), 9-digit counts and a 10 Gb/s rate; out-of-order and duplicates go
+# in its caption as totals, and the final table has every column.
+LIVE_COLUMNS = (0, 1, 2, 3, 6, 7)
+
+
 def _live_table(stats, elapsed, rate):
+    from rich import box
     from rich.table import Table
-    t = Table(title=f"ethdaq recv  {elapsed:6.1f} s   {rate[0]:8.2f} MiB/s   {rate[1]:9.0f} packets/s   "
-                    f"lost {stats.missing}", title_justify="left")
-    for i, h in enumerate(HEAD):
-        t.add_column(h, justify="left" if i == 0 else "right", no_wrap=i == 0)  # Names stay whole.
+    t = Table(title=f"ethdaq recv  {elapsed:6.1f} s   {rate[0]:8.2f} MiB/s   {rate[1]:9.0f} packets/s\n"
+                    f"{lost_text(stats)}", title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 0),
+              pad_edge=False)   # The box's column separators are the only gaps.
+    for i in LIVE_COLUMNS:
+        t.add_column(HEAD[i], justify="left" if i == 0 else "right", no_wrap=True)
     for r in _rows(stats, elapsed):
-        t.add_row(*[str(c) for c in r])
-    t.caption = (f"malformed {stats.malformed_total}, duplicates {stats.duplicates}, kernel drops "
-                 f"{kernel_drops_text(stats)}")
+        t.add_row(*[str(r[i]) for i in LIVE_COLUMNS])
+    out_of_order = sum(s["out_of_order"] for s in stats.streams.values())
+    t.caption = (f"out-of-order {out_of_order}, duplicates {stats.duplicates}, malformed {stats.malformed_total}, "
+                 f"kernel drops {kernel_drops_text(stats)}")
     return t
 
 
@@ -253,6 +291,8 @@ def summary(stats, elapsed, started, stopped_by, core, output=None):
         "mib_per_s": stats.payload_bytes/MIB/elapsed if elapsed > 0 else 0.0,
         "packets_per_s": stats.datagrams/elapsed if elapsed > 0 else 0.0,
         "missing": stats.missing,
+        "data_lost": data_lost(stats),
+        "overflow_flags": board_losses(stats)[1],
         "duplicates": stats.duplicates,
         "out_of_order": sum(s["out_of_order"] for s in stats.streams.values()),
         "board_dropped": sum(s["board_dropped"] for s in stats.streams.values()),
@@ -279,6 +319,14 @@ def _file_meta(args, core):
         "gro": bool(getattr(core, "gro_active", False)),
         "rcvbuf_granted": int(core.rcvbuf_granted),
     }
+
+
+def no_data_hint(bind, port):
+    """What to check when nothing arrived, in the order a datagram travels."""
+    return (f"warning: no datagram arrived on UDP {bind}:{port}: is a run going to this host and port "
+            f"(`ethdaq ctl status --ip BOARD`: running, datagrams, destination; `ethdaq ctl start --ip BOARD "
+            f"--dst-port {port}`)? Does this host have an address on the board's subnet (`ip addr`), and does its "
+            f"firewall let UDP port {port} in? Exit status {EXIT_NO_DATA}")
 
 
 def summary_path(output):
@@ -377,6 +425,13 @@ def run(args, out=sys.stdout, err=sys.stderr):
     if output is not None:
         out.write(f"wrote {output} ({result['packets']} datagrams) and {summary_path(output)}\n")
     out.flush()
+    if stats.datagrams == 0:
+        err.write(no_data_hint(core.bind, core.port) + "\n")
+        return EXIT_NO_DATA
+    if result["data_lost"]:
+        err.write(f"warning: this run lost data ({lost_text(stats)}; kernel drops {kernel_drops_text(stats)}): "
+                  f"exit status {EXIT_DATA_LOST}\n")
+        return EXIT_DATA_LOST
     return 0
 
 
