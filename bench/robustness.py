@@ -35,7 +35,9 @@ test/test_network.py runs all three, shorter, in CI (the same functions).
 import argparse
 import collections
 import json
+import os
 import random
+import signal
 import sys
 import time
 from pathlib import Path
@@ -141,7 +143,17 @@ def start_stream(session, stop, rate, payload, packets, flood, board_ip=BOARD_IP
     return subprocess.Popen(["ip", "netns", "exec", session.netns, sys.executable, "-c", STREAM, board_ip,
                              str(ctl_port), str(data_port), str(rate), str(payload), str(packets), str(stop),
                              "1" if flood else "0"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=str(REPO))
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=str(REPO),
+                            start_new_session=True)   # Its ping flood with it: stop_stream().
+
+
+def stop_stream(proc):
+    """Kill a stream process and what it started (a ping flood holds its output pipes open)."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
 
 
 def finish_stream(proc, timeout):
@@ -289,9 +301,7 @@ def soak(session, packets, payload=64, rate=0.016, board_ip=BOARD_IP, ctl_port=C
     try:
         result = finish_stream(proc, timeout=timeout)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        stop_stream(proc)
     after = rx_stats(session, board_ip, ctl_port)
     return result, {k: after[k] - before.get(k, 0) for k in after}
 
