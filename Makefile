@@ -38,12 +38,11 @@ venv: deps $(STAMPS)/venv
 demo: venv
 	$(VENV)/bin/ethdaq sim --identify --stream 8 --ping 5
 
-# One pytest-xdist worker per core; test/conftest.py says how the work is shared out.
 test: venv
-	$(VENV)/bin/pytest -n auto
+	$(VENV)/bin/pytest
 
 test-fast: venv
-	$(VENV)/bin/pytest -n auto -m "not slow"
+	$(VENV)/bin/pytest -m "not slow"
 
 clean:
 	rm -rf build .pytest_cache

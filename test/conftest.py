@@ -40,10 +40,12 @@ def _remove_stale_test_namespaces():
 
 
 # Parallel runs and background builds --------------------------------------------------------------
-# `make test` runs the suite on pytest-xdist's workers, one per core. A test file is one unit of
-# work, so its module fixtures (a simulated board, a PTP run) are made once; the files with tests
-# that create network namespaces and taps (marked `network`) are one unit together, so they run one
-# after another on one worker and never meet. Plain `pytest` runs everything in one process.
+# `make test` runs the suite in one process, beside the background builds. `pytest -n 2` runs it on
+# pytest-xdist's workers: a test file is one unit of work, so its module fixtures (a simulated
+# board, a PTP run) are made once; the files with tests that create network namespaces and taps
+# (marked `network`) are one unit together, so they run one after another on one worker. On two
+# cores that is three busy processes with the background builds, and the network tests' wall-clock
+# timeouts (a simulated board answering Linux) can expire: `make test` does not use it.
 #
 # A bitstream build (test_build_ecp5.py) takes about 10 minutes of one core, a Yosys synth_xilinx
 # pass (test_build_xilinx.py) about 3. A test marked

@@ -689,7 +689,11 @@ except socket.timeout:
     pass
 print(json.dumps(got))
 """
-    got = json.loads(ns_python(board, code, timeout=300).strip().splitlines()[-1])
+    try:
+        got = json.loads(ns_python(board, code, timeout=300).strip().splitlines()[-1])
+    except BaseException:
+        ctl(board, "stop")   # A run left going would make the next tests' starts refused as busy.
+        raise
     r = ctl(board, "config", "set", "flush=1ms")
     assert r.returncode == 0, r.stderr
     stop = got.index("stop")
