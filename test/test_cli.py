@@ -569,3 +569,19 @@ def test_discover_lists_each_board_that_answers_once():
     r = run("discover", "--broadcast", "127.255.255.255", "--port", "9", "--timeout", "0.3")
     assert r.returncode == 1 and r.stdout == ""
     assert r.stderr == "no board answered IDENTIFY at 127.255.255.255:9 within 0.3 s\n"
+
+
+@requires_root
+@pytest.mark.network
+def test_ctl_to_a_board_the_pc_has_no_route_to_is_one_line_that_says_what_to_check():
+    ns = "ethdaq-noroute"   # A namespace with only its loopback down: no route anywhere.
+    subprocess.run(["ip", "netns", "add", ns], check=True)
+    try:
+        r = subprocess.run(["ip", "netns", "exec", ns, *ethdaq_cmd("ctl", "status", "--ip", "10.99.0.1",
+                                                                  "--timeout", "0.2")],
+                           capture_output=True, text=True, timeout=60)
+    finally:
+        subprocess.run(["ip", "netns", "del", ns], check=True)
+    assert "Traceback" not in r.stderr
+    assert_one_line_error(r, "cannot send to 10.99.0.1:7000: Network is unreachable (does this PC have an "
+                             "address on the board's subnet?")

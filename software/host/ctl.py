@@ -16,6 +16,10 @@ class ControlTimeout(TimeoutError):
     pass
 
 
+class ControlUnreachable(ControlTimeout):
+    """Nothing can be sent to the board (no route to its address): handled as no answer."""
+
+
 class ControlClient:
     def __init__(self, ip, port=7000, timeout=2.0, retries=3, bind=None, key=None):
         """bind: the local address to send from (the board tells controllers apart by address).
@@ -59,7 +63,12 @@ class ControlClient:
         datagram = self._datagram
         while tries < self.retries:
             tries += 1
-            self.sock.sendto(datagram, self.addr)  # Byte for byte the same on a retry.
+            try:
+                self.sock.sendto(datagram, self.addr)  # Byte for byte the same on a retry.
+            except OSError as e:   # ENETUNREACH, EHOSTUNREACH: the PC has no way to the address.
+                raise ControlUnreachable(
+                    f"cannot send to {self.addr[0]}:{self.addr[1]}: {e.strerror} (does this PC have an address "
+                    f"on the board's subnet? `ip addr`, `ip route get {self.addr[0]}`)") from None
             try:
                 while True:
                     data, src = self.sock.recvfrom(2048)
