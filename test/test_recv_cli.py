@@ -266,3 +266,68 @@ def test_the_live_table_fits_80_columns_with_long_names_and_large_counts():
     assert row == ["192.168.177.150_65535_s7", "999999999", "1192.09", "999999999",
                    "999999999", "99999999"]
     assert "out-of-order 7, duplicates 4, malformed 3, kernel drops 0" in " ".join(" ".join(lines).split())
+
+
+def board_answering(ptp=True):
+    """A board on loopback answering IDENTIFY, CONFIG_GET, STATUS and (if `ptp`) PTP_STATUS."""
+    from ethdaq.host import protocol
+    from test_ctl_client import ScriptedBoard, seq_of
+    from test_ctl_values import IDENTITY
+    config = [0, bytes(6), 0, 5000, 1024, 0x3, 0, 0, bytes(6), 0, 1, 2**27, 1, 0, 0, 0, 0, 1, 0, 128, 128]
+    status = [0] * len(protocol.struct_codes(protocol.STATUS_RSP))
+    status[10], status[22], status[1] = bytes(6), 1000, 42     # run 42
+    ptp = [0] * len(protocol.struct_codes(protocol.PTP_STATUS_RSP)) if ptp else None
+    if ptp:
+        for i, code in enumerate(protocol.struct_codes(protocol.PTP_STATUS_RSP)):
+            ptp[i] = bytes(int(code[:-1])) if code.endswith("s") else 0
+
+    def answer(req):
+        kind, seq = req[3], seq_of(req)
+        head = protocol.pack_header(kind | protocol.RESPONSE, seq)
+        if kind == protocol.MSG_IDENTIFY:
+            return protocol.pack_identify_response(seq, IDENTITY)
+        if kind == protocol.MSG_CONFIG_GET:
+            return head + protocol.CONFIG.pack(*config)
+        if kind == protocol.MSG_STATUS:
+            return head + protocol.STATUS_RSP.pack(*status)
+        if kind == protocol.MSG_PTP_STATUS and ptp:
+            return head + protocol.PTP_STATUS_RSP.pack(*ptp)
+        return None
+    return ScriptedBoard([answer] * 6)
+
+
+def test_board_ip_records_the_boards_replies_at_the_start_and_end_in_the_file(tmp_path):
+    board = board_answering()
+    try:
+        p, port = start(tmp_path, "-o", "run.h5", "--duration", "0.5", "--board-ip", "127.0.0.1",
+                        "--board-port", str(board.port))
+        rc, out, err = finish(p)
+    finally:
+        board.close()
+    assert rc == recv.EXIT_NO_DATA, err
+    assert "warning: the board" not in err and "not in the file" not in err, err
+    import h5py
+    with h5py.File(tmp_path / "run.h5", "r") as f:
+        b = f["streams/board"]
+        assert sorted(b) == ["config", "identify", "ptp_at_end", "ptp_at_start", "status_at_end", "status_at_start"]
+        assert b["identify"].attrs["sys_clk_hz"] == 125_000_000 and b["identify"].attrs["nchannels"] == 4
+        assert b["config"].attrs["payload"] == 1024 and b["config"].attrs["enable"] == 3
+        assert b["status_at_start"].attrs["run"] == 42
+        assert all(b[k].attrs["NX_class"] == "NXcollection" for k in b)
+
+
+def test_a_board_that_does_not_answer_costs_a_warning_not_the_run(tmp_path):
+    silent = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    silent.bind(("127.0.0.1", 0))
+    try:
+        p, port = start(tmp_path, "-o", "run.h5", "--duration", "0.5", "--board-ip", "127.0.0.1",
+                        "--board-port", str(silent.getsockname()[1]))
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        for seq in range(3):
+            s.sendto(datagram(0, seq), ("127.0.0.1", port))
+        rc, out, err = finish(p)
+    finally:
+        silent.close()
+    assert rc == 0, err
+    assert "warning: the board at 127.0.0.1" in err and "did not answer" in err
+    assert json.loads((tmp_path / "run.json").read_text())["packets"] == 3

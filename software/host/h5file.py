@@ -25,9 +25,10 @@ people). Every group and dataset has a `description` attribute, every dataset `u
                              closed (ISO 8601 UTC, written by a clean close()),
                              summary (JSON string, written by close(summary))
     /streams/                NXentry; attrs: run_uuid, default (the first stream)
-      board/                 NXcollection: the board's replies at run start, one NXcollection per
-                             reply (identify, status, ...) with its fields as attributes, written by
-                             Writer.set_board; none when nobody asked the board
+      board/                 NXcollection: the board's replies, one NXcollection per reply
+                             (identify, config, status_at_start, ...; `ethdaq recv --board-ip`) with
+                             its fields as attributes, written by Writer.set_board; none when nobody
+                             asked the board
       <name>/                NXdata, one per stream and sample width; attrs: signal="samples",
                              axes=".", src_ip (dotted str), src_port, stream_id, sample_bits,
                              board_runs (the board's run numbers seen), timestamps_ptp_at_start
@@ -70,6 +71,7 @@ only marked written after the data is in the file, and a repeated flush writes t
 same place.
 """
 
+import dataclasses
 import datetime
 import ipaddress
 import json
@@ -327,7 +329,7 @@ class Writer:
                       "stream id), named like 192.168.1.50_5001_s0, and the NXcollection `board`",
                       run_uuid=self.run_uuid)
             _describe(entry.create_group(BOARD), "NXcollection",
-                      "the board's replies at run start (identify, status, config, ptp), as attributes "
+                      "the board's replies (identify, config, status and ptp at start and end), as attributes "
                       "of subgroups, written by a program that asked the board (Writer.set_board); "
                       "no subgroup: nobody asked. The datagram headers' facts are on each stream group")
             h5.flush()
@@ -544,6 +546,8 @@ class Writer:
 def _write_board(h5, section, values):
     if not (isinstance(section, str) and section.isidentifier()):
         raise ValueError(f"section must be a name like 'identify', not {section!r}")
+    if dataclasses.is_dataclass(values):   # protocol.Identity, Config, Status, PtpStatus
+        values = dataclasses.asdict(values)
     values = values._asdict() if hasattr(values, "_asdict") else dict(values)
     board = h5[ENTRY][BOARD]
     if section in board:

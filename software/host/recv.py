@@ -57,6 +57,40 @@ def _positive(kind, what):
     return parse
 
 
+def _ipv4(text):
+    try:
+        return str(ipaddress.IPv4Address(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an IPv4 address: {text!r}") from None
+
+
+# What --board-ip records, at the start and at the end of a run: (section suffix, ControlClient method).
+BOARD_REPLIES_START = [("identify", "identify"), ("config", "config"), ("status_at_start", "status"),
+                       ("ptp_at_start", "ptp_status")]
+BOARD_REPLIES_END = [("status_at_end", "status"), ("ptp_at_end", "ptp_status")]
+
+
+def record_board(writer, ip, port, replies, err):
+    """Ask the board and write its replies into the run file's board group. A board that does not
+    answer costs a warning, never the run: the data is what the file is for."""
+    from ethdaq.host.ctl import ControlClient, ControlRefused, ControlTimeout
+    from ethdaq.host.protocol import ProtocolError
+    missing = []
+    try:
+        with ControlClient(ip, port, timeout=1.0, retries=2) as c:
+            for section, method in replies:
+                try:
+                    writer.set_board(section, getattr(c, method)())
+                except (ControlRefused, ProtocolError) as e:
+                    missing.append(f"{section} ({e})")
+    except ControlTimeout as e:
+        missing = [f"{section}" for section, _ in replies]
+        err.write(f"warning: the board at {ip}:{port} did not answer ({e}); not in the file: {', '.join(missing)}\n")
+        return
+    if missing:
+        err.write(f"warning: not in the file: {'; '.join(missing)}\n")
+
+
 def add_arguments(p):
     p.add_argument("--port", type=port_type, default=rxcore.DEFAULT_PORT, help="UDP port (default 5000)")
     p.add_argument("--bind", default="0.0.0.0", help="local IPv4 address to listen on (default 0.0.0.0)")
@@ -80,6 +114,11 @@ def add_arguments(p):
                         "merged are read as one buffer and split; the kernel then counts drops in buffers)")
     p.add_argument("--reuseport", action="store_true",
                    help="share the port with other receivers (SO_REUSEPORT; the kernel spreads sources over them)")
+    p.add_argument("--board-ip", type=_ipv4, metavar="IP",
+                   help="the board sending the run: with -o, its IDENTIFY, settings, STATUS and PTP state are "
+                        "asked at the start and at the end and written into the file's board group")
+    p.add_argument("--board-port", type=port_type, default=7000, metavar="PORT",
+                   help="the board's control port, with --board-ip (default 7000)")
     p.add_argument("--progress", choices=["auto", "on", "off"], default="auto",
                    help="live display (default: when stderr is a terminal)")
 
@@ -89,6 +128,7 @@ examples:
   ethdaq recv --port 5000 --duration 10                 # table of streams, rates, losses
   ethdaq recv --port 5000 -o run.h5 --count 100000      # ... and an HDF5 file + run.json
   ethdaq recv -o run.h5 --compression lzf               # until Ctrl-C or SIGTERM
+  ethdaq recv -o run.h5 --board-ip 192.168.1.50         # ... with the board's identity and settings
   ethdaq plot run.h5 -o run.png
 
 exit status: 0 when nothing was lost, 2 for a usage error, 3 when the run lost data: samples the
@@ -370,6 +410,8 @@ def run(args, out=sys.stdout, err=sys.stderr):
         err.write(f"receiving on UDP {core.bind}:{core.port}" + (f", writing {output}" if output else "") +
                   "; Ctrl-C stops\n")
         err.flush()
+        if writer is not None and args.board_ip:   # Datagrams arriving meanwhile wait in the socket.
+            record_board(writer, args.board_ip, args.board_port, BOARD_REPLIES_START, err)
         live = None
         show = args.progress == "on" or (args.progress == "auto" and err.isatty())
         t0 = time.monotonic()
@@ -418,6 +460,8 @@ def run(args, out=sys.stdout, err=sys.stderr):
             stats = core.stats()
             result = summary(stats, elapsed, started, locals().get("stopped_by", "error"), core, output)
             if writer is not None:
+                if args.board_ip:
+                    record_board(writer, args.board_ip, args.board_port, BOARD_REPLIES_END, err)
                 result["run_uuid"] = writer.run_uuid
                 writer.close(summary=result)
                 h5file.write_summary_json(summary_path(output), result)
