@@ -331,3 +331,10 @@ def test_a_board_that_does_not_answer_costs_a_warning_not_the_run(tmp_path):
     assert rc == 0, err
     assert "warning: the board at 127.0.0.1" in err and "did not answer" in err
     assert json.loads((tmp_path / "run.json").read_text())["packets"] == 3
+
+
+def test_board_ip_without_a_file_is_a_usage_error(tmp_path):
+    r = subprocess.run(CLI + ["recv", "--bind", "127.0.0.1", "--port", str(free_port()), "--board-ip", "127.0.0.1",
+                              "--duration", "0.1"], capture_output=True, text=True, cwd=tmp_path)
+    assert r.returncode == 2 and r.stderr.strip().splitlines() == [
+        "Error: --board-ip records the board's replies in the run file: give the file with -o FILE.h5"], r.stderr

@@ -379,6 +379,8 @@ def run(args, out=sys.stdout, err=sys.stderr):
     """`ethdaq recv`. Returns the exit status; raises RecvError for one-line errors."""
     from ethdaq.host import h5file
     output = Path(args.output) if args.output else None
+    if args.board_ip and output is None:
+        raise RecvError("--board-ip records the board's replies in the run file: give the file with -o FILE.h5")
     if output is not None:
         if output.exists() and not args.overwrite:
             raise RecvError(f"{output} exists: choose another name or add --overwrite")
