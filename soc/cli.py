@@ -1031,6 +1031,11 @@ def cmd_plot(args):
 
 # Parser -------------------------------------------------------------------------------------------
 
+CTL_ACTIONS = ["identify", "start", "stop", "status", "ptp", "emulator", "claim", "release", "reboot", "config",
+               "launch", "probe", "rules", "regs", "rx"]
+CTL_SETTINGS_ACTIONS = ("config", "launch", "probe", "rules", "regs")   # Those that take more words.
+
+
 def make_parser():
     parser = _Parser(prog="ethdaq", description="ethdaq: FPGA data acquisition over Ethernet (LiteX/LiteEth).",
                      epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -1127,8 +1132,7 @@ def make_parser():
                               "  ethdaq ctl regs threshold=1500 --csr build/sim/csr.json --board 192.168.1.50\n"
                               "  ethdaq ctl rx --nonzero --board 192.168.1.50",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("action", choices=["identify", "start", "stop", "status", "ptp", "emulator", "claim", "release",
-                                      "reboot", "config", "launch", "probe", "rules", "regs", "rx"],
+    p.add_argument("action", choices=CTL_ACTIONS,
                    help="request to send (start, stop, emulator, claim, release, reboot and config set only from "
                         "the controller: docs/protocol.md)")
     p.add_argument("settings", nargs="*", metavar="get|set NAME=VALUE",
@@ -1224,8 +1228,30 @@ def main(argv=None):
         return EXIT_BROKEN_PIPE
 
 
+def ctl_action_help(parser, action):
+    """`ethdaq ctl ACTION --help`: the options every action takes and that action's own group
+    (the groups are named for their action), not every action's."""
+    ctl = parser._subparsers._group_actions[0].choices["ctl"]
+    for a in ctl._actions:   # The action is in the program's name; settings only where they apply.
+        if a.dest == "action" or (a.dest == "settings" and action not in CTL_SETTINGS_ACTIONS):
+            a.help = argparse.SUPPRESS
+    for group in ctl._action_groups:
+        if group.title in ("positional arguments", "options") or group.title.split()[0] == action:
+            continue
+        for a in group._group_actions:
+            a.help = argparse.SUPPRESS
+    ctl.prog = f"{ctl.prog} {action}"
+    return ctl.format_help()
+
+
 def _main(argv):
     parser = make_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["ctl"] and ("-h" in argv or "--help" in argv):
+        action = next((a for a in argv[1:] if a in CTL_ACTIONS), None)
+        if action is not None:
+            sys.stdout.write(ctl_action_help(parser, action))
+            return 0
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()

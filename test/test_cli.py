@@ -585,3 +585,21 @@ def test_ctl_to_a_board_the_pc_has_no_route_to_is_one_line_that_says_what_to_che
     assert "Traceback" not in r.stderr
     assert_one_line_error(r, "cannot send to 10.99.0.1:7000: Network is unreachable (does this PC have an "
                              "address on the board's subnet?")
+
+
+def test_ctl_action_help_shows_the_common_options_and_only_that_actions_own():
+    helps = {}
+    for action in ("start", "emulator", "claim", "launch", "reboot", "status"):
+        r = run("ctl", action, "--help")
+        assert r.returncode == 0 and r.stderr == "", r.stderr
+        assert r.stdout.startswith(f"usage: ethdaq ctl {action} [-h] --ip ADDR"), r.stdout[:200]
+        assert "--timeout" in r.stdout and "--json" in r.stdout
+        helps[action] = r.stdout.split("\nexamples:")[0]   # The examples name every action's options.
+    own = {"start": "--payload", "emulator": "--rate", "claim": "--lease", "launch": "--to-mac", "reboot": "--no-wait"}
+    for action, text in helps.items():
+        for other, option in own.items():
+            assert (option in text) == (action == other), (action, option)
+    assert "NAME=VALUE" not in helps["start"] and "NAME=VALUE" in run("ctl", "config", "-h").stdout
+    # Without an action, the whole parser: every action's options.
+    whole = run("ctl", "--help").stdout
+    assert all(option in whole for option in own.values())
