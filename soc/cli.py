@@ -29,6 +29,10 @@ examples:
   ethdaq discover --broadcast 192.168.1.255   # boards on that subnet
   ethdaq ctl identify --ip 192.168.1.50
   ethdaq ctl start --ip 192.168.1.50 && ethdaq recv --duration 10
+
+names and addresses: --board NAME is a kind of board (build, load; `ethdaq boards` lists them); --ip ADDR is a board's
+IPv4 address (build: the one it starts with; ctl: where requests go); recv --board-ip ADDR is the
+board whose replies go into the run file. ctl takes --board ADDR too, for scripts written that way.
 """
 
 
@@ -1141,7 +1145,8 @@ def make_parser():
                         "for rules: show (the default) or set INDEX action=drop port=9100 ...; "
                         "for regs: the front-end's registers, all (the default), NAME or NAME=VALUE ...")
     p.add_argument("--ip", "--board", dest="ip", type=_ip, required=True, metavar="ADDR",
-                   help="board IP address (--board ADDR is the same)")
+                   help="the board's IPv4 address (--board ADDR is the same, kept for scripts; elsewhere "
+                        "--board names a kind of board)")
     p.add_argument("--port", type=_port, default=7000, help="control port (default 7000)")
     p.add_argument("--timeout", type=ctlargs.positive("--timeout"), default=2.0, help="seconds per try (3 tries)")
     p.add_argument("--json", action="store_true", help="print JSON")
