@@ -32,7 +32,8 @@ examples:
 
 names and addresses: --board NAME is a kind of board (build, load; `ethdaq boards` lists them);
 --ip ADDR is a board's IPv4 address (build: the one it starts with; ctl: where requests go);
-recv --board-ip ADDR is the board whose replies go into the run file. ctl takes --board ADDR too, for scripts written that way.
+recv --board-ip ADDR is the board whose replies go into the run file. ctl takes --board ADDR
+too, for scripts written that way.
 """
 
 
