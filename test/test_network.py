@@ -605,6 +605,10 @@ def test_config_get_set_and_a_start_that_uses_the_boards_settings(board):
     """`ethdaq ctl config` shows the build's settings; `config set` changes them; `ethdaq ctl start`
     without stream options starts the run with them (datagrams of the set size to the set port);
     a PTP setting restarts the PTP port with it."""
+    # The tests before this one leave the emulator as they set it: the settings show what was set
+    # last, as the fraction typed.
+    r = ctl(board, "emulator", "--mode", "off", "--rate", str(protocol.EMULATOR_RATE_DEFAULT))
+    assert r.returncode == 0, r.stderr
     r = ctl(board, "config", "--json")
     assert r.returncode == 0, r.stderr
     boot = json.loads(r.stdout)
