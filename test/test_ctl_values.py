@@ -195,14 +195,17 @@ def identify_answer(req):
 
 
 def fake_board(requests, link_speed=1000, emulator_mode=1, emulator_rate=2**30, payload=1472, enable=0xF,
-               start_error=None, running=0):
-    """A board on loopback answering IDENTIFY, CONFIG_GET, STATUS, EMULATOR, STREAM_START (run 7),
-    STREAM_STOP (run 7), CLAIM (granted) and RELEASE."""
+               start_error=None, running=0, run=0, ptp=False):
+    """A board on loopback answering IDENTIFY, CONFIG_GET, STATUS (run `run`), EMULATOR,
+    STREAM_START (run 7), STREAM_STOP (run 7), CLAIM (granted), RELEASE and, if `ptp`, PTP_STATUS
+    (every field 0)."""
     ident = IDENTITY
     config = [0, bytes(6), 0, 5000, payload, enable, 0, 0, bytes(6), 0, emulator_mode, emulator_rate, 1,
               0, 0, 0, 0, 1, 0, 128, 128]
     status = [0] * len(protocol.struct_codes(protocol.STATUS_RSP))
-    status[10], status[9], status[22], status[0] = bytes(6), protocol.DST_VALID, link_speed, running
+    status[10], status[9], status[22], status[0], status[1] = bytes(6), protocol.DST_VALID, link_speed, running, run
+    codes = protocol.struct_codes(protocol.PTP_STATUS_RSP)
+    ptp_status = [bytes(int(c[:-1])) if c.endswith("s") else 0 for c in codes]
 
     def answer(req):
         kind, seq = req[3], seq_of(req)
@@ -213,6 +216,8 @@ def fake_board(requests, link_speed=1000, emulator_mode=1, emulator_rate=2**30, 
             return head + protocol.CONFIG.pack(*config)
         if kind == protocol.MSG_STATUS:
             return head + protocol.STATUS_RSP.pack(*status)
+        if kind == protocol.MSG_PTP_STATUS and ptp:
+            return head + protocol.PTP_STATUS_RSP.pack(*ptp_status)
         if kind == protocol.MSG_STREAM_START and start_error:
             return protocol.pack_header(protocol.MSG_ERROR_RSP, seq) + bytes([start_error])
         if kind == protocol.MSG_STREAM_START:

@@ -268,36 +268,9 @@ def test_the_live_table_fits_80_columns_with_long_names_and_large_counts():
     assert "out-of-order 7, duplicates 4, malformed 3, kernel drops 0" in " ".join(" ".join(lines).split())
 
 
-def board_answering(ptp=True):
-    """A board on loopback answering IDENTIFY, CONFIG_GET, STATUS and (if `ptp`) PTP_STATUS."""
-    from ethdaq.host import protocol
-    from test_ctl_client import ScriptedBoard, seq_of
-    from test_ctl_values import IDENTITY
-    config = [0, bytes(6), 0, 5000, 1024, 0x3, 0, 0, bytes(6), 0, 1, 2**27, 1, 0, 0, 0, 0, 1, 0, 128, 128]
-    status = [0] * len(protocol.struct_codes(protocol.STATUS_RSP))
-    status[10], status[22], status[1] = bytes(6), 1000, 42     # run 42
-    ptp = [0] * len(protocol.struct_codes(protocol.PTP_STATUS_RSP)) if ptp else None
-    if ptp:
-        for i, code in enumerate(protocol.struct_codes(protocol.PTP_STATUS_RSP)):
-            ptp[i] = bytes(int(code[:-1])) if code.endswith("s") else 0
-
-    def answer(req):
-        kind, seq = req[3], seq_of(req)
-        head = protocol.pack_header(kind | protocol.RESPONSE, seq)
-        if kind == protocol.MSG_IDENTIFY:
-            return protocol.pack_identify_response(seq, IDENTITY)
-        if kind == protocol.MSG_CONFIG_GET:
-            return head + protocol.CONFIG.pack(*config)
-        if kind == protocol.MSG_STATUS:
-            return head + protocol.STATUS_RSP.pack(*status)
-        if kind == protocol.MSG_PTP_STATUS and ptp:
-            return head + protocol.PTP_STATUS_RSP.pack(*ptp)
-        return None
-    return ScriptedBoard([answer] * 6)
-
-
 def test_board_ip_records_the_boards_replies_at_the_start_and_end_in_the_file(tmp_path):
-    board = board_answering()
+    from test_ctl_values import fake_board
+    board = fake_board(6, payload=1024, enable=0x3, run=42, ptp=True)
     try:
         p, port = start(tmp_path, "-o", "run.h5", "--duration", "0.5", "--board-ip", "127.0.0.1",
                         "--board-port", str(board.port))
