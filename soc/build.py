@@ -549,8 +549,10 @@ def build_sim(board, output_dir, tap="ethdaq0", host_ip="192.168.1.100", opt_lev
     cwd = os.getcwd()   # As in _build_hardware: LiteX does not change back when a tool fails.
     with _path_prepended():
         try:
+            # LiteX's default is `make -j` without a limit: one compiler per Verilator output
+            # file at once (dozens), which starves everything else on the machine.
             builder.build(sim_config=config, build=True, run=False, opt_level=opt_level, interactive=False,
-                          **modules)
+                          jobs=len(os.sched_getaffinity(0)), **modules)
         except (OSError, subprocess.CalledProcessError) as e:
             raise BuildError(f"simulation build failed: {e}") from None
         finally:
