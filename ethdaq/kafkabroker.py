@@ -184,6 +184,13 @@ def ping(bootstrap, timeout=5.0):
     return bool(md.brokers)
 
 
+def _die_with_parent():
+    """In the broker's process before exec: SIGTERM when the Python process that started it dies,
+    so that a test run killed from outside leaves no broker behind (Linux prctl PR_SET_PDEATHSIG)."""
+    import ctypes
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)
+
+
 class KafkaBroker:
     """A single-node Kafka (KRaft, broker and controller in one JVM) on 127.0.0.1, its data in a
     temporary directory removed on close. start() formats the storage on first use and returns
@@ -212,8 +219,9 @@ class KafkaBroker:
                 "-cp", self._classpath, main, *args]
 
     def _format(self):
+        # Kafka's form of a cluster id; it may begin with '-', hence --cluster-id=ID below.
         cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
-        r = subprocess.run(self._java_cmd("kafka.tools.StorageTool", "format", "-t", cluster_id,
+        r = subprocess.run(self._java_cmd("kafka.tools.StorageTool", "format", f"--cluster-id={cluster_id}",
                                           "-c", str(self.properties)),
                            capture_output=True, text=True, timeout=self.ready_timeout)
         if r.returncode != 0:
@@ -228,7 +236,8 @@ class KafkaBroker:
             self._format()
         out = open(self.dir / "stdout.log", "ab")
         self.proc = subprocess.Popen(self._java_cmd("kafka.Kafka", str(self.properties)), stdout=out,
-                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+                                     preexec_fn=_die_with_parent)
         out.close()
         deadline = time.monotonic() + self.ready_timeout
         try:
@@ -284,6 +293,8 @@ def main(argv=None):
             print(f"Apache Kafka {kafka_version()}: {len(locked_jars())} jars in {CACHE}" +
                   (f" ({n} downloaded)" if n else ", all present"))
             return 0
+        signal.signal(signal.SIGTERM, signal.default_int_handler)   # SIGTERM stops it like Ctrl-C.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         with KafkaBroker() as broker:
             print(f"Kafka {kafka_version()} broker on {broker.bootstrap} (data in {broker.dir}); Ctrl-C stops",
                   flush=True)

@@ -218,6 +218,8 @@ def kafka_broker():
     try:
         broker = KafkaBroker().start()
     except BrokerError as e:
-        pytest.fail(f"no Kafka broker: {e}", pytrace=False)
+        broker, error = None, str(e)
+    if broker is None:
+        pytest.fail(f"no Kafka broker: {error}", pytrace=False)
     yield broker
     broker.close()

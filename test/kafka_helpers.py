@@ -2,11 +2,20 @@
 # This file is part of ethdaq.
 # SPDX-License-Identifier: BSD-2-Clause
 
-"""Reading a topic back from the test broker: every partition from its beginning, no consumer group."""
+"""Kafka tests' tools: reading a topic back from the test broker (every partition from its beginning,
+no consumer group), loopback boards sending DAQ datagrams, and the checks of what came back."""
 
+import json
+import socket
+import subprocess
+import sys
 import time
 
+import numpy as np
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
+
+from ethdaq.host.batch import stream_name
+from ethdaq.host.daqformat import FLAG_TS_PTP, pack_header
 
 
 def read_topic(bootstrap, topic, until, timeout=60.0):
@@ -38,3 +47,94 @@ def read_topic(bootstrap, topic, until, timeout=60.0):
     finally:
         c.close()
     return got
+
+
+# DAQ datagrams from loopback sources, and what reading them back must give -----------------------
+
+CLI = [sys.executable, "-m", "ethdaq.soc.cli"]
+SAMPLES = 32                     # per datagram, 16 bits each
+PERIOD_NS = 8                    # 125 MS/s
+T0 = 1_795_000_000_000_000_000   # a PTP time, ns
+
+
+def samples(stream_id, seq):
+    return (np.arange(seq * SAMPLES, (seq + 1) * SAMPLES) * 7 + stream_id * 1000) % 2**16
+
+
+def datagram(stream_id, seq):
+    return pack_header(stream_id, seq, T0 + seq * SAMPLES * PERIOD_NS, SAMPLES, 16, FLAG_TS_PTP) + \
+        samples(stream_id, seq).astype(">u2").tobytes()
+
+
+class Board:
+    """A loopback source (127.0.0.N) sending DAQ datagrams of its streams to a receiver port."""
+    def __init__(self, ip, port, streams=(0, 1)):
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.bind((ip, 0))
+        self.port, self.streams = port, streams
+        self.next = {sid: 0 for sid in streams}
+        self.key = lambda sid: (int.from_bytes(socket.inet_aton(ip), "big"), self.sock.getsockname()[1], sid)
+
+    def send(self, n):
+        for _ in range(n):
+            for sid in self.streams:
+                self.sock.sendto(datagram(sid, self.next[sid]), ("127.0.0.1", self.port))
+                self.next[sid] += 1
+
+    def names(self):
+        return {stream_name(self.key(sid)): (sid, self.next[sid]) for sid in self.streams}
+
+
+def start_recv(cwd, *extra, port=0):
+    """`ethdaq recv` on 127.0.0.1 (port 0: a free one, read back from its first line)."""
+    if port == 0:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+    p = subprocess.Popen(CLI + ["recv", "--bind", "127.0.0.1", "--port", str(port), "--progress", "off", *extra],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd)
+    line = p.stderr.readline()
+    if "receiving on UDP" not in line:
+        p.kill()
+        raise AssertionError(line + p.stderr.read())
+    return p, port
+
+
+def decode(messages):
+    """{schema id: [deserialised message]} with the ESS schemas' own deserialisers."""
+    from streaming_data_types import deserialise_6s4t, deserialise_pl72, deserialise_se00, deserialise_x5f2
+    by_id = {b"se00": deserialise_se00, b"x5f2": deserialise_x5f2, b"pl72": deserialise_pl72,
+             b"6s4t": deserialise_6s4t}
+    out = {k: [] for k in by_id}
+    for m in messages:
+        schema = m.value()[4:8]
+        out[schema].append((m.key(), by_id[schema](m.value())))
+    return out
+
+
+def check_streams(decoded, boards):
+    """Every sample of every stream exactly once, in order, with its PTP time, period and counter;
+    returns the last x5f2 status of each stream."""
+    expected = {}
+    for b in boards:
+        expected.update(b.names())
+    per_stream = {}
+    for key, msg in decoded[b"se00"]:
+        assert key == msg.name.encode()
+        per_stream.setdefault(msg.name, []).append(msg)
+    assert sorted(per_stream) == sorted(expected)
+    for name, msgs in per_stream.items():
+        sid, n = expected[name]
+        assert [m.message_counter for m in msgs] == list(range(n))
+        assert all(m.channel == sid for m in msgs)
+        assert [m.timestamp_unix_ns for m in msgs] == [T0 + seq * SAMPLES * PERIOD_NS for seq in range(n)]
+        assert [m.sample_ts_delta for m in msgs[1:]] == [PERIOD_NS] * (n - 1)
+        np.testing.assert_array_equal(np.concatenate([m.values for m in msgs]),
+                                      np.concatenate([samples(sid, seq) for seq in range(n)]))
+    status = {}
+    for key, msg in decoded[b"x5f2"]:
+        s = json.loads(msg.status_json)
+        assert key == s["stream"].encode()
+        status[s["stream"]] = s
+    assert sorted(status) == sorted(expected)
+    return status

@@ -1,0 +1,111 @@
+#
+# This file is part of ethdaq.
+# SPDX-License-Identifier: BSD-2-Clause
+
+"""`ethdaq recv --kafka` and ethdaq.host.publisher against a real broker: datagrams from loopback
+boards, read back from the topic and decoded with the ESS schemas' own deserialisers."""
+
+import json
+import subprocess
+import uuid
+
+import h5py
+import pytest
+
+from ethdaq.host import publisher, rxcore
+from ethdaq.host.publisher import Publisher, PublishError
+from ethdaq.host.recv import EXIT_UNPUBLISHED, batches
+from kafka_helpers import CLI, Board, check_streams, decode, read_topic, start_recv
+
+
+def _topic():
+    return f"ethdaq-test-{uuid.uuid4().hex[:8]}"
+
+
+def _stopped(decoded):
+    return len(decoded[b"6s4t"]) == 1
+
+
+def test_recv_publishes_every_datagram(kafka_broker, tmp_path):
+    topic = _topic()
+    p, port = start_recv(tmp_path, "-o", "run.h5", "--kafka", kafka_broker.bootstrap, "--topic", topic,
+                         "--count", "240", "--kafka-option", "compression.type=lz4")
+    boards = [Board("127.0.0.2", port), Board("127.0.0.3", port)]
+    for b in boards:
+        b.send(60)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 0, err
+    decoded = decode(read_topic(kafka_broker.bootstrap, topic, lambda got: _stopped(decode(got))))
+    status = check_streams(decoded, boards)
+    for s in status.values():      # The final status: every counter adds up.
+        assert (s["received"], s["published"], s["unpublished"], s["pending"], s["lost"]) == (60, 60, 0, 0, 0)
+    (_, start), = decoded[b"pl72"]
+    (_, stop), = decoded[b"6s4t"]
+    summary = json.loads((tmp_path / "run.json").read_text())
+    assert start.job_id == stop.job_id == summary["run_uuid"]
+    assert start.filename == "run.h5" and start.broker == kafka_broker.bootstrap
+    k = summary["kafka"]
+    assert (k["received"], k["published"], k["unpublished"], k["topic"]) == (240, 240, 0, topic)
+    assert all(s["published"] == 60 for s in summary["streams"].values())
+    with h5py.File(tmp_path / "run.h5") as f:
+        assert json.loads(f.attrs["summary"])["kafka"]["published"] == 240
+    assert f"Kafka {topic}: published 240, unpublished 0" in out.splitlines()[-2]
+
+
+def test_publisher_api(kafka_broker):
+    topic = _topic()
+    with rxcore.RxCore(bind="127.0.0.1", port=0) as core, \
+            Publisher(kafka_broker.bootstrap, topic=topic, run_name="api") as pub:
+        board = Board("127.0.0.4", core.port, streams=(3,))
+        board.send(20)
+        for batch in batches(core=core, count=20, idle_timeout=10):
+            pub.publish(batch)
+    assert pub.totals()["published"] == 20 and pub.totals()["unpublished"] == 0
+    decoded = decode(read_topic(kafka_broker.bootstrap, topic, lambda got: _stopped(decode(got))))
+    check_streams(decoded, [board])
+    assert decoded[b"pl72"][0][1].run_name == "api"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--kafka-option", "compression.type"], "a Kafka option is key=value"),
+    (["--kafka-option", "no.such.setting=1"], "Kafka client settings refused: No such configuration property"),
+    (["--kafka-config", "/nonexistent.properties"], "cannot read the Kafka configuration /nonexistent.properties"),
+])
+def test_bad_kafka_settings_are_one_line(args, message, tmp_path):
+    r = subprocess.run(CLI + ["recv", "--port", "0", "--kafka", "127.0.0.1:9", *args, "--duration", "1"],
+                       capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert r.returncode == 2 and r.stderr.startswith(f"Error: {message}"), r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_kafka_settings_need_brokers(tmp_path):
+    r = subprocess.run(CLI + ["recv", "--port", "0", "--kafka-option", "acks=1", "--duration", "1"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "give the brokers with --kafka" in r.stderr
+
+
+def test_config_file(tmp_path):
+    cfg = tmp_path / "client.properties"
+    cfg.write_text("# TLS to a real cluster\nsecurity.protocol = SSL\n\nbatch.size=65536\n")
+    assert publisher.read_config(cfg) == {"security.protocol": "SSL", "batch.size": "65536"}
+    cfg.write_text("security.protocol\n")
+    with pytest.raises(PublishError, match=r"client.properties:1: expected key=value"):
+        publisher.read_config(cfg)
+
+
+def test_broker_down_at_start(tmp_path):
+    """Nothing listens on the brokers' port: every datagram is still received and written, each
+    is counted unpublished (delivery timed out), and the exit status says so."""
+    from ethdaq.kafkabroker import free_port
+    p, port = start_recv(tmp_path, "-o", "run.h5", "--kafka", f"127.0.0.1:{free_port()}", "--count", "100",
+                         "--kafka-option", "message.timeout.ms=2000")
+    board = Board("127.0.0.5", port)
+    board.send(50)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == EXIT_UNPUBLISHED, err
+    assert "not every datagram reached Kafka" in err and "exit status 5" in err
+    summary = json.loads((tmp_path / "run.json").read_text())
+    assert summary["packets"] == 100 and summary["missing"] == 0
+    k = summary["kafka"]
+    assert (k["received"], k["published"], k["unpublished"], k["pending"]) == (100, 0, 100, 0)
+    assert all(s["unpublished"] == 50 for s in summary["streams"].values())
