@@ -2,7 +2,7 @@
 #   make demo   boot the simulated board, ping it and identify it
 #   make test   run the test suite (unit, firmware-on-host, network, one ECP5 bitstream build)
 #   make kafka  fetch Apache Kafka's pinned jars into .cache/kafka (tests and `python -m ethdaq.kafkabroker run`)
-# Both install what is missing (Debian packages, .venv with pinned pip packages); safe to re-run.
+# Each installs what is missing (Debian packages, .venv with pinned pip packages); safe to re-run.
 
 SHELL   := /bin/bash
 VENV    := .venv

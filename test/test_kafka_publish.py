@@ -12,7 +12,7 @@ import uuid
 import h5py
 import pytest
 
-from ethdaq.host import publisher, rxcore
+from ethdaq.host import h5file, publisher, rxcore
 from ethdaq.host.publisher import Publisher, PublishError
 from ethdaq.host.recv import EXIT_UNPUBLISHED, batches
 from kafka_helpers import CLI, Board, check_streams, decode, read_topic, start_recv
@@ -107,5 +107,38 @@ def test_broker_down_at_start(tmp_path):
     summary = json.loads((tmp_path / "run.json").read_text())
     assert summary["packets"] == 100 and summary["missing"] == 0
     k = summary["kafka"]
-    assert (k["received"], k["published"], k["unpublished"], k["pending"]) == (100, 0, 100, 0)
+    assert (k["received"], k["published"], k["unpublished"], k["pending"], k["buffer_full"]) == (100, 0, 100, 0, 0)
+    assert k["client_errors"] > 0 and "Connection refused" in k["last_client_error"]
     assert all(s["unpublished"] == 50 for s in summary["streams"].values())
+    with h5file.open_run(tmp_path / "run.h5") as run:   # the local file has everything all the same
+        assert sum(info.n_packets for info in run.streams.values()) == 100
+
+
+def test_full_local_queue_never_stalls_receive(tmp_path):
+    """A queue of 10 messages and no broker: the rest are refused at once and counted."""
+    from ethdaq.kafkabroker import free_port
+    p, port = start_recv(tmp_path, "--kafka", f"127.0.0.1:{free_port()}", "--count", "200",
+                         "--kafka-option", "queue.buffering.max.messages=10", "--kafka-option", "message.timeout.ms=1000")
+    Board("127.0.0.7", port).send(100)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == EXIT_UNPUBLISHED, err
+    totals = out.splitlines()[-1]
+    assert totals.startswith("200 datagrams") and "Kafka ethdaq: published 0, unpublished 200 (" in totals
+    refused = int(totals.split("unpublished 200 (")[1].split()[0])
+    assert 190 - 10 <= refused < 200    # the pl72 and at most 10 datagrams fit the queue
+
+
+def test_lost_datagrams_in_status(kafka_broker, tmp_path):
+    """A datagram missing on the network: the status counts it lost, the rest is published."""
+    topic = _topic()
+    p, port = start_recv(tmp_path, "--kafka", kafka_broker.bootstrap, "--topic", topic, "--count", "9")
+    board = Board("127.0.0.8", port, streams=(0,))
+    board.send(4)
+    board.next[0] += 1                  # seq 4 never sent
+    board.send(5)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 3, err       # data lost takes precedence over anything Kafka says
+    decoded = decode(read_topic(kafka_broker.bootstrap, topic, lambda got: _stopped(decode(got))))
+    assert [m.message_counter for _, m in decoded[b"se00"]] == [0, 1, 2, 3, 5, 6, 7, 8, 9]
+    final = json.loads(decoded[b"x5f2"][-1][1].status_json)
+    assert (final["received"], final["lost"], final["published"], final["unpublished"]) == (9, 1, 9, 0)
