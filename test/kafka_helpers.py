@@ -101,14 +101,18 @@ def start_recv(cwd, *extra, port=0):
 
 
 def decode(messages):
-    """{schema id: [deserialised message]} with the ESS schemas' own deserialisers."""
+    """{schema id: [(key, deserialised message)]} with the ESS schemas' own deserialisers; se00
+    entries have the message's `datagrams` header third."""
     from streaming_data_types import deserialise_6s4t, deserialise_pl72, deserialise_se00, deserialise_x5f2
     by_id = {b"se00": deserialise_se00, b"x5f2": deserialise_x5f2, b"pl72": deserialise_pl72,
              b"6s4t": deserialise_6s4t}
     out = {k: [] for k in by_id}
     for m in messages:
         schema = m.value()[4:8]
-        out[schema].append((m.key(), by_id[schema](m.value())))
+        entry = (m.key(), by_id[schema](m.value()))
+        if schema == b"se00":
+            entry += (int(dict(m.headers())["datagrams"]),)
+        out[schema].append(entry)
     return out
 
 
@@ -119,17 +123,19 @@ def check_streams(decoded, boards):
     for b in boards:
         expected.update(b.names())
     per_stream = {}
-    for key, msg in decoded[b"se00"]:
+    for key, msg, datagrams in decoded[b"se00"]:
         assert key == msg.name.encode()
-        per_stream.setdefault(msg.name, []).append(msg)
+        per_stream.setdefault(msg.name, []).append((msg, datagrams))
     assert sorted(per_stream) == sorted(expected)
     for name, msgs in per_stream.items():
         sid, n = expected[name]
-        assert [m.message_counter for m in msgs] == list(range(n))
-        assert all(m.channel == sid for m in msgs)
-        assert [m.timestamp_unix_ns for m in msgs] == [T0 + seq * SAMPLES * PERIOD_NS for seq in range(n)]
-        assert [m.sample_ts_delta for m in msgs[1:]] == [PERIOD_NS] * (n - 1)
-        np.testing.assert_array_equal(np.concatenate([m.values for m in msgs]),
+        firsts = np.cumsum([0] + [d for _, d in msgs])      # each message's first seq, from the headers
+        assert firsts[-1] == n
+        assert [m.message_counter for m, _ in msgs] == list(firsts[:-1])
+        assert all(m.channel == sid and len(m.values) == d * SAMPLES for m, d in msgs)
+        assert [m.timestamp_unix_ns for m, _ in msgs] == [T0 + seq * SAMPLES * PERIOD_NS for seq in firsts[:-1]]
+        assert all(m.sample_ts_delta == PERIOD_NS for m, d in msgs[1:]) and msgs[0][0].sample_ts_delta in (0, PERIOD_NS)
+        np.testing.assert_array_equal(np.concatenate([m.values for m, _ in msgs]),
                                       np.concatenate([samples(sid, seq) for seq in range(n)]))
     status = {}
     for key, msg in decoded[b"x5f2"]:

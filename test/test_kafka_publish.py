@@ -52,6 +52,22 @@ def test_recv_publishes_every_datagram(kafka_broker, tmp_path):
     assert f"Kafka {topic}: published 240, unpublished 0" in out.splitlines()[-2]
 
 
+def test_runs_of_datagrams_in_one_message(kafka_broker, tmp_path):
+    """--kafka-batch 8: consecutive datagrams of a stream share a message, never across a gap."""
+    topic = _topic()
+    p, port = start_recv(tmp_path, "--kafka", kafka_broker.bootstrap, "--topic", topic, "--kafka-batch", "8",
+                         "--count", "80")
+    board = Board("127.0.0.9", port)
+    board.send(40)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 0, err
+    decoded = decode(read_topic(kafka_broker.bootstrap, topic, lambda got: _stopped(decode(got))))
+    status = check_streams(decoded, [board])
+    assert max(d for *_, d in decoded[b"se00"]) > 1 and all(d <= 8 for *_, d in decoded[b"se00"])
+    assert all((s["received"], s["published"], s["unpublished"]) == (40, 40, 0) for s in status.values())
+    assert "Kafka " + topic + ": published 80, unpublished 0" in out
+
+
 def test_publisher_api(kafka_broker):
     topic = _topic()
     with rxcore.RxCore(bind="127.0.0.1", port=0) as core, \
@@ -78,8 +94,9 @@ def test_bad_kafka_settings_are_one_line(args, message, tmp_path):
     assert len(r.stderr.strip().splitlines()) == 1
 
 
-def test_kafka_settings_need_brokers(tmp_path):
-    r = subprocess.run(CLI + ["recv", "--port", "0", "--kafka-option", "acks=1", "--duration", "1"],
+@pytest.mark.parametrize("args", [["--kafka-option", "acks=1"], ["--kafka-batch", "4"]])
+def test_kafka_settings_need_brokers(args):
+    r = subprocess.run(CLI + ["recv", "--port", "0", *args, "--duration", "1"],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "give the brokers with --kafka" in r.stderr
 
@@ -129,9 +146,11 @@ def test_full_local_queue_never_stalls_receive(tmp_path):
 
 
 def test_lost_datagrams_in_status(kafka_broker, tmp_path):
-    """A datagram missing on the network: the status counts it lost, the rest is published."""
+    """A datagram missing on the network: the status counts it lost, the rest is published, and no
+    message's run of datagrams spans the gap."""
     topic = _topic()
-    p, port = start_recv(tmp_path, "--kafka", kafka_broker.bootstrap, "--topic", topic, "--count", "9")
+    p, port = start_recv(tmp_path, "--kafka", kafka_broker.bootstrap, "--topic", topic, "--count", "9",
+                         "--kafka-batch", "16")
     board = Board("127.0.0.8", port, streams=(0,))
     board.send(4)
     board.next[0] += 1                  # seq 4 never sent
@@ -139,6 +158,8 @@ def test_lost_datagrams_in_status(kafka_broker, tmp_path):
     out, err = p.communicate(timeout=60)
     assert p.returncode == 3, err       # data lost takes precedence over anything Kafka says
     decoded = decode(read_topic(kafka_broker.bootstrap, topic, lambda got: _stopped(decode(got))))
-    assert [m.message_counter for _, m in decoded[b"se00"]] == [0, 1, 2, 3, 5, 6, 7, 8, 9]
+    seqs = [list(range(m.message_counter, m.message_counter + d)) for _, m, d in decoded[b"se00"]]
+    assert sum(seqs, []) == [0, 1, 2, 3, 5, 6, 7, 8, 9]
+    assert all(4 not in run and run[-1] - run[0] == len(run) - 1 for run in seqs)
     final = json.loads(decoded[b"x5f2"][-1][1].status_json)
     assert (final["received"], final["lost"], final["published"], final["unpublished"]) == (9, 1, 9, 0)

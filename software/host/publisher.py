@@ -14,12 +14,14 @@ FlatBuffers conventions (the `ess-streaming-data-types` schemas), with librdkafk
 
 Messages on the topic (docs/scaleout.md has the whole layout):
 
-- se00 for every datagram with new data, keyed by its stream's name (`stream_name`: board
-  address, UDP port, stream id), so one stream's messages share a partition and stay in order:
-  name = the stream's name, channel = stream id, timestamp = the datagram's header timestamp (PTP
-  time of the first sample, ns; timestamp location Start), time delta = the sample period in ns
-  (measured from consecutive datagrams of the stream, 0 until two have arrived), message_counter =
-  the DAQ sequence number, values = the samples as unsigned integers;
+- se00 for every datagram with new data (or, with datagrams_per_message N, for every run of up to
+  N consecutive datagrams of one stream in a Batch), keyed by its stream's name (`stream_name`:
+  board address, UDP port, stream id), so one stream's messages share a partition and stay in
+  order: name = the stream's name, channel = stream id, timestamp = the (first) datagram's header
+  timestamp (PTP time of its first sample, ns; timestamp location Start), time delta = the sample
+  period in ns (measured from consecutive datagrams of the stream, 0 until two have arrived),
+  message_counter = the (first) DAQ sequence number, values = the samples as unsigned integers;
+  the Kafka header `datagrams` says how many datagrams the message holds;
 - x5f2 once a second (and at the end) for each stream, keyed like its data: the counters of the
   receive core (received, lost, duplicates, board-dropped) and of this publisher (published,
   unpublished, pending) as JSON in status_json;
@@ -32,6 +34,7 @@ and what is still queued when close() has waited `flush_timeout` seconds is purg
 unpublished too. After close(), for every stream, received = published + unpublished.
 """
 
+import functools
 import json
 import logging
 import os
@@ -41,7 +44,9 @@ import uuid
 from dataclasses import asdict, dataclass
 
 from ethdaq import __version__
-from ethdaq.host.batch import stream_name
+import numpy as np
+
+from ethdaq.host.batch import decode_samples, stream_name
 
 DEFAULT_TOPIC = "ethdaq"
 STATUS_INTERVAL_S = 1.0
@@ -136,7 +141,8 @@ class Publisher:
     batch.size, ...), applied over DEFAULTS; `bootstrap` is bootstrap.servers."""
 
     def __init__(self, bootstrap, topic=DEFAULT_TOPIC, settings=None, run_name=None, job_id=None,
-                 filename="", metadata=None, status_interval=STATUS_INTERVAL_S, flush_timeout=FLUSH_TIMEOUT_S):
+                 filename="", metadata=None, status_interval=STATUS_INTERVAL_S, flush_timeout=FLUSH_TIMEOUT_S,
+                 datagrams_per_message=1):
         from confluent_kafka import KafkaException, Producer
         config = dict(DEFAULTS)
         config.update(settings or {})
@@ -152,6 +158,10 @@ class Publisher:
         except (KafkaException, ValueError, TypeError) as e:
             reason = e.args[0].str() if e.args and hasattr(e.args[0], "str") else str(e)
             raise PublishError(f"Kafka client settings refused: {reason}") from None
+        if isinstance(datagrams_per_message, bool) or not isinstance(datagrams_per_message, int) \
+                or datagrams_per_message < 1:
+            raise PublishError(f"datagrams per message must be a positive integer, not {datagrams_per_message!r}")
+        self.datagrams_per_message = datagrams_per_message
         self.bootstrap = bootstrap
         self.topic = topic
         self.job_id = job_id or str(uuid.uuid4())
@@ -161,8 +171,7 @@ class Publisher:
         self.flush_timeout = flush_timeout
         self.counters = {}            # stream key -> StreamCounters
         self.control_unpublished = 0  # Status and run messages that were not delivered.
-        self._names = {}              # stream key -> name; encoded name -> key
-        self._keys = {}
+        self._names = {}              # stream key -> name
         self._last = {}               # stream key -> (run, seq, timestamp, sample_count) of the newest datagram
         self._period = {}             # stream key -> sample period, ns
         self._next_status = time.monotonic() + status_interval
@@ -176,9 +185,7 @@ class Publisher:
         c = self.counters.get(key)
         if c is None:
             c = self.counters[key] = StreamCounters()
-            name = stream_name(key)
-            self._names[key] = name
-            self._keys[name.encode()] = key
+            self._names[key] = stream_name(key)
         return c
 
     def _sample_period(self, key, run, seq, timestamp, count):
@@ -191,32 +198,53 @@ class Publisher:
         return self._period.get(key, 0)
 
     def publish(self, batch):
-        """One se00 message per datagram of `batch`; never blocks."""
-        from streaming_data_types.array_1d_se00 import serialise_se00
-        from streaming_data_types.fbschemas.array_1d_se00.Location import Location
+        """se00 messages for the datagrams of `batch`: one per datagram, or with `datagrams_per_message`
+        one per run of up to that many consecutive datagrams of a stream; never blocks."""
         p = batch.packets
-        for i in range(len(p)):
-            rec = p[i]
-            key = (int(rec["src_ip"]), int(rec["src_port"]), int(rec["stream_id"]))
-            c = self._stream(key)
-            c.received += 1
-            seq, ts, count = int(rec["seq"]), int(rec["timestamp"]), int(rec["sample_count"])
-            period = self._sample_period(key, int(rec["run"]), seq, ts, count)
-            name = self._names[key]
-            value = serialise_se00(name, key[2], ts, period, seq, batch.samples(i), ts_location=Location.Start)
-            try:
-                self._producer.produce(self.topic, value, name.encode(), on_delivery=self._delivered)
-            except BufferError:
-                c.unpublished += 1
-                c.buffer_full += 1
+        most = self.datagrams_per_message
+        for key in batch.keys():
+            idx = batch.select(key)
+            seq, run, late = p["seq"][idx], p["run"][idx], p["late"][idx]
+            start = 0
+            for k in range(1, len(idx) + 1):
+                if k == len(idx) or k - start >= most or late[k] or late[start] or run[k] != run[start] \
+                        or seq[k] != seq[k - 1] + 1:
+                    self._send(batch, key, idx[start:k])
+                    start = k
         self._producer.poll(0)
 
-    def _delivered(self, err, msg):
-        c = self.counters[self._keys[msg.key()]]
-        if err is None:
-            c.published += 1
+    def _send(self, batch, key, idx):
+        """One se00 message with the samples of packets `idx` (consecutive datagrams of one stream)."""
+        from streaming_data_types.array_1d_se00 import serialise_se00
+        from streaming_data_types.fbschemas.array_1d_se00.Location import Location
+        c = self._stream(key)
+        n = len(idx)
+        c.received += n
+        p = batch.packets
+        for i in idx:
+            period = self._sample_period(key, int(p["run"][i]), int(p["seq"][i]), int(p["timestamp"][i]),
+                                         int(p["sample_count"][i]))
+        first = idx[0]
+        if n == 1:
+            values = batch.samples(first)
         else:
-            c.unpublished += 1
+            values = decode_samples(np.concatenate([batch.raw(i) for i in idx]), int(p["sample_bits"][first]))
+        name = self._names[key]
+        value = serialise_se00(name, key[2], int(p["timestamp"][first]), period, int(p["seq"][first]), values,
+                               ts_location=Location.Start)
+        try:
+            self._producer.produce(self.topic, value, name.encode(), headers={"datagrams": str(n)},
+                                   on_delivery=functools.partial(self._delivered, c, n))
+        except BufferError:
+            c.unpublished += n
+            c.buffer_full += n
+
+    @staticmethod
+    def _delivered(c, n, err, msg):
+        if err is None:
+            c.published += n
+        else:
+            c.unpublished += n
 
     # Status and run messages ---------------------------------------------------------------------
 
