@@ -553,6 +553,11 @@ def run(args, out=sys.stdout, err=sys.stderr):
                 result["run_uuid"] = writer.run_uuid
                 writer.close(summary=result)
                 h5file.write_summary_json(summary_path(output), result)
+    return _report(result, stats, elapsed, core, output, pub, out, err)
+
+
+def _report(result, stats, elapsed, core, output, pub, out, err):
+    """The final table and lines of a run; returns its exit status."""
     out.write(format_table(stats, elapsed, pub) + "\n")
     if output is not None:
         out.write(f"wrote {output} ({result['packets']} datagrams) and {summary_path(output)}\n")
