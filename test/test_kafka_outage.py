@@ -51,6 +51,10 @@ def test_broker_stopped_and_restarted_mid_run(broker, tmp_path):
     decoded = decode(read_topic(broker.bootstrap, topic, lambda got: len(decode(got)[b"6s4t"]) == 1))
     assert len(decode(got)[b"se00"]) == 240
     status = check_streams(decoded, [board])                     # exactly once, in order
+    received = {}                                                # status once a second: counts only grow
+    for key, msg in decoded[b"x5f2"]:
+        received.setdefault(key, []).append(json.loads(msg.status_json)["received"])
+    assert all(len(r) > 2 and r == sorted(r) and r[-1] == 120 for r in received.values()), received
     summary = json.loads((tmp_path / "run.json").read_text())
     assert summary["packets"] == 240 and summary["stopped_by"] == "SIGTERM"
     k = summary["kafka"]
