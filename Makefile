@@ -1,7 +1,8 @@
 # ethdaq: the two commands a new user needs, on a fresh Debian 12 machine as root.
 #   make demo   boot the simulated board, ping it and identify it
 #   make test   run the test suite (unit, firmware-on-host, network, one ECP5 bitstream build)
-# Both install what is missing (Debian packages, .venv with pinned pip packages); safe to re-run.
+#   make kafka  fetch Apache Kafka's pinned jars into .cache/kafka (tests and `python -m ethdaq.kafkabroker run`)
+# Each installs what is missing (Debian packages, .venv with pinned pip packages); safe to re-run.
 
 SHELL   := /bin/bash
 VENV    := .venv
@@ -12,9 +13,10 @@ STAMPS  := $(VENV)/.stamps
 DEBS := python3 python3-venv python3-dev git make gcc g++ \
         verilator gcc-riscv64-unknown-elf libevent-dev libjson-c-dev zlib1g-dev \
         iproute2 iputils-ping arping tcpdump tshark openfpgaloader linuxptp ethtool \
-        clang libclang-rt-14-dev libcmocka-dev ccache hdf5-tools
+        clang libclang-rt-14-dev libcmocka-dev ccache hdf5-tools \
+        openjdk-17-jre-headless
 
-.PHONY: all deps venv demo test test-fast clean
+.PHONY: all deps venv kafka demo test test-fast clean
 
 all: venv
 
@@ -35,13 +37,17 @@ $(STAMPS)/venv: setup.py constraints.txt $(wildcard software/host/rxcore/*.[ch])
 
 venv: deps $(STAMPS)/venv
 
+# Apache Kafka's broker for the tests and for one-PC trials: jars checked against ethdaq/kafka-jars.lock.
+kafka: venv
+	$(PYTHON) -m ethdaq.kafkabroker fetch
+
 demo: venv
 	$(VENV)/bin/ethdaq sim --identify --stream 8 --ping 5
 
-test: venv
+test: venv kafka
 	$(VENV)/bin/pytest
 
-test-fast: venv
+test-fast: venv kafka
 	$(VENV)/bin/pytest -m "not slow"
 
 clean:

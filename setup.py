@@ -40,6 +40,9 @@ setup(
         "h5py==3.16.0",
         "matplotlib==3.11.2",
         "rich==15.0.0",
+        # Publishing to Apache Kafka (ethdaq recv --kafka): librdkafka's client, the ESS FlatBuffers schemas.
+        "confluent-kafka==2.16.1",
+        "ess-streaming-data-types==0.27.0",
     ],
     extras_require = {
         "test": ["pytest==9.2.0", "pytest-xdist==3.8.0", "scapy==2.8.0", "nexusformat==2.1.0"],

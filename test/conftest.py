@@ -207,3 +207,19 @@ def tshark_frame_checks(frames, pcap):
                           "-e", "frame.protocols", "-e", "eth.fcs.status", "-e", "ip.checksum.status",
                           "-e", "udp.length"], capture_output=True, text=True, timeout=120, check=True)
     return [line.split(",") for line in out.stdout.strip().splitlines()]
+
+
+# Apache Kafka ------------------------------------------------------------------------------------
+# One real broker (ethdaq.kafkabroker: Kafka's jars from `make kafka`, Debian's Java) for the whole
+# session: it takes seconds to start. Tests that stop it use a KafkaBroker of their own.
+@pytest.fixture(scope="session")
+def kafka_broker():
+    from ethdaq.kafkabroker import BrokerError, KafkaBroker
+    try:
+        broker = KafkaBroker().start()
+    except BrokerError as e:
+        broker, error = None, str(e)
+    if broker is None:
+        pytest.fail(f"no Kafka broker: {error}", pytrace=False)
+    yield broker
+    broker.close()

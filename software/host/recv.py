@@ -30,7 +30,7 @@ from pathlib import Path
 
 from ethdaq.host import rxcore
 from ethdaq.host.batch import Batch, stream_name
-from ethdaq.host import receiver
+from ethdaq.host import publisher, receiver
 from ethdaq.host.receiver import MIB, ReceiverError, port_type, malformed_text, text_table
 
 REFRESH_S = 0.25   # Live display refresh; also the longest recv() wait, so stops are prompt.
@@ -39,6 +39,8 @@ REFRESH_S = 0.25   # Live display refresh; also the longest recv() wait, so stop
 EXIT_DATA_LOST = 3
 # Exit status of a run in which no datagram arrived at all.
 EXIT_NO_DATA = 4
+# Exit status of a run that lost nothing here but did not publish every datagram to Kafka.
+EXIT_UNPUBLISHED = 5
 
 
 class RecvError(Exception):
@@ -121,6 +123,19 @@ def add_arguments(p):
                    help="the board's control port, with --board-ip (default 7000)")
     p.add_argument("--progress", choices=["auto", "on", "off"], default="auto",
                    help="live display (default: when stderr is a terminal)")
+    k = p.add_argument_group("publishing to Apache Kafka (docs/scaleout.md)")
+    k.add_argument("--kafka", metavar="BROKERS",
+                   help="also publish every datagram's samples to these Kafka brokers (host:port,...): "
+                        "se00 messages, x5f2 status once a second, pl72/6s4t run start and stop")
+    k.add_argument("--topic", default=publisher.DEFAULT_TOPIC, help=f"with --kafka: the topic (default "
+                   f"{publisher.DEFAULT_TOPIC})")
+    k.add_argument("--kafka-batch", type=_positive(int, "kafka batch"), default=1, metavar="N",
+                   help="with --kafka: up to N consecutive datagrams of a stream in one se00 message (default 1: "
+                        "one per datagram; more costs the publisher far less per datagram, docs/scaleout.md)")
+    k.add_argument("--kafka-config", metavar="FILE",
+                   help="with --kafka: librdkafka settings, key=value lines (security, compression, batch size ...)")
+    k.add_argument("--kafka-option", action="append", default=[], metavar="KEY=VALUE",
+                   help="with --kafka: one librdkafka setting, after --kafka-config's (repeat it)")
 
 
 EPILOG = """\
@@ -129,12 +144,15 @@ examples:
   ethdaq recv --port 5000 -o run.h5 --count 100000      # ... and an HDF5 file + run.json
   ethdaq recv -o run.h5 --compression lzf               # until Ctrl-C or SIGTERM
   ethdaq recv -o run.h5 --board-ip 192.168.1.50         # ... with the board's identity and settings
+  ethdaq recv -o run.h5 --kafka kafka1:9092,kafka2:9092 --topic detector1 \
+              --kafka-option compression.type=lz4          # ... and publish to Kafka too
   ethdaq plot run.h5 -o run.png
 
 exit status: 0 when nothing was lost, 2 for a usage error, 3 when the run lost data: samples the
 board dropped (more than the link carries: lower the emulator's rate or enable fewer channels),
 datagrams missing on the network, or datagrams this host's kernel dropped (raise net.core.rmem_max);
-4 when no datagram arrived at all (the message says what to check).
+4 when no datagram arrived at all (the message says what to check); 5 when nothing was lost here
+but, with --kafka, datagrams were not published (Kafka down, slow or refusing; counted).
 """
 
 
@@ -222,17 +240,34 @@ def _drain(core, budget=1.0):
 
 # Display ---------------------------------------------------------------------------------------
 
-def _rows(stats, elapsed):
+def _rows(stats, elapsed, pub=None):
     rows = []
     for key in sorted(stats.streams):
         s = stats.streams[key]
         rate = s["payload_bytes"]/MIB/elapsed if elapsed > 0 else 0.0
         rows.append([stream_name(key), s["datagrams"], f"{rate:.2f}", s["missing"], s["out_of_order"],
                      s["duplicates"], s["board_dropped"], s["overflow_flags"]])
+        if pub is not None:
+            c = pub.counters.get(key, publisher.StreamCounters())
+            rows[-1] += [c.published, c.unpublished]
     return rows
 
 
 HEAD = ["stream", "datagrams", "MiB/s", "missing", "out-of-order", "duplicates", "board-dropped", "overflow"]
+KAFKA_HEAD = ["published", "unpublished"]
+
+
+def kafka_text(pub):
+    """The publisher's totals for people."""
+    t = pub.totals()
+    text = f"Kafka {t['topic']}: published {t['published']}, unpublished {t['unpublished']}"
+    if t["buffer_full"]:
+        text += f" ({t['buffer_full']} refused: local queue full)"
+    if t["pending"]:
+        text += f", pending {t['pending']}"
+    if t["client_errors"]:
+        text += f"; client errors {t['client_errors']}, newest: {t['last_client_error']}"
+    return text
 
 
 def kernel_drops_text(stats):
@@ -263,7 +298,7 @@ def data_lost(stats):
     return bool(dropped or flagged or stats.missing or kernel)
 
 
-def _totals_line(stats, elapsed):
+def _totals_line(stats, elapsed, pub=None):
     kernel = kernel_drops_text(stats)
     malformed = malformed_text(stats.malformed)
     pps = stats.datagrams/elapsed if elapsed > 0 else 0.0
@@ -272,14 +307,16 @@ def _totals_line(stats, elapsed):
             f"{mib:.2f} MiB/s of samples; {lost_text(stats)}; malformed {malformed}; kernel drops {kernel}")
     if stats.table_full:
         line += f"; refused (stream table full) {stats.table_full}"
+    if pub is not None:
+        line += f"; {kafka_text(pub)}"
     return line
 
 
-def format_table(stats, elapsed):
+def format_table(stats, elapsed, pub=None):
     """Plain-text per-stream table plus a totals line (what the run prints at its end)."""
-    rows = [[str(c) for c in r] for r in _rows(stats, elapsed)]
-    lines, _ = text_table(HEAD, rows)
-    lines.append(_totals_line(stats, elapsed))
+    rows = [[str(c) for c in r] for r in _rows(stats, elapsed, pub)]
+    lines, _ = text_table(HEAD + (KAFKA_HEAD if pub is not None else []), rows)
+    lines.append(_totals_line(stats, elapsed, pub))
     return "\n".join(lines)
 
 
@@ -289,7 +326,7 @@ def format_table(stats, elapsed):
 LIVE_COLUMNS = (0, 1, 2, 3, 6, 7)
 
 
-def _live_table(stats, elapsed, rate):
+def _live_table(stats, elapsed, rate, pub=None):
     from rich import box
     from rich.table import Table
     t = Table(title=f"ethdaq recv  {elapsed:6.1f} s   {rate[0]:8.2f} MiB/s   {rate[1]:9.0f} packets/s\n"
@@ -301,18 +338,22 @@ def _live_table(stats, elapsed, rate):
         t.add_row(*[str(r[i]) for i in LIVE_COLUMNS])
     out_of_order = sum(s["out_of_order"] for s in stats.streams.values())
     t.caption = (f"out-of-order {out_of_order}, duplicates {stats.duplicates}, malformed {stats.malformed_total}, "
-                 f"kernel drops {kernel_drops_text(stats)}")
+                 f"kernel drops {kernel_drops_text(stats)}" + (f"\n{kafka_text(pub)}" if pub is not None else ""))
     return t
 
 
 # Summary ---------------------------------------------------------------------------------------
 
-def summary(stats, elapsed, started, stopped_by, core, output=None):
-    """The run summary: a JSON-able dict (run.json, and the file's `summary` attribute)."""
+def summary(stats, elapsed, started, stopped_by, core, output=None, pub=None):
+    """The run summary: a JSON-able dict (run.json, and the file's `summary` attribute); with a
+    publisher, its totals in `kafka` and each stream's published and unpublished datagrams."""
     streams = {}
     for key in sorted(stats.streams):
         s = dict(stats.streams[key])
         s.update(src_ip=str(ipaddress.IPv4Address(key[0])), src_port=key[1])
+        if pub is not None:
+            c = pub.counters.get(key, publisher.StreamCounters())
+            s.update(published=c.published, unpublished=c.unpublished)
         s["mib_per_s"] = s["payload_bytes"]/MIB/elapsed if elapsed > 0 else 0.0
         streams[stream_name(key)] = s
     return {
@@ -342,6 +383,7 @@ def summary(stats, elapsed, started, stopped_by, core, output=None):
         "kernel_dropped_buffers": getattr(stats, "kernel_dropped_buffers", None),
         "gro": getattr(core, "gro_active", False),
         "table_full": stats.table_full,
+        "kafka": None if pub is None else pub.totals(),
         "streams": streams,
     }
 
@@ -375,12 +417,41 @@ def summary_path(output):
 
 # Command ---------------------------------------------------------------------------------------
 
+def _check_kafka_args(args):
+    if not getattr(args, "kafka", None):
+        if getattr(args, "kafka_config", None) or getattr(args, "kafka_option", None) or \
+                getattr(args, "kafka_batch", 1) != 1:
+            raise RecvError("--kafka-config, --kafka-option and --kafka-batch set up publishing: give the brokers "
+                            "with --kafka")
+        return None
+    try:
+        settings = publisher.read_config(args.kafka_config) if args.kafka_config else {}
+        settings.update(publisher.parse_option(o) for o in args.kafka_option)
+    except publisher.PublishError as e:
+        raise RecvError(str(e)) from None
+    return settings
+
+
+def _open_publisher(args, settings, core, output, writer):
+    """The run's Kafka publisher (its pl72 run start queued), or None without --kafka."""
+    if settings is None:
+        return None
+    meta = {"receiver_host": socket.gethostname(), "bind": core.bind, "port": core.port}
+    try:
+        return publisher.Publisher(args.kafka, topic=args.topic, settings=settings, filename=str(output or ""),
+                                   job_id=writer.run_uuid if writer is not None else None, metadata=meta,
+                                   datagrams_per_message=args.kafka_batch)
+    except publisher.PublishError as e:
+        raise RecvError(str(e)) from None
+
+
 def run(args, out=sys.stdout, err=sys.stderr):
     """`ethdaq recv`. Returns the exit status; raises RecvError for one-line errors."""
     from ethdaq.host import h5file
     output = Path(args.output) if args.output else None
     if args.board_ip and output is None:
         raise RecvError("--board-ip records the board's replies in the run file: give the file with -o FILE.h5")
+    kafka_settings = _check_kafka_args(args)
     if output is not None:
         if output.exists() and not args.overwrite:
             raise RecvError(f"{output} exists: choose another name or add --overwrite")
@@ -395,7 +466,7 @@ def run(args, out=sys.stdout, err=sys.stderr):
                                  kernel_timestamps=args.kernel_timestamps, gro=not args.no_gro)
     except (ReceiverError, ValueError) as e:
         raise RecvError(str(e)) from None
-    writer = None
+    writer = pub = None
     with core:
         note = core.rcvbuf_warning()
         if note:
@@ -409,8 +480,15 @@ def run(args, out=sys.stdout, err=sys.stderr):
                                        meta=_file_meta(args, core))
             except (h5file.RunFileError, ValueError) as e:
                 raise RecvError(str(e)) from None
+        try:
+            pub = _open_publisher(args, kafka_settings, core, output, writer)
+        except RecvError:
+            if writer is not None:
+                writer.close()
+                output.unlink(missing_ok=True)
+            raise
         err.write(f"receiving on UDP {core.bind}:{core.port}" + (f", writing {output}" if output else "") +
-                  "; Ctrl-C stops\n")
+                  (f", publishing to Kafka {args.kafka} topic {args.topic}" if pub else "") + "; Ctrl-C stops\n")
         err.flush()
         if writer is not None and args.board_ip:   # Datagrams arriving meanwhile wait in the socket.
             record_board(writer, args.board_ip, args.board_port, BOARD_REPLIES_START, err)
@@ -423,6 +501,8 @@ def run(args, out=sys.stdout, err=sys.stderr):
         def tick():
             if writer is not None:
                 writer.write(Batch.empty())  # Lets the writer's timed flush run while no data comes.
+            if pub is not None:
+                pub.tick(core.stats())
             if live is None:
                 return
             now = time.monotonic()
@@ -432,20 +512,22 @@ def run(args, out=sys.stdout, err=sys.stderr):
                 rate[0] = (st.payload_bytes - last[1])/MIB/dt
                 rate[1] = (st.datagrams - last[2])/dt
             last[:] = [now, st.payload_bytes, st.datagrams]
-            live.update(_live_table(st, now - t0, rate))
+            live.update(_live_table(st, now - t0, rate, pub))
 
         try:
             with _Stop() as stop:
                 if show:
                     from rich.console import Console
                     from rich.live import Live
-                    live = Live(_live_table(core.stats(), 0.0, rate), console=Console(file=err),
+                    live = Live(_live_table(core.stats(), 0.0, rate, pub), console=Console(file=err),
                                 auto_refresh=False, transient=True)
                     live.start()
                 try:
                     for batch in _loop(core, args.duration, args.count, args.idle_timeout, stop, on_tick=tick):
                         if writer is not None:
                             writer.write(batch)
+                        if pub is not None:
+                            pub.publish(batch)
                         if live is not None:
                             live.refresh()
                     if stop.reason != "count":
@@ -453,6 +535,8 @@ def run(args, out=sys.stdout, err=sys.stderr):
                         for batch in _drain(core):
                             if writer is not None:
                                 writer.write(batch)
+                            if pub is not None:
+                                pub.publish(batch)
                 finally:
                     if live is not None:
                         live.stop()
@@ -460,14 +544,21 @@ def run(args, out=sys.stdout, err=sys.stderr):
         finally:
             elapsed = time.monotonic() - t0
             stats = core.stats()
-            result = summary(stats, elapsed, started, locals().get("stopped_by", "error"), core, output)
+            if pub is not None:
+                pub.close(stats)
+            result = summary(stats, elapsed, started, locals().get("stopped_by", "error"), core, output, pub)
             if writer is not None:
                 if args.board_ip:
                     record_board(writer, args.board_ip, args.board_port, BOARD_REPLIES_END, err)
                 result["run_uuid"] = writer.run_uuid
                 writer.close(summary=result)
                 h5file.write_summary_json(summary_path(output), result)
-    out.write(format_table(stats, elapsed) + "\n")
+    return _report(result, stats, elapsed, core, output, pub, out, err)
+
+
+def _report(result, stats, elapsed, core, output, pub, out, err):
+    """The final table and lines of a run; returns its exit status."""
+    out.write(format_table(stats, elapsed, pub) + "\n")
     if output is not None:
         out.write(f"wrote {output} ({result['packets']} datagrams) and {summary_path(output)}\n")
     out.flush()
@@ -478,6 +569,9 @@ def run(args, out=sys.stdout, err=sys.stderr):
         err.write(f"warning: this run lost data ({lost_text(stats)}; kernel drops {kernel_drops_text(stats)}): "
                   f"exit status {EXIT_DATA_LOST}\n")
         return EXIT_DATA_LOST
+    if pub is not None and result["kafka"]["unpublished"]:
+        err.write(f"warning: not every datagram reached Kafka ({kafka_text(pub)}): exit status {EXIT_UNPUBLISHED}\n")
+        return EXIT_UNPUBLISHED
     return 0
 
 

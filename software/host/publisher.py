@@ -1,0 +1,328 @@
+#
+# This file is part of ethdaq.
+# SPDX-License-Identifier: BSD-2-Clause
+
+"""Publishing received DAQ datagrams to Apache Kafka in the European Spallation Source's
+FlatBuffers conventions (the `ess-streaming-data-types` schemas), with librdkafka (confluent-kafka).
+
+    from ethdaq.host.publisher import Publisher
+    from ethdaq.host.recv import batches
+    with Publisher("127.0.0.1:9092", topic="ethdaq") as pub:     # pl72 run start
+        for batch in batches(port=5000, duration=10):
+            pub.publish(batch)                                  # one se00 message per datagram
+    print(pub.counters)                                         # 6s4t run stop sent on close
+
+Messages on the topic (docs/scaleout.md has the whole layout):
+
+- se00 for every datagram with new data (or, with datagrams_per_message N, for every run of up to
+  N consecutive datagrams of one stream in a Batch), keyed by its stream's name (`stream_name`:
+  board address, UDP port, stream id), so one stream's messages share a partition and stay in
+  order: name = the stream's name, channel = stream id, timestamp = the (first) datagram's header
+  timestamp (PTP time of its first sample, ns; timestamp location Start), time delta = the sample
+  period in ns (measured from consecutive datagrams of the stream, 0 until two have arrived),
+  message_counter = the (first) DAQ sequence number, values = the samples as unsigned integers;
+  the Kafka header `datagrams` says how many datagrams the message holds;
+- x5f2 once a second (and at the end) for each stream, keyed like its data: the counters of the
+  receive core (received, lost, duplicates, board-dropped) and of this publisher (published,
+  unpublished, pending) as JSON in status_json;
+- pl72 when the run starts and 6s4t when it stops, keyed `run`.
+
+Kafka slow or down never stalls the receiver: produce() never blocks. librdkafka's local queue is
+bounded (queue.buffering.max.messages, queue.buffering.max.kbytes); a datagram that does not fit
+is counted unpublished at once. Delivery reports are checked: a failed delivery is unpublished,
+and what is still queued when close() has waited `flush_timeout` seconds is purged and counted
+unpublished too. After close(), for every stream, received = published + unpublished.
+"""
+
+import functools
+import json
+import logging
+import os
+import socket
+import time
+import uuid
+from dataclasses import asdict, dataclass
+
+from ethdaq import __version__
+import numpy as np
+
+from ethdaq.host.batch import decode_samples, stream_name
+
+DEFAULT_TOPIC = "ethdaq"
+STATUS_INTERVAL_S = 1.0
+FLUSH_TIMEOUT_S = 10.0     # close(): how long queued messages may still take to be delivered.
+RUN_KEY = b"run"
+
+# librdkafka settings of a publisher unless the user's configuration says otherwise. Idempotence
+# keeps each partition's messages in order and once through the retries of a broker restart.
+DEFAULTS = {
+    "enable.idempotence": True,
+    "linger.ms": 5,
+    "queue.buffering.max.messages": 200000,
+    "queue.buffering.max.kbytes": 262144,     # 256 MiB of messages waiting for the broker
+    "compression.type": "none",
+}
+
+
+class ClientErrors:
+    """What the Kafka client reported: its errors (error_cb) and its log lines of level warning
+    or worse, counted, the newest kept."""
+
+    def __init__(self):
+        self.count = 0
+        self.last = None
+        self.logger = logging.getLogger(f"ethdaq.host.publisher.{id(self)}")
+        self.logger.propagate = False
+        self.logger.setLevel(logging.WARNING)
+        self.logger.addHandler(_Keep(self))
+
+    def error(self, err):
+        self.count += 1
+        self.last = err.str() if hasattr(err, "str") else str(err)
+
+
+class _Keep(logging.Handler):
+    def __init__(self, errors):
+        super().__init__(logging.WARNING)
+        self.errors = errors
+
+    def emit(self, record):
+        self.errors.count += 1
+        self.errors.last = record.getMessage()
+
+
+class PublishError(Exception):
+    """A bad Kafka setting or configuration file, as one line."""
+
+
+@dataclass
+class StreamCounters:
+    received: int = 0       # Datagrams with new data handed to publish().
+    published: int = 0      # Delivered: the broker acknowledged them.
+    unpublished: int = 0    # Never delivered: local queue full, delivery failed, or purged on close.
+    buffer_full: int = 0    # ... of them refused at once because the local queue was full.
+
+    @property
+    def pending(self):
+        return self.received - self.published - self.unpublished
+
+
+def read_config(path):
+    """librdkafka settings from a file of `key=value` lines (# comments), like Kafka's own
+    client.properties files."""
+    settings = {}
+    try:
+        text = open(path).read()
+    except OSError as e:
+        raise PublishError(f"cannot read the Kafka configuration {path}: {e.strerror}") from None
+    for n, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        key, sep, value = line.partition("=")
+        if not sep or not key.strip():
+            raise PublishError(f"{path}:{n}: expected key=value, not {line!r}")
+        settings[key.strip()] = value.strip()
+    return settings
+
+
+def parse_option(text):
+    """One `--kafka-option key=value`."""
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise PublishError(f"a Kafka option is key=value (e.g. compression.type=lz4), not {text!r}")
+    return key.strip(), value.strip()
+
+
+class Publisher:
+    """One producer for one run: publish(batch) for every Batch, tick(stats) as often as convenient
+    (status messages go out once a second), close() at the end. `settings` are librdkafka
+    properties (bootstrap.servers, security.protocol, sasl.*, ssl.*, compression.type,
+    batch.size, ...), applied over DEFAULTS; `bootstrap` is bootstrap.servers."""
+
+    def __init__(self, bootstrap, topic=DEFAULT_TOPIC, settings=None, run_name=None, job_id=None,
+                 filename="", metadata=None, status_interval=STATUS_INTERVAL_S, flush_timeout=FLUSH_TIMEOUT_S,
+                 datagrams_per_message=1):
+        from confluent_kafka import KafkaException, Producer
+        config = dict(DEFAULTS)
+        config.update(settings or {})
+        config["bootstrap.servers"] = bootstrap
+        config.setdefault("client.id", f"ethdaq-recv@{socket.gethostname()}")
+        # librdkafka's own log lines (a broker down is one every 100 ms) go to self.errors, which
+        # counts them and keeps the newest for the live display and the summary, never to stderr.
+        self.errors = ClientErrors()
+        config["logger"] = self.errors.logger
+        config["error_cb"] = self.errors.error
+        try:
+            self._producer = Producer(config)
+        except (KafkaException, ValueError, TypeError) as e:
+            reason = e.args[0].str() if e.args and hasattr(e.args[0], "str") else str(e)
+            raise PublishError(f"Kafka client settings refused: {reason}") from None
+        if isinstance(datagrams_per_message, bool) or not isinstance(datagrams_per_message, int) \
+                or datagrams_per_message < 1:
+            raise PublishError(f"datagrams per message must be a positive integer, not {datagrams_per_message!r}")
+        self.datagrams_per_message = datagrams_per_message
+        self.bootstrap = bootstrap
+        self.topic = topic
+        self.job_id = job_id or str(uuid.uuid4())
+        self.run_name = run_name or self.job_id
+        self.service_id = f"ethdaq-recv-{socket.gethostname()}-{os.getpid()}"
+        self.status_interval = status_interval
+        self.flush_timeout = flush_timeout
+        self.counters = {}            # stream key -> StreamCounters
+        self.control_unpublished = 0  # Status and run messages that were not delivered.
+        self._names = {}              # stream key -> name
+        self._last = {}               # stream key -> (run, seq, timestamp, sample_count) of the newest datagram
+        self._period = {}             # stream key -> sample period, ns
+        self._next_status = time.monotonic() + status_interval
+        self._closed = False
+        self._started_ms = int(time.time() * 1000)
+        self._control(RUN_KEY, self._run_start(filename, metadata or {}))
+
+    # Data ----------------------------------------------------------------------------------------
+
+    def _stream(self, key):
+        c = self.counters.get(key)
+        if c is None:
+            c = self.counters[key] = StreamCounters()
+            self._names[key] = stream_name(key)
+        return c
+
+    def _sample_period(self, key, run, seq, timestamp, count):
+        """ns between samples, from this datagram and the one before it of the same run."""
+        last = self._last.get(key)
+        if last is not None and last[0] == run and seq == last[1] + 1 and last[3] and timestamp > last[2]:
+            self._period[key] = round((timestamp - last[2]) / last[3])
+        if last is None or (run, seq) > last[:2]:
+            self._last[key] = (run, seq, timestamp, count)
+        return self._period.get(key, 0)
+
+    def publish(self, batch):
+        """se00 messages for the datagrams of `batch`: one per datagram, or with `datagrams_per_message`
+        one per run of up to that many consecutive datagrams of a stream; never blocks."""
+        p = batch.packets
+        most = self.datagrams_per_message
+        for key in batch.keys():
+            idx = batch.select(key)
+            seq, run, late = p["seq"][idx], p["run"][idx], p["late"][idx]
+            start = 0
+            for k in range(1, len(idx) + 1):
+                if k == len(idx) or k - start >= most or late[k] or late[start] or run[k] != run[start] \
+                        or seq[k] != seq[k - 1] + 1:
+                    self._send(batch, key, idx[start:k])
+                    start = k
+        self._producer.poll(0)
+
+    def _send(self, batch, key, idx):
+        """One se00 message with the samples of packets `idx` (consecutive datagrams of one stream)."""
+        from streaming_data_types.array_1d_se00 import serialise_se00
+        from streaming_data_types.fbschemas.array_1d_se00.Location import Location
+        c = self._stream(key)
+        n = len(idx)
+        c.received += n
+        p = batch.packets
+        for i in idx:
+            period = self._sample_period(key, int(p["run"][i]), int(p["seq"][i]), int(p["timestamp"][i]),
+                                         int(p["sample_count"][i]))
+        first = idx[0]
+        if n == 1:
+            values = batch.samples(first)
+        else:
+            values = decode_samples(np.concatenate([batch.raw(i) for i in idx]), int(p["sample_bits"][first]))
+        name = self._names[key]
+        value = serialise_se00(name, key[2], int(p["timestamp"][first]), period, int(p["seq"][first]), values,
+                               ts_location=Location.Start)
+        try:
+            self._producer.produce(self.topic, value, name.encode(), headers={"datagrams": str(n)},
+                                   on_delivery=functools.partial(self._delivered, c, n))
+        except BufferError:
+            c.unpublished += n
+            c.buffer_full += n
+
+    @staticmethod
+    def _delivered(c, n, err, msg):
+        if err is None:
+            c.published += n
+        else:
+            c.unpublished += n
+
+    # Status and run messages ---------------------------------------------------------------------
+
+    def _control_delivered(self, err, msg):
+        if err is not None:
+            self.control_unpublished += 1
+
+    def _control(self, key, value):
+        try:
+            self._producer.produce(self.topic, value, key, on_delivery=self._control_delivered)
+        except BufferError:
+            self.control_unpublished += 1
+
+    def _run_start(self, filename, metadata):
+        from streaming_data_types.run_start_pl72 import serialise_pl72
+        return serialise_pl72(self.job_id, filename or "", start_time=self._started_ms, run_name=self.run_name,
+                              service_id=self.service_id, instrument_name="ethdaq", broker=self.bootstrap,
+                              metadata=json.dumps(metadata))
+
+    def status(self, key, stream_stats=None):
+        """The status of one stream as a dict: the receive core's counters (`stream_stats`, one
+        of RxStats.streams) and this publisher's."""
+        c = self.counters[key]
+        s = stream_stats or {}
+        return {"stream": self._names[key], "stream_id": key[2], "received": c.received,
+                "lost": s.get("missing", 0), "duplicates": s.get("duplicates", 0),
+                "board_dropped": s.get("board_dropped", 0), "published": c.published,
+                "unpublished": c.unpublished, "pending": c.pending}
+
+    def send_status(self, stats=None):
+        """One x5f2 message per stream now (`stats`: the receive core's RxStats, for its counters)."""
+        from streaming_data_types.status_x5f2 import serialise_x5f2
+        for key in sorted(self.counters):
+            s = None if stats is None else stats.streams.get(key)
+            value = serialise_x5f2("ethdaq", __version__, self.service_id, socket.gethostname(), os.getpid(),
+                                   int(self.status_interval * 1000), json.dumps(self.status(key, s)))
+            self._control(self._names[key].encode(), value)
+
+    def tick(self, stats=None):
+        """Serves delivery reports; sends the status messages when one interval has passed."""
+        self._producer.poll(0)
+        if time.monotonic() >= self._next_status:
+            self._next_status = time.monotonic() + self.status_interval
+            self.send_status(stats)
+
+    # End -----------------------------------------------------------------------------------------
+
+    def close(self, stats=None):
+        """Waits up to flush_timeout for queued messages, counts the rest unpublished, then sends the
+        final status of every stream and the 6s4t run stop (waiting for them as long again)."""
+        if self._closed:
+            return
+        self._closed = True
+        from streaming_data_types.run_stop_6s4t import serialise_6s4t
+        self._finish(self.flush_timeout)
+        self.send_status(stats)
+        self._control(RUN_KEY, serialise_6s4t(self.job_id, run_name=self.run_name, service_id=self.service_id,
+                                              stop_time=int(time.time() * 1000)))
+        self._finish(min(self.flush_timeout, 5.0))
+
+    def _finish(self, timeout):
+        self._producer.flush(timeout)
+        if len(self._producer):
+            self._producer.purge()           # Their delivery reports say "purged": unpublished.
+            self._producer.flush(1.0)
+
+    def totals(self):
+        """Counters over every stream, as a dict (the run summary's `kafka` section)."""
+        t = StreamCounters()
+        for c in self.counters.values():
+            for name, value in asdict(c).items():
+                setattr(t, name, getattr(t, name) + value)
+        return {"bootstrap_servers": self.bootstrap, "topic": self.topic, "job_id": self.job_id,
+                **asdict(t), "pending": t.pending, "control_unpublished": self.control_unpublished,
+                "client_errors": self.errors.count, "last_client_error": self.errors.last}
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
