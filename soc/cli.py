@@ -669,7 +669,7 @@ def cmd_ctl(args):
                             print(f"  {c.stream:>6} {'yes' if c.enabled else 'no':>7} {c.datagrams:>12} "
                                   f"{c.bytes:>16} {c.dropped:>12}")
         except ControlRefused as e:
-            if e.code == protocol.ERR_BAD_VALUE and args.action in ("start", "config"):
+            if e.code == protocol.ERR_BAD_VALUE and e.refusal is None and args.action in ("start", "config"):
                 raise CLIError(f"{e}: {_stream_ranges_text(client)}") from None
             raise CLIError(str(e)) from None
         except ControlTimeout as e:

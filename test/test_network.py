@@ -583,6 +583,43 @@ print(json.dumps(out))
     assert out["other_claim_after_release"][:2] == [True, second]
 
 
+def test_the_boards_refusal_names_the_field_the_value_and_its_range(board):
+    """Requests past the board's limits, built by hand so the host's own range checks do not stop
+    them first: the real firmware refuses each with the field, the value and the range it takes
+    there (payload to its IDENTIFY max_payload, the channel mask to its channels), and the host
+    says so."""
+    code = f"""
+import json
+from ethdaq.host import protocol as P
+from ethdaq.host.ctl import ControlClient, ControlRefused
+out = {{}}
+with ControlClient({BOARD_IP!r}, {CTL_PORT}) as ctl:
+    ident = ctl.identify()
+    out["ident"] = [ident.max_payload, ident.nchannels]
+    start = lambda **f: (lambda seq: P.pack_header(P.MSG_STREAM_START, seq) + P.STREAM_START.pack(
+        *dict(dict(dst_ip=0, dst_port=5000, payload=1472, enable=1, backpressure=0, gap=0, dst_mac=bytes(6),
+                   flush=0), **f).values()))
+    emulator = lambda seq: P.pack_header(P.MSG_EMULATOR, seq) + P.EMULATOR.pack(P.field_range("emulator_mode")[1] + 1, 1, 1)
+    config = lambda seq: P.pack_header(P.MSG_CONFIG_SET, seq) + P.CONFIG_SET.pack(
+        1 << P.CONFIG_FIELDS.index("ptp_log_sync"), 0, bytes(6), 0, 0, 0, 0, 0, 0, bytes(6), 0, 0, 0, 0, 0, 0, 0,
+        P.PTP_LOG_MAX + 1, 0, 0, 0, 0)
+    for name, fn in [("payload", start(payload=ident.max_payload + 1)), ("enable", start(enable=1 << ident.nchannels)),
+                     ("emulator", emulator), ("config", config)]:
+        msg_type, _, body = ctl.request(fn)
+        out[name] = [msg_type, str(ControlRefused(body))]
+    ctl.release()
+print(json.dumps(out))
+"""
+    out = json.loads(ns_python(board, code))
+    max_payload, nchannels = out["ident"]
+    prefix = "board refused the request: "
+    assert out["payload"] == [protocol.MSG_ERROR_RSP, f"{prefix}payload {max_payload + 1} out of range 64..{max_payload}"]
+    assert out["enable"] == [protocol.MSG_ERROR_RSP,
+                             f"{prefix}enable 0x{1 << nchannels:x} out of range 0x1..0x{(1 << nchannels) - 1:x}"]
+    assert out["emulator"] == [protocol.MSG_ERROR_RSP, f"{prefix}emulator_mode 4 out of range 0..3"]
+    assert out["config"] == [protocol.MSG_ERROR_RSP, f"{prefix}ptp_log_sync 7 out of range -10..6"]
+
+
 def test_ptp_status_over_the_control_protocol(board):
     """`ethdaq ctl ptp`: the firmware's PTP port as the protocol carries it. Alone on the link the
     board's clock becomes master (after the Announce receipt timeout)."""
