@@ -239,6 +239,9 @@ def _add_network_options(p):
                    help="Announce interval 2^N s as master, -10..6 (default 1: 2 s, as ptp4l; simulated board -7)")
     g.add_argument("--ptp-log-delay-req", type=_log_interval, metavar="N",
                    help="minimum Delay_Req interval 2^N s, -10..6 (default 0: 1 s, as ptp4l; simulated board -7)")
+    g.add_argument("--ptp-status-full", action="store_true",
+                   help="the console's periodic PTP line (state, offset, path delay) is followed by the full "
+                        "status line with every counter (default: the full line only at a state change)")
 
 
 def _add_output_options(p):
@@ -294,7 +297,7 @@ def _soc_kwargs(args):
                   ctl_key=_read_key(args.ctl_key_file) if args.ctl_key_file else None,
                   ptp_role=args.ptp_role, ptp_transport=args.ptp_transport, ptp_domain=args.ptp_domain,
                   ptp_log_sync=args.ptp_log_sync, ptp_log_announce=args.ptp_log_announce,
-                  ptp_log_delay_req=args.ptp_log_delay_req)
+                  ptp_log_delay_req=args.ptp_log_delay_req, ptp_status_full=args.ptp_status_full)
     if getattr(args, "pin_probe", False):
         kwargs["with_pin_probe"] = True
     if args.with_classifier or args.fasttrack_port:
