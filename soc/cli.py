@@ -66,9 +66,14 @@ class _Parser(argparse.ArgumentParser):
     config --ip B set payload=1472` as `ethdaq ctl config set payload=1472 --ip B`): argparse's
     intermixed parsing. Plain parsing takes the positional words in one run, so words after an
     option were left over and refused. A subparser is run through parse_known_args, which the
-    intermixed parse calls in turn (on Python before 3.13), hence the guard."""
-    intermixed   = False
-    _intermixing = False
+    intermixed parse calls in turn (on Python before 3.13), hence the guard.
+
+    `owned_options`: {dest: word} for options that only one word of the positional `action` takes
+    (`ethdaq ctl start --payload N`); given with another word, they are a usage error naming the
+    word they are for. Intermixed parsers only."""
+    intermixed    = False
+    owned_options = None
+    _intermixing  = False
 
     def error(self, message):
         sys.stderr.write(f"Error: {message} (see '{self.prog} --help')\n")
@@ -79,9 +84,29 @@ class _Parser(argparse.ArgumentParser):
             return super().parse_known_args(args, namespace)
         self._intermixing = True
         try:
-            return self.parse_known_intermixed_args(args, namespace)
+            namespace, rest = self.parse_known_intermixed_args(args, namespace)
+            if self.owned_options:
+                for a in self._given_options(args):
+                    owner = self.owned_options.get(a.dest)
+                    if owner is not None and owner != namespace.action:
+                        self.error(f"{a.option_strings[0]} is for {self.prog} {owner}, not {namespace.action}")
+            return namespace, rest
         finally:
             self._intermixing = False
+
+    def _given_options(self, args):
+        """The options `args` gives, whatever their values: args parsed again with every option's
+        default suppressed, so only those given are in the namespace."""
+        options = [a for a in self._actions if a.option_strings and a.default is not argparse.SUPPRESS]
+        saved = [a.default for a in options]
+        for a in options:
+            a.default = argparse.SUPPRESS
+        try:
+            given = vars(self.parse_known_intermixed_args(args)[0])
+        finally:
+            for a, default in zip(options, saved):
+                a.default = default
+        return [a for a in options if a.dest in given]
 
 
 def _ip(text):
@@ -214,6 +239,9 @@ def _add_network_options(p):
                    help="Announce interval 2^N s as master, -10..6 (default 1: 2 s, as ptp4l; simulated board -7)")
     g.add_argument("--ptp-log-delay-req", type=_log_interval, metavar="N",
                    help="minimum Delay_Req interval 2^N s, -10..6 (default 0: 1 s, as ptp4l; simulated board -7)")
+    g.add_argument("--ptp-status-full", action="store_true",
+                   help="the console's periodic PTP line (state, offset, path delay) is followed by the full "
+                        "status line with every counter (default: the full line only at a state change)")
 
 
 def _add_output_options(p):
@@ -269,7 +297,7 @@ def _soc_kwargs(args):
                   ctl_key=_read_key(args.ctl_key_file) if args.ctl_key_file else None,
                   ptp_role=args.ptp_role, ptp_transport=args.ptp_transport, ptp_domain=args.ptp_domain,
                   ptp_log_sync=args.ptp_log_sync, ptp_log_announce=args.ptp_log_announce,
-                  ptp_log_delay_req=args.ptp_log_delay_req)
+                  ptp_log_delay_req=args.ptp_log_delay_req, ptp_status_full=args.ptp_status_full)
     if getattr(args, "pin_probe", False):
         kwargs["with_pin_probe"] = True
     if args.with_classifier or args.fasttrack_port:
@@ -547,8 +575,6 @@ def cmd_ctl(args):
     from ethdaq.host.protocol import format_mac
     if args.settings and args.action not in ("config", "launch", "probe", "rules", "regs"):
         raise CLIError(f"ethdaq ctl {args.action} takes no arguments but options, not {' '.join(args.settings)!r}")
-    if args.nonzero and args.action != "rx":
-        raise CLIError(f"--nonzero is for ethdaq ctl rx, not ctl {args.action}")
     key = _read_key(args.key_file) if args.key_file else None
     with ControlClient(args.ip, args.port, timeout=args.timeout, key=key) as client:
         try:
@@ -669,7 +695,7 @@ def cmd_ctl(args):
                             print(f"  {c.stream:>6} {'yes' if c.enabled else 'no':>7} {c.datagrams:>12} "
                                   f"{c.bytes:>16} {c.dropped:>12}")
         except ControlRefused as e:
-            if e.code == protocol.ERR_BAD_VALUE and args.action in ("start", "config"):
+            if e.code == protocol.ERR_BAD_VALUE and e.refusal is None and args.action in ("start", "config"):
                 raise CLIError(f"{e}: {_stream_ranges_text(client)}") from None
             raise CLIError(str(e)) from None
         except ControlTimeout as e:
@@ -1152,10 +1178,6 @@ def make_parser():
     p.add_argument("--timeout", type=ctlargs.positive("--timeout"), default=2.0, help="seconds per try (3 tries)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--key-file", metavar="FILE", help="the board's shared key (hex): sign every request")
-    p.add_argument("--csr", metavar="FILE", help="for regs: the build's csr.json (OUTPUT_DIR/csr.json), which names "
-                                                "the front-end's registers")
-    p.add_argument("--nonzero", action="store_true", help="for rx (received frames the board did not use, by cause, "
-                                                         "and those it did): only the counters that are not 0")
     g = p.add_argument_group("start")
     g.add_argument("--dst-ip", type=_ip, help="where datagrams go (default: this host, as the board sees it)")
     g.add_argument("--dst-port", type=_port, help="destination UDP port (default: the board's setting, 5000)")
@@ -1197,7 +1219,15 @@ def make_parser():
     g.add_argument("--wait", type=ctlargs.positive("--wait"), default=30.0, metavar="S",
                    help="seconds to wait for the board to answer after its reboot (default 30)")
     g.add_argument("--no-wait", action="store_true", help="do not wait for the board to come back")
+    g = p.add_argument_group("regs")
+    g.add_argument("--csr", metavar="FILE", help="the build's csr.json (OUTPUT_DIR/csr.json), which names the "
+                                                "front-end's registers")
+    g = p.add_argument_group("rx (received frames the board did not use, by cause, and those it did)")
+    g.add_argument("--nonzero", action="store_true", help="only the counters that are not 0")
     p.intermixed = True   # Options before or after the action's words.
+    # A group named for an action holds the options only that action takes (ctl_action_help too).
+    p.owned_options = {a.dest: g.title.split()[0] for g in p._action_groups if g.title.split()[0] in CTL_ACTIONS
+                       for a in g._group_actions}
     p.set_defaults(func=cmd_ctl)
 
     from ethdaq.host import plot, recv

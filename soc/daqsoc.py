@@ -234,6 +234,7 @@ class DAQSoC(SoCCore):
         ptp_log_announce  = None,
         ptp_log_delay_req = None,
         ptp_status_log    = None,
+        ptp_status_full   = False,
         with_ptp_testbench = False,
         with_pin_probe     = False,
         with_classifier    = False,
@@ -534,6 +535,9 @@ class DAQSoC(SoCCore):
         self.add_constant("ETHDAQ_PTP_LOG_ANNOUNCE",  ptp_log_announce)
         self.add_constant("ETHDAQ_PTP_LOG_DELAY_REQ", ptp_log_delay_req)
         self.add_constant("ETHDAQ_PTP_STATUS_LOG",    ptp_status_log)
+        # The console's periodic PTP line (every 2^ptp_status_log s): short (state, servo, offset,
+        # path delay, frequency), or followed by the full line with every counter.
+        self.add_constant("ETHDAQ_PTP_STATUS_FULL",   int(bool(ptp_status_full)))
         # Pulse-per-second and the periodic output, where the board has pins for them.
         for name in ("pps", "periodic"):
             try:

@@ -439,7 +439,7 @@ def test_ctl_rx_prints_each_counter_with_what_it_counts_and_misuse_is_one_line()
     assert_one_line_error(run("ctl", "rx", "all", "--board", "127.0.0.1", "--timeout", "0.1"),
                           "ethdaq ctl rx takes no arguments but options, not 'all'")
     assert_one_line_error(run("ctl", "status", "--nonzero", "--board", "127.0.0.1", "--timeout", "0.1"),
-                          "--nonzero is for ethdaq ctl rx, not ctl status")
+                          "--nonzero is for ethdaq ctl rx, not status")
 
 
 # Options before, between or after the words of `ethdaq ctl` ---------------------------------------

@@ -1,5 +1,5 @@
 """The CLI as people use it: `ethdaq --version`, --json on every ctl action that changes the
-board, `ctl stop` with no run going, `recv` that got nothing."""
+board, `ctl stop` with no run going, `recv` that got nothing, an action's option given to another."""
 
 import json
 import re
@@ -50,3 +50,55 @@ def test_json_is_one_document_on_stdout_for_actions_that_change_the_board(args, 
         board.close()
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout) == expected
+
+
+def _ctl_owned_options():
+    """[(option, the ctl action whose group holds it)] from the real parser."""
+    from ethdaq.soc import cli
+    ctl = cli.make_parser()._subparsers._group_actions[0].choices["ctl"]
+    return [(a.option_strings[0], g.title.split()[0]) for g in ctl._action_groups
+            if g.title.split()[0] in cli.CTL_ACTIONS for a in g._group_actions]
+
+
+# A value each option takes, to give it on the command line.
+OPTION_VALUES = {"--dst-ip": "192.168.1.10", "--dst-port": "5000", "--payload": "1024", "--enable": "0x3",
+                 "--dst-mac": "02:00:00:00:00:01", "--backpressure": "0x1", "--gap": "10", "--flush": "1ms",
+                 "--mode": "ramp", "--rate": "0.001", "--seed": "3", "--lease": "30", "--to": "192.168.1.10:9100",
+                 "--to-mac": "02:00:00:00:00:01", "--from-port": "9101", "--data": "x", "--in": "10ms",
+                 "--at": "5.0", "--period": "1ms", "--count": "3", "--guard": "100", "--wait": "5",
+                 "--csr": "csr.json"}
+
+
+def test_every_action_option_is_known_to_the_test_and_every_action_has_some():
+    owned = _ctl_owned_options()
+    assert {o for o, _ in owned} - {"--no-wait", "--nonzero"} == set(OPTION_VALUES)
+    assert {a for _, a in owned} == {"start", "emulator", "claim", "launch", "reboot", "regs", "rx"}
+
+
+@pytest.mark.parametrize("option, owner", _ctl_owned_options())
+def test_an_actions_option_given_to_another_action_is_one_line_naming_its_action(option, owner):
+    """Nothing is sent (no board answers at 127.0.0.1:9, and the error comes first)."""
+    value = [OPTION_VALUES[option]] if option in OPTION_VALUES else []
+    other = "identify" if owner != "identify" else "status"
+    r = run("ctl", other, option, *value, "--ip", "127.0.0.1", "--port", "9", "--timeout", "0.1")
+    assert r.returncode == 2 and r.stdout == "", r.stderr
+    assert r.stderr.splitlines() == [f"Error: {option} is for ethdaq ctl {owner}, not {other} "
+                                     f"(see 'ethdaq ctl --help')"]
+
+
+@pytest.mark.parametrize("words", [["stop", "--payload", "100"], ["identify", "--rate", "0.1"],
+                                   ["config", "set", "payload=1024", "--mode", "ramp"], ["start", "--lease", "5"]])
+def test_the_issues_examples_of_a_misplaced_option_are_refused(words):
+    r = run("ctl", *words, "--ip", "127.0.0.1", "--port", "9", "--timeout", "0.1")
+    assert r.returncode == 2 and len(r.stderr.splitlines()) == 1 and f"{words[-2]} is for ethdaq ctl" in r.stderr
+
+
+def test_each_option_parses_with_its_own_action_before_or_after_the_actions_words():
+    from ethdaq.soc import cli
+    for option, owner in _ctl_owned_options():
+        value = [OPTION_VALUES[option]] if option in OPTION_VALUES else []
+        words = ["arm"] if owner == "launch" else []
+        for argv in (["ctl", owner, *words, option, *value, "--ip", "1.2.3.4"],
+                     ["ctl", option, *value, owner, *words, "--ip", "1.2.3.4"]):
+            args = cli.make_parser().parse_args(argv)
+            assert args.action == owner, argv

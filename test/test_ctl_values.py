@@ -195,10 +195,11 @@ def identify_answer(req):
 
 
 def fake_board(requests, link_speed=1000, emulator_mode=1, emulator_rate=2**30, payload=1472, enable=0xF,
-               start_error=None, running=0, run=0, ptp=False):
+               start_error=None, running=0, run=0, ptp=False, start_refusal=None):
     """A board on loopback answering IDENTIFY, CONFIG_GET, STATUS (run `run`), EMULATOR,
     STREAM_START (run 7), STREAM_STOP (run 7), CLAIM (granted), RELEASE and, if `ptp`, PTP_STATUS
-    (every field 0)."""
+    (every field 0). start_error refuses STREAM_START with that code, and with the reason
+    start_refusal (a protocol.Refusal) if given."""
     ident = IDENTITY
     config = [0, bytes(6), 0, 5000, payload, enable, 0, 0, bytes(6), 0, emulator_mode, emulator_rate, 1,
               0, 0, 0, 0, 1, 0, 128, 128]
@@ -219,7 +220,7 @@ def fake_board(requests, link_speed=1000, emulator_mode=1, emulator_rate=2**30, 
         if kind == protocol.MSG_PTP_STATUS and ptp:
             return head + protocol.PTP_STATUS_RSP.pack(*ptp_status)
         if kind == protocol.MSG_STREAM_START and start_error:
-            return protocol.pack_header(protocol.MSG_ERROR_RSP, seq) + bytes([start_error])
+            return protocol.pack_error_response(seq, start_error, start_refusal)
         if kind == protocol.MSG_STREAM_START:
             return head + protocol.STREAM_START_RSP.pack(7, 0x7F000001)
         if kind == protocol.MSG_STREAM_STOP:
@@ -296,6 +297,16 @@ def test_config_set_of_a_payload_or_mask_past_the_board_names_the_boards_range_a
     assert_one_line_error(r, "payload must be from 64 to 8954 on this board (4 channels, max payload 8954), not 9000")
     assert_one_line_error(r2, "enable must be from 0x1 to 0xf on this board (4 channels, max payload 8954), not 0x10")
     assert [req[3] for req in board.seen] == [protocol.MSG_IDENTIFY] * 2
+
+
+def test_a_boards_refusal_with_a_reason_is_the_one_line_it_says():
+    refusal = protocol.Refusal(protocol.REFUSAL_FIELD_CODES["payload"], 1472, protocol.MIN_PAYLOAD, 1400)
+    board = fake_board(3, start_error=protocol.ERR_BAD_VALUE, start_refusal=refusal)
+    try:
+        r = run("ctl", "start", "--ip", "127.0.0.1", "--port", str(board.port))
+    finally:
+        board.close()
+    assert_one_line_error(r, "board refused the request: payload 1472 out of range 64..1400")
 
 
 def test_a_boards_value_refusal_names_the_fields_and_the_ranges_it_takes():

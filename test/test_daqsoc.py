@@ -1,5 +1,6 @@
 """DAQSoC options checked at elaboration (no build): the Etherbone debug option is absent unless
-asked for, and when asked for it is on the bus, announced, and cannot take a port in use."""
+asked for, and when asked for it is on the bus, announced, and cannot take a port in use; the
+console's full PTP line as a build option."""
 
 import logging
 
@@ -180,3 +181,14 @@ def test_cutting_a_connection_that_is_not_there_is_an_error():
     m.comb += a.connect(b, omit={"last"})
     with pytest.raises(ValueError, match="no longer wires it"):
         cut_connection(m, a, b, stream.PipeReady([("data", 8)]))
+
+
+def test_the_full_periodic_ptp_line_is_a_build_option_from_the_cli_to_the_firmware():
+    """--ptp-status-full reaches DAQSoC and the firmware's ETHDAQ_PTP_STATUS_FULL (test_network's
+    board, built with it, shows what the console then prints); without it the constant is 0."""
+    from ethdaq.soc import cli
+    args = lambda *more: cli.make_parser().parse_args(["build", "--board", "sim", *more])  # noqa: E731
+    assert cli._soc_kwargs(args("--ptp-status-full"))["ptp_status_full"] is True
+    assert cli._soc_kwargs(args())["ptp_status_full"] is False
+    assert DAQSoC(get_board("sim"), ptp_status_full=True).constants["ETHDAQ_PTP_STATUS_FULL"] == 1
+    assert DAQSoC(get_board("sim")).constants["ETHDAQ_PTP_STATUS_FULL"] == 0

@@ -299,6 +299,9 @@ def response(payload, port=CLIENT_PORT):
                  protocol.MSG_RELEASE | R: [], protocol.MSG_REBOOT | R: ["rebooting", "boots"],
                  protocol.MSG_PROBE_CLEAR | R: []}[msg_type]
         fields = dict(zip(names, body if isinstance(body, tuple) else [body]))
+        if isinstance(body, protocol.ErrorCode) and body.refusal:  # The reason, as the dissector names it.
+            r = body.refusal
+            fields.update(field=r.field, value=r.value, min=r.lo, max=r.hi)
     return dict(from_board(payload, port), fields=fields)
 
 
@@ -369,6 +372,9 @@ CTL_GOOD = [
     response(P.pack_header(P.MSG_PROBE_CLEAR | R, 25)),
     response(RX_STATS_RSP),
     response(P.pack_header(P.MSG_ERROR_RSP, 16) + bytes([P.ERR_BUSY])),
+    response(P.pack_error_response(36, P.ERR_BAD_VALUE, P.Refusal(P.REFUSAL_FIELD_CODES["payload"], 9000, 64, 8954))),
+    response(P.pack_error_response(37, P.ERR_BAD_VALUE, P.Refusal(P.REFUSAL_FIELD_CODES["ptp_log_sync"], -11, -10, 6))),
+    response(P.pack_error_response(38, P.ERR_BAD_VALUE, P.Refusal(P.REFUSAL_FIELD_CODES["enable"], 0x13, 1, 0xF))),
     response(P.pack_header(P.MSG_CLAIM | R, 17) + P.CLAIM_RSP.pack(0, 0xC0A80164, 29000)),
     response(P.pack_header(P.MSG_RELEASE | R, 18)),
     response(P.pack_header(P.MSG_REBOOT | R, 20) + P.REBOOT_RSP.pack(1, 3)),
@@ -390,6 +396,7 @@ CTL_BAD = [  # (datagram, expert); protocol.parse_response refuses the responses
     (from_board(IDENT_RSP + b"zz"), "bad_length"),  # Trailing bytes.
     (from_board(IDENT_RSP[:P.HEADER.size + P.IDENTIFY_FIXED.size - 1]), "bad_length"),  # No room for the strings.
     (from_board(P.pack_header(P.MSG_ERROR_RSP, 1)), "bad_length"),  # No error code.
+    (from_board(P.pack_error_response(1, P.ERR_BAD_VALUE, P.Refusal(1, 9000, 64, 8954))[:-1]), "bad_length"),  # A reason cut short.
     (from_board(RX_STATS_RSP[:-1]), "bad_length"),                  # The last record cut short.
     (from_board(RX_STATS_RSP + bytes(9)), "bad_length"),            # A record more than the count says.
     (from_board(P.pack_header(P.MSG_RX_STATS | R, 32)), "bad_length"),  # No count.
@@ -401,6 +408,8 @@ CTL_BAD = [  # (datagram, expert); protocol.parse_response refuses the responses
 CTL_BODY_FIELDS = sorted({f"ethdaqctl.{name.lower()}.{field}"
                           for name, body, strings in dissector.ctl_messages().values()
                           for field in [b[0] for b in body] + strings}
+                         | {f"ethdaqctl.{dissector.ctl_messages()[t][0].lower()}.{field}"
+                            for t, fields in dissector.ctl_optional().items() for field, _, _ in fields}
                          | {f"ethdaqctl.{dissector.ctl_messages()[t][0].lower()}.{field}"
                             for t, (_, _, names, other) in dissector.ctl_records().items()
                             for field in [*names.values(), other]})
@@ -421,7 +430,7 @@ def ctl_decoded(tmp_path_factory):
 
 
 def test_every_control_message_type_has_a_good_case():
-    assert sorted(c["payload"][3] for c in CTL_GOOD) == sorted(dissector.ctl_messages())
+    assert sorted({c["payload"][3] for c in CTL_GOOD}) == sorted(dissector.ctl_messages())
 
 
 def ctl_value(name, value):
@@ -451,8 +460,9 @@ def test_good_control_messages_decode_field_by_field(ctl_decoded, i):
         assert (int(got[field], 0) if isinstance(want, int) else got[field]) == want, field
     info = one(p, "_ws.col.Info")
     assert info.startswith(f"{name}, Seq {seq}") and "[" not in info
-    if msg_type == protocol.MSG_ERROR_RSP:
-        assert info.endswith(protocol.ERROR_NAMES[c["fields"]["code"]])
+    if msg_type == protocol.MSG_ERROR_RSP:  # The code's meaning, then the reason as the host says it.
+        code = protocol.parse_response(c["payload"])[2]
+        assert info.endswith(protocol.ERROR_NAMES[code] + (f": {code.describe()}" if code.refusal else ""))
     assert not [k for k in p if k.startswith(("_ws.expert", "_ws.malformed"))]
 
 

@@ -33,10 +33,11 @@ def board():
     # Built by the CLI in its own process, as a user would: LiteX's generated names depend on
     # what else the process has elaborated, so an in-process build could differ from the CLI's.
     # With the receive classifier and frame gate (--fasttrack-port), so every test here also
-    # runs through them, and with the latency probes (--with-probes).
+    # runs through them, and with the latency probes (--with-probes). Its console's periodic PTP
+    # line has the full status line after it (--ptp-status-full).
     r = subprocess.run(ethdaq_cmd("build", "--board", "sim", "--ip", BOARD_IP, "--mac", MAC, "--ctl-port",
                                   str(CTL_PORT), "--pin-probe", "--fasttrack-port", str(FASTTRACK_PORT),
-                                  "--with-probes", "--output-dir", str(REPO / "build" / "test-sim")),
+                                  "--with-probes", "--ptp-status-full", "--output-dir", str(REPO / "build" / "test-sim")),
                        capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stdout + r.stderr
     # The tap name and host address are run-time settings of the simulation modules.
@@ -166,7 +167,7 @@ def test_sim_command_stops_cleanly_on_sigterm_and_removes_its_namespace():
     built = binary.stat().st_mtime_ns
     proc = subprocess.Popen(ethdaq_cmd("sim", "--netns", ns, "--tap", TAP, "--ip", BOARD_IP, "--host-ip", HOST_IP,
                                        "--mac", MAC, "--ctl-port", str(CTL_PORT), "--pin-probe",
-                                       "--fasttrack-port", str(FASTTRACK_PORT), "--with-probes",
+                                       "--fasttrack-port", str(FASTTRACK_PORT), "--with-probes", "--ptp-status-full",
                                        "--output-dir", str(REPO / "build" / "test-sim")),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
@@ -583,6 +584,43 @@ print(json.dumps(out))
     assert out["other_claim_after_release"][:2] == [True, second]
 
 
+def test_the_boards_refusal_names_the_field_the_value_and_its_range(board):
+    """Requests past the board's limits, built by hand so the host's own range checks do not stop
+    them first: the real firmware refuses each with the field, the value and the range it takes
+    there (payload to its IDENTIFY max_payload, the channel mask to its channels), and the host
+    says so."""
+    code = f"""
+import json
+from ethdaq.host import protocol as P
+from ethdaq.host.ctl import ControlClient, ControlRefused
+out = {{}}
+with ControlClient({BOARD_IP!r}, {CTL_PORT}) as ctl:
+    ident = ctl.identify()
+    out["ident"] = [ident.max_payload, ident.nchannels]
+    start = lambda **f: (lambda seq: P.pack_header(P.MSG_STREAM_START, seq) + P.STREAM_START.pack(
+        *dict(dict(dst_ip=0, dst_port=5000, payload=1472, enable=1, backpressure=0, gap=0, dst_mac=bytes(6),
+                   flush=0), **f).values()))
+    emulator = lambda seq: P.pack_header(P.MSG_EMULATOR, seq) + P.EMULATOR.pack(P.field_range("emulator_mode")[1] + 1, 1, 1)
+    config = lambda seq: P.pack_header(P.MSG_CONFIG_SET, seq) + P.CONFIG_SET.pack(
+        1 << P.CONFIG_FIELDS.index("ptp_log_sync"), 0, bytes(6), 0, 0, 0, 0, 0, 0, bytes(6), 0, 0, 0, 0, 0, 0, 0,
+        P.PTP_LOG_MAX + 1, 0, 0, 0, 0)
+    for name, fn in [("payload", start(payload=ident.max_payload + 1)), ("enable", start(enable=1 << ident.nchannels)),
+                     ("emulator", emulator), ("config", config)]:
+        msg_type, _, body = ctl.request(fn)
+        out[name] = [msg_type, str(ControlRefused(body))]
+    ctl.release()
+print(json.dumps(out))
+"""
+    out = json.loads(ns_python(board, code))
+    max_payload, nchannels = out["ident"]
+    prefix = "board refused the request: "
+    assert out["payload"] == [protocol.MSG_ERROR_RSP, f"{prefix}payload {max_payload + 1} out of range 64..{max_payload}"]
+    assert out["enable"] == [protocol.MSG_ERROR_RSP,
+                             f"{prefix}enable 0x{1 << nchannels:x} out of range 0x1..0x{(1 << nchannels) - 1:x}"]
+    assert out["emulator"] == [protocol.MSG_ERROR_RSP, f"{prefix}emulator_mode 4 out of range 0..3"]
+    assert out["config"] == [protocol.MSG_ERROR_RSP, f"{prefix}ptp_log_sync 7 out of range -10..6"]
+
+
 def test_ptp_status_over_the_control_protocol(board):
     """`ethdaq ctl ptp`: the firmware's PTP port as the protocol carries it. Alone on the link the
     board's clock becomes master (after the Announce receipt timeout)."""
@@ -598,6 +636,38 @@ def test_ptp_status_over_the_control_protocol(board):
     eui64 = MAC.replace(":", "")[:6] + "fffe" + MAC.replace(":", "")[6:]
     assert p["clock_identity"] == p["gm_identity"] == eui64 and p["steps_removed"] == 0
     assert p["hw_rx_overflows"] == p["hw_tx_overflows"] == p["faults"] == 0
+
+
+PTP_SHORT = re.compile(r"^ptp: (\w+) (UNLOCKED|JUMP|LOCKED) offset=-?\d+ delay=-?\d+ freq=-?\d+\.\d{3} ppb$")
+
+
+def test_the_console_shows_each_ptp_state_change_in_full_and_a_short_periodic_line(board):
+    """Each change of the PTP port's state: `ptp: state A -> B`, then the full status line (every
+    counter). Periodically the short line (state, servo, offset, path delay, frequency); this
+    board is built --ptp-status-full, so the full line follows it too. No line announces a change
+    to the same state."""
+    deadline = time.monotonic() + 120
+    while True:
+        # The PTP lines alone (the firmware prints each pair at once; the simulator's fast-track
+        # probe lines, printed at once too, can land between or inside them).
+        text = re.sub(r"\r?probe: fasttrack [^\n]*\n", "", console_text(board))
+        lines = [line.strip() for line in text.splitlines() if line.strip().startswith("ptp")]
+        changes = [i for i, line in enumerate(lines) if re.fullmatch(r"ptp: state \S+ -> \S+", line)]
+        short = [i for i, line in enumerate(lines) if PTP_SHORT.match(line)]
+        if (changes and len([i for i in short if i > changes[0]]) >= 3) or time.monotonic() > deadline:
+            break
+        time.sleep(2)
+    assert changes and len(short) >= 3, "\n".join(line for line in lines if line.startswith("ptp"))
+
+    def full_state(i):
+        m = re.match(r"ptp: state=(\S+) .*\bsteps=\d+ .*\bconsole_dropped=\d+$", lines[i]) if i < len(lines) else None
+        return m and m.group(1)
+    for i in changes:
+        before, after = re.fullmatch(r"ptp: state (\S+) -> (\S+)", lines[i]).groups()
+        assert before != after and full_state(i + 1) == after, lines[i:i + 2]
+    for i in short[:-1]:   # The last one's full line may still be on its way.
+        assert full_state(i + 1) == PTP_SHORT.match(lines[i]).group(1), lines[i:i + 2]
+    assert all(len(lines[i]) < 100 for i in short)
 
 
 def test_each_request_gets_one_reply_at_the_pins_within_10_ms(board):

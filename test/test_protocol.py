@@ -148,6 +148,37 @@ def test_stream_start_out_of_range_values_are_refused_before_touching_the_board(
     rsp, cnt = ctl_host(protocol.stream_start_request(12, **kwargs))
     assert protocol.parse_response(rsp, expect_seq=12) == (protocol.MSG_ERROR_RSP, 12, protocol.ERR_BAD_VALUE)
     assert cnt["calls"] == [] and cnt["refused"] == 1
+    # The reason names the field, the value sent and the range; the board's range is the one the
+    # host derives from the protocol's table and the board's IDENTIFY.
+    (name, value), = kwargs.items()
+    refusal = protocol.parse_response(rsp)[2].refusal
+    assert (refusal.name, refusal.value) == (name, value)
+    assert (refusal.lo, refusal.hi) == ((0, 0xFFFFFFFE) if name == "dst_ip" else protocol.board_field_range(name, IDENTITY))
+
+
+def test_error_replies_with_and_without_a_reason_round_trip():
+    reason = protocol.Refusal(protocol.REFUSAL_FIELD_CODES["payload"], 9000, protocol.MIN_PAYLOAD, 8954)
+    long = protocol.pack_error_response(5, protocol.ERR_BAD_VALUE, reason)
+    assert len(long) == protocol.HEADER.size + 1 + protocol.REFUSAL.size
+    assert long[protocol.HEADER.size:] == bytes([4, 1]) + (9000).to_bytes(8, "big") + (64).to_bytes(8, "big") \
+        + (8954).to_bytes(8, "big")
+    _, _, body = protocol.parse_response(long, expect_seq=5)
+    assert body == protocol.ERR_BAD_VALUE and body.refusal == reason
+    assert body.describe() == "payload 9000 out of range 64..8954"
+    short = protocol.pack_error_response(6, protocol.ERR_BUSY)
+    assert short == protocol.pack_header(protocol.MSG_ERROR_RSP, 6) + bytes([protocol.ERR_BUSY])
+    _, _, body = protocol.parse_response(short)
+    assert body == protocol.ERR_BUSY and body.refusal is None
+    assert body.describe() == protocol.ERROR_NAMES[protocol.ERR_BUSY]
+    negative = protocol.Refusal(protocol.REFUSAL_FIELD_CODES["ptp_log_sync"], -11, protocol.PTP_LOG_MIN, protocol.PTP_LOG_MAX)
+    body = protocol.parse_response(protocol.pack_error_response(7, protocol.ERR_BAD_VALUE, negative))[2]
+    assert body.describe() == "ptp_log_sync -11 out of range -10..6"
+    mask = protocol.Refusal(protocol.REFUSAL_FIELD_CODES["enable"], 0x13, 1, 0xF)
+    assert mask.describe() == "enable 0x13 out of range 0x1..0xf"
+    for cut in (1, protocol.REFUSAL.size - 1):
+        with pytest.raises(protocol.ProtocolError, match="error response must be 9 or 34 bytes"):
+            protocol.parse_response(long[:-cut])
+    assert protocol.Refusal(0x7F, 1, 2, 3).describe() == "field 0x7F 1 out of range 2..3"  # A later firmware's field.
 
 
 def test_board_refusal_is_passed_on(ctl_host):
@@ -214,6 +245,10 @@ def test_launch_out_of_range_values_are_refused_before_touching_the_board(ctl_ho
     rsp, cnt = ctl_host(_launch_raw(**fields))
     assert protocol.parse_response(rsp, expect_seq=9)[2] == protocol.ERR_BAD_VALUE
     assert cnt["calls"] == [] and cnt["refused"] == 1
+    (name, value), = fields.items()
+    refusal = protocol.parse_response(rsp)[2].refusal
+    assert refusal.name == {"op": "launch_op", "flags": "launch_flags"}.get(name, name) and refusal.value == value
+    assert not refusal.lo <= value <= refusal.hi
     # The Python builder refuses them too.
     with pytest.raises(protocol.ProtocolError):
         if "frame_len" in fields:
@@ -343,6 +378,9 @@ def test_register_requests_out_of_shape_are_refused_before_the_board_sees_them(c
     body = protocol.pack_header(protocol.MSG_REG_READ, 18) + protocol.REG_READ.pack(offset, count)
     rsp, cnt = ctl_host(body)
     assert protocol.parse_response(rsp, expect_seq=18)[2] == protocol.ERR_BAD_VALUE and cnt["calls"] == []
+    refusal = protocol.parse_response(rsp)[2].refusal   # An offset's alignment is no range: no reason.
+    assert (refusal and (refusal.name, refusal.value, refusal.lo, refusal.hi)) == (
+        None if count == 1 else ("reg_count", count, 1, protocol.REG_MAX_WORDS))
     with pytest.raises(protocol.ProtocolError):
         protocol.reg_read_request(18, offset, count)
 
@@ -666,6 +704,7 @@ def test_each_accepted_request_renews_the_lease_and_claim_checks_its_length(ctl_
     ], times=[0, 4000, 8000, 8000, 8000])
     assert error_of(answers[2], 1) == protocol.ERR_NOT_CONTROLLER
     assert error_of(answers[3], 3) == protocol.ERR_BAD_VALUE
+    assert error_of(answers[3], 3).describe() == f"lease_s {protocol.MAX_LEASE_S + 1} out of range 0..{protocol.MAX_LEASE_S} (0: the default)"
     assert protocol.parse_response(answers[4], expect_seq=4)[2] == (1, CONTROLLER[0], protocol.MAX_LEASE_S * 1000)
 
 
@@ -796,6 +835,11 @@ def test_config_set_checks_everything_before_applying_anything(ctl_session):
     ])
     codes = [error_of(a, s) for a, s in zip(answers[:7], range(1, 8))]
     assert codes == [protocol.ERR_BAD_VALUE] * 5 + [protocol.ERR_UNSUPPORTED] + [protocol.ERR_BAD_VALUE]
+    reasons = [c.refusal and c.refusal.describe() for c in codes]
+    assert reasons == ["ptp_log_sync 7 out of range -10..6", "enable 0x10 out of range 0x1..0xf",
+                       "payload 63 out of range 64..8972", "emulator_mode 4 out of range 0..3",
+                       None, None,  # An address is no range; a fixed field is unsupported.
+                       f"config_mask 0x{1 << len(protocol.CONFIG_FIELDS):x} out of range 0x0..0x{(1 << len(protocol.CONFIG_FIELDS)) - 1:x}"]
     c = config_of(answers[7], 8)
     assert (c.payload, c.ptp_log_sync, c.enable, c.emulator_mode) == (1472, 0, 0x0F, 0)
     assert calls == [] and cnt["refused"] == 7
@@ -971,7 +1015,7 @@ def test_cmocka_unit_tests_of_the_handler(ctl_host, repo, tmp_path):
                     str(repo / "test/c/ctl_unit.c"), "-lcmocka", "-o", str(exe)], check=True)
     r = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "[  PASSED  ] 9 test(s)." in r.stdout + r.stderr
+    assert "[  PASSED  ] 10 test(s)." in r.stdout + r.stderr
 
 
 def test_the_launch_frame_builder_makes_frames_scapy_and_its_checksum_agree_with():

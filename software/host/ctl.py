@@ -316,6 +316,11 @@ def discover(broadcast="255.255.255.255", port=7000, timeout=1.0, tries=3, bind=
 
 
 class ControlRefused(RuntimeError):
+    """The board's ERROR_RSP: code, and refusal (a protocol.Refusal: the field, the value and its
+    range) when the board said why."""
+
     def __init__(self, code):
-        self.code = code
-        super().__init__(f"board refused the request: {protocol.ERROR_NAMES.get(code, f'error {code}')}")
+        body = code if isinstance(code, protocol.ErrorCode) else protocol.ErrorCode(code)
+        self.code = int(body)
+        self.refusal = body.refusal
+        super().__init__(f"board refused the request: {body.describe()}")

@@ -241,10 +241,12 @@ _CLAIM_RSP_NAMES = ["granted", "controller_ip", "lease_ms"]
 _REBOOT_RSP_NAMES = ["rebooting", "boots"]
 _LAUNCH_NAMES = ["launch_op", "launch_flags", "sec", "ns", "period", "count", "guard", "frame_len", "frame"]
 _REG_WORDS_NAMES = ["reg_offset", "reg_count", *(f"reg_word{i}" for i in range(protocol.REG_MAX_WORDS))]
-_CTL_ERROR_BODY = [("code", 1, "B")]  # MSG_ERROR_RSP's payload: the error code, u8.
+_CTL_ERROR_BODY = [("code", 1, "B")]  # MSG_ERROR_RSP's payload: the error code, u8 (ERROR_CODE).
+_REFUSAL_NAMES = ["field", "value", "min", "max"]  # REFUSAL: ERROR_RSP's reason, when it has one.
 _CTL_HEX = {"magic", "type", "enable", "backpressure", "dst_flags", "time_flags", "capabilities", "launch_flags"}
 _CTL_BITS = {"dst_flags": "DST_"}     # Flag fields: protocol.py's constants with this prefix.
 _CTL_VALUES = {"mode": {v: k for k, v in protocol.EMULATOR_MODES.items()}, "code": protocol.ERROR_NAMES,
+               "field": protocol.REFUSAL_FIELD_NAMES,
                "state": protocol.PTP_STATES, "servo_state": protocol.SERVO_STATES, "role": protocol.PTP_ROLES,
                "launch_op": {protocol.LAUNCH_STOP: "stop", protocol.LAUNCH_ARM: "arm", protocol.LAUNCH_QUERY: "query"}}
 
@@ -333,6 +335,12 @@ def ctl_records():
     return {P.MSG_RX_STATS | P.RESPONSE: (P.RX_STATS_MAX, P.RX_STATS_RECORD.size, names, "other")}
 
 
+def ctl_optional():
+    """{type: [(field, count, struct code)]}: fields at the end of a message that a datagram holds
+    all of or none of: ERROR_RSP's reason (REFUSAL)."""
+    return {protocol.MSG_ERROR_RSP: _struct_fields(protocol.REFUSAL, _REFUSAL_NAMES)}
+
+
 def _lua_table(mapping, hex_keys=False):
     key = "[0x{:02X}]" if hex_keys else "[{}]"
     return "{ " + ", ".join(f"{key.format(k)} = {_lua_str(v)}" for k, v in sorted(mapping.items())) + " }"
@@ -376,6 +384,11 @@ def _lua_ctl():
            f"local CTL_PORT = {CTL_PORT}",
            f"local CTL_MSG_ERROR_RSP = 0x{P.MSG_ERROR_RSP:02X}",
            f"local CTL_ERROR_NAMES = {_lua_table(P.ERROR_NAMES)}",
+           "-- ERROR_RSP's reason (REFUSAL): field names, what else a field takes, fields shown in hex.",
+           f"local CTL_REFUSAL_NAMES = {_lua_table(P.REFUSAL_FIELD_NAMES)}",
+           "local CTL_REFUSAL_NOTES = { " + ", ".join(f"[{_lua_str(name)}] = {_lua_str(note)}"
+                                                     for _, name, note in P.REFUSAL_FIELDS if note) + " }",
+           "local CTL_REFUSAL_HEX = { " + ", ".join(f"[{_lua_str(name)}] = true" for name in P.REFUSAL_HEX) + " }",
            "",
            "local CTL_HEADER = {"]
     offset = 0
@@ -385,6 +398,7 @@ def _lua_ctl():
     out += ["}", "local cf = {}"]
     messages = ctl_messages()
     records = ctl_records()
+    optional = ctl_optional()
     type_names = {t: name for t, (name, _, _) in messages.items()}
     for name, count, code in header:
         values = _lua_table(type_names, hex_keys=True) if name == "type" else "nil"
@@ -406,7 +420,13 @@ def _lua_ctl():
         out.append(f"    [0x{t:02X}] = {{ name = {_lua_str(msg)}, fields = {{" + ("" if body else "},")
                    + (" strings = {} }," if not body and not strings and t not in records else ""))
         out += [f"        {line}," for line in fields[:len(body)]]
-        if body:
+        if body and t in optional:
+            out.append("    }, strings = {}, optional = {")
+            for name, count, code in optional[t]:
+                abbr = f"ethdaqctl.{msg.lower()}.{name}"
+                out.append(f"        {{ f = {_lua_ctl_field(abbr, name, count, code)}, size = {_size(count, code)} }},")
+            out.append("    } },")
+        elif body:
             out.append("    }," + (" strings = {} }," if not strings and t not in records else ""))
         if strings:
             out.append("    strings = {")
@@ -438,6 +458,7 @@ for _, msg in pairs(CTL_MESSAGES) do
         for _, b in ipairs(fd.bits or {}) do ctl_fields[#ctl_fields + 1] = b end
     end
     for _, sf in ipairs(msg.strings) do ctl_fields[#ctl_fields + 1] = sf end
+    for _, fd in ipairs(msg.optional or {}) do ctl_fields[#ctl_fields + 1] = fd.f end
     if msg.records then
         for _, rf in pairs(msg.records.known) do ctl_fields[#ctl_fields + 1] = rf end
         ctl_fields[#ctl_fields + 1] = msg.records.other
@@ -457,6 +478,20 @@ ethdaqctl.experts = { ce.short, ce.bad_magic, ce.bad_version, ce.bad_type, ce.ba
 
 ethdaqctl.prefs.port = Pref.uint("UDP port", CTL_PORT,
     "UDP port of the board's control protocol (0: none). On other ports the heuristic dissector recognises the header (magic, version, known type).")
+
+-- ERROR_RSP's reason at off (REFUSAL), as the host says it: "payload 9000 out of range 64..8954".
+local function refusal_text(tvb, off)
+    local code = tvb(off, 1):uint()
+    local name = CTL_REFUSAL_NAMES[code] or string.format("field 0x%02X", code)
+    local function show(at)
+        local x = tvb(at, 8):int64()
+        local n = x:tonumber()
+        if CTL_REFUSAL_HEX[name] and n >= 0 and n < 2^53 then return string.format("0x%x", n) end
+        return tostring(x)
+    end
+    return string.format("%s %s out of range %s..%s%s", name, show(off + 1), show(off + 9), show(off + 17),
+                         CTL_REFUSAL_NOTES[name] or "")
+end
 
 local function ctl_dissect(tvb, pinfo, tree)
     local caplen = tvb:len()
@@ -538,7 +573,19 @@ local function ctl_dissect(tvb, pinfo, tree)
                 end
             end
         elseif #msg.strings == 0 then
-            if length ~= off then
+            local opt = 0
+            for _, fd in ipairs(msg.optional or {}) do opt = opt + fd.size end
+            if opt > 0 and length == off + opt then
+                if length <= caplen then
+                    if v.type == CTL_MSG_ERROR_RSP then info = info .. ": " .. refusal_text(tvb, off) end
+                    for _, fd in ipairs(msg.optional) do
+                        t:add(fd.f, tvb(off, fd.size))
+                        off = off + fd.size
+                    end
+                end
+            elseif opt > 0 and length ~= off then
+                fail("bad_length", t, "%s must be %d or %d bytes, not %d", name, off, off + opt, length)
+            elseif length ~= off then
                 fail("bad_length", t, "%s must be %d bytes, not %d", name, off, length)
             end
         elseif length < off then

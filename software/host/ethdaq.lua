@@ -211,6 +211,10 @@ local CTL_RESPONSE = 0x80
 local CTL_PORT = 7000
 local CTL_MSG_ERROR_RSP = 0xFF
 local CTL_ERROR_NAMES = { [1] = "bad version", [2] = "unknown message type", [3] = "bad length", [4] = "value out of range", [5] = "busy (a run is going: stop it first)", [6] = "not supported by this build", [7] = "stale sequence number (not executed)", [8] = "another controller holds the board (ethdaq ctl claim shows which)", [9] = "this address is not in the board's allow-list", [10] = "the board needs signed requests (--key-file)", [11] = "authentication failed (wrong key, or an old counter: is this host's clock behind?)" }
+-- ERROR_RSP's reason (REFUSAL): field names, what else a field takes, fields shown in hex.
+local CTL_REFUSAL_NAMES = { [1] = "payload", [2] = "enable", [3] = "backpressure", [4] = "dst_port", [5] = "dst_ip", [6] = "flush", [7] = "emulator_mode", [8] = "ptp_role", [9] = "ptp_log_sync", [10] = "ptp_log_announce", [11] = "ptp_log_delay_req", [12] = "config_mask", [13] = "lease_s", [14] = "launch_op", [15] = "launch_flags", [16] = "sec", [17] = "ns", [18] = "period", [19] = "frame_len", [20] = "rule_index", [21] = "rule_enable", [22] = "rule_action", [23] = "rule_match", [24] = "reg_count" }
+local CTL_REFUSAL_NOTES = { ["dst_ip"] = " (0: the requester)", ["flush"] = ", or 0", ["lease_s"] = " (0: the default)" }
+local CTL_REFUSAL_HEX = { ["enable"] = true, ["backpressure"] = true, ["config_mask"] = true, ["launch_flags"] = true, ["rule_match"] = true, ["dst_ip"] = true }
 
 local CTL_HEADER = {
     { name = "magic", offset = 0, size = 2 },
@@ -780,7 +784,12 @@ local CTL_MESSAGES = {
     }, other = ProtoField.uint64("ethdaqctl.rx_stats_rsp.other", "other", base.DEC, nil, nil, "a code this dissector does not know") } },
     [0xFF] = { name = "ERROR_RSP", fields = {
         { f = ProtoField.uint8("ethdaqctl.error_rsp.code", "code", base.DEC, { [1] = "bad version", [2] = "unknown message type", [3] = "bad length", [4] = "value out of range", [5] = "busy (a run is going: stop it first)", [6] = "not supported by this build", [7] = "stale sequence number (not executed)", [8] = "another controller holds the board (ethdaq ctl claim shows which)", [9] = "this address is not in the board's allow-list", [10] = "the board needs signed requests (--key-file)", [11] = "authentication failed (wrong key, or an old counter: is this host's clock behind?)" }), size = 1, },
-    }, strings = {} },
+    }, strings = {}, optional = {
+        { f = ProtoField.uint8("ethdaqctl.error_rsp.field", "field", base.DEC, { [1] = "payload", [2] = "enable", [3] = "backpressure", [4] = "dst_port", [5] = "dst_ip", [6] = "flush", [7] = "emulator_mode", [8] = "ptp_role", [9] = "ptp_log_sync", [10] = "ptp_log_announce", [11] = "ptp_log_delay_req", [12] = "config_mask", [13] = "lease_s", [14] = "launch_op", [15] = "launch_flags", [16] = "sec", [17] = "ns", [18] = "period", [19] = "frame_len", [20] = "rule_index", [21] = "rule_enable", [22] = "rule_action", [23] = "rule_match", [24] = "reg_count" }), size = 1 },
+        { f = ProtoField.int64("ethdaqctl.error_rsp.value", "value", base.DEC), size = 8 },
+        { f = ProtoField.int64("ethdaqctl.error_rsp.min", "min", base.DEC), size = 8 },
+        { f = ProtoField.int64("ethdaqctl.error_rsp.max", "max", base.DEC), size = 8 },
+    } },
 }
 
 local ethdaqctl = Proto("ethdaqctl", "ethdaq control protocol")
@@ -794,6 +803,7 @@ for _, msg in pairs(CTL_MESSAGES) do
         for _, b in ipairs(fd.bits or {}) do ctl_fields[#ctl_fields + 1] = b end
     end
     for _, sf in ipairs(msg.strings) do ctl_fields[#ctl_fields + 1] = sf end
+    for _, fd in ipairs(msg.optional or {}) do ctl_fields[#ctl_fields + 1] = fd.f end
     if msg.records then
         for _, rf in pairs(msg.records.known) do ctl_fields[#ctl_fields + 1] = rf end
         ctl_fields[#ctl_fields + 1] = msg.records.other
@@ -813,6 +823,20 @@ ethdaqctl.experts = { ce.short, ce.bad_magic, ce.bad_version, ce.bad_type, ce.ba
 
 ethdaqctl.prefs.port = Pref.uint("UDP port", CTL_PORT,
     "UDP port of the board's control protocol (0: none). On other ports the heuristic dissector recognises the header (magic, version, known type).")
+
+-- ERROR_RSP's reason at off (REFUSAL), as the host says it: "payload 9000 out of range 64..8954".
+local function refusal_text(tvb, off)
+    local code = tvb(off, 1):uint()
+    local name = CTL_REFUSAL_NAMES[code] or string.format("field 0x%02X", code)
+    local function show(at)
+        local x = tvb(at, 8):int64()
+        local n = x:tonumber()
+        if CTL_REFUSAL_HEX[name] and n >= 0 and n < 2^53 then return string.format("0x%x", n) end
+        return tostring(x)
+    end
+    return string.format("%s %s out of range %s..%s%s", name, show(off + 1), show(off + 9), show(off + 17),
+                         CTL_REFUSAL_NOTES[name] or "")
+end
 
 local function ctl_dissect(tvb, pinfo, tree)
     local caplen = tvb:len()
@@ -894,7 +918,19 @@ local function ctl_dissect(tvb, pinfo, tree)
                 end
             end
         elseif #msg.strings == 0 then
-            if length ~= off then
+            local opt = 0
+            for _, fd in ipairs(msg.optional or {}) do opt = opt + fd.size end
+            if opt > 0 and length == off + opt then
+                if length <= caplen then
+                    if v.type == CTL_MSG_ERROR_RSP then info = info .. ": " .. refusal_text(tvb, off) end
+                    for _, fd in ipairs(msg.optional) do
+                        t:add(fd.f, tvb(off, fd.size))
+                        off = off + fd.size
+                    end
+                end
+            elseif opt > 0 and length ~= off then
+                fail("bad_length", t, "%s must be %d or %d bytes, not %d", name, off, off + opt, length)
+            elseif length ~= off then
                 fail("bad_length", t, "%s must be %d bytes, not %d", name, off, length)
             end
         elseif length < off then

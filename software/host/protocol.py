@@ -52,7 +52,7 @@ MSG_IDENTIFY_RSP  = MSG_IDENTIFY | RESPONSE
 MSG_ERROR_RSP     = 0xFF
 NS_PER_S          = 10**9
 
-# Error codes carried by MSG_ERROR_RSP (payload: code u8).
+# Error codes carried by MSG_ERROR_RSP (payload: code u8, for ERR_BAD_VALUE possibly a REFUSAL).
 ERR_BAD_VERSION   = 1
 ERR_BAD_TYPE      = 2
 ERR_BAD_LENGTH    = 3
@@ -73,6 +73,45 @@ ERR_NOT_ALLOWED    = 9  # The address is not in the board's allow-list (build op
 # recorded request from being replayed; hosts use their clock in ns.
 ERR_AUTH_REQUIRED  = 10  # A state-changing request without AUTH on a board that has a key.
 ERR_AUTH_FAILED    = 11  # Wrong MAC (another key, or changed on the way), or an old counter.
+# ERROR_RSP's payload: the code (ERROR_CODE), then for ERR_BAD_VALUE, when the board can say why,
+# REFUSAL: the field it refused (REFUSAL_FIELDS), the value it got and the range that field takes
+# there (min, max), all signed 64-bit. An answer of the code alone is a refusal without a reason
+# (the board's drivers' own refusals, and checks that are no range: an address, a port the board
+# needs, an offset's alignment).
+ERROR_CODE = struct.Struct(">B")
+REFUSAL    = struct.Struct(">Bqqq")
+# code, field (CONFIG_FIELDS' names where the field is a setting; others are the request's), and
+# what else the field takes besides the range.
+REFUSAL_FIELDS = (
+    (0x01, "payload",          ""),
+    (0x02, "enable",           ""),
+    (0x03, "backpressure",     ""),
+    (0x04, "dst_port",         ""),
+    (0x05, "dst_ip",           " (0: the requester)"),
+    (0x06, "flush",            ", or 0"),
+    (0x07, "emulator_mode",    ""),
+    (0x08, "ptp_role",         ""),
+    (0x09, "ptp_log_sync",     ""),
+    (0x0A, "ptp_log_announce", ""),
+    (0x0B, "ptp_log_delay_req", ""),
+    (0x0C, "config_mask",      ""),
+    (0x0D, "lease_s",          " (0: the default)"),
+    (0x0E, "launch_op",        ""),
+    (0x0F, "launch_flags",     ""),
+    (0x10, "sec",              ""),
+    (0x11, "ns",               ""),
+    (0x12, "period",           ""),
+    (0x13, "frame_len",        ""),
+    (0x14, "rule_index",       ""),
+    (0x15, "rule_enable",      ""),
+    (0x16, "rule_action",      ""),
+    (0x17, "rule_match",       ""),
+    (0x18, "reg_count",        ""),
+)
+REFUSAL_FIELD_NAMES = {code: name for code, name, _ in REFUSAL_FIELDS}
+REFUSAL_FIELD_CODES = {name: code for code, name, _ in REFUSAL_FIELDS}
+REFUSAL_HEX = ("enable", "backpressure", "config_mask", "launch_flags", "rule_match", "dst_ip")
+assert len(REFUSAL_FIELD_CODES) == len(REFUSAL_FIELDS) == len(REFUSAL_FIELD_NAMES) and 0 not in REFUSAL_FIELD_NAMES
 AUTH           = struct.Struct(">Q32s")
 KEY_MIN, KEY_MAX = 16, 64  # Key bytes.
 ERROR_NAMES = {ERR_BAD_VERSION: "bad version", ERR_BAD_TYPE: "unknown message type",
@@ -436,6 +475,49 @@ def check_field(name, value, ident=None):
 
 class ProtocolError(ValueError):
     pass
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why a board refused a value (REFUSAL): the field, the value it got and the range it takes."""
+    field: int
+    value: int
+    lo: int
+    hi: int
+
+    @property
+    def name(self):
+        return REFUSAL_FIELD_NAMES.get(self.field, f"field 0x{self.field:02X}")
+
+    def describe(self):
+        """'payload 9000 out of range 64..8954'."""
+        shown = (lambda v: f"0x{v:x}") if self.name in REFUSAL_HEX else str
+        also = dict((name, text) for _, name, text in REFUSAL_FIELDS).get(self.name, "")
+        return f"{self.name} {shown(self.value)} out of range {shown(self.lo)}..{shown(self.hi)}{also}"
+
+
+class ErrorCode(int):
+    """ERROR_RSP's body: the error code, an int, with the board's reason (a Refusal) when it gave
+    one, else None."""
+
+    def __new__(cls, code, refusal=None):
+        obj = super().__new__(cls, code)
+        obj.refusal = refusal
+        return obj
+
+    def describe(self):
+        """The code's meaning, or the reason when the board gave one."""
+        if self.refusal is not None:
+            return self.refusal.describe()
+        return ERROR_NAMES.get(int(self), f"error {int(self)}")
+
+
+def pack_error_response(seq, code, refusal=None):
+    """ERROR_RSP: the code, and the reason (a Refusal) if given."""
+    out = pack_header(MSG_ERROR_RSP, seq) + ERROR_CODE.pack(code)
+    if refusal is not None:
+        out += REFUSAL.pack(refusal.field, refusal.value, refusal.lo, refusal.hi)
+    return out
 
 
 @dataclass
@@ -1162,14 +1244,17 @@ def pack_identify_response(seq, identity):
 def parse_response(data, expect_seq=None):
     """Parse a response datagram. Returns (msg_type, seq, body): body is an Identity for
     MSG_IDENTIFY_RSP, a tuple of the response struct's fields for the stream messages, a Status
-    for MSG_STATUS's response, and the error code for MSG_ERROR_RSP."""
+    for MSG_STATUS's response, and the error code (an ErrorCode) for MSG_ERROR_RSP."""
     msg_type, seq = unpack_header(data)
     if expect_seq is not None and seq != expect_seq:
         raise ProtocolError(f"sequence number must be {expect_seq}, not {seq}")
     if msg_type == MSG_ERROR_RSP:
-        if len(data) != HEADER.size + 1:
-            raise ProtocolError(f"error response must be {HEADER.size + 1} bytes, not {len(data)}")
-        return msg_type, seq, data[HEADER.size]
+        short, full = HEADER.size + ERROR_CODE.size, HEADER.size + ERROR_CODE.size + REFUSAL.size
+        if len(data) not in (short, full):
+            raise ProtocolError(f"error response must be {short} or {full} bytes, not {len(data)}")
+        code, = ERROR_CODE.unpack_from(data, HEADER.size)
+        refusal = Refusal(*REFUSAL.unpack_from(data, short)) if len(data) == full else None
+        return msg_type, seq, ErrorCode(code, refusal)
     if msg_type == MSG_RX_STATS | RESPONSE:
         return msg_type, seq, RxStats.unpack(data[HEADER.size:])
     if msg_type == MSG_IDENTIFY_RSP:
@@ -1346,6 +1431,11 @@ def c_header():
         f"#define CTL_AUTH_LEN         {AUTH.size}u",
         f"#define CTL_KEY_MAX          {KEY_MAX}u",
         f"#define CTL_ERR_BAD_VALUE    {ERR_BAD_VALUE}u",
+        f"#define CTL_REFUSAL_SIZE     {REFUSAL.size}u",
+        "/* ERROR_RSP's reason for ERR_BAD_VALUE (protocol.py REFUSAL_FIELDS): the field refused. */",
+        *(f"#define CTL_FIELD_{name.upper():<18} 0x{code:02X}u" for code, name, _ in REFUSAL_FIELDS),
+        f"#define CTL_EMULATOR_MODE_MAX {field_range('emulator_mode')[1]}u",
+        f"#define CTL_PTP_ROLE_MAX     {field_range('ptp_role')[1]}u",
         f"#define CTL_ERR_BUSY         {ERR_BUSY}u",
         f"#define CTL_ERR_UNSUPPORTED  {ERR_UNSUPPORTED}u",
         f"#define CTL_ERR_STALE_SEQ    {ERR_STALE_SEQ}u",

@@ -22,7 +22,8 @@
  *
  * Invariants (abort on violation), besides the sanitizers': the answer fits the buffer; an answer
  * has our magic and version, echoes the request's seq, and is either the request's response type
- * or a 9-byte ERROR_RSP; an RX_STATS answer holds as many records as its count says (at most
+ * or a 9-byte ERROR_RSP, or for ERR_BAD_VALUE one with a reason (a field, and a value outside the
+ * range given, min <= max); an RX_STATS answer holds as many records as its count says (at most
  * CTL_RX_STATS_MAX), codes ascending, and the board is never asked for the handler's own counters;
  * every request moves at least one counter (at most two: an error answer
  * that did not fit also counts no_room); a request answered from the reply cache runs no board
@@ -190,6 +191,31 @@ static int rx_stats_well_formed(const uint8_t *rsp, int n)
 	return 1;
 }
 
+static int64_t get_be64s(const uint8_t *p)
+{
+	uint64_t v = 0;
+	for (int i = 0; i < 8; i++)
+		v = v << 8 | p[i];
+	return (int64_t)v;
+}
+
+/* ERROR_RSP: the code alone, or ERR_BAD_VALUE with its reason (protocol.py REFUSAL): a field, and
+ * a value outside the range min..max. */
+static int error_well_formed(const uint8_t *rsp, int n)
+{
+	const uint8_t *r = rsp + CTL_HEADER_SIZE + 1;
+	int64_t value, lo, hi;
+
+	if (n == (int)CTL_HEADER_SIZE + 1)
+		return 1;
+	if (n != (int)(CTL_HEADER_SIZE + 1 + CTL_REFUSAL_SIZE) || rsp[CTL_HEADER_SIZE] != CTL_ERR_BAD_VALUE || r[0] == 0)
+		return 0;
+	value = get_be64s(r + 1);
+	lo = get_be64s(r + 9);
+	hi = get_be64s(r + 17);
+	return lo <= hi && (value < lo || value > hi);
+}
+
 static uint32_t counter_sum(const struct ctl_counters *c)
 {
 	return c->requests + c->short_drop + c->magic_drop + c->response_drop + c->bad_version +
@@ -290,7 +316,7 @@ static void conversation(const uint8_t *data, size_t size)
 				fail("answer without our header");
 			if (len < CTL_HEADER_SIZE || memcmp(rsp + 4, req + 4, 4) != 0)
 				fail("answer does not echo the request's seq");
-			if (type == CTL_MSG_ERROR_RSP ? n != (int)CTL_HEADER_SIZE + 1 : type != (req[3] | CTL_RESPONSE))
+			if (type == CTL_MSG_ERROR_RSP ? !error_well_formed(rsp, n) : type != (req[3] | CTL_RESPONSE))
 				fail("answer of the wrong type or length");
 			if (type == (CTL_MSG_RX_STATS | CTL_RESPONSE) && !rx_stats_well_formed(rsp, n))
 				fail("RX_STATS answer whose records are not its count's, or not in code order");

@@ -98,11 +98,34 @@ static int handle(struct fixture *f, const uint8_t *req, size_t len, uint32_t ip
 	return ctl_handle(&f->st, &rq, f->rsp, sizeof(f->rsp), &id, &ops);
 }
 
+/* An ERROR_RSP's code: the code alone, or ERR_BAD_VALUE with its reason. */
 static uint8_t error_code(const struct fixture *f, int n)
 {
-	assert_int_equal(n, CTL_HEADER_SIZE + 1);
 	assert_int_equal(f->rsp[3], CTL_MSG_ERROR_RSP);
+	if (n != CTL_HEADER_SIZE + 1) {
+		assert_int_equal(n, CTL_HEADER_SIZE + 1 + CTL_REFUSAL_SIZE);
+		assert_int_equal(f->rsp[8], CTL_ERR_BAD_VALUE);
+	}
 	return f->rsp[8];
+}
+
+static int64_t be64_at(const uint8_t *p)
+{
+	uint64_t v = 0;
+	for (int i = 0; i < 8; i++)
+		v = v << 8 | p[i];
+	return (int64_t)v;
+}
+
+/* The reason of an ERR_BAD_VALUE answer of n bytes: the field, value, min and max. */
+static void assert_refusal(const struct fixture *f, int n, uint8_t field, int64_t value, int64_t lo, int64_t hi)
+{
+	assert_int_equal(error_code(f, n), CTL_ERR_BAD_VALUE);
+	assert_int_equal(n, CTL_HEADER_SIZE + 1 + CTL_REFUSAL_SIZE);
+	assert_int_equal(f->rsp[9], field);
+	assert_int_equal(be64_at(f->rsp + 10), value);
+	assert_int_equal(be64_at(f->rsp + 18), lo);
+	assert_int_equal(be64_at(f->rsp + 26), hi);
 }
 
 /* --- Tests ------------------------------------------------------------------------------------- */
@@ -143,8 +166,26 @@ static void an_out_of_range_payload_is_refused_before_the_board_is_touched(void 
 	uint8_t req[64];
 	size_t len = start_req(req, 3, 63);  /* below CTL_MIN_PAYLOAD; mock_start must not run */
 
-	assert_int_equal(error_code(f, handle(f, req, len, HOST, 40000)), CTL_ERR_BAD_VALUE);
+	assert_refusal(f, handle(f, req, len, HOST, 40000), CTL_FIELD_PAYLOAD, 63, CTL_MIN_PAYLOAD, id.max_payload);
 	assert_int_equal(f->st.cnt.refused, 1);
+	len = start_req(req, 4, 9000);       /* above the board's max_payload */
+	assert_refusal(f, handle(f, req, len, HOST, 40000), CTL_FIELD_PAYLOAD, 9000, CTL_MIN_PAYLOAD, id.max_payload);
+	len = start_req(req, 5, 1472);
+	req[CTL_HEADER_SIZE + 8] = 0x13;     /* channel 4 on a board of four channels */
+	assert_refusal(f, handle(f, req, len, HOST, 40000), CTL_FIELD_ENABLE, 0x13, 1, 0x0F);
+	assert_int_equal(f->st.cnt.refused, 3);
+}
+
+static void an_emulator_mode_past_the_last_is_refused_with_the_modes_range(void **state)
+{
+	struct fixture *f = *state;
+	uint8_t req[64];
+	size_t len = header(req, CTL_MSG_EMULATOR, 6);
+
+	memset(req + len, 0, CTL_EMULATOR_REQ_LENGTH - len);
+	req[len] = CTL_EMULATOR_MODE_MAX + 1;  /* mock_emulator must not run */
+	assert_refusal(f, handle(f, req, CTL_EMULATOR_REQ_LENGTH, HOST, 40000), CTL_FIELD_EMULATOR_MODE,
+		       CTL_EMULATOR_MODE_MAX + 1, 0, CTL_EMULATOR_MODE_MAX);
 }
 
 static void parse_order_is_length_magic_response_version_type_length(void **state)
@@ -272,6 +313,7 @@ int main(void)
 		cmocka_unit_test_setup(a_start_runs_once_with_the_requester_as_default_destination, setup),
 		cmocka_unit_test_setup(a_retransmission_is_answered_without_running_again, setup),
 		cmocka_unit_test_setup(an_out_of_range_payload_is_refused_before_the_board_is_touched, setup),
+		cmocka_unit_test_setup(an_emulator_mode_past_the_last_is_refused_with_the_modes_range, setup),
 		cmocka_unit_test_setup(parse_order_is_length_magic_response_version_type_length, setup),
 		cmocka_unit_test_setup(another_address_cannot_stop_the_controllers_run_until_its_lease_lapses, setup),
 		cmocka_unit_test_setup(with_a_key_only_a_signed_request_with_a_new_counter_runs, setup),

@@ -46,6 +46,12 @@ static void put_be32(struct writer *w, uint32_t v)
 	put_bytes(w, b, 4);
 }
 
+static void put_be64(struct writer *w, uint64_t v)
+{
+	put_be32(w, (uint32_t)(v >> 32));
+	put_be32(w, (uint32_t)v);
+}
+
 static void put_string(struct writer *w, const char *s)
 {
 	size_t n = s ? strlen(s) : 0;
@@ -85,6 +91,42 @@ static int refuse(struct writer *w, uint32_t seq, int code, struct ctl_counters 
 	return error_response(w, seq, (uint8_t)code, cnt);
 }
 
+/* Why a value is refused (protocol.py REFUSAL): the field (CTL_FIELD_*; 0: no reason given), the
+ * value and the range that field takes. */
+struct refusal {
+	uint8_t field;
+	int64_t value, lo, hi;
+};
+
+_Static_assert(CTL_REFUSAL_SIZE == 1 + 3 * 8, "refuse_value follows protocol.py REFUSAL");
+
+/* 1 (r filled) if v is outside lo..hi, else 0. */
+static int out_of(struct refusal *r, uint8_t field, int64_t v, int64_t lo, int64_t hi)
+{
+	if (v >= lo && v <= hi)
+		return 0;
+	r->field = field;
+	r->value = v;
+	r->lo = lo;
+	r->hi = hi;
+	return 1;
+}
+
+/* ERR_BAD_VALUE, with the reason if r has one. */
+static int refuse_value(struct writer *w, uint32_t seq, const struct refusal *r, struct ctl_counters *cnt)
+{
+	cnt->refused++;
+	put_header(w, CTL_MSG_ERROR_RSP, seq);
+	put_u8(w, CTL_ERR_BAD_VALUE);
+	if (r->field != 0) {
+		put_u8(w, r->field);
+		put_be64(w, (uint64_t)r->value);
+		put_be64(w, (uint64_t)r->lo);
+		put_be64(w, (uint64_t)r->hi);
+	}
+	return finish(w, cnt);
+}
+
 static int answered(struct writer *w, struct ctl_counters *cnt)
 {
 	if (!w->overflow)
@@ -105,21 +147,26 @@ static void get_stream_cfg(const uint8_t *p, struct ctl_stream_cfg *cfg)
 	cfg->flush        = get_be32(p + 20);
 }
 
-/* dst_ip 0 stands for the requester of the start (resolved before the board is touched). */
-static int stream_cfg_valid(const struct ctl_stream_cfg *cfg, const struct ctl_identity *id)
+/* 1 if the stream settings are valid, else 0 with the reason in r. dst_ip 0 stands for the
+ * requester of the start (resolved before the board is touched). The channel masks take the
+ * board's channels: a mask of n channels is at most 2^n - 1. */
+static int stream_cfg_valid(const struct ctl_stream_cfg *cfg, const struct ctl_identity *id, struct refusal *r)
 {
-	uint8_t all = (uint8_t)((1u << id->nchannels) - 1u);
+	int64_t all = (int64_t)((1u << id->nchannels) - 1u);
 
-	return cfg->dst_ip != 0xFFFFFFFFu && cfg->dst_port != 0 &&
-	       cfg->payload >= CTL_MIN_PAYLOAD && cfg->payload <= id->max_payload &&
-	       cfg->enable != 0 && !(cfg->enable & (uint8_t)~all) && !(cfg->backpressure & (uint8_t)~all) &&
-	       (cfg->flush == 0 || (cfg->flush >= CTL_FLUSH_MIN_NS && cfg->flush <= CTL_FLUSH_MAX_NS));
+	return !out_of(r, CTL_FIELD_DST_IP, cfg->dst_ip, 0, 0xFFFFFFFEu) &&
+	       !out_of(r, CTL_FIELD_DST_PORT, cfg->dst_port, 1, 0xFFFF) &&
+	       !out_of(r, CTL_FIELD_PAYLOAD, cfg->payload, CTL_MIN_PAYLOAD, id->max_payload) &&
+	       !out_of(r, CTL_FIELD_ENABLE, cfg->enable, 1, all) &&
+	       !out_of(r, CTL_FIELD_BACKPRESSURE, cfg->backpressure, 0, all) &&
+	       (cfg->flush == 0 || !out_of(r, CTL_FIELD_FLUSH, cfg->flush, CTL_FLUSH_MIN_NS, CTL_FLUSH_MAX_NS));
 }
 
 static int stream_start(struct writer *w, const uint8_t *p, uint32_t seq, uint32_t src_ip,
                         const struct ctl_identity *id, const struct ctl_ops *ops, struct ctl_counters *cnt)
 {
 	struct ctl_stream_cfg cfg;
+	struct refusal r = { 0, 0, 0, 0 };
 	uint32_t run = 0;
 	int err;
 
@@ -128,8 +175,8 @@ static int stream_start(struct writer *w, const uint8_t *p, uint32_t seq, uint32
 	get_stream_cfg(p, &cfg);
 	if (cfg.dst_ip == 0)
 		cfg.dst_ip = src_ip;
-	if (cfg.dst_ip == 0 || !stream_cfg_valid(&cfg, id))
-		return refuse(w, seq, CTL_ERR_BAD_VALUE, cnt);
+	if (cfg.dst_ip == 0 || !stream_cfg_valid(&cfg, id, &r))
+		return refuse_value(w, seq, &r, cnt);
 	err = ops->stream_start(&cfg, &run);
 	if (err)
 		return refuse(w, seq, err, cnt);
@@ -155,7 +202,8 @@ _Static_assert(CTL_HEADER_SIZE + CTL_STATUS_RSP_SIZE <= CTL_REPLAY_RSP_MAX &&
 	       CTL_HEADER_SIZE + CTL_CONFIG_SIZE <= CTL_REPLAY_RSP_MAX &&
 	       CTL_HEADER_SIZE + CTL_LAUNCH_RSP_SIZE <= CTL_REPLAY_RSP_MAX &&
 	       CTL_HEADER_SIZE + CTL_RULE_SIZE <= CTL_REPLAY_RSP_MAX &&
-	       CTL_HEADER_SIZE + CTL_REG_WORDS_SIZE <= CTL_REPLAY_RSP_MAX,
+	       CTL_HEADER_SIZE + CTL_REG_WORDS_SIZE <= CTL_REPLAY_RSP_MAX &&
+	       CTL_HEADER_SIZE + 1 + CTL_REFUSAL_SIZE <= CTL_REPLAY_RSP_MAX,
 	       "STATUS or CONFIG do not fit the reply cache (only read-only answers may be too long for it: IDENTIFY's, PTP_STATUS's, STREAMS')");
 
 static struct ctl_replay_entry *replay_find(struct ctl_replay *r, uint32_t ip, uint16_t port)
@@ -409,12 +457,6 @@ int ctl_handle(struct ctl_state *st, const struct ctl_request *rq, uint8_t *rsp,
 	return n;
 }
 
-/* The request's effect and its answer; the request was checked up to its length. */
-static void put_be64(struct writer *w, uint64_t v)
-{
-	put_be32(w, (uint32_t)(v >> 32));
-	put_be32(w, (uint32_t)v);
-}
 
 static int streams(struct writer *w, uint32_t seq, const struct ctl_identity *id, const struct ctl_ops *ops,
 		   struct ctl_counters *cnt)
@@ -448,6 +490,7 @@ static int launch(struct writer *w, const uint8_t *p, uint32_t seq, const struct
 {
 	struct ctl_launch l;
 	struct ctl_launch_status s;
+	struct refusal r = { 0, 0, 0, 0 };
 	int err;
 
 	if (ops == NULL || ops->launch == NULL)
@@ -461,10 +504,13 @@ static int launch(struct writer *w, const uint8_t *p, uint32_t seq, const struct
 	l.guard     = get_be16(p + 22);
 	l.frame_len = get_be16(p + 24);
 	l.frame     = p + 26;
-	if (l.op > CTL_LAUNCH_QUERY || (l.flags & ~CTL_LAUNCH_RELATIVE) || (l.sec >> 48) ||
-	    l.ns >= 1000000000u || l.period >= 1000000000u || l.frame_len > CTL_LAUNCH_FRAME_MAX ||
-	    (l.op == CTL_LAUNCH_ARM && l.frame_len < CTL_LAUNCH_FRAME_MIN))
-		return refuse(w, seq, CTL_ERR_BAD_VALUE, cnt);
+	if (out_of(&r, CTL_FIELD_LAUNCH_OP, l.op, 0, CTL_LAUNCH_QUERY) ||
+	    out_of(&r, CTL_FIELD_LAUNCH_FLAGS, l.flags, 0, CTL_LAUNCH_RELATIVE) ||
+	    out_of(&r, CTL_FIELD_SEC, l.sec > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)l.sec, 0, ((int64_t)1 << 48) - 1) ||
+	    out_of(&r, CTL_FIELD_NS, l.ns, 0, 999999999) || out_of(&r, CTL_FIELD_PERIOD, l.period, 0, 999999999) ||
+	    out_of(&r, CTL_FIELD_FRAME_LEN, l.frame_len, l.op == CTL_LAUNCH_ARM ? CTL_LAUNCH_FRAME_MIN : 0,
+		   CTL_LAUNCH_FRAME_MAX))
+		return refuse_value(w, seq, &r, cnt);
 	memset(&s, 0, sizeof(s));
 	err = ops->launch(&l, &s);
 	if (err)
@@ -575,6 +621,7 @@ static int rule_set(struct writer *w, const uint8_t *p, uint32_t seq, const stru
 		    const struct ctl_ops *ops, struct ctl_counters *cnt)
 {
 	struct ctl_rule r;
+	struct refusal why = { 0, 0, 0, 0 };
 	int err;
 
 	if (ops == NULL || ops->rules == NULL)
@@ -588,8 +635,12 @@ static int rule_set(struct writer *w, const uint8_t *p, uint32_t seq, const stru
 	r.proto     = p[6];
 	r.port      = get_be16(p + 7);
 	r.src_ip    = get_be32(p + 9);
-	if (r.index >= CTL_MAX_RULES || r.enable > 1 || r.action > CTL_RULE_DROP || r.match > 0xF)
-		return refuse(w, seq, CTL_ERR_BAD_VALUE, cnt);
+	if (out_of(&why, CTL_FIELD_RULE_INDEX, r.index, 0, CTL_MAX_RULES - 1) ||
+	    out_of(&why, CTL_FIELD_RULE_ENABLE, r.enable, 0, 1) ||
+	    out_of(&why, CTL_FIELD_RULE_ACTION, r.action, 0, CTL_RULE_DROP) ||
+	    out_of(&why, CTL_FIELD_RULE_MATCH, r.match, 0,
+		   CTL_RULE_MATCH_TYPE | CTL_RULE_MATCH_PROTO | CTL_RULE_MATCH_PORT | CTL_RULE_MATCH_SRC))
+		return refuse_value(w, seq, &why, cnt);
 	/* A rule that takes frames from the CPU must name a UDP port, and not one the board needs. */
 	if (r.enable && r.action != CTL_RULE_CPU &&
 	    (!(r.match & CTL_RULE_MATCH_PORT) || r.port == id->ctl_port || r.port == 319 || r.port == 320))
@@ -608,6 +659,7 @@ static int regs(struct writer *w, int write, const uint8_t *p, uint32_t seq, con
 		struct ctl_counters *cnt)
 {
 	uint32_t words[CTL_REG_MAX_WORDS];
+	struct refusal r = { 0, 0, 0, 0 };
 	uint16_t offset;
 	uint8_t count;
 	int err;
@@ -616,8 +668,8 @@ static int regs(struct writer *w, int write, const uint8_t *p, uint32_t seq, con
 		return refuse(w, seq, CTL_ERR_UNSUPPORTED, cnt);
 	offset = get_be16(p);
 	count  = p[2];
-	if (count == 0 || count > CTL_REG_MAX_WORDS || (offset & 3u))
-		return refuse(w, seq, CTL_ERR_BAD_VALUE, cnt);
+	if (out_of(&r, CTL_FIELD_REG_COUNT, count, 1, CTL_REG_MAX_WORDS) || (offset & 3u))
+		return refuse_value(w, seq, &r, cnt);
 	memset(words, 0, sizeof(words));
 	if (write)
 		for (unsigned i = 0; i < count; i++)
@@ -761,11 +813,6 @@ _Static_assert(CTL_CONFIG_SIZE == 51, "get_config/put_config follow protocol.py 
 #define CFG_PTP (CTL_CFG_PTP_ROLE | CTL_CFG_PTP_DOMAIN | CTL_CFG_PTP_LOG_SYNC | CTL_CFG_PTP_LOG_ANNOUNCE | \
 		 CTL_CFG_PTP_LOG_DELAY_REQ | CTL_CFG_PTP_PRIORITY1 | CTL_CFG_PTP_PRIORITY2)
 
-static int log_valid(int8_t v)
-{
-	return v >= CTL_PTP_LOG_MIN && v <= CTL_PTP_LOG_MAX;
-}
-
 /* A board's own address: a unicast host address (protocol.py BOARD_IP_INVALID). */
 static int board_ip_valid(uint32_t ip)
 {
@@ -784,15 +831,16 @@ static int board_mac_valid(const uint8_t mac[6])
 	return !(mac[0] & 1) && (mac[0] | mac[1] | mac[2] | mac[3] | mac[4] | mac[5]) != 0;
 }
 
-/* CONFIG_SET: the fields in the mask, all checked before any is applied. 0 or the error code. */
+/* CONFIG_SET: the fields in the mask, all checked before any is applied. 0 or the error code
+ * (CTL_ERR_BAD_VALUE: the reason in r, if it is a range). */
 static int config_set(struct ctl_config *conf, const uint8_t *p, const struct ctl_identity *id,
-		      const struct ctl_ops *ops)
+		      const struct ctl_ops *ops, struct refusal *r)
 {
 	uint32_t mask = get_be32(p);
 	struct ctl_config in, next = *conf;
 	int err;
 
-	if (mask >> CTL_CONFIG_NFIELDS)
+	if (out_of(r, CTL_FIELD_CONFIG_MASK, mask, 0, (1u << CTL_CONFIG_NFIELDS) - 1u))
 		return CTL_ERR_BAD_VALUE;
 	if ((mask & CTL_CONFIG_FIXED) ||
 	    ((mask & CFG_NET) && !(id->capabilities & CTL_CAP_NET_CONFIG)) ||
@@ -825,9 +873,12 @@ static int config_set(struct ctl_config *conf, const uint8_t *p, const struct ct
 	TAKE(CTL_CFG_PTP_PRIORITY2, ptp.priority2);
 #undef TAKE
 	if (((mask & CTL_CFG_IP) && !board_ip_valid(next.ip)) || ((mask & CTL_CFG_MAC) && !board_mac_valid(next.mac)) ||
-	    ((mask & CFG_STREAM) && !stream_cfg_valid(&next.stream, id)) ||
-	    next.emulator.mode > 3 || next.ptp.role > 2 || !log_valid(next.ptp.log_sync) ||
-	    !log_valid(next.ptp.log_announce) || !log_valid(next.ptp.log_delay_req))
+	    ((mask & CFG_STREAM) && !stream_cfg_valid(&next.stream, id, r)) ||
+	    out_of(r, CTL_FIELD_EMULATOR_MODE, next.emulator.mode, 0, CTL_EMULATOR_MODE_MAX) ||
+	    out_of(r, CTL_FIELD_PTP_ROLE, next.ptp.role, 0, CTL_PTP_ROLE_MAX) ||
+	    out_of(r, CTL_FIELD_PTP_LOG_SYNC, next.ptp.log_sync, CTL_PTP_LOG_MIN, CTL_PTP_LOG_MAX) ||
+	    out_of(r, CTL_FIELD_PTP_LOG_ANNOUNCE, next.ptp.log_announce, CTL_PTP_LOG_MIN, CTL_PTP_LOG_MAX) ||
+	    out_of(r, CTL_FIELD_PTP_LOG_DELAY_REQ, next.ptp.log_delay_req, CTL_PTP_LOG_MIN, CTL_PTP_LOG_MAX))
 		return CTL_ERR_BAD_VALUE;
 	if (mask & CFG_PTP) {
 		err = ops->ptp_config(&next.ptp);
@@ -913,14 +964,15 @@ static int execute(struct ctl_state *st, const struct ctl_request *rq, uint8_t *
 		return answered(&w, cnt);
 	case CTL_MSG_EMULATOR: {
 		struct ctl_emulator_cfg cfg;
+		struct refusal r = { 0, 0, 0, 0 };
 		const uint8_t *p = req + CTL_HEADER_SIZE;
 		if (id->nchannels == 0 || ops == NULL || ops->emulator == NULL)
 			return refuse(&w, seq, CTL_ERR_UNSUPPORTED, cnt);
 		cfg.mode = p[0];
 		cfg.rate = get_be32(p + 1);
 		cfg.seed = get_be32(p + 5);
-		if (cfg.mode > 3)
-			return refuse(&w, seq, CTL_ERR_BAD_VALUE, cnt);
+		if (out_of(&r, CTL_FIELD_EMULATOR_MODE, cfg.mode, 0, CTL_EMULATOR_MODE_MAX))
+			return refuse_value(&w, seq, &r, cnt);
 		err = ops->emulator(&cfg);
 		if (err)
 			return refuse(&w, seq, err, cnt);
@@ -989,8 +1041,11 @@ static int execute(struct ctl_state *st, const struct ctl_request *rq, uint8_t *
 		put_header(&w, CTL_MSG_CONFIG_GET | CTL_RESPONSE, seq);
 		put_config(&w, &st->config);
 		return answered(&w, cnt);
-	case CTL_MSG_CONFIG_SET:
-		err = config_set(&st->config, req + CTL_HEADER_SIZE, id, ops);
+	case CTL_MSG_CONFIG_SET: {
+		struct refusal r = { 0, 0, 0, 0 };
+		err = config_set(&st->config, req + CTL_HEADER_SIZE, id, ops, &r);
+		if (err == CTL_ERR_BAD_VALUE)
+			return refuse_value(&w, seq, &r, cnt);
 		if (err)
 			return refuse(&w, seq, err, cnt);
 		if (get_be32(req + CTL_HEADER_SIZE) & CFG_NET)
@@ -998,11 +1053,13 @@ static int execute(struct ctl_state *st, const struct ctl_request *rq, uint8_t *
 		put_header(&w, CTL_MSG_CONFIG_SET | CTL_RESPONSE, seq);
 		put_config(&w, &st->config);
 		return answered(&w, cnt);
+	}
 	case CTL_MSG_CLAIM: {
 		uint32_t lease_s = get_be16(req + CTL_HEADER_SIZE);
+		struct refusal r = { 0, 0, 0, 0 };
 		uint8_t granted;
-		if (lease_s > CTL_MAX_LEASE_S)
-			return refuse(&w, seq, CTL_ERR_BAD_VALUE, cnt);
+		if (out_of(&r, CTL_FIELD_LEASE_S, lease_s, 0, CTL_MAX_LEASE_S))
+			return refuse_value(&w, seq, &r, cnt);
 		err = may_hold(a, src_ip, rq->now_ms, cnt);
 		if (err == CTL_ERR_NOT_ALLOWED)
 			return error_response(&w, seq, (uint8_t)err, cnt);

@@ -479,12 +479,20 @@ void ptpsvc_poll(void)
 	st = ptp_port_status(&port);
 	update_synced(st);
 	if (st->state != last_state || st->servo_state != last_servo) {
-		console_printf("ptp: state %s -> %s\n", state_name(last_state), state_name(st->state));
+		/* A change of the port's state, or of the servo's in the same port state: what changed,
+		 * then every counter as it stands. */
+		if (st->state != last_state)
+			console_printf("ptp: state %s -> %s\n", state_name(last_state), state_name(st->state));
+		else
+			console_printf("ptp: %s servo %s -> %s\n", state_name(st->state), servo_name(last_servo),
+				       servo_name(st->servo_state));
 		last_state = st->state;
 		last_servo = st->servo_state;
 		ptpsvc_print_status();
 	} else if ((int64_t)(now - next_status_ns) >= 0) {
 		print_short(st);
+		if (ETHDAQ_PTP_STATUS_FULL)
+			ptpsvc_print_status();  /* Built with --ptp-status-full: every counter, each time. */
 	}
 	if ((int64_t)(now - next_status_ns) >= 0) {
 		/* 2^ETHDAQ_PTP_STATUS_LOG s, -10..6 */

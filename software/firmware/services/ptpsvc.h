@@ -41,8 +41,9 @@ int ptpsvc_configure(const struct ctl_ptp_config *c);
 void ptpsvc_poll(void);
 /* A datagram the control port's mailbox received on local port 319 or 320 (PTP over UDP). */
 void ptpsvc_input(uint16_t local_port, const uint8_t *msg, size_t len);
-/* The full status line on the console, "ptp: state=... offset=..." (also printed on every state
- * change; every 2^ETHDAQ_PTP_STATUS_LOG seconds a short one). Queued, never blocking (console.h). */
+/* The full status line on the console, "ptp: state=... offset=..." (also printed on every change of
+ * the port's or the servo's state; every 2^ETHDAQ_PTP_STATUS_LOG seconds a short one, followed by
+ * the full one if ETHDAQ_PTP_STATUS_FULL). Queued, never blocking (console.h). */
 void ptpsvc_print_status(void);
 const struct ptp_status *ptpsvc_status(void);
 const struct ptpsvc_counters *ptpsvc_counters(void);
