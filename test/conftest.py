@@ -40,12 +40,14 @@ def _remove_stale_test_namespaces():
 
 
 # Parallel runs and background builds --------------------------------------------------------------
-# `make test` runs the suite in one process, beside the background builds. `pytest -n 2` runs it on
-# pytest-xdist's workers: a test file is one unit of work, so its module fixtures (a simulated
-# board, a PTP run) are made once; the files with tests that create network namespaces and taps
-# (marked `network`) are one unit together, so they run one after another on one worker. On two
-# cores that is three busy processes with the background builds, and the network tests' wall-clock
-# timeouts (a simulated board answering Linux) can expire: `make test` does not use it.
+# `make test` runs the suite on two pytest-xdist workers (`-n 2`) beside the background builds: a
+# test file is one unit of work, so its module fixtures (a simulated board, a PTP run) are made
+# once; the files with tests that create network namespaces and taps (marked `network`) are one
+# unit together, so they run one after another on one worker. Those are the tests in which a
+# simulated board answers Linux programs with wall-clock timeouts (ping, ptp4l, sockets): on two
+# cores with three busy processes they would get two thirds of a core, so as root they run at a
+# higher priority (PRIORITY_NETWORK, inherited by the simulators and programs they start) and the
+# rest at the default; the total work and its finish are the same.
 #
 # A bitstream build (test_build_ecp5.py) takes about 10 minutes of one core, a Yosys synth_xilinx
 # pass (test_build_xilinx.py) about 3. A test marked
@@ -87,6 +89,18 @@ def pytest_xdist_make_scheduler(config, log):
             return "network" if path in network else path
 
     return ByFileNetworkTogether(config, log)
+
+
+PRIORITY_NETWORK = -5   # nice value: about three times a default process's share of a core
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    """Before the test's fixtures are made (a module's simulated board starts with its first
+    test): the priority of its file's kind."""
+    if os.geteuid() == 0:
+        network = item.get_closest_marker("network") is not None
+        os.setpriority(os.PRIO_PROCESS, 0, PRIORITY_NETWORK if network else 0)
 
 
 def pytest_configure(config):

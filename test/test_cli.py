@@ -12,7 +12,7 @@ import pytest
 
 from conftest import REPO, VENV_BIN, ethdaq_cmd, requires_root
 from ethdaq.soc import cli
-from ethdaq.soc.sim import netns_pids
+from ethdaq.soc.sim import list_netns, netns_pids
 
 
 def run(*args, env=None, cwd=None):
@@ -404,7 +404,7 @@ def test_sim_with_a_broken_front_end_stops_before_building_and_leaves_no_namespa
     ns = "ethdaq-fe-broken"
     r = run("sim", "--frontend", str(bad), "--netns", ns, "--output-dir", str(tmp_path / "out"))
     assert_one_line_error(r, f"{bad}: line 1")
-    assert ns not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert ns not in list_netns()
     assert not (tmp_path / "out").exists()
 
 

@@ -47,7 +47,7 @@ def board():
     with session:
         session.wait_for("ethdaq ready", timeout=180)
         yield session
-    assert NETNS not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert NETNS not in sim.list_netns()
 
 
 def console_text(session):
@@ -188,7 +188,7 @@ def test_sim_command_stops_cleanly_on_sigterm_and_removes_its_namespace():
     assert f"namespace '{ns}' removed" in rest
     # Same design: the Verilator binary was reused, not rebuilt (generation dates are ignored).
     assert binary.stat().st_mtime_ns == built
-    assert ns not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert ns not in sim.list_netns()
 
 
 STREAM_CHECK = """

@@ -56,7 +56,7 @@ def board():
     with run_board([EXAMPLE], OUT, NETNS, TAP, BOARD_IP, HOST_IP) as session:
         session.wait_for("ethdaq ready", timeout=180)
         yield session
-    assert NETNS not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert NETNS not in sim.list_netns()
 
 
 RECEIVE = """

@@ -37,7 +37,7 @@ def board():
     with session:
         session.wait_for("ethdaq ready", timeout=180)
         yield session
-    assert NETNS not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert NETNS not in sim.list_netns()
 
 
 LAUNCH_CHECK = """

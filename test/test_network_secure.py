@@ -47,7 +47,7 @@ def board():
         # A second host on the same link, outside the allow-list.
         session.ns_run(["ip", "addr", "add", f"{OTHER_IP}/24", "dev", TAP], check=True)
         yield session
-    assert NETNS not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert NETNS not in sim.list_netns()
 
 
 def run_client(board, body, bind=HOST_IP, key=None):
