@@ -45,7 +45,7 @@ demo: venv
 	$(VENV)/bin/ethdaq sim --identify --stream 8 --ping 5
 
 test: venv kafka
-	$(VENV)/bin/pytest
+	$(VENV)/bin/pytest -n 2
 
 test-fast: venv kafka
 	$(VENV)/bin/pytest -m "not slow"
