@@ -228,12 +228,6 @@ def tshark_frame_checks(frames, pcap):
 # session: it takes seconds to start. Tests that stop it use a KafkaBroker of their own.
 @pytest.fixture(scope="session")
 def kafka_broker():
-    from ethdaq.kafkabroker import BrokerError, KafkaBroker
-    try:
-        broker = KafkaBroker().start()
-    except BrokerError as e:
-        broker, error = None, str(e)
-    if broker is None:
-        pytest.fail(f"no Kafka broker: {error}", pytrace=False)
-    yield broker
-    broker.close()
+    from kafka_helpers import running_broker
+    with running_broker() as broker:
+        yield broker

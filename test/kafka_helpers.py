@@ -5,6 +5,7 @@
 """Kafka tests' tools: reading a topic back from the test broker (every partition from its beginning,
 no consumer group), loopback boards sending DAQ datagrams, and the checks of what came back."""
 
+import contextlib
 import json
 import socket
 import subprocess
@@ -12,10 +13,28 @@ import sys
 import time
 
 import numpy as np
+import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
 from ethdaq.host.batch import stream_name
 from ethdaq.host.daqformat import FLAG_TS_PTP, pack_header
+from ethdaq.kafkabroker import BrokerError, KafkaBroker
+
+
+@contextlib.contextmanager
+def running_broker():
+    """A broker of its own, started, closed at the end; the test fails in one line when none
+    starts."""
+    try:
+        broker = KafkaBroker().start()
+    except BrokerError as e:
+        broker, error = None, str(e)
+    if broker is None:
+        pytest.fail(f"no Kafka broker: {error}", pytrace=False)
+    try:
+        yield broker
+    finally:
+        broker.close()
 
 
 def read_topic(bootstrap, topic, until, timeout=60.0):

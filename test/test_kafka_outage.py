@@ -12,20 +12,13 @@ import uuid
 
 import pytest
 
-from ethdaq.kafkabroker import BrokerError, KafkaBroker
-from kafka_helpers import Board, check_streams, decode, read_topic, start_recv
+from kafka_helpers import Board, check_streams, decode, read_topic, running_broker, start_recv
 
 
 @pytest.fixture
 def broker():
-    try:
-        b = KafkaBroker().start()
-    except BrokerError as e:
-        b, error = None, str(e)
-    if b is None:
-        pytest.fail(f"no Kafka broker: {error}", pytrace=False)
-    yield b
-    b.close()
+    with running_broker() as b:
+        yield b
 
 
 def _se00(n):
