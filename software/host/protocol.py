@@ -110,6 +110,7 @@ REFUSAL_FIELDS = (
 )
 REFUSAL_FIELD_NAMES = {code: name for code, name, _ in REFUSAL_FIELDS}
 REFUSAL_FIELD_CODES = {name: code for code, name, _ in REFUSAL_FIELDS}
+REFUSAL_FIELD_NOTES = {name: note for _, name, note in REFUSAL_FIELDS}
 REFUSAL_HEX = ("enable", "backpressure", "config_mask", "launch_flags", "rule_match", "dst_ip")
 assert len(REFUSAL_FIELD_CODES) == len(REFUSAL_FIELDS) == len(REFUSAL_FIELD_NAMES) and 0 not in REFUSAL_FIELD_NAMES
 AUTH           = struct.Struct(">Q32s")
@@ -492,7 +493,7 @@ class Refusal:
     def describe(self):
         """'payload 9000 out of range 64..8954'."""
         shown = (lambda v: f"0x{v:x}") if self.name in REFUSAL_HEX else str
-        also = dict((name, text) for _, name, text in REFUSAL_FIELDS).get(self.name, "")
+        also = REFUSAL_FIELD_NOTES.get(self.name, "")
         return f"{self.name} {shown(self.value)} out of range {shown(self.lo)}..{shown(self.hi)}{also}"
 
 
