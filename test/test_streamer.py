@@ -52,6 +52,7 @@ class Capture:
         self.gaps_inside = 0
         self.underrun = None
         self.spans = []   # (first, last) cycle of each datagram.
+        self.quiet = 0    # Cycles since the source was last valid.
 
     @passive
     def run(self):
@@ -63,6 +64,7 @@ class Capture:
             yield
             cycle += 1
             valid = yield src.valid
+            self.quiet = 0 if valid else self.quiet + 1
             if inside and not valid:
                 self.gaps_inside += 1
             if valid and r:
@@ -80,6 +82,22 @@ class Capture:
                 yield from self.poke(self.datagrams, cur)
 
 
+# After a stop, the streamer is drained once its source has been quiet this long: far longer
+# than a stop takes to close, cross and start sending the last datagrams (tens of cycles), far
+# shorter than the 3000-cycle limit. A drain cut short leaves a stream without its FLAG_LAST
+# datagram, or counters that disagree with the capture, and the tests fail.
+QUIET = 300
+DRAIN_LIMIT = 3000
+
+
+def drain(capture):
+    """Wait (sys cycles) until the capture has seen the source quiet for QUIET cycles."""
+    for _ in range(DRAIN_LIMIT):
+        yield
+        if capture.quiet >= QUIET:
+            return
+
+
 def run_streamer(dut, setup, cycles, capture, tx_period=None):
     """tx_period: run the transmit side in its own clock domain `eth_tx` with this period (sys: 10)."""
     def control():
@@ -88,8 +106,8 @@ def run_streamer(dut, setup, cycles, capture, tx_period=None):
         for _ in range(cycles):
             yield
         yield from stop(dut)
-        for _ in range(3000):
-            yield
+        capture.quiet = 0
+        yield from drain(capture)
         capture.underrun = yield dut.streamer.underrun
         # Per-stream counters (gateware/streamstats.py), one stream at a time as the firmware reads.
         counters = dut.streamer.counters
@@ -147,7 +165,7 @@ def test_headers_byte_exact_and_sequences_continuous_below_line_rate():
             yield from write(emu._mode, MODE_COUNTER)
             yield from write(emu._rate, 2**32 // 8)       # 2 ch x 2 B / 8 cycles: half the link.
 
-    run_streamer(dut, setup, 4000, cap)
+    run_streamer(dut, setup, 2500, cap)
     streams = per_stream(cap.datagrams)
     assert sorted(streams) == [0, 1]
     for sid, stream in streams.items():
@@ -191,7 +209,7 @@ def test_sequence_numbers_carry_across_32_bits():
             yield from write(emu._mode, MODE_COUNTER)
             yield from write(emu._rate, 2**32 // 8)
 
-    run_streamer(dut, setup, 3000, cap)
+    run_streamer(dut, setup, 2000, cap)
     assert poked
     streams = per_stream(cap.datagrams)
     seqs = [h.seq for h, _ in streams[0]]
@@ -210,7 +228,7 @@ def test_overload_drops_whole_samples_before_framing_counted_and_flagged():
             yield from write(emu._mode, MODE_COUNTER)
             yield from write(emu._rate, 2**32 - 1)        # One sample per cycle per channel: 4x the link.
 
-    run_streamer(dut, setup, 5000, cap)
+    run_streamer(dut, setup, 2500, cap)
     streams = per_stream(cap.datagrams)
     total_dropped = 0
     for sid, stream in streams.items():
@@ -252,12 +270,12 @@ def test_backpressure_channel_stalls_detector_and_loses_nothing():
     def control():
         yield from setup()
         yield from start(dut)
-        for _ in range(5000):
+        for _ in range(2500):
             yield
         stalls.append((yield dut.emulators[0]._stall.status))
         yield from stop(dut)
-        for _ in range(3000):
-            yield
+        cap.quiet = 0
+        yield from drain(cap)
     run_simulation(dut, [control(), cap.run()])
     streams = per_stream(cap.datagrams)
     check_stream_invariants(streams[0])
@@ -276,7 +294,7 @@ def test_downstream_backpressure_never_pauses_a_datagram_once_started():
         yield from write(dut.emulators[0]._mode, MODE_COUNTER)
         yield from write(dut.emulators[0]._rate, 2**32 // 4)
 
-    run_streamer(dut, setup, 4000, cap)
+    run_streamer(dut, setup, 2500, cap)
     check_stream_invariants(per_stream(cap.datagrams)[0])
     # The serializer holds valid through a datagram; only `ready` from the stack may pause it.
     assert cap.gaps_inside == 0
@@ -337,8 +355,8 @@ def test_datagrams_of_an_earlier_run_are_discarded_counted_and_never_sent():
         for _ in range(2000):
             yield
         yield from stop(dut)
-        for _ in range(3000):
-            yield
+        cap.quiet = 0
+        yield from drain(cap)
         out["stale"] = (yield dut.streamer.serializer.stale)
         out["stream_datagrams"] = []
         for i in range(2):
@@ -387,7 +405,7 @@ def test_channel_buffers_cross_to_a_faster_or_slower_transmit_clock(tx_period):
             yield from write(emu._mode, MODE_COUNTER)
             yield from write(emu._rate, 2**32 // 3)  # Overload at 13 (slower tx): drops counted.
 
-    run_streamer(dut, setup, 3000, cap, tx_period=tx_period)
+    run_streamer(dut, setup, 1500, cap, tx_period=tx_period)
     streams = per_stream(cap.datagrams)
     assert sorted(streams) == [0, 1]
     assert cap.gaps_inside == 0
