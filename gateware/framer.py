@@ -86,8 +86,7 @@ class UDPFramer(LiteXModule):
         # read behind the sink does not feed the header mux and the checksum in one cycle: they
         # are right from the frame's second cycle on, and first needed at byte 16 (word 2).
         # One constant each: `length + 8 + 20` is two adders in series in Yosys (it does not
-        # fold constants across additions), eth's critical path from the buffer in front with
-        # seed 3 at 86122cf on the colorlight_i5.
+        # fold constants across additions), a path long enough to limit the eth clock on ECP5.
         self.sync += [
             udp_len.eq(sink.length + UDP_HEADER_LEN),
             ip_len.eq(sink.length + (UDP_HEADER_LEN + IP_HEADER_LEN)),
@@ -108,9 +107,9 @@ class UDPFramer(LiteXModule):
         # complemented sum is registered once more: right from the frame's fourth cycle on, and
         # first needed at header byte 24 (word 3). The constant words and the source address's
         # (a setting) are summed in a register of their own, and the destination's beside
-        # dst_ip, so `base` adds three operands: with all six it was three carry chains in
-        # series from the source address's register (7 levels, the colorlight_i5's eth critical
-        # path with seed 2 at c3d5953).
+        # dst_ip, so `base` adds three operands: all six in one sum would be three carry chains
+        # in series from the source address's register (7 LUT levels), too long for the eth
+        # clock on ECP5.
         src_ip = ip_address
         static = 0x4500 + IP_FLAGS_DF + ((ttl << 8) | IP_PROTO_UDP)
         if isinstance(src_ip, int):

@@ -241,21 +241,17 @@ def build_hardware(board, output_dir, toolchain="trellis", run=True, seed=1, tri
 # LiteX's trellis toolchain options for every ECP5 build. flow3: Yosys' abc9 maps with its
 # "flow3" script (restructuring, then the best of several mappings) instead of its default, which
 # recovers area on every path shorter than the design's longest wherever it is. On the
-# colorlight_i5 it maps the same Verilog into about 2 % fewer LUT4 (c5e0afa: 332 fewer; with
-# the streamer's gap_le1: 407 fewer), room the 25F boards need. Timing is the same within
-# nextpnr's seed-to-seed spread (bench/seeds.py, seeds 1 to 3, medians: eth 117.6 vs 118.7 MHz,
-# sys 62.9 vs 63.8; single seeds range over 13 MHz). docs/liteeth-notes.md.
+# colorlight_i5 it maps the same Verilog into about 2 % fewer LUT4, room the 25F boards need,
+# with timing the same within nextpnr's seed-to-seed spread (bench/seeds.py; the measurements
+# are in docs/liteeth-notes.md).
 TRELLIS_OPTIONS = {"flow3": True}
 
-# nextpnr-ecp5 options for every ECP5 build. The HeAP placer's timing weight (default 10): at 40,
-# on the colorlight_i5's netlist of 621f34d (bench/seeds.py --nextpnr), each of seeds 1 to 3
-# placed faster on both clocks than with the default: eth 118.9 / 123.6 / 118.8 -> 121.3 / 125.3
-# / 119.3 MHz, sys 66.9 / 67.5 / 66.2 -> 69.0 / 71.8 / 69.5, router1 converging every time.
-# docs/boards/README.md.
+# nextpnr-ecp5 options for every ECP5 build (measured with bench/seeds.py --nextpnr on the
+# colorlight_i5, docs/boards/README.md):
+# --placer-heap-timingweight 40 (default 10): each of seeds 1 to 3 places faster on both clocks
+#   than with the default (eth about 2 MHz, sys about 3 MHz), router1 converging every time.
 # --tmg-ripup: router1 also rips up and reroutes arcs with negative slack, not only overused
-# wires. On 86122cf's netlist the same placements routed to eth 125.2 -> 128.1 MHz (seed 1) and
-# 133.3 -> 139.6 (seed 3), sys 65.5 -> 66.7 and 63.3 -> 62.9, in the same routing time (176 to
-# 217 s).
+#   wires: eth 3 to 6 MHz faster from the same placements, in the same routing time.
 NEXTPNR_OPTIONS = ["--placer-heap-timingweight", "40", "--tmg-ripup"]
 
 
