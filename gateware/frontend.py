@@ -158,8 +158,8 @@ def declared_rates(fe, ctx, nchannels):
         raise FrontendError(f"{ctx.path}: 'max_rates' must be a list of samples per second, one per channel "
                             f"(None for an unknown one), not {rates!r}")
     if len(rates) != nchannels:
-        raise FrontendError(f"{ctx.path}: 'max_rates' has {len(rates)} entries for {nchannels} "
-                            f"channel{'s' if nchannels > 1 else ''}: one per channel (None for an unknown one)")
+        raise FrontendError(f"{ctx.path}: 'max_rates' must have {nchannels} entr{'ies' if nchannels > 1 else 'y'}, "
+                            f"one per channel (None for an unknown one), not {len(rates)}")
     return tuple(check_rate(ctx.path, f"max_rates[{i}]", r, ctx.sys_clk_freq) or 0 for i, r in enumerate(rates))
 
 
@@ -175,8 +175,8 @@ def check_rate(path, what, rate, sys_clk_freq, unit="samples per second"):
         raise FrontendError(f"{path}: {what} must be a positive number of {unit}, not {rate!r} "
                             f"(leave it out for a channel whose rate is unknown)")
     if per_s > sys_clk_freq:
-        raise FrontendError(f"{path}: {what} is {rate:g} {unit}: more than a channel takes, one sample "
-                            f"per clock cycle ({sys_clk_freq / 1e6:g} Msamples/s at this build's clock)")
+        raise FrontendError(f"{path}: {what} must be at most one sample per clock cycle, what a channel "
+                            f"takes ({sys_clk_freq / 1e6:g} Msamples/s at this build's clock), not {rate:g} {unit}")
     return math.ceil(per_s)
 
 

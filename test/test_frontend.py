@@ -117,13 +117,13 @@ def test_an_unknown_pad_is_named_with_the_pads_the_board_has(tmp_path):
 @pytest.mark.parametrize("rates, expected", [
     ("[-1]", "max_rates[0] must be a positive number of samples per second, not -1"),
     ("[0]", "max_rates[0] must be a positive number of samples per second, not 0"),
-    ("[1e6, 2e6]", "'max_rates' has 2 entries for 1 channel"),
+    ("[1e6, 2e6]", "'max_rates' must have 1 entry, one per channel (None for an unknown one), not 2"),
     ("['fast']", "max_rates[0] must be a number of samples per second, not 'fast'"),
     ("[float('nan')]", "max_rates[0] must be a number of samples per second, not nan"),
     ("[True]", "max_rates[0] must be a number of samples per second, not True"),
     ("1e6", "'max_rates' must be a list of samples per second, one per channel"),
-    ("[126e6]", "max_rates[0] is 1.26e+08 samples per second: more than a channel takes, one sample per clock "
-                "cycle (125 Msamples/s"),
+    ("[126e6]", "max_rates[0] must be at most one sample per clock cycle, what a channel takes (125 Msamples/s "
+                "at this build's clock), not 1.26e+08 samples per second"),
 ])
 def test_wrong_declared_rates_are_named(tmp_path, rates, expected):
     path = user_file(tmp_path, f"""\
@@ -308,7 +308,8 @@ def test_a_verilog_front_end_is_wrapped_with_its_channels_and_registers(tmp_path
     (GOOD_TOML.replace('ready = "r"', 'ready = "r"\nmax_rate = "fast"'),
      "channel 0 max_rate must be a number of samples per second, not 'fast'"),
     (GOOD_TOML.replace('ready = "r"', 'ready = "r"\nmax_rate_per_cycle = 1.5'),
-     "channel 0 max_rate_per_cycle is 1.5 samples per clock cycle: more than a channel takes"),
+     "channel 0 max_rate_per_cycle must be at most one sample per clock cycle, what a channel takes (125 "
+     "Msamples/s at this build's clock), not 1.5 samples per clock cycle"),
     (GOOD_TOML.replace('ready = "r"', 'ready = "r"\nmax_rate = 1e6\nmax_rate_per_cycle = 0.1'),
      "channel 0 has both max_rate (samples per second) and max_rate_per_cycle: give one"),
     (GOOD_TOML.replace('ready = "r"', 'ready = "r"\nmax_rates = 1e6'), "channel 0: unknown key(s) max_rates"),

@@ -240,3 +240,11 @@ def test_the_verilog_front_ends_registers_through_the_control_protocol(vboard):
     assert code == 0, err
     regs = json.loads(out)
     assert regs["threshold"] == 1000 and regs["rate"] == 2**24 and regs["lost"] == 0 and regs["pulses"] > 200
+
+
+def test_the_verilog_front_ends_declared_rates_reach_the_host(vboard):
+    """pulse_height.toml declares half a sample per clock cycle on each channel: 62.5 Msamples/s
+    at the simulated board's 125 MHz, in IDENTIFY."""
+    code, out, err = ctl(vboard, V_BOARD_IP, "identify", "--json")
+    assert code == 0, err
+    assert json.loads(out)["max_rates"] == [62_500_000, 62_500_000]
