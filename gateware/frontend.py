@@ -30,6 +30,12 @@ What the module gives the platform:
             with back-pressure (--backpressure), which holds ready low instead.
   CSRs      any CSRStorage/CSRStatus/CSRConfig it (or its submodules) declares: they appear in
             the register map (csr.csv, csr.json) as frontend_<name>.
+  max_rates optional: a list of numbers, one per channel in the order of `sources` (None for a
+            channel whose rate it does not know): the most samples per second the channel sends
+            at any register setting, its worst case (e.g. ctx.sys_clk_freq for one sample every
+            clock cycle). The build rounds them up to whole samples and IDENTIFY carries them;
+            `ethdaq ctl start` warns, with the arithmetic, when the enabled channels' sum does
+            not fit the link at the run's payload. A channel without one is not checked.
 What the context gives the module (FrontendContext below): the sample width, how many channels
 it may drive, the system clock frequency, the PTP clock's time in ns, the board's name,
 `ctx.request(name)` for the board's pads, and `ctx.pins(name, connector, pins, iostandard)` for
@@ -50,6 +56,8 @@ same name beside it (`--frontend adc.v` reads `adc.toml`; `--frontend adc.toml` 
     data  = "height"                  # output, ctx.sample_width bits
     valid = "height_valid"            # output
     ready = "height_ready"            # optional input (without it the module cannot be stalled)
+    max_rate_per_cycle = 0.5          # optional: its worst case (max_rates above), in samples per
+                                      # clock cycle (0 to 1), or `max_rate` in samples per second
 
     [[register]]                      # optional: a CSR per port, frontend_<name> in the register map
     name = "threshold"                # CSR name
@@ -77,6 +85,7 @@ or the port, never a traceback from inside LiteX.
 
 import importlib.util
 import json
+import math
 import subprocess
 import sys
 import tomllib
@@ -137,6 +146,38 @@ class FrontendContext:
             known = sorted({io[0] for io in self._platform.constraint_manager.available})
             raise FrontendError(f"{self.path}: the board {self.board} has no free pad {name!r} "
                                 f"(number {number}); pads it can still give: {', '.join(known) or 'none'}") from None
+
+
+def declared_rates(fe, ctx, nchannels):
+    """The front-end's declared worst-case samples per second of each of its `nchannels` channels
+    (its `max_rates`), rounded up to whole samples; 0 for a channel it declares none for."""
+    rates = getattr(fe, "max_rates", None)
+    if rates is None:
+        return (0,) * nchannels
+    if isinstance(rates, (str, bytes, dict)) or not hasattr(rates, "__len__"):
+        raise FrontendError(f"{ctx.path}: 'max_rates' must be a list of samples per second, one per channel "
+                            f"(None for an unknown one), not {rates!r}")
+    if len(rates) != nchannels:
+        raise FrontendError(f"{ctx.path}: 'max_rates' must have {nchannels} entr{'ies' if nchannels > 1 else 'y'}, "
+                            f"one per channel (None for an unknown one), not {len(rates)}")
+    return tuple(check_rate(ctx.path, f"max_rates[{i}]", r, ctx.sys_clk_freq) or 0 for i, r in enumerate(rates))
+
+
+def check_rate(path, what, rate, sys_clk_freq, unit="samples per second"):
+    """A declared worst-case rate in samples per second (or per clock cycle with a `unit` of
+    'samples per clock cycle'), checked: samples per second rounded up, None for None."""
+    if rate is None:
+        return None
+    if isinstance(rate, bool) or not isinstance(rate, (int, float)) or rate != rate:
+        raise FrontendError(f"{path}: {what} must be a number of {unit}, not {rate!r}")
+    per_s = rate if unit == "samples per second" else rate * sys_clk_freq
+    if rate <= 0:
+        raise FrontendError(f"{path}: {what} must be a positive number of {unit}, not {rate!r} "
+                            f"(leave it out for a channel whose rate is unknown)")
+    if per_s > sys_clk_freq:
+        raise FrontendError(f"{path}: {what} must be at most one sample per clock cycle, what a channel "
+                            f"takes ({sys_clk_freq / 1e6:g} Msamples/s at this build's clock), not {rate:g} {unit}")
+    return math.ceil(per_s)
 
 
 def _user_line(path, exc):
@@ -207,13 +248,14 @@ def instantiate(factory, ctx):
         if len(ep.data) != ctx.sample_width:
             raise FrontendError(f"{path}: {port}.data is {len(ep.data)} bits; the channels take "
                                 f"{ctx.sample_width}-bit samples")
+    declared_rates(fe, ctx, len(sources))  # Checked here, with the rest of the interface.
     return fe, sources
 
 
 # Verilog front-ends ------------------------------------------------------------------------------
 
 _DESCRIPTION_KEYS = {"module", "sources", "clock", "reset", "time", "channel", "register", "pad", "pins"}
-_CHANNEL_KEYS = {"data", "valid", "ready"}
+_CHANNEL_KEYS = {"data", "valid", "ready", "max_rate", "max_rate_per_cycle"}
 _REGISTER_KEYS = {"name", "port", "reset"}
 _PAD_KEYS = {"pad", "port", "number", "subsignal"}
 _PINS_KEYS = {"board", "port", "connector", "pins", "iostandard", "misc"}
@@ -320,6 +362,7 @@ def load_verilog(path):
                 port(ch["ready"], "input", 1, f"channel {i} ready")
                 conns["i_" + ch["ready"]] = ep.ready
             fe.sources.append(ep)
+        fe.max_rates = [_channel_rate(desc_path, i, ch, ctx.sys_clk_freq) for i, ch in enumerate(channels)]
         for i, reg in enumerate(registers):
             name = need(reg, "name", f"register {i}")
             pname = need(reg, "port", f"register {name!r}")
@@ -357,6 +400,17 @@ def load_verilog(path):
 
     frontend.path = desc_path
     return frontend
+
+
+def _channel_rate(desc_path, i, ch, sys_clk_freq):
+    """A [[channel]]'s declared worst case in samples per second (None: undeclared)."""
+    if "max_rate" in ch and "max_rate_per_cycle" in ch:
+        raise FrontendError(f"{desc_path}: channel {i} has both max_rate (samples per second) and "
+                            f"max_rate_per_cycle: give one")
+    if "max_rate_per_cycle" in ch:
+        return check_rate(desc_path, f"channel {i} max_rate_per_cycle", ch["max_rate_per_cycle"], sys_clk_freq,
+                          unit="samples per clock cycle")
+    return check_rate(desc_path, f"channel {i} max_rate", ch.get("max_rate"), sys_clk_freq)
 
 
 def _io_prefix(direction):

@@ -527,10 +527,12 @@ def _identity_fields(ident):
               "mac": ident.mac_str, "ip": ident.ip_str, "ctl_port": ident.ctl_port,
               "sys_clk_hz": ident.sys_clk_hz, "eth_dw": ident.eth_dw, "nchannels": ident.nchannels,
               "sample_bits": ident.sample_bits, "max_payload": ident.max_payload,
-              "capabilities": [name for bit, name in protocol.CAP_NAMES.items() if ident.capabilities & bit]}
+              "capabilities": [name for bit, name in protocol.CAP_NAMES.items() if ident.capabilities & bit],
+              "max_rates": list(ident.max_rates)}
 
 
 def _print_identity(ident, as_json):
+    from ethdaq.host.protocol import CAP_FRONTEND
     fields = _identity_fields(ident)
     if as_json:
         print(json.dumps(fields))
@@ -543,6 +545,9 @@ def _print_identity(ident, as_json):
         value = ", ".join(value) or "none" if key == "capabilities" else value
         value = f"udp/{value}" if key == "ctl_port" else f"{value} Hz" if key == "sys_clk_hz" else value
         print(f"{label:<14}{value}")
+    rates = ctlargs.declared_rates_text(ident)
+    if rates or ident.capabilities & CAP_FRONTEND:
+        print(f"{'max rates':<14}{rates or 'undeclared by the front-end (ctl start cannot check it against the link)'}")
 
 
 def cmd_discover(args):
@@ -714,12 +719,19 @@ def _stream_ranges_text(client):
 
 def _warn_budget(client, cfg=None, **settings):
     """On stderr, the link budget's warning for the board's settings (`cfg`, else CONFIG_GET's)
-    with `settings` (rate, payload, enable) in their place, if they do not fit its link."""
+    with `settings` (rate, payload, enable) in their place, if they do not fit its link: the
+    emulators' rate, or on a board whose front-end declares its rates, those."""
     from ethdaq.host.protocol import EMULATOR_MODES
     cfg = cfg or client.config()
+    ident = client.identify()
+    if "rate" not in settings and any(ident.max_rates):
+        text = ctlargs.frontend_budget_warning(ident, cfg, client.status(), **settings)
+        if text:
+            print(f"warning: {text}", file=sys.stderr)
+        return
     if "rate" not in settings and cfg.emulator_mode == EMULATOR_MODES["off"]:
         return
-    text = ctlargs.budget_warning(client.identify(), cfg, client.status(), **settings)
+    text = ctlargs.budget_warning(ident, cfg, client.status(), **settings)
     if text:
         print(f"warning: {text}", file=sys.stderr)
 

@@ -102,6 +102,34 @@ def budget_warning(ident, cfg, status, rate=None, payload=None, enable=None):
     return linkbudget.warning(b)
 
 
+def frontend_budget_warning(ident, cfg, status, payload=None, enable=None):
+    """The link budget's warning for a board's front-end (IDENTIFY's declared rates) on the
+    channels `enable` (default: its setting) at `payload` (default: its setting): None when their
+    declared worst case fits, or when none of them declares a rate. Undeclared channels are left
+    out of the sum, and the warning names them."""
+    enable = cfg.enable if enable is None else enable
+    channels = [i for i in range(ident.nchannels) if enable >> i & 1]
+    rates = [ident.max_rates[i] for i in channels if ident.max_rates[i]]
+    if not rates:
+        return None
+    b = linkbudget.declared(rates, sample_bits=ident.sample_bits, sys_clk_hz=ident.sys_clk_hz,
+                            payload=cfg.payload if payload is None else payload, link_mbps=link_mbps(status))
+    text = linkbudget.frontend_warning(b)
+    unknown = [str(i) for i in channels if not ident.max_rates[i]]
+    if text and unknown:
+        text += f"; not counted: channel{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}, with no declared rate"
+    return text
+
+
+def declared_rates_text(ident):
+    """IDENTIFY's declared front-end rates for people: 'channel 0 40 Msamples/s, channel 1
+    undeclared', or None when no channel declares one."""
+    if not any(ident.max_rates):
+        return None
+    return ", ".join(f"channel {i} " + (f"{r / 1e6:g} Msamples/s" if r else "undeclared")
+                     for i, r in enumerate(ident.max_rates))
+
+
 def stream_ranges(ident):
     """The stream settings' ranges on a board (an Identity), for a refusal's message."""
     out = []

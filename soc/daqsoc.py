@@ -28,7 +28,7 @@ from ethdaq.gateware.cpuport import CPUMACPort, CPUUDPPort, connect_udp_ports
 from ethdaq.gateware.emulator import add_emulators
 from ethdaq.gateware.globalreset import promote_resets
 from ethdaq.gateware.ipchecksum import replace_ip_checksums
-from ethdaq.gateware.frontend import FrontendContext, instantiate as instantiate_frontend
+from ethdaq.gateware.frontend import FrontendContext, declared_rates, instantiate as instantiate_frontend
 from ethdaq.gateware.classifier import FastTrackSink, RXClassifier, insert_classifier
 from ethdaq.gateware.framegate import FrameGate, FrameGateCounters
 from ethdaq.gateware.macpipeline import (insert_ip_rx_buffer, insert_tx_buffer, replace_rx_crc, replace_tx_cdc,
@@ -567,6 +567,10 @@ class DAQSoC(SoCCore):
                                   time_ns=self.ptp.clock.time_ns, boards=BOARDS)
             self.frontend, frontend_sources = instantiate_frontend(frontend, ctx)
             nchannels = len(frontend_sources)
+            # Each channel's declared worst-case samples/s, for IDENTIFY (the host's link budget).
+            for i, rate in enumerate(declared_rates(self.frontend, ctx, nchannels)):
+                if rate:
+                    self.add_constant(f"ETHDAQ_MAX_RATE_{i}", rate)
             # The bytes its registers take from its CSR base (32-bit words, in order): the
             # firmware lets REG_READ and REG_WRITE reach these and nothing else.
             dw, csrs = self.csr.data_width, getattr(self.frontend, "get_csrs", list)()

@@ -481,7 +481,8 @@ def test_ctl_config_set_with_options_first_sends_the_same_request_to_a_board():
     from test_ctl_client import ScriptedBoard, config_answer
     from test_ctl_values import identify_answer
     from ethdaq.host import protocol
-    board = ScriptedBoard([identify_answer, config_answer] * 2)   # payload: checked against IDENTIFY first
+    # payload: checked against IDENTIFY first, then the link budget asks IDENTIFY for the front-end's rates.
+    board = ScriptedBoard([identify_answer, config_answer, identify_answer] * 2)
     opts = ["--ip", "127.0.0.1", "--port", str(board.port), "--json"]
     try:
         first = run("ctl", "config", *opts, "set", "payload=1024", "dst_port=6000")
@@ -491,7 +492,7 @@ def test_ctl_config_set_with_options_first_sends_the_same_request_to_a_board():
     assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
     assert json.loads(first.stdout)["payload"] == 1024 and first.stdout == second.stdout
     expected = protocol.config_set_request(0, payload=1024, dst_port=6000)
-    assert [req[:4] + bytes(4) + req[8:] for req in board.seen[1::2]] == [expected] * 2
+    assert [req[:4] + bytes(4) + req[8:] for req in board.seen[1::3]] == [expected] * 2
 
 
 # Output into a pipe nobody reads any more (`ethdaq ... | head -1`) ---------------------------------

@@ -3,6 +3,7 @@ control protocol takes is a one-line usage error before anything is sent; the em
 fraction of the clock everywhere, with one default; a rate the link cannot carry draws a warning
 with its arithmetic."""
 
+import dataclasses
 import json
 import re
 import struct
@@ -195,12 +196,11 @@ def identify_answer(req):
 
 
 def fake_board(requests, link_speed=1000, emulator_mode=1, emulator_rate=2**30, payload=1472, enable=0xF,
-               start_error=None, running=0, run=0, ptp=False, start_refusal=None):
-    """A board on loopback answering IDENTIFY, CONFIG_GET, STATUS (run `run`), EMULATOR,
+               start_error=None, running=0, run=0, ptp=False, start_refusal=None, ident=IDENTITY):
+    """A board on loopback answering IDENTIFY (`ident`), CONFIG_GET, STATUS (run `run`), EMULATOR,
     STREAM_START (run 7), STREAM_STOP (run 7), CLAIM (granted), RELEASE and, if `ptp`, PTP_STATUS
     (every field 0). start_error refuses STREAM_START with that code, and with the reason
     start_refusal (a protocol.Refusal) if given."""
-    ident = IDENTITY
     config = [0, bytes(6), 0, 5000, payload, enable, 0, 0, bytes(6), 0, emulator_mode, emulator_rate, 1,
               0, 0, 0, 0, 1, 0, 128, 128]
     status = [0] * len(protocol.struct_codes(protocol.STATUS_RSP))
@@ -275,6 +275,68 @@ def test_ctl_start_warns_for_the_boards_emulator_rate_and_refuses_a_payload_past
                              "not 9000")
     assert_one_line_error(r2, "--enable: enable must be from 0x1 to 0xf on this board")
     assert not [req for req in board.seen if req[3] == protocol.MSG_STREAM_START]
+
+
+# A front-end board: channels 0 and 2 declare 40 and 10 Msamples/s, channel 1 nothing, channel 3
+# 1 Msamples/s; its emulators are off.
+FRONTEND = dataclasses.replace(IDENTITY, capabilities=protocol.CAP_STREAMER | protocol.CAP_FRONTEND,
+                               max_rates=(40_000_000, 0, 10_000_000, 1_000_000))
+
+
+def start_on_frontend_board(*options):
+    board = fake_board(6, emulator_mode=0, ident=FRONTEND)   # With --enable and --payload: IDENTIFY twice.
+    try:
+        return run("ctl", "start", *options, "--ip", "127.0.0.1", "--port", str(board.port))
+    finally:
+        board.close()
+
+
+def test_ctl_start_warns_when_the_enabled_channels_declared_rates_exceed_the_link_at_the_payload():
+    # Channels 0 and 2: 50 Msamples/s of 2 bytes, 100 MB/s. At 200-byte payloads a datagram holds
+    # (200 - 40) / 2 = 80 samples and costs 200 + 66 bytes on the wire: 100e6 / 160 x 266.
+    r = start_on_frontend_board("--enable", "0x5", "--payload", "200")
+    assert r.returncode == 0 and "run 7 started" in r.stdout, r.stderr
+    wire = 100e6 / 160 * (200 + 66)
+    assert daqformat.HEADER_LEN == 40 and wire > 125e6
+    (line,) = r.stderr.splitlines()
+    assert line.startswith(f"warning: the board will drop samples when the front-end makes what it declares as its "
+                           f"worst case: (40 + 10) Msamples/s x 2 bytes = 100.0 MB/s of samples, {wire / 1e6:.1f} MB/s "
+                           f"on the wire at 200-byte payloads, but the link carries 125.0 MB/s (1000 Mb/s); "
+                           f"up to {50 * 125e6 / wire:.4g} Msamples/s in all fit at this payload"), line
+    # The same channels fit at 1472-byte payloads: 100e6 / 1432 x 1538 = 107.4 MB/s.
+    r = start_on_frontend_board("--enable", "0x5", "--payload", "1472")
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+
+
+def test_undeclared_channels_are_named_and_not_counted_and_alone_draw_no_warning():
+    r = start_on_frontend_board("--enable", "0x7", "--payload", "200")
+    assert r.returncode == 0 and "(40 + 10) Msamples/s x 2 bytes" in r.stderr, r.stderr
+    assert r.stderr.rstrip().endswith("; not counted: channel 1, with no declared rate"), r.stderr
+    r = start_on_frontend_board("--enable", "0x2", "--payload", "64")   # Only channel 1: unknown.
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    r = start_on_frontend_board("--enable", "0x8", "--payload", "64")   # 1 Msamples/s fits even at 64 bytes.
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+
+
+def test_ctl_identify_shows_the_declared_rates():
+    board = fake_board(2, ident=FRONTEND)
+    try:
+        r = run("ctl", "identify", "--ip", "127.0.0.1", "--port", str(board.port))
+        rj = run("ctl", "identify", "--json", "--ip", "127.0.0.1", "--port", str(board.port))
+    finally:
+        board.close()
+    assert ("max rates     channel 0 40 Msamples/s, channel 1 undeclared, channel 2 10 Msamples/s, "
+            "channel 3 1 Msamples/s\n") in r.stdout, r.stdout
+    assert json.loads(rj.stdout)["max_rates"] == [40_000_000, 0, 10_000_000, 1_000_000]
+    undeclared, emulators = fake_board(1, ident=dataclasses.replace(FRONTEND, max_rates=())), fake_board(1)
+    try:
+        r = run("ctl", "identify", "--ip", "127.0.0.1", "--port", str(undeclared.port))
+        plain = run("ctl", "identify", "--ip", "127.0.0.1", "--port", str(emulators.port))
+    finally:
+        undeclared.close()
+        emulators.close()
+    assert "max rates     undeclared by the front-end (ctl start cannot check it against the link)\n" in r.stdout
+    assert plain.returncode == 0 and "max rates" not in plain.stdout, plain.stdout
 
 
 def test_readme_and_help_examples_stay_within_the_link():

@@ -9,6 +9,7 @@ so `-X lua_script:` works as root (CI) too; tshark only warns about root on stde
 to an empty directory so personal preferences or plugins (a copy of ethdaq.lua) do not interfere.
 """
 
+import dataclasses
 import functools
 import json
 import os
@@ -241,7 +242,8 @@ CLIENT_PORT = 40000
 CTL_EXPERTS = ["short", "bad_magic", "bad_version", "bad_type", "bad_length", "bad_order"]
 IDENTITY = protocol.Identity(mac=bytes.fromhex("10e2d5000002"), ip=0xC0A80132, ctl_port=7000, sys_clk_hz=50_000_000,
                              eth_dw=8, nchannels=4, sample_bits=16, max_payload=1472, capabilities=0x03, board="colorlight_i5",
-                             build_id="0123abcd", ident="ethdaq DAQSoC")
+                             build_id="0123abcd", ident="ethdaq DAQSoC",
+                             max_rates=(40_000_000, 0, 125_000, 1))
 STATUS = protocol.STATUS_RSP.pack(1, 42, 2**40 + 1, 2**33, 17, 2, 3, 4, 5, protocol.DST_VALID,
                                   bytes.fromhex("020000000001"), 6, 9, 0xC0A80164, 59000,
                                   3, 2, 1, 123456, 11, 12,
@@ -264,6 +266,10 @@ def response(payload, port=CLIENT_PORT):
     msg_type, _, body = protocol.parse_response(payload)
     if isinstance(body, (protocol.Identity, protocol.Status, protocol.PtpStatus, protocol.Config, protocol.LaunchStatus)):
         fields = dict(vars(body))
+        if isinstance(body, protocol.Identity):  # One field per channel's rate, if it has them.
+            rates = fields.pop("max_rates")
+            if len(payload) > len(protocol.pack_identify_response(0, dataclasses.replace(body, nchannels=0))):
+                fields.update({f"max_rate{i}": r for i, r in enumerate(rates)})
     elif isinstance(body, protocol.Rules):  # Flat; records past the build's rules 0.
         fields = dict(nrules=len(body.rules), unmatched=body.unmatched, gate_error=body.gate_error,
                       gate_full=body.gate_full, gate_oversize=body.gate_oversize)
@@ -358,6 +364,7 @@ CTL_GOOD = [
     to_board(P.config_set_request(22, dst_ip=0xC0A80107, payload=1024, ptp_role=2, ptp_log_sync=-3),
              dict(CONFIG_SET_VALUES, mask=0b10010000000010100)),
     response(IDENT_RSP),
+    response(IDENT_RSP[:-4 * 4]),   # No rates declared.
     response(P.pack_header(P.MSG_STREAM_START | R, 12) + P.STREAM_START_RSP.pack(9, 0xC0A80164)),
     response(P.pack_header(P.MSG_STREAM_STOP | R, 13) + P.STREAM_STOP_RSP.pack(9)),
     response(P.pack_header(P.MSG_EMULATOR | R, 14)),
@@ -392,7 +399,8 @@ CTL_BAD = [  # (datagram, expert); protocol.parse_response refuses the responses
     (to_board(P.stream_start_request(1)[:-1]), "bad_length"),
     (to_board(P.status_request(1) + b"\x00"), "bad_length"),
     (from_board(STATUS_RSP + b"\x00", port=HEUR_PORT), "bad_length"),
-    (from_board(IDENT_RSP[:-2]), "bad_length"),   # The last string runs past the end.
+    (from_board(IDENT_RSP[:-4 * 4 - 2]), "bad_length"),   # The last string runs past the end.
+    (from_board(IDENT_RSP[:-2]), "bad_length"),   # Half a channel's rate.
     (from_board(IDENT_RSP + b"zz"), "bad_length"),  # Trailing bytes.
     (from_board(IDENT_RSP[:P.HEADER.size + P.IDENTIFY_FIXED.size - 1]), "bad_length"),  # No room for the strings.
     (from_board(P.pack_header(P.MSG_ERROR_RSP, 1)), "bad_length"),  # No error code.
@@ -410,6 +418,8 @@ CTL_BODY_FIELDS = sorted({f"ethdaqctl.{name.lower()}.{field}"
                           for field in [b[0] for b in body] + strings}
                          | {f"ethdaqctl.{dissector.ctl_messages()[t][0].lower()}.{field}"
                             for t, fields in dissector.ctl_optional().items() for field, _, _ in fields}
+                         | {f"ethdaqctl.{dissector.ctl_messages()[t][0].lower()}.{field}"
+                            for t, (names, _, _) in dissector.ctl_tails().items() for field in names}
                          | {f"ethdaqctl.{dissector.ctl_messages()[t][0].lower()}.{field}"
                             for t, (_, _, names, other) in dissector.ctl_records().items()
                             for field in [*names.values(), other]})

@@ -114,6 +114,49 @@ def test_an_unknown_pad_is_named_with_the_pads_the_board_has(tmp_path):
     assert str(path) in msg and "has no free pad 'adc_data'" in msg and "ptp_pps" in msg, msg
 
 
+@pytest.mark.parametrize("rates, expected", [
+    ("[-1]", "max_rates[0] must be a positive number of samples per second, not -1"),
+    ("[0]", "max_rates[0] must be a positive number of samples per second, not 0"),
+    ("[1e6, 2e6]", "'max_rates' must have 1 entry, one per channel (None for an unknown one), not 2"),
+    ("['fast']", "max_rates[0] must be a number of samples per second, not 'fast'"),
+    ("[float('nan')]", "max_rates[0] must be a number of samples per second, not nan"),
+    ("[True]", "max_rates[0] must be a number of samples per second, not True"),
+    ("1e6", "'max_rates' must be a list of samples per second, one per channel"),
+    ("[126e6]", "max_rates[0] must be at most one sample per clock cycle, what a channel takes (125 Msamples/s "
+                "at this build's clock), not 1.26e+08 samples per second"),
+])
+def test_wrong_declared_rates_are_named(tmp_path, rates, expected):
+    path = user_file(tmp_path, f"""\
+        class ADC(LiteXModule):
+            def __init__(self, ctx):
+                self.sources = [stream.Endpoint([("data", 16)])]
+                self.max_rates = {rates}
+
+        def frontend(ctx):
+            return ADC(ctx)
+        """)
+    msg = error_of(path)
+    assert msg.startswith(f"{path}: ") and expected in msg, msg
+
+
+def test_declared_rates_are_rounded_up_and_a_channel_may_leave_its_rate_out(tmp_path):
+    path = user_file(tmp_path, """\
+        class ADC(LiteXModule):
+            def __init__(self, ctx):
+                self.sources = [stream.Endpoint([("data", 16)]) for _ in range(3)]
+                self.max_rates = [0.5, None, ctx.sys_clk_freq / 3]
+
+        def frontend(ctx):
+            return ADC(ctx)
+        """)
+    factory = fe.load(path)
+    ctx = context(factory.path)
+    module, sources = fe.instantiate(factory, ctx)
+    assert fe.declared_rates(module, ctx, len(sources)) == (1, 0, 41_666_667)
+    module.max_rates = None   # Nothing declared.
+    assert fe.declared_rates(module, ctx, len(sources)) == (0, 0, 0)
+
+
 # The example against its model -------------------------------------------------------------------
 
 def load_example():
@@ -169,8 +212,11 @@ def test_the_front_end_drives_the_channels_instead_of_the_emulators():
     soc = DAQSoC(get_board("sim"), frontend=fe.load(EXAMPLE))
     assert soc.constants["ETHDAQ_NCHANNELS"] == 1 and len(soc.streamer.sinks) == 1
     assert not hasattr(soc, "emu0") and hasattr(soc.frontend, "threshold")
+    # Its declared worst case, one sample every clock cycle, reaches the firmware (IDENTIFY).
+    assert soc.constants["ETHDAQ_MAX_RATE_0"] == 125_000_000 == get_board("sim").sys_clk_freq
     plain = DAQSoC(get_board("sim"))
     assert plain.constants["ETHDAQ_NCHANNELS"] == 4 and hasattr(plain, "emu0")
+    assert not [k for k in plain.constants if k.startswith("ETHDAQ_MAX_RATE")]
 
 
 def test_a_broken_front_end_stops_the_build_with_one_line_naming_it(tmp_path):
@@ -257,6 +303,16 @@ def test_a_verilog_front_end_is_wrapped_with_its_channels_and_registers(tmp_path
     (GOOD_TOML.replace('name = "count"', 'name = "count"\nreset = 3'), "register 'count' reads output 'count': it has no reset value"),
     ('module = "adc"\nclock = ', "adc.toml"),
     (GOOD_TOML + '[[pad]]\npad = "adc_pins"\nport = "level"\n', "has no free pad 'adc_pins'"),
+    (GOOD_TOML.replace('ready = "r"', 'ready = "r"\nmax_rate = -5'),
+     "channel 0 max_rate must be a positive number of samples per second, not -5"),
+    (GOOD_TOML.replace('ready = "r"', 'ready = "r"\nmax_rate = "fast"'),
+     "channel 0 max_rate must be a number of samples per second, not 'fast'"),
+    (GOOD_TOML.replace('ready = "r"', 'ready = "r"\nmax_rate_per_cycle = 1.5'),
+     "channel 0 max_rate_per_cycle must be at most one sample per clock cycle, what a channel takes (125 "
+     "Msamples/s at this build's clock), not 1.5 samples per clock cycle"),
+    (GOOD_TOML.replace('ready = "r"', 'ready = "r"\nmax_rate = 1e6\nmax_rate_per_cycle = 0.1'),
+     "channel 0 has both max_rate (samples per second) and max_rate_per_cycle: give one"),
+    (GOOD_TOML.replace('ready = "r"', 'ready = "r"\nmax_rates = 1e6'), "channel 0: unknown key(s) max_rates"),
 ])
 def test_verilog_front_end_mistakes_are_named(tmp_path, toml, expected):
     msg = verilog_error(tmp_path, toml)
@@ -275,4 +331,6 @@ def test_the_pulse_height_example_gives_the_soc_two_channels_and_its_registers()
     from ethdaq.soc.daqsoc import DAQSoC
     soc = DAQSoC(get_board("sim"), frontend=fe.load(REPO / "examples" / "frontends" / "pulse_height.v"))
     assert soc.constants["ETHDAQ_NCHANNELS"] == 2
+    # Half a sample per clock cycle on each channel (pulse_height.toml), in samples per second.
+    assert soc.constants["ETHDAQ_MAX_RATE_0"] == soc.constants["ETHDAQ_MAX_RATE_1"] == 62_500_000
     assert soc.constants["ETHDAQ_FRONTEND_CSR_BYTES"] == 16  # threshold, rate, pulses, lost.

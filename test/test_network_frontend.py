@@ -177,6 +177,21 @@ with ControlClient("{BOARD_IP}", {CTL_PORT}) as c:
     assert code.stdout.strip() == str(protocol.ERR_BAD_VALUE)
 
 
+def test_the_declared_rate_reaches_the_host_and_start_warns_with_the_arithmetic(board):
+    """The example declares a sample every clock cycle (125 MHz): identify shows it, and a run
+    warns that 125 Msamples/s of 2 bytes (250 MB/s) exceed the gigabit link."""
+    code, out, err = ctl(board, BOARD_IP, "identify")
+    assert code == 0 and "max rates     channel 0 125 Msamples/s" in out, out + err
+    code, out, err = ctl(board, BOARD_IP, "start", "--dst-port", "5000", "--payload", "1472")
+    try:
+        assert code == 0 and "run " in out, out + err
+        assert ("warning: the board will drop samples when the front-end makes what it declares as its worst "
+                "case: 125 Msamples/s x 2 bytes = 250.0 MB/s of samples") in err, err
+        assert "at 1472-byte payloads, but the link carries 125.0 MB/s (1000 Mb/s)" in err, err
+    finally:
+        assert ctl(board, BOARD_IP, "stop")[0] == 0
+
+
 # The Verilog front-end ----------------------------------------------------------------------------
 
 V_OUT     = REPO / "build" / "test-sim-frontend-v"
@@ -225,3 +240,11 @@ def test_the_verilog_front_ends_registers_through_the_control_protocol(vboard):
     assert code == 0, err
     regs = json.loads(out)
     assert regs["threshold"] == 1000 and regs["rate"] == 2**24 and regs["lost"] == 0 and regs["pulses"] > 200
+
+
+def test_the_verilog_front_ends_declared_rates_reach_the_host(vboard):
+    """pulse_height.toml declares half a sample per clock cycle on each channel: 62.5 Msamples/s
+    at the simulated board's 125 MHz, in IDENTIFY."""
+    code, out, err = ctl(vboard, V_BOARD_IP, "identify", "--json")
+    assert code == 0, err
+    assert json.loads(out)["max_rates"] == [62_500_000, 62_500_000]

@@ -15,7 +15,7 @@ from ethdaq.host import protocol
 
 IDENTITY = protocol.Identity(mac=bytes([0x10, 0xe2, 0xd5, 0, 0, 1]), ip=0xC0A80132, ctl_port=7000,
     sys_clk_hz=125_000_000, eth_dw=8, nchannels=4, sample_bits=16, max_payload=8972, capabilities=0x2B,
-    board="sim", build_id="0123456789ab", ident="ethdaq sim test")
+    board="sim", build_id="0123456789ab", ident="ethdaq sim test", max_rates=(1_000_000, 0, 2**32 - 1, 1))
 
 
 @pytest.fixture(scope="module")
@@ -50,6 +50,19 @@ def test_identify_response_matches_python_definition_byte_for_byte(ctl_host):
         assert cnt["requests"] == 1
         msg_type, got_seq, ident = protocol.parse_response(rsp, expect_seq=seq)
         assert (msg_type, got_seq, ident) == (protocol.MSG_IDENTIFY_RSP, seq, IDENTITY)
+
+
+def test_identify_carries_the_declared_rates_after_the_strings_and_a_reply_without_them_parses():
+    full = protocol.pack_identify_response(5, IDENTITY)
+    # The last 4 x 4 bytes: the channels' rates, big-endian, channel 0 first.
+    assert struct.unpack(">4I", full[-16:]) == (1_000_000, 0, 2**32 - 1, 1)
+    _, _, ident = protocol.parse_response(full[:-16])
+    assert ident.max_rates == (0, 0, 0, 0) and ident.board == "sim"
+    assert protocol.parse_response(full)[2].max_rates == IDENTITY.max_rates
+    with pytest.raises(protocol.ProtocolError, match="none or 4 channel rates"):
+        protocol.parse_response(full[:-4])
+    # An Identity made without rates has every channel's undeclared.
+    assert protocol.Identity(**dict(IDENTITY.__dict__, max_rates=())).max_rates == (0, 0, 0, 0)
 
 
 def test_header_layout_is_big_endian_as_documented():
@@ -113,7 +126,7 @@ def test_python_parser_rejects_truncated_and_trailing_data():
     for cut in (len(full) - 1, protocol.HEADER.size + 5):
         with pytest.raises(protocol.ProtocolError):
             protocol.parse_response(full[:cut])
-    with pytest.raises(protocol.ProtocolError, match="trailing"):
+    with pytest.raises(protocol.ProtocolError, match="17 bytes after its strings"):
         protocol.parse_response(full + b"\x00")
     with pytest.raises(protocol.ProtocolError, match="sequence number must be 4, not 3"):
         protocol.parse_response(full, expect_seq=4)

@@ -51,6 +51,9 @@ def xorshift32(x):
 class TriggeredADC(LiteXModule):
     def __init__(self, ctx):
         self.sources = [stream.Endpoint([("data", ctx.sample_width)])]
+        # The worst case, for the link budget (docs/frontends.md): at divider 1 the ADC makes a
+        # sample every clock cycle and back-to-back windows send them all.
+        self.max_rates = [ctx.sys_clk_freq]
 
         self.threshold = CSRStorage(ADC_BITS, reset=DEFAULTS["threshold"], description="Trigger threshold (ADC counts).")
         self.pre       = CSRStorage(4,  reset=DEFAULTS["pre"],     description="Samples sent from before the crossing (0 to 15).")

@@ -71,6 +71,51 @@ static const struct ctl_net ctl_allow[] = {
 #undef ALLOW
 };
 #define NALLOW (sizeof(ctl_allow) / sizeof(ctl_allow[0]) - 1)
+
+/* Each channel's worst-case samples per second its front-end declares (0: undeclared; IDENTIFY). */
+static const uint32_t max_rates[8] = {
+#ifdef ETHDAQ_MAX_RATE_0
+	ETHDAQ_MAX_RATE_0,
+#else
+	0,
+#endif
+#ifdef ETHDAQ_MAX_RATE_1
+	ETHDAQ_MAX_RATE_1,
+#else
+	0,
+#endif
+#ifdef ETHDAQ_MAX_RATE_2
+	ETHDAQ_MAX_RATE_2,
+#else
+	0,
+#endif
+#ifdef ETHDAQ_MAX_RATE_3
+	ETHDAQ_MAX_RATE_3,
+#else
+	0,
+#endif
+#ifdef ETHDAQ_MAX_RATE_4
+	ETHDAQ_MAX_RATE_4,
+#else
+	0,
+#endif
+#ifdef ETHDAQ_MAX_RATE_5
+	ETHDAQ_MAX_RATE_5,
+#else
+	0,
+#endif
+#ifdef ETHDAQ_MAX_RATE_6
+	ETHDAQ_MAX_RATE_6,
+#else
+	0,
+#endif
+#ifdef ETHDAQ_MAX_RATE_7
+	ETHDAQ_MAX_RATE_7,
+#else
+	0,
+#endif
+};
+_Static_assert(ETHDAQ_NCHANNELS <= sizeof(max_rates) / sizeof(max_rates[0]), "a rate per channel");
 static struct ctlport_stats port_stats;
 
 static void read_ident(void)
@@ -170,6 +215,7 @@ int main(void)
 	id.nchannels  = ETHDAQ_NCHANNELS;
 	id.sample_bits = ETHDAQ_SAMPLE_BITS;
 	id.max_payload = ETHDAQ_MAX_PAYLOAD;
+	id.max_rates  = max_rates;
 	daq_ops(&ops, &port_stats);
 	ops.ptp_status = ptpsvc_ctl_status;
 	ops.link       = phy_link;

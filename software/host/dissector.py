@@ -306,7 +306,7 @@ def ctl_messages():
         P.MSG_RX_STATS | R:     [("count", 1, "B")],   # Then `count` records: ctl_records().
         P.MSG_ERROR_RSP:        _CTL_ERROR_BODY,
     }
-    strings = {P.MSG_IDENTIFY_RSP: identity[n_fixed:]}
+    strings = {P.MSG_IDENTIFY_RSP: identity[n_fixed:identity.index("max_rates")]}  # Then the tail (ctl_tails).
     messages = {}
     for req, length in P.REQUEST_LENGTH.items():
         body = bodies.get(req, [])
@@ -333,6 +333,13 @@ def ctl_records():
     if {"count", "other"} & set(names.values()):
         raise ValueError("an RX_COUNTERS name is one of the dissector's own: count, other")
     return {P.MSG_RX_STATS | P.RESPONSE: (P.RX_STATS_MAX, P.RX_STATS_RECORD.size, names, "other")}
+
+
+def ctl_tails():
+    """{type: (names, count field, struct)}: values after a message's strings, as many as its count
+    field says or none: IDENTIFY_RSP's channel rates (IDENTIFY_RATE, one per channel)."""
+    P = protocol
+    return {P.MSG_IDENTIFY_RSP: ([f"max_rate{i}" for i in range(P.MAX_STREAMS)], "nchannels", P.IDENTIFY_RATE)}
 
 
 def ctl_optional():
@@ -399,6 +406,7 @@ def _lua_ctl():
     messages = ctl_messages()
     records = ctl_records()
     optional = ctl_optional()
+    tails = ctl_tails()
     type_names = {t: name for t, (name, _, _) in messages.items()}
     for name, count, code in header:
         values = _lua_table(type_names, hex_keys=True) if name == "type" else "nil"
@@ -431,7 +439,14 @@ def _lua_ctl():
         if strings:
             out.append("    strings = {")
             out += [f"        {line}," for line in fields[len(body):]]
-            out.append("    } },")
+            out.append("    }" + ("," if t in tails else " },"))
+        if t in tails:
+            names, count, st = tails[t]
+            count_at = P.HEADER.size + sum(_size(n, c) for name, n, c in body[:[b[0] for b in body].index(count)])
+            out.append(f"    tail = {{ count_at = {count_at}, size = {st.size}, fields = {{")
+            out += [f"        {_lua_ctl_field(f'ethdaqctl.{msg.lower()}.{name}', name, 1, st.format[-1])},"
+                    for name in names]
+            out.append("    } } },")
         if t in records:
             most, size, names, other = records[t]
             prefix = f"ethdaqctl.{msg.lower()}."
@@ -459,6 +474,7 @@ for _, msg in pairs(CTL_MESSAGES) do
     end
     for _, sf in ipairs(msg.strings) do ctl_fields[#ctl_fields + 1] = sf end
     for _, fd in ipairs(msg.optional or {}) do ctl_fields[#ctl_fields + 1] = fd.f end
+    for _, tf in ipairs(msg.tail and msg.tail.fields or {}) do ctl_fields[#ctl_fields + 1] = tf end
     if msg.records then
         for _, rf in pairs(msg.records.known) do ctl_fields[#ctl_fields + 1] = rf end
         ctl_fields[#ctl_fields + 1] = msg.records.other
@@ -606,6 +622,21 @@ local function ctl_dissect(tvb, pinfo, tree)
                 end
                 t:add(sf, tvb(off, 1 + n), n > 0 and tvb(off + 1, n):string() or "")
                 off = off + 1 + n
+            end
+            local tail = msg.tail
+            if ok and tail and off ~= length and tail.count_at < caplen then
+                -- After the strings: none, or one value per count (a field before them).
+                local n = tvb(tail.count_at, 1):uint()
+                if n <= #tail.fields and length == off + n * tail.size then
+                    for i = 1, n do
+                        if off + tail.size <= caplen then t:add(tail.fields[i], tvb(off, tail.size)) end
+                        off = off + tail.size
+                    end
+                else
+                    fail("bad_length", t, "%s has %d bytes after its strings; it takes none or %d of %d bytes",
+                         name, length - off, n, tail.size)
+                    ok = false
+                end
             end
             if ok and off ~= length then
                 fail("bad_length", t, "%s has %d trailing bytes", name, length - off)

@@ -347,7 +347,17 @@ local CTL_MESSAGES = {
         ProtoField.string("ethdaqctl.identify_rsp.board", "board"),
         ProtoField.string("ethdaqctl.identify_rsp.build_id", "build_id"),
         ProtoField.string("ethdaqctl.identify_rsp.ident", "ident"),
-    } },
+    },
+    tail = { count_at = 25, size = 4, fields = {
+        ProtoField.uint32("ethdaqctl.identify_rsp.max_rate0", "max_rate0", base.DEC, nil),
+        ProtoField.uint32("ethdaqctl.identify_rsp.max_rate1", "max_rate1", base.DEC, nil),
+        ProtoField.uint32("ethdaqctl.identify_rsp.max_rate2", "max_rate2", base.DEC, nil),
+        ProtoField.uint32("ethdaqctl.identify_rsp.max_rate3", "max_rate3", base.DEC, nil),
+        ProtoField.uint32("ethdaqctl.identify_rsp.max_rate4", "max_rate4", base.DEC, nil),
+        ProtoField.uint32("ethdaqctl.identify_rsp.max_rate5", "max_rate5", base.DEC, nil),
+        ProtoField.uint32("ethdaqctl.identify_rsp.max_rate6", "max_rate6", base.DEC, nil),
+        ProtoField.uint32("ethdaqctl.identify_rsp.max_rate7", "max_rate7", base.DEC, nil),
+    } } },
     [0x82] = { name = "STREAM_START_RSP", fields = {
         { f = ProtoField.uint32("ethdaqctl.stream_start_rsp.run", "run", base.DEC, nil), size = 4, },
         { f = ProtoField.ipv4("ethdaqctl.stream_start_rsp.dst_ip", "dst_ip"), size = 4, },
@@ -804,6 +814,7 @@ for _, msg in pairs(CTL_MESSAGES) do
     end
     for _, sf in ipairs(msg.strings) do ctl_fields[#ctl_fields + 1] = sf end
     for _, fd in ipairs(msg.optional or {}) do ctl_fields[#ctl_fields + 1] = fd.f end
+    for _, tf in ipairs(msg.tail and msg.tail.fields or {}) do ctl_fields[#ctl_fields + 1] = tf end
     if msg.records then
         for _, rf in pairs(msg.records.known) do ctl_fields[#ctl_fields + 1] = rf end
         ctl_fields[#ctl_fields + 1] = msg.records.other
@@ -951,6 +962,21 @@ local function ctl_dissect(tvb, pinfo, tree)
                 end
                 t:add(sf, tvb(off, 1 + n), n > 0 and tvb(off + 1, n):string() or "")
                 off = off + 1 + n
+            end
+            local tail = msg.tail
+            if ok and tail and off ~= length and tail.count_at < caplen then
+                -- After the strings: none, or one value per count (a field before them).
+                local n = tvb(tail.count_at, 1):uint()
+                if n <= #tail.fields and length == off + n * tail.size then
+                    for i = 1, n do
+                        if off + tail.size <= caplen then t:add(tail.fields[i], tvb(off, tail.size)) end
+                        off = off + tail.size
+                    end
+                else
+                    fail("bad_length", t, "%s has %d bytes after its strings; it takes none or %d of %d bytes",
+                         name, length - off, n, tail.size)
+                    ok = false
+                end
             end
             if ok and off ~= length then
                 fail("bad_length", t, "%s has %d trailing bytes", name, length - off)

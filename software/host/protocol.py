@@ -189,6 +189,11 @@ REPLAY_RSP_MAX = 112     # STATUS (109 bytes) and PTP_STATUS (106) fit.
 # board name, build id (git hash), SoC identifier string.
 # mac, ip, ctl_port, sys_clk_hz, eth_dw, nchannels, sample_bits, max_payload, capabilities (CAP_*)
 IDENTIFY_FIXED = struct.Struct(">6sIHIBBBHI")
+# Then, optionally, one IDENTIFY_RATE per channel (nchannels of them, channel 0 first): the
+# worst-case samples per second its user front-end declares it makes (gateware/frontend.py,
+# rounded up; 0: undeclared, as on boards with the emulators). A reply that ends after the
+# strings declares no rate.
+IDENTIFY_RATE  = struct.Struct(">I")
 CAP_STREAMER = 0x01  # DAQ streamer (nchannels channels).
 CAP_PTP      = 0x02  # PTP clock, timestamp unit and the firmware's IEEE 1588 port (PTP_STATUS).
 CAP_AUTH     = 0x04  # Built with a shared key: state changes need signed requests.
@@ -535,6 +540,12 @@ class Identity:
     board:      str
     build_id:   str
     ident:      str
+    max_rates:  tuple = ()   # Samples/s per channel its front-end declares, 0 undeclared (IDENTIFY_RATE).
+
+    def __post_init__(self):
+        # One per channel: the missing ones undeclared.
+        rates = tuple(self.max_rates)[:self.nchannels]
+        self.max_rates = rates + (0,) * (self.nchannels - len(rates))
 
     @property
     def mac_str(self):
@@ -1239,6 +1250,8 @@ def pack_identify_response(seq, identity):
     for text in (identity.board, identity.build_id, identity.ident):
         raw = text.encode("ascii")[:MAX_STRING]
         out += bytes([len(raw)]) + raw
+    for rate in identity.max_rates:
+        out += IDENTIFY_RATE.pack(rate)
     return out
 
 
@@ -1267,9 +1280,13 @@ def parse_response(data, expect_seq=None):
         board,    offset = _take_string(data, offset)
         build_id, offset = _take_string(data, offset)
         ident,    offset = _take_string(data, offset)
-        if offset != len(data):
-            raise ProtocolError(f"identify response has {len(data) - offset} trailing bytes")
-        return msg_type, seq, Identity(*fixed, board, build_id, ident)
+        nchannels = fixed[list(Identity.__dataclass_fields__).index("nchannels")]
+        rates = len(data) - offset
+        if rates not in (0, nchannels * IDENTIFY_RATE.size):
+            raise ProtocolError(f"identify response has {rates} bytes after its strings; it takes none or "
+                                f"{nchannels} channel rates of {IDENTIFY_RATE.size} bytes")
+        max_rates = tuple(r for r, in IDENTIFY_RATE.iter_unpack(data[offset:]))
+        return msg_type, seq, Identity(*fixed, board, build_id, ident, max_rates)
     fixed = {
         MSG_STREAM_START | RESPONSE: STREAM_START_RSP,
         MSG_STREAM_STOP  | RESPONSE: STREAM_STOP_RSP,
@@ -1468,6 +1485,7 @@ def c_header():
         f"#define CTL_ERR_BAD_TYPE     {ERR_BAD_TYPE}u",
         f"#define CTL_ERR_BAD_LENGTH   {ERR_BAD_LENGTH}u",
         f"#define CTL_IDENTIFY_FIXED_SIZE {IDENTIFY_FIXED.size}u",
+        f"#define CTL_IDENTIFY_RATE_SIZE  {IDENTIFY_RATE.size}u",
         f"#define CTL_MAX_STRING       {MAX_STRING}u",
         f"#define CTL_IDENTIFY_REQ_LENGTH {REQUEST_LENGTH[MSG_IDENTIFY]}u",
         "#endif",

@@ -195,11 +195,13 @@ int main(int argc, char **argv)
 	static struct ctl_state st;
 	static struct ctl_net allow[CTL_MAX_ALLOW];
 	struct ctl_request rq;
+	/* Declared front-end rates: one undeclared, one at the u32's top. */
+	static const uint32_t max_rates[4] = { 1000000u, 0u, 4294967295u, 1u };
 	struct ctl_identity id = {
 		.mac = {0x10, 0xe2, 0xd5, 0x00, 0x00, 0x01},
 		.ip = 0xC0A80132u, .ctl_port = 7000, .sys_clk_hz = 125000000u, .eth_dw = 8,
 		.nchannels = 4, .sample_bits = 16, .max_payload = 8972, .capabilities = 0x2B,
-		.board = "sim", .build_id = "0123456789ab", .ident = "ethdaq sim test",
+		.board = "sim", .build_id = "0123456789ab", .ident = "ethdaq sim test", .max_rates = max_rates,
 		.boots = 3, .reset_cause = 2, .watchdog_resets = 1,
 	};
 	struct ctl_ops ops = { stream_start, stream_stop, emulator, status, ptp_status, ptp_config, link, streams, launch,

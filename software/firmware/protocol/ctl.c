@@ -364,6 +364,27 @@ size_t ctl_request_length(uint8_t type)
 	}
 }
 
+/* IDENTIFY's answer after the header: the fixed part, the strings, the channels' declared rates. */
+_Static_assert(CTL_IDENTIFY_RATE_SIZE == 4, "IDENTIFY's channel rates are written as 32-bit words");
+static void put_identity(struct writer *w, const struct ctl_identity *id)
+{
+	unsigned i;
+	put_bytes(w, id->mac, 6);
+	put_be32(w, id->ip);
+	put_be16(w, id->ctl_port);
+	put_be32(w, id->sys_clk_hz);
+	put_u8(w, id->eth_dw);
+	put_u8(w, id->nchannels);
+	put_u8(w, id->sample_bits);
+	put_be16(w, id->max_payload);
+	put_be32(w, id->capabilities);
+	put_string(w, id->board);
+	put_string(w, id->build_id);
+	put_string(w, id->ident);
+	for (i = 0; i < id->nchannels; i++)
+		put_be32(w, id->max_rates ? id->max_rates[i] : 0u);
+}
+
 int ctl_handle(struct ctl_state *st, const struct ctl_request *rq, uint8_t *rsp, size_t rsp_cap,
                const struct ctl_identity *id, const struct ctl_ops *ops)
 {
@@ -938,18 +959,7 @@ static int execute(struct ctl_state *st, const struct ctl_request *rq, uint8_t *
 	switch (type) {
 	case CTL_MSG_IDENTIFY:
 		put_header(&w, CTL_MSG_IDENTIFY_RSP, seq);
-		put_bytes(&w, id->mac, 6);
-		put_be32(&w, id->ip);
-		put_be16(&w, id->ctl_port);
-		put_be32(&w, id->sys_clk_hz);
-		put_u8(&w, id->eth_dw);
-		put_u8(&w, id->nchannels);
-		put_u8(&w, id->sample_bits);
-		put_be16(&w, id->max_payload);
-		put_be32(&w, id->capabilities);
-		put_string(&w, id->board);
-		put_string(&w, id->build_id);
-		put_string(&w, id->ident);
+		put_identity(&w, id);
 		return answered(&w, cnt);
 	case CTL_MSG_STREAM_START:
 		return stream_start(&w, req + CTL_HEADER_SIZE, seq, src_ip, id, ops, cnt);

@@ -26,6 +26,9 @@ struct ctl_identity {
 	const char *board;
 	const char *build_id;
 	const char *ident;
+	/* nchannels worst-case samples/s its front-end declares, channel 0 first (0: undeclared);
+	 * NULL: none declared. Sent after the strings (CTL_IDENTIFY_RATE_SIZE bytes each). */
+	const uint32_t *max_rates;
 	/* This boot (gateware/watchdog.py; constant until the next reset). */
 	uint16_t    boots;          /* Resets since power-on. */
 	uint8_t     reset_cause;    /* Why the last one happened: 0 power-on, 1 watchdog, 2 reboot. */
