@@ -13,14 +13,17 @@ from ethdaq.host.ctl import ControlClient, ControlTimeout
 
 
 class ScriptedBoard:
-    """Answers the requests it gets with script[i](request) (None: no answer); records them."""
+    """Answers the requests it gets with script[i](request) (None: no answer); records them.
+    It waits for each request until close(), however long a loaded machine takes to start the
+    program that sends it."""
 
     def __init__(self, script, addr=("127.0.0.1", 0)):
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.sock.bind(addr)
-        self.sock.settimeout(5)
+        self.sock.settimeout(600)
         self.port = self.sock.getsockname()[1]
         self.script, self.seen = list(script), []
+        self.closing = False
         self.thread = threading.Thread(target=self._serve, daemon=True)
         self.thread.start()
 
@@ -30,12 +33,18 @@ class ScriptedBoard:
                 req, src = self.sock.recvfrom(2048)
             except socket.timeout:
                 return
+            if self.closing:
+                return
             self.seen.append(req)
             rsp = answer(req)
             if rsp is not None:
                 self.sock.sendto(rsp, src)
 
     def close(self):
+        """Stop waiting: a datagram of our own wakes the thread if it still waits for a request."""
+        self.closing = True
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as wake:
+            wake.sendto(b"", self.sock.getsockname())
         self.thread.join(10)
         self.sock.close()
 
