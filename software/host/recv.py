@@ -214,7 +214,7 @@ def _loop(core, duration, count, idle_timeout, stop, on_tick=None):
         wait = REFRESH_S
         if duration is not None:
             wait = max(0.0, min(wait, start + duration - now))
-        limit = None if count is None else count - got
+        limit = None if count is None else min(count - got, core.max_packets)
         batch = core.recv(timeout=wait, max_packets=limit)
         if len(batch):
             last_rx = time.monotonic()
