@@ -1,0 +1,97 @@
+#
+# This file is part of ethdaq.
+# SPDX-License-Identifier: BSD-2-Clause
+
+"""The publisher's bounded queue against the real test broker: a Batch that does not fit is
+counted unpublished whole and never reaches the topic; what does fit reaches it in order, per
+stream; received = published + unpublished exactly, however many were dropped."""
+
+import uuid
+
+import numpy as np
+
+from ethdaq.host.batch import PACKET_DTYPE, Batch, stream_name
+from ethdaq.host.publisher import Publisher
+from kafka_helpers import SAMPLES, T0, PERIOD_NS, decode, read_topic, samples
+
+SRC_IP, SRC_PORT = 0x7F000002, 5001          # 127.0.0.2:5001
+STREAMS = (0, 1)
+
+
+def batch(first_seq, per_stream):
+    """A Batch as the receive core hands them out: `per_stream` consecutive datagrams of each
+    stream from `first_seq`, streams interleaved, 16-bit big-endian samples."""
+    n = per_stream * len(STREAMS)
+    p = np.zeros(n, PACKET_DTYPE)
+    p["src_ip"], p["src_port"], p["sample_bits"], p["sample_count"] = SRC_IP, SRC_PORT, 16, SAMPLES
+    p["stream_id"] = np.tile(STREAMS, per_stream)
+    p["seq"] = first_seq + np.repeat(np.arange(per_stream), len(STREAMS))
+    p["timestamp"] = T0 + p["seq"] * SAMPLES * PERIOD_NS
+    p["offset"] = np.arange(n) * SAMPLES * 2
+    payload = np.concatenate([samples(int(sid), int(seq)).astype(">u2").view(np.uint8)
+                              for sid, seq in zip(p["stream_id"], p["seq"])])
+    return Batch(p, payload)
+
+
+def _topic():
+    return f"ethdaq-queue-{uuid.uuid4().hex[:8]}"
+
+
+def _stopped():
+    """read_topic's `until`: the run stop has come (each message looked at once)."""
+    seen = [0, False]
+
+    def until(got):
+        seen[1] = seen[1] or any(m.value()[4:8] == b"6s4t" for m in got[seen[0]:])
+        seen[0] = len(got)
+        return seen[1]
+    return until
+
+
+def _se00(bootstrap, topic):
+    got = read_topic(bootstrap, topic, _stopped())
+    return [(m, d) for _, m, d in decode(got)[b"se00"]]
+
+
+def test_a_batch_larger_than_the_queue_is_unpublished_whole(kafka_broker):
+    topic = _topic()
+    with Publisher(kafka_broker.bootstrap, topic=topic, queue_datagrams=8) as pub:
+        pub.publish(batch(0, 2))            # 4 datagrams: fit
+        pub.publish(batch(2, 5))            # 10: more than the whole queue holds
+        pub.publish(batch(7, 1))            # 2: fit
+    t = pub.totals()
+    assert (t["received"], t["published"], t["queue_full"], t["unpublished"], t["pending"]) == (16, 6, 10, 10, 0)
+    for sid in STREAMS:
+        c = pub.counters[(SRC_IP, SRC_PORT, sid)]
+        assert (c.received, c.published, c.queue_full) == (8, 3, 5)
+    msgs = _se00(kafka_broker.bootstrap, topic)
+    for sid in STREAMS:
+        mine = [m for m, _ in msgs if m.channel == sid]
+        assert [m.message_counter for m in mine] == [0, 1, 7]
+        for m in mine:
+            np.testing.assert_array_equal(m.values, samples(sid, m.message_counter))
+
+
+def test_queue_full_drops_are_counted_and_the_rest_stays_in_order(kafka_broker):
+    """Batches handed over far faster than the thread publishes them, into a queue of 4 Batches:
+    many are dropped. Every Batch reaches the topic whole or not at all, each stream's messages
+    are in order, and the counters say exactly how many of each."""
+    topic = _topic()
+    per_stream, n_batches = 8, 400
+    with Publisher(kafka_broker.bootstrap, topic=topic, queue_datagrams=4 * per_stream * len(STREAMS)) as pub:
+        for k in range(n_batches):
+            pub.publish(batch(k * per_stream, per_stream))
+    t = pub.totals()
+    assert t["received"] == n_batches * per_stream * len(STREAMS)
+    assert t["received"] == t["published"] + t["unpublished"] and t["pending"] == 0
+    assert t["queue_full"] > 0 and t["queue_full"] == t["unpublished"]
+    msgs = _se00(kafka_broker.bootstrap, topic)
+    assert sum(d for _, d in msgs) == t["published"]
+    for sid in STREAMS:
+        c = pub.counters[(SRC_IP, SRC_PORT, sid)]
+        seqs = [m.message_counter for m, _ in msgs if m.channel == sid]
+        assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs) == c.published
+        present = {s // per_stream for s in seqs}                   # whole Batches or nothing
+        assert sorted(seqs) == [s for b in sorted(present) for s in range(b * per_stream, (b + 1) * per_stream)]
+        assert c.queue_full == (n_batches - len(present)) * per_stream
+        assert {m.name for m, _ in msgs if m.channel == sid} == {stream_name((SRC_IP, SRC_PORT, sid))}
