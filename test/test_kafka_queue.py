@@ -12,7 +12,7 @@ import numpy as np
 
 from ethdaq.host.batch import PACKET_DTYPE, Batch, stream_name
 from ethdaq.host.publisher import Publisher
-from kafka_helpers import SAMPLES, T0, PERIOD_NS, decode, read_topic, samples
+from kafka_helpers import PERIOD_NS, SAMPLES, T0, decode, read_topic, samples, seen
 
 SRC_IP, SRC_PORT = 0x7F000002, 5001          # 127.0.0.2:5001
 STREAMS = (0, 1)
@@ -37,19 +37,8 @@ def _topic():
     return f"ethdaq-queue-{uuid.uuid4().hex[:8]}"
 
 
-def _stopped():
-    """read_topic's `until`: the run stop has come (each message looked at once)."""
-    seen = [0, False]
-
-    def until(got):
-        seen[1] = seen[1] or any(m.value()[4:8] == b"6s4t" for m in got[seen[0]:])
-        seen[0] = len(got)
-        return seen[1]
-    return until
-
-
 def _se00(bootstrap, topic):
-    got = read_topic(bootstrap, topic, _stopped())
+    got = read_topic(bootstrap, topic, seen(b"6s4t", 1))
     return [(m, d) for _, m, d in decode(got)[b"se00"]]
 
 
