@@ -20,6 +20,10 @@ broker acknowledged / the time from the first datagram sent until the receiver e
 close() waits for every delivery report); `unpublished` = the receiver's count of the rest
 (queue full, delivery failed). Median over --repeats runs per row (the machine may be shared).
 
+First, the cost of building one se00 message of 1, 8 and 64 datagrams' samples, in this process:
+ess-streaming-data-types' serialise_se00 against ethdaq.host.se00's template (best of 5 timeit
+runs each).
+
     .venv/bin/python bench/scaleout.py [--datagrams 100000] [--repeats 3] [--rate 0] [--markdown]
     .venv/bin/python bench/scaleout.py --quick --bootstrap 127.0.0.1:9092    # a few seconds
 """
@@ -84,6 +88,22 @@ def send(port, packets, rate):
     sent = time.monotonic() - t0
     sock.close()
     return t0, sent
+
+
+def encode_costs(size):
+    """[(datagrams per message, library us, template us)] for messages of `size`-byte datagrams."""
+    import timeit
+    from streaming_data_types.array_1d_se00 import serialise_se00
+    from streaming_data_types.fbschemas.array_1d_se00.Location import Location
+    from ethdaq.host.se00 import Encoder
+    encode, name, out = Encoder(), "192.168.1.50_5001_s0", []
+    for n in (1, 8, 64):
+        values = np.arange(n * ((size - HEADER_LEN) // 2), dtype=np.uint16)
+        lib = min(timeit.repeat(lambda: serialise_se00(name, 0, T0, PERIOD_NS, 1, values, ts_location=Location.Start),
+                                number=200, repeat=5)) / 200
+        ours = min(timeit.repeat(lambda: encode(name, 0, T0, PERIOD_NS, 1, values), number=200, repeat=5)) / 200
+        out.append((n, lib * 1e6, ours * 1e6))
+    return out
 
 
 def free_udp_port():
@@ -157,6 +177,11 @@ def main(argv=None):
         args.datagrams, args.repeats = 2000, 1
     if not HEADER_LEN + 2 <= args.bytes <= 65507 or args.datagrams < 1 or args.repeats < 1:
         parser.error("--bytes must leave room for samples, --datagrams and --repeats must be positive")
+    print(f"se00 message of N datagrams of {args.bytes} bytes: build time, us")
+    print_table(["N", "serialise_se00", "ethdaq.host.se00"],
+                [[str(n), f"{lib:.1f}", f"{ours:.1f}"] for n, lib, ours in encode_costs(args.bytes)],
+                markdown=args.markdown)
+    print()
     packets = datagrams(args.datagrams, args.bytes)
     rows = []
     with broker(args.bootstrap) as bootstrap:

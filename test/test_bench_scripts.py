@@ -66,7 +66,7 @@ def test_scaleout_quick_run_publishes_every_datagram(kafka_broker):
     r = subprocess.run([sys.executable, "bench/scaleout.py", "--quick", "--rate", "2000", "--bootstrap",
                         kafka_broker.bootstrap], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
-    rows = [line.split() for line in r.stdout.splitlines()[2:]]
+    rows = [line.split() for line in r.stdout.split("\n\n")[1].splitlines()[2:]]
     assert [row[0] for row in rows] == ["no", "1", "8", "64"], r.stdout
     for row in rows:
         assert row[-4] == "0", r.stdout                              # lost
