@@ -10,7 +10,7 @@ import uuid
 
 import numpy as np
 
-from ethdaq.host.batch import PACKET_DTYPE, Batch, stream_name
+from ethdaq.host.batch import PACKET_DTYPE, Batch, decode_samples, stream_name
 from ethdaq.host.publisher import Publisher
 from kafka_helpers import PERIOD_NS, SAMPLES, T0, decode, read_topic, samples, seen
 
@@ -84,3 +84,33 @@ def test_queue_full_drops_are_counted_and_the_rest_stays_in_order(kafka_broker):
         assert sorted(seqs) == [s for b in sorted(present) for s in range(b * per_stream, (b + 1) * per_stream)]
         assert c.queue_full == (n_batches - len(present)) * per_stream
         assert {m.name for m, _ in msgs if m.channel == sid} == {stream_name((SRC_IP, SRC_PORT, sid))}
+
+
+def test_mixed_sample_sizes_in_one_batch(kafka_broker):
+    """A Batch with a 16-bit and a 24-bit stream (no one size for the whole payload): each
+    message's samples are its own datagram's, 24 bits widened to uint32."""
+    topic = _topic()
+    rng = np.random.default_rng(1)
+    n, widths = 6, {0: 16, 1: 24}
+    p = np.zeros(2 * n, PACKET_DTYPE)
+    p["src_ip"], p["src_port"], p["sample_count"] = SRC_IP, SRC_PORT, SAMPLES
+    p["stream_id"] = np.tile([0, 1], n)
+    p["seq"] = np.repeat(np.arange(n), 2)
+    p["sample_bits"] = [widths[int(s)] for s in p["stream_id"]]
+    p["timestamp"] = T0 + p["seq"] * SAMPLES * PERIOD_NS
+    sizes = p["sample_bits"].astype(int) // 8 * SAMPLES
+    p["offset"] = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    payload = rng.integers(0, 256, int(sizes.sum()), dtype=np.uint8)
+    with Publisher(kafka_broker.bootstrap, topic=topic, datagrams_per_message=4) as pub:
+        pub.publish(Batch(p, payload))
+    assert pub.totals()["published"] == 2 * n
+    msgs = _se00(kafka_broker.bootstrap, topic)
+    for sid, bits in widths.items():
+        mine = [m for m, _ in msgs if m.channel == sid]
+        idx = np.flatnonzero(p["stream_id"] == sid)
+        want = np.concatenate([decode_samples(payload[int(p["offset"][i]):int(p["offset"][i] + sizes[i])], bits)
+                               for i in idx])
+        assert [m.message_counter for m in mine] == [0, 4]
+        got = np.concatenate([m.values for m in mine])
+        assert got.dtype == want.dtype == (np.uint16 if bits == 16 else np.uint32)
+        np.testing.assert_array_equal(got, want)

@@ -194,6 +194,7 @@ class Publisher:
         self._last = {}               # stream key -> (run, seq, timestamp, sample_count) of the newest datagram
         self._period = {}             # stream key -> sample period, ns
         self._encode = Encoder()
+        self._how = {}                # (stream key, datagrams) -> (Kafka key, headers, on_delivery, counters)
         self._queue = collections.deque()   # (batch, [(key, indices)], datagrams)
         self._queued = 0                    # Datagrams in _queue.
         self._work = threading.Condition()
@@ -282,6 +283,7 @@ class Publisher:
 
     def _publish_now(self, batch, groups):
         most = self.datagrams_per_message
+        samples = _Samples(batch)
         for key, idx in groups:
             p = batch.packets[idx]
             seq, run, late = p["seq"].tolist(), p["run"].tolist(), p["late"].tolist()
@@ -292,20 +294,22 @@ class Publisher:
                 period = self._sample_period(key, run[k], seq[k], ts[k], count[k])
                 if k + 1 == len(idx) or k + 1 - start >= most or late[k + 1] or late[start] \
                         or run[k + 1] != run[start] or seq[k + 1] != seq[k] + 1 or bits[k + 1] != bits[start]:
-                    values = _values(batch.payload, offset[start:k + 1], count[start:k + 1], bits[start])
+                    values = samples(offset[start:k + 1], count[start:k + 1], bits[start])
                     self._send(key, k + 1 - start, ts[start], period, seq[start], values)
                     start = k + 1
 
     def _send(self, key, n, timestamp, period, seq, values):
         """One se00 message of `n` consecutive datagrams of one stream."""
-        c = self.counters[key]
-        name = self._names[key]
-        value = self._encode(name, key[2], timestamp, period, seq, values)
+        how = self._how.get((key, n))
+        if how is None:       # The message's key, headers and delivery report, alike for every n.
+            c = self.counters[key]
+            how = self._how[key, n] = (self._names[key].encode(), [("datagrams", str(n))],
+                                       functools.partial(self._delivered, c, n), c)
+        value = self._encode(self._names[key], key[2], timestamp, period, seq, values)
         try:
-            self._producer.produce(self.topic, value, name.encode(), headers={"datagrams": str(n)},
-                                   on_delivery=functools.partial(self._delivered, c, n))
+            self._producer.produce(self.topic, value, how[0], headers=how[1], on_delivery=how[2])
         except BufferError:
-            c.buffer_full += n
+            how[3].buffer_full += n
 
     @staticmethod
     def _delivered(c, n, err, msg):
@@ -402,12 +406,26 @@ class Publisher:
         self.close()
 
 
-def _values(payload, offsets, counts, bits):
-    """The samples of datagrams at `offsets` of `payload` as native unsigned integers, in order."""
-    size = bits // 8
-    parts = [payload[o:o + c * size] for o, c in zip(offsets, counts)]
-    raw = parts[0] if len(parts) == 1 else np.concatenate(parts)
-    dt = sample_dtype(bits)
-    if dt is None:
-        return decode_samples(raw, bits)
-    return raw.view(dt).astype(dt.newbyteorder("="))
+class _Samples:
+    """The samples of a Batch's datagrams as native unsigned integers. When every datagram has
+    the same whole-byte sample size, the Batch's payload is converted from big-endian once and a
+    datagram's samples are a slice of it; otherwise each message's are decoded on their own."""
+
+    def __init__(self, batch):
+        self.payload = batch.payload
+        self.native = None
+        bits = batch.packets["sample_bits"]
+        dt = sample_dtype(int(bits[0])) if len(bits) else None
+        if dt is not None and (bits == bits[0]).all() and not (batch.packets["offset"] % dt.itemsize).any():
+            self.size = dt.itemsize
+            raw = self.payload[:len(self.payload) - len(self.payload) % self.size]
+            self.native = raw.view(dt).astype(dt.newbyteorder("="))
+
+    def __call__(self, offsets, counts, bits):
+        """The samples of the datagrams at `offsets` (each `counts` samples of `bits`), in order."""
+        if self.native is not None:
+            parts = [self.native[o // self.size:o // self.size + c] for o, c in zip(offsets, counts)]
+        else:
+            size = bits // 8
+            parts = [decode_samples(self.payload[o:o + c * size], bits) for o, c in zip(offsets, counts)]
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
