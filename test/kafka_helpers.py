@@ -68,6 +68,18 @@ def read_topic(bootstrap, topic, until, timeout=60.0):
     return got
 
 
+def seen(schema, n):
+    """read_topic's `until` for long runs: `n` messages of `schema` (b"se00", b"6s4t", ...) have
+    come; each message is looked at once."""
+    state = {"looked": 0, "count": 0}
+
+    def until(got):
+        state["count"] += sum(m.value()[4:8] == schema for m in got[state["looked"]:])
+        state["looked"] = len(got)
+        return state["count"] >= n
+    return until
+
+
 # DAQ datagrams from loopback sources, and what reading them back must give -----------------------
 
 CLI = [sys.executable, "-m", "ethdaq.soc.cli"]

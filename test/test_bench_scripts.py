@@ -58,3 +58,17 @@ def test_seeds_extra_nextpnr_options_replace_or_add():
     assert with_options(base, "") == base
     assert with_options(base, "--speed=8") == ["--json", "b.json", "--seed", "1", "--speed", "8"]
     assert with_options(base, ["--seed", "4"]).count("--seed") == 1
+
+
+def test_scaleout_quick_run_publishes_every_datagram(kafka_broker):
+    """bench/scaleout.py --quick against the test broker: a row per --kafka-batch, and at the
+    few datagrams of a quick run, nothing lost or unpublished."""
+    r = subprocess.run([sys.executable, "bench/scaleout.py", "--quick", "--rate", "2000", "--bootstrap",
+                        kafka_broker.bootstrap], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    rows = [line.split() for line in r.stdout.split("\n\n")[1].splitlines()[2:]]
+    assert [row[0] for row in rows] == ["no", "1", "8", "64"], r.stdout
+    for row in rows:
+        assert row[-4] == "0", r.stdout                              # lost
+    for row in rows[1:]:
+        assert row[-1] == "0" and float(row[-2]) > 0, r.stdout      # unpublished, MiB/s

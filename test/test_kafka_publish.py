@@ -6,6 +6,7 @@
 boards, read back from the topic and decoded with the ESS schemas' own deserialisers."""
 
 import json
+import signal
 import subprocess
 import uuid
 
@@ -15,7 +16,7 @@ import pytest
 from ethdaq.host import h5file, publisher, rxcore
 from ethdaq.host.publisher import Publisher, PublishError
 from ethdaq.host.recv import EXIT_UNPUBLISHED, batches
-from kafka_helpers import CLI, Board, check_streams, decode, read_topic, start_recv
+from kafka_helpers import CLI, Board, check_streams, decode, read_topic, seen, start_recv
 
 
 def _topic():
@@ -163,3 +164,41 @@ def test_lost_datagrams_in_status(kafka_broker, tmp_path):
     assert all(4 not in run and run[-1] - run[0] == len(run) - 1 for run in seqs)
     final = json.loads(decoded[b"x5f2"][-1][1].status_json)
     assert (final["received"], final["lost"], final["published"], final["unpublished"]) == (9, 1, 9, 0)
+
+
+def test_publishing_queue_full_is_counted_and_the_file_has_everything(kafka_broker, tmp_path):
+    """A receiver paused while 100 datagrams arrive (SIGSTOP) reads them as one Batch, larger than
+    its publishing queue (--kafka-queue 10): counted unpublished, every one still in the run file;
+    the datagrams before it are published, and what is published is in order, each stream's."""
+    topic = _topic()
+    p, port = start_recv(tmp_path, "-o", "run.h5", "--kafka", kafka_broker.bootstrap, "--topic", topic,
+                         "--kafka-queue", "10")
+    board = Board("127.0.0.11", port)
+    try:
+        board.send(5)
+        read_topic(kafka_broker.bootstrap, topic, seen(b"se00", 10))
+        p.send_signal(signal.SIGSTOP)
+        board.send(50)
+        p.send_signal(signal.SIGCONT)
+        board.send(5)
+    finally:
+        p.send_signal(signal.SIGCONT)
+        p.send_signal(signal.SIGTERM)
+        out, err = p.communicate(timeout=60)
+    assert p.returncode == EXIT_UNPUBLISHED, err
+    summary = json.loads((tmp_path / "run.json").read_text())
+    assert (summary["packets"], summary["missing"]) == (120, 0)
+    k = summary["kafka"]
+    assert k["received"] == 120 and k["published"] + k["unpublished"] == 120
+    assert k["queue_full"] >= 20 and k["unpublished"] == k["queue_full"] and k["published"] >= 10
+    assert all(s["published"] + s["unpublished"] == 60 for s in summary["streams"].values())
+    assert f"unpublished {k['unpublished']} ({k['queue_full']} refused: local queue full)" in out.splitlines()[-2]
+    with h5file.open_run(tmp_path / "run.h5") as run:
+        assert run.summary["kafka"]["queue_full"] == k["queue_full"]
+        for name, (sid, n) in board.names().items():
+            assert list(run.packets(name)["seq"]) == list(range(n))
+    decoded = decode(read_topic(kafka_broker.bootstrap, topic, seen(b"6s4t", 1)))
+    assert sum(d for *_, d in decoded[b"se00"]) == k["published"]
+    for name in board.names():
+        seqs = [m.message_counter for _, m, _ in decoded[b"se00"] if m.name == name]
+        assert seqs == sorted(set(seqs)) and seqs[:5] == list(range(5))

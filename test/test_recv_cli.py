@@ -109,6 +109,20 @@ def test_signal_leaves_a_file_with_every_counted_packet_and_a_summary(tmp_path, 
            "malformed 1" in out
 
 
+def test_count_larger_than_one_receive_call(tmp_path):
+    """--count above what one receive call hands out (the core's max_packets) is a run that
+    ends by count or idle timeout like any other, never an error."""
+    from ethdaq.host.rxcore import DEFAULT_MAX_PACKETS
+    p, port = start(tmp_path, "-o", "run.h5", "--count", str(DEFAULT_MAX_PACKETS + 1), "--idle-timeout", "1")
+    with source("127.0.0.2") as s:
+        for seq in range(12):
+            s.sendto(datagram(3, seq), ("127.0.0.1", port))
+    rc, out, err = finish(p)
+    assert rc == 0, err
+    summary = json.loads((tmp_path / "run.json").read_text())
+    assert (summary["packets"], summary["stopped_by"]) == (12, "idle timeout")
+
+
 def test_count_stops_after_exactly_n_datagrams(tmp_path):
     t0 = time.time_ns()
     p, port = start(tmp_path, "-o", "run.h5", "--count", "5", "--kernel-timestamps")

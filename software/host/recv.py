@@ -132,6 +132,9 @@ def add_arguments(p):
     k.add_argument("--kafka-batch", type=_positive(int, "kafka batch"), default=1, metavar="N",
                    help="with --kafka: up to N consecutive datagrams of a stream in one se00 message (default 1: "
                         "one per datagram; more costs the publisher far less per datagram, docs/scaleout.md)")
+    k.add_argument("--kafka-queue", type=_positive(int, "kafka queue"), default=publisher.QUEUE_DATAGRAMS,
+                   metavar="N", help=f"with --kafka: datagrams waiting for the publishing thread at most (default "
+                   f"{publisher.QUEUE_DATAGRAMS}); a batch that does not fit is counted unpublished")
     k.add_argument("--kafka-config", metavar="FILE",
                    help="with --kafka: librdkafka settings, key=value lines (security, compression, batch size ...)")
     k.add_argument("--kafka-option", action="append", default=[], metavar="KEY=VALUE",
@@ -211,7 +214,7 @@ def _loop(core, duration, count, idle_timeout, stop, on_tick=None):
         wait = REFRESH_S
         if duration is not None:
             wait = max(0.0, min(wait, start + duration - now))
-        limit = None if count is None else count - got
+        limit = None if count is None else min(count - got, core.max_packets)
         batch = core.recv(timeout=wait, max_packets=limit)
         if len(batch):
             last_rx = time.monotonic()
@@ -261,8 +264,9 @@ def kafka_text(pub):
     """The publisher's totals for people."""
     t = pub.totals()
     text = f"Kafka {t['topic']}: published {t['published']}, unpublished {t['unpublished']}"
-    if t["buffer_full"]:
-        text += f" ({t['buffer_full']} refused: local queue full)"
+    refused = t["queue_full"] + t["buffer_full"]
+    if refused:
+        text += f" ({refused} refused: local queue full)"
     if t["pending"]:
         text += f", pending {t['pending']}"
     if t["client_errors"]:
@@ -420,9 +424,10 @@ def summary_path(output):
 def _check_kafka_args(args):
     if not getattr(args, "kafka", None):
         if getattr(args, "kafka_config", None) or getattr(args, "kafka_option", None) or \
-                getattr(args, "kafka_batch", 1) != 1:
-            raise RecvError("--kafka-config, --kafka-option and --kafka-batch set up publishing: give the brokers "
-                            "with --kafka")
+                getattr(args, "kafka_batch", 1) != 1 or \
+                getattr(args, "kafka_queue", publisher.QUEUE_DATAGRAMS) != publisher.QUEUE_DATAGRAMS:
+            raise RecvError("--kafka-config, --kafka-option, --kafka-batch and --kafka-queue set up publishing: give "
+                            "the brokers with --kafka")
         return None
     try:
         settings = publisher.read_config(args.kafka_config) if args.kafka_config else {}
@@ -440,7 +445,7 @@ def _open_publisher(args, settings, core, output, writer):
     try:
         return publisher.Publisher(args.kafka, topic=args.topic, settings=settings, filename=str(output or ""),
                                    job_id=writer.run_uuid if writer is not None else None, metadata=meta,
-                                   datagrams_per_message=args.kafka_batch)
+                                   datagrams_per_message=args.kafka_batch, queue_datagrams=args.kafka_queue)
     except publisher.PublishError as e:
         raise RecvError(str(e)) from None
 

@@ -1,0 +1,205 @@
+#!/usr/bin/env python3
+#
+# This file is part of ethdaq.
+# SPDX-License-Identifier: BSD-2-Clause
+
+"""Publishing to Apache Kafka end to end, on loopback: `ethdaq recv --kafka` (the CLI as users
+run it, with -o to a run file on tmpfs) receives DAQ datagrams from a generator in this script
+and publishes them into a single-node broker on this PC (ethdaq.kafkabroker, started here unless
+--bootstrap names one), at --kafka-batch 1, 8 and 64, and once without Kafka for comparison.
+
+The generator sends --datagrams datagrams of --bytes bytes (DAQ header included, 16-bit samples,
+two interleaved streams, consecutive seq, PTP timestamps) from one Python socket, unpaced or at
+--rate datagrams/s. Simulated: no board, no NIC; the generator, the receiver, its publishing
+thread and the broker's JVM share this machine's CPUs, so the figures are what that mix gives.
+
+Per run: `offered` = datagrams sent / sending time; `received/s` = the receiver's own rate
+(datagrams / its elapsed time, run.json); `lost` = datagrams missing at the receiver (kernel
+drops and gaps: what the run file lacks); `published/s` and `MiB/s` = datagrams (samples) the
+broker acknowledged / the time from the first datagram sent until the receiver exited (its
+close() waits for every delivery report); `unpublished` = the receiver's count of the rest
+(queue full, delivery failed). Median over --repeats runs per row (the machine may be shared).
+
+First, the cost of building one se00 message of 1, 8 and 64 datagrams' samples, in this process:
+ess-streaming-data-types' serialise_se00 against ethdaq.host.se00's template (best of 5 timeit
+runs each).
+
+    .venv/bin/python bench/scaleout.py [--datagrams 100000] [--repeats 3] [--rate 0] [--markdown]
+    .venv/bin/python bench/scaleout.py --quick --bootstrap 127.0.0.1:9092    # a few seconds
+"""
+
+import argparse
+import contextlib
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench.table import print_table                                          # noqa: E402
+from ethdaq.host.daqformat import FLAG_TS_PTP, HEADER_LEN, pack_header       # noqa: E402
+
+CLI = [sys.executable, "-m", "ethdaq.soc.cli"]
+BATCHES = [None, 1, 8, 64]       # None: the receiver without --kafka
+STREAMS = (0, 1)
+PERIOD_NS = 8
+T0 = 1_795_000_000_000_000_000
+MIB = 2**20
+
+
+def datagrams(n, size):
+    """n datagrams of `size` bytes, streams interleaved, as a list of bytes."""
+    count = (size - HEADER_LEN) // 2
+    body = (np.arange(count) % 65536).astype(">u2").tobytes()
+    out = []
+    for k in range(n):
+        sid, seq = STREAMS[k % len(STREAMS)], k // len(STREAMS)
+        out.append(pack_header(sid, seq, T0 + seq * count * PERIOD_NS, count, 16, FLAG_TS_PTP) + body)
+    return out
+
+
+def send(port, packets, rate):
+    """Sends `packets` to 127.0.0.1:port, unpaced (rate 0) or at `rate` datagrams/s in bursts of
+    32; returns (first send time, sending seconds)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 * MIB)
+    dst = ("127.0.0.1", port)
+    t0 = time.monotonic()
+    for k in range(0, len(packets), 32):
+        if rate:
+            ahead = t0 + k / rate - time.monotonic()
+            if ahead > 0:
+                time.sleep(ahead)
+        for p in packets[k:k + 32]:
+            while True:
+                try:
+                    sock.sendto(p, dst)
+                    break
+                except BlockingIOError:
+                    time.sleep(0.0001)
+    sent = time.monotonic() - t0
+    sock.close()
+    return t0, sent
+
+
+def encode_costs(size):
+    """[(datagrams per message, library us, template us)] for messages of `size`-byte datagrams."""
+    import timeit
+    from streaming_data_types.array_1d_se00 import serialise_se00
+    from streaming_data_types.fbschemas.array_1d_se00.Location import Location
+    from ethdaq.host.se00 import Encoder
+    encode, name, out = Encoder(), "192.168.1.50_5001_s0", []
+    for n in (1, 8, 64):
+        values = np.arange(n * ((size - HEADER_LEN) // 2), dtype=np.uint16)
+        lib = min(timeit.repeat(lambda: serialise_se00(name, 0, T0, PERIOD_NS, 1, values, ts_location=Location.Start),
+                                number=200, repeat=5)) / 200
+        ours = min(timeit.repeat(lambda: encode(name, 0, T0, PERIOD_NS, 1, values), number=200, repeat=5)) / 200
+        out.append((n, lib * 1e6, ours * 1e6))
+    return out
+
+
+def free_udp_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def one_run(workdir, bootstrap, batch, packets, rate):
+    """One receiver run; returns its figures as a dict."""
+    port = free_udp_port()
+    out = Path(workdir) / f"scaleout-{uuid.uuid4().hex[:8]}.h5"
+    cmd = CLI + ["recv", "--bind", "127.0.0.1", "--port", str(port), "--progress", "off", "-o", str(out),
+                 "--count", str(len(packets)), "--idle-timeout", "2"]
+    if batch is not None:
+        cmd += ["--kafka", bootstrap, "--topic", f"scaleout-{uuid.uuid4().hex[:8]}", "--kafka-batch", str(batch)]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    line = p.stderr.readline()
+    if "receiving on UDP" not in line:
+        p.kill()
+        sys.exit(f"ethdaq recv did not start: {line}{p.stderr.read()}")
+    t0, sent = send(port, packets, rate)
+    _, err = p.communicate(timeout=600)
+    wall = time.monotonic() - t0
+    if p.returncode not in (0, 3, 5):              # 3: data lost, 5: not all published; both measured
+        sys.exit(f"ethdaq recv failed (exit status {p.returncode}): {err.strip()}")
+    summary = json.loads(out.with_suffix(".json").read_text())
+    for f in (out, out.with_suffix(".json")):
+        f.unlink(missing_ok=True)
+    receiving = summary["elapsed_s"]
+    if summary["stopped_by"] == "idle timeout":      # the receiver waited for datagrams that were lost
+        wall, receiving = wall - 2.0, receiving - 2.0
+    k = summary["kafka"] or {}
+    sample_bytes = summary["payload_bytes"] / max(1, summary["packets"])
+    published = k.get("published", 0)
+    return {"offered": len(packets) / sent, "received_per_s": summary["packets"] / receiving,
+            "lost": len(packets) - summary["packets"], "published_per_s": published / wall,
+            "mib_per_s": published * sample_bytes / MIB / wall, "unpublished": k.get("unpublished", 0),
+            "published": published}
+
+
+@contextlib.contextmanager
+def broker(bootstrap):
+    if bootstrap:
+        yield bootstrap
+        return
+    from ethdaq.kafkabroker import BrokerError, KafkaBroker
+    try:
+        b = KafkaBroker().start()
+    except BrokerError as e:
+        sys.exit(f"no Kafka broker: {e} (make kafka fetches its jars)")
+    try:
+        yield b.bootstrap
+    finally:
+        b.close()
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--datagrams", type=int, default=100000, help="datagrams per run (default 100000)")
+    parser.add_argument("--bytes", type=int, default=1472, help="UDP payload per datagram (default 1472)")
+    parser.add_argument("--rate", type=float, default=0, help="datagrams/s to send (default 0: unpaced)")
+    parser.add_argument("--repeats", type=int, default=3, help="runs per row; the table shows the median")
+    parser.add_argument("--bootstrap", help="use this broker (host:port) instead of starting one")
+    parser.add_argument("--dir", default="/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir(),
+                        help="directory for the run files (default /dev/shm)")
+    parser.add_argument("--quick", action="store_true", help="2000 datagrams, one run per row (a smoke test)")
+    parser.add_argument("--markdown", action="store_true", help="print the table as Markdown")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.datagrams, args.repeats = 2000, 1
+    if not HEADER_LEN + 2 <= args.bytes <= 65507 or args.datagrams < 1 or args.repeats < 1:
+        parser.error("--bytes must leave room for samples, --datagrams and --repeats must be positive")
+    print(f"se00 message of N datagrams of {args.bytes} bytes: build time, us")
+    print_table(["N", "serialise_se00", "ethdaq.host.se00"],
+                [[str(n), f"{lib:.1f}", f"{ours:.1f}"] for n, lib, ours in encode_costs(args.bytes)],
+                markdown=args.markdown)
+    print()
+    packets = datagrams(args.datagrams, args.bytes)
+    rows = []
+    with broker(args.bootstrap) as bootstrap:
+        for batch in BATCHES:
+            runs = [one_run(args.dir, bootstrap, batch, packets, args.rate) for _ in range(args.repeats)]
+            med = {key: statistics.median(r[key] for r in runs) for key in runs[0]}
+            rows.append(["no Kafka" if batch is None else str(batch), f"{med['offered']:,.0f}",
+                         f"{med['received_per_s']:,.0f}", f"{med['lost']:,.0f}",
+                         "-" if batch is None else f"{med['published_per_s']:,.0f}",
+                         "-" if batch is None else f"{med['mib_per_s']:.1f}",
+                         "-" if batch is None else f"{med['unpublished']:,.0f}"])
+    print(f"ethdaq recv -> Kafka on loopback (simulated: generator, receiver and broker on this machine), "
+          f"{args.datagrams} datagrams of {args.bytes} bytes, {'unpaced' if not args.rate else f'{args.rate:.0f}/s'}, "
+          f"median of {args.repeats}")
+    print_table(["kafka-batch", "offered/s", "received/s", "lost", "published/s", "MiB/s", "unpublished"], rows,
+                markdown=args.markdown)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
