@@ -140,6 +140,9 @@ def output_to(log_path, verbose=False, show_progress=False):
         yield
         return
     log_path = Path(log_path)
+    # Read back by its absolute path: LiteX's build changes into the gateware directory and, when
+    # a tool fails, stays there, where a relative path no longer names the log.
+    log_file = log_path.resolve()
     log_path.parent.mkdir(parents=True, exist_ok=True)
     sys.stdout.flush()
     sys.stderr.flush()
@@ -171,7 +174,7 @@ def output_to(log_path, verbose=False, show_progress=False):
             os.close(saved[0])
             os.close(saved[1])
             if isinstance(error, BuildError):
-                tail = "\n".join(log_path.read_text(errors="replace").splitlines()[-20:])
+                tail = "\n".join(log_file.read_text(errors="replace").splitlines()[-20:])
                 raise BuildError(f"{error} (full log: {log_path})\n{tail}") from None
 
 

@@ -310,3 +310,19 @@ def test_vivado_steps_from_its_command_lines():
         if line.startswith("Phase 2"):
             assert log.status() == "Phase 2 Router Initialization"
     assert log.stages == ["synthesis (Vivado)", "placement (Vivado)", "routing (Vivado)", "bitstream (Vivado)"]
+
+
+def test_a_failed_build_that_changed_directory_still_shows_its_logs_tail(tmp_path, monkeypatch):
+    """LiteX's build runs its script from the gateware directory and leaves the process there when
+    a tool fails: the error still carries the log's last lines, from a log given by a relative
+    path as the CLI gives it (build/NAME/build.log)."""
+    from ethdaq.soc import build
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "elsewhere").mkdir()
+    with pytest.raises(build.BuildError) as e:
+        with build.output_to(Path("out") / "build.log"):
+            os.write(1, b"the tool's last words\n")
+            os.chdir(tmp_path / "elsewhere")
+            raise build.BuildError("synthesis failed")
+    assert "the tool's last words" in str(e.value)
+    assert "(full log: out/build.log)" in str(e.value)
