@@ -161,6 +161,31 @@ def test_merge_two_boards(kafka_broker, tmp_path):
         assert f["merged/start_time"][()] and f["merged/end_time"][()]
 
 
+def test_idle_source_stops_holding_slices_open(kafka_broker, tmp_path):
+    """A board that stops sending: past --idle behind the newest sample of its partition it no
+    longer holds the watermark, so its datagram that comes much later is late; with a longer
+    --idle it still holds every slice open and the datagram is merged."""
+    topic = _topic()
+    a, b = Stream("127.0.0.6", 5004, 0, 0), Stream("127.0.0.7", 5004, 0, 100)
+    with Publisher(kafka_broker.bootstrap, topic=topic) as pub:
+        for seq in range(100):
+            pub.publish(batch([(a, seq, 0)] + ([(b, seq, 0)] if seq < 10 else [])))
+        pub.publish(batch([(b, 10, 0)]))
+    for idle, late_samples in (("5us", SAMPLES), ("1s", 0)):
+        r = merge(tmp_path, kafka_broker.bootstrap, topic, "--until-stop", "--idle", idle, name=f"idle{idle}.h5")
+        assert r.returncode == 0, r.stderr
+        sources, late, attrs, _ = merged(tmp_path / f"idle{idle}.h5")
+        assert attrs["late_samples"] == late_samples and attrs["idle_ns"] == (5000 if idle == "5us" else 10**9)
+        times, samples, log, _ = sources[b.name]
+        check_slices(times, samples, log)
+        if late_samples:
+            np.testing.assert_array_equal(late[b.name][0], b.expected([10])[0])
+            np.testing.assert_array_equal(times, b.expected(range(10))[0])
+        else:
+            assert not late
+            np.testing.assert_array_equal(times, b.expected(range(11))[0])
+
+
 def test_nexus_reader_opens_the_file(kafka_broker, tmp_path):
     from nexusformat.nexus import nxload
     topic = _topic()
