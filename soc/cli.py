@@ -2,7 +2,7 @@
 # This file is part of ethdaq.
 # SPDX-License-Identifier: BSD-2-Clause
 
-"""`ethdaq` command line: boards, build, sim, load, ctl."""
+"""`ethdaq` command line: boards, build, sim, load, ctl, recv, merge, plot."""
 
 import argparse
 import ipaddress
@@ -29,6 +29,7 @@ examples:
   ethdaq discover --broadcast 192.168.1.255   # boards on that subnet
   ethdaq ctl identify --ip 192.168.1.50
   ethdaq ctl start --ip 192.168.1.50 && ethdaq recv --duration 10
+  ethdaq merge --kafka 127.0.0.1:9092 --topic detector1 -o merged.h5 --until-stop   # boards' streams by PTP time
 
 names and addresses: --board NAME is a kind of board (build, load; `ethdaq boards` lists them);
 --ip ADDR is a board's IPv4 address (build: the one it starts with; ctl: where requests go);
@@ -1068,6 +1069,15 @@ def cmd_recv(args):
         raise CLIError(str(e))
 
 
+def cmd_merge(args):
+    from ethdaq.host import merge
+    try:
+        return merge.run(args)
+    except merge.MergeError as e:
+        sys.stderr.write(f"Error: {e}\n")
+        return e.status
+
+
 def cmd_plot(args):
     from ethdaq.host import plot
     return plot.run(args)
@@ -1242,11 +1252,16 @@ def make_parser():
                        for a in g._group_actions}
     p.set_defaults(func=cmd_ctl)
 
-    from ethdaq.host import plot, recv
+    from ethdaq.host import merge, plot, recv
     p = sub.add_parser("recv", help="receive DAQ datagrams: live rates and losses, HDF5 run file, JSON summary",
                        epilog=recv.EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     recv.add_arguments(p)
     p.set_defaults(func=cmd_recv)
+
+    p = sub.add_parser("merge", help="consume many boards' streams from Kafka, write time slices by PTP time (NeXus)",
+                       epilog=merge.EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    merge.add_arguments(p)
+    p.set_defaults(func=cmd_merge)
 
     p = sub.add_parser("plot", help="plot a run file: data rate, timestamp spacing, waveform excerpt",
                        epilog="example:\n  ethdaq plot run.h5 -o run.png",

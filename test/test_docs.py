@@ -13,7 +13,7 @@ from ethdaq.soc import cli
 
 PAGES = sorted([REPO / "README.md", *REPO.glob("docs/*.md"), *REPO.glob("docs/boards/*.md")])
 
-COMMANDS = ("boards", "build", "sim", "load", "discover", "ctl", "recv", "plot")
+COMMANDS = ("boards", "build", "sim", "load", "discover", "ctl", "recv", "merge", "plot")
 # A command line in a code block (indented four spaces or fenced): `ethdaq COMMAND ...`, after an
 # optional `$ `, `sudo ` and `.venv/bin/`; it ends at a comment. A line ending in a backslash goes on.
 CODE_COMMAND = re.compile(r"^(?:\$ )?(?:sudo )?(?:\.venv/bin/)?ethdaq ((?:%s)(?:\s.*)?)$" % "|".join(COMMANDS))
