@@ -147,8 +147,8 @@ examples:
   ethdaq recv --port 5000 -o run.h5 --count 100000      # ... and an HDF5 file + run.json
   ethdaq recv -o run.h5 --compression lzf               # until Ctrl-C or SIGTERM
   ethdaq recv -o run.h5 --board-ip 192.168.1.50         # ... with the board's identity and settings
-  ethdaq recv -o run.h5 --kafka kafka1:9092,kafka2:9092 --topic detector1 \
-              --kafka-option compression.type=lz4          # ... and publish to Kafka too
+  ethdaq recv -o run.h5 --kafka kafka1:9092 --topic detector1  # ... and publish to Kafka too
+  ethdaq recv -o run.h5 --kafka kafka1:9092 --kafka-option compression.type=lz4
   ethdaq plot run.h5 -o run.png
 
 exit status: 0 when nothing was lost, 2 for a usage error, 3 when the run lost data: samples the
