@@ -114,3 +114,28 @@ def test_mixed_sample_sizes_in_one_batch(kafka_broker):
         got = np.concatenate([m.values for m in mine])
         assert got.dtype == want.dtype == (np.uint16 if bits == 16 else np.uint32)
         np.testing.assert_array_equal(got, want)
+
+
+def test_a_batch_the_thread_fails_on_is_counted_unpublished_and_publishing_goes_on(kafka_broker):
+    """An error inside the publishing thread (here: encoding stream 1's third message raises)
+    is reported, the datagrams of that Batch not yet handed to librdkafka are counted unpublished
+    (failed), received = published + unpublished still holds, and the next Batch is published."""
+    topic = _topic()
+    with Publisher(kafka_broker.bootstrap, topic=topic) as pub:
+        encode = pub._encode
+
+        def failing(name, channel, timestamp, period, seq, values):
+            if channel == 1 and seq == 2:
+                raise RuntimeError("encoder broke")
+            return encode(name, channel, timestamp, period, seq, values)
+        pub._encode = failing
+        pub.publish(batch(0, 4))
+        pub.publish(batch(4, 2))
+    t = pub.totals()
+    assert t["received"] == 12 and t["received"] == t["published"] + t["unpublished"] and t["pending"] == 0
+    one = pub.counters[(SRC_IP, SRC_PORT, 1)]
+    zero = pub.counters[(SRC_IP, SRC_PORT, 0)]
+    assert (one.published, one.failed) == (4, 2) and (zero.published, zero.failed) == (6, 0)
+    assert pub.errors.count >= 1, "the thread's error is counted with the client's"
+    msgs = _se00(kafka_broker.bootstrap, topic)
+    assert [m.message_counter for m, _ in msgs if m.channel == 1] == [0, 1, 4, 5]

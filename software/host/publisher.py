@@ -250,11 +250,14 @@ class Publisher:
                     break
             if item is not None:
                 batch, groups, n = item
+                handed = {}                    # Stream key -> its datagrams handed to librdkafka.
                 try:
-                    self._publish_now(batch, groups)
+                    self._publish_now(batch, groups, handed)
                 except Exception as e:         # A bug here must not end publishing unseen.
                     self.errors.count += 1
                     self.errors.last = f"publishing thread: {e!r}"
+                    for key, idx in groups:    # What was not handed on is unpublished, counted.
+                        self.counters[key].failed += len(idx) - handed.get(key, 0)
                 with self._work:
                     self._queued -= n
                 if self._closing is not None and time.monotonic() >= self._closing:
@@ -281,7 +284,8 @@ class Publisher:
             self._last[key] = (run, seq, timestamp, count)
         return self._period.get(key, 0)
 
-    def _publish_now(self, batch, groups):
+    def _publish_now(self, batch, groups, handed):
+        """Each group's datagrams to librdkafka, as se00 messages; `handed` keeps count per key."""
         most = self.datagrams_per_message
         samples = _Samples(batch)
         for key, idx in groups:
@@ -296,7 +300,7 @@ class Publisher:
                         or run[k + 1] != run[start] or seq[k + 1] != seq[k] + 1 or bits[k + 1] != bits[start]:
                     values = samples(offset[start:k + 1], count[start:k + 1], bits[start])
                     self._send(key, k + 1 - start, ts[start], period, seq[start], values)
-                    start = k + 1
+                    start = handed[key] = k + 1
 
     def _send(self, key, n, timestamp, period, seq, values):
         """One se00 message of `n` consecutive datagrams of one stream."""
