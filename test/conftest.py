@@ -8,7 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from ethdaq import migensim
+
 REPO = Path(__file__).resolve().parents[1]
+
+# Migen simulations run on the compiled simulator (ethdaq/migensim.py, checked against Migen's
+# own in test_migensim.py), about ten times faster; ETHDAQ_MIGEN_SIM=interpreted keeps Migen's.
+migensim.install()
 VENV_BIN = Path(sys.executable).parent
 
 
