@@ -277,6 +277,8 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("parts", nargs="*", choices=["priority", "launch"], default=["priority", "launch"])
     args = p.parse_args(argv)
+    from ethdaq import migensim
+    migensim.install()   # the same cycles as Migen's own simulator (test_migensim), faster
     if "priority" in args.parts:
         priority_table(statistics)
     if "launch" in args.parts:

@@ -160,7 +160,7 @@ def sample_storage_dtype(sample_bits):
     return np.dtype(f"=u{1 << (sample_bits // 8 - 1).bit_length()}")
 
 
-def _now_iso():
+def now_iso():
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds")
 
 
@@ -316,19 +316,19 @@ class Writer:
         try:
             h5 = h5py.File(self.path, "w", libver=LIBVER)
         except OSError as e:
-            raise RunFileError(f"cannot create {path}: {_h5_reason(e)}") from None
+            raise RunFileError(f"cannot create {path}: {h5_reason(e)}") from None
         self.run_uuid = str(uuid.uuid4())
         try:
-            _describe(h5, "NXroot", "run file of ethdaq (HDF5, NeXus classes): what one receiver "
+            describe(h5, "NXroot", "run file of ethdaq (HDF5, NeXus classes): what one receiver "
                       "received from the boards' DAQ streams, one NXdata group per stream in /streams",
-                      format=FORMAT, format_version=FORMAT_VERSION, created=_now_iso(),
+                      format=FORMAT, format_version=FORMAT_VERSION, created=now_iso(),
                       run_uuid=self.run_uuid, default=ENTRY)
-            _set_attrs(h5, meta)
+            set_attrs(h5, meta)
             entry = h5.create_group(ENTRY)
-            _describe(entry, "NXentry", "the run: one NXdata group per stream (source IP, UDP port, "
+            describe(entry, "NXentry", "the run: one NXdata group per stream (source IP, UDP port, "
                       "stream id), named like 192.168.1.50_5001_s0, and the NXcollection `board`",
                       run_uuid=self.run_uuid)
-            _describe(entry.create_group(BOARD), "NXcollection",
+            describe(entry.create_group(BOARD), "NXcollection",
                       "the board's replies (identify, config, status and ptp at start and end), as attributes "
                       "of subgroups, written by a program that asked the board (Writer.set_board); "
                       "no subgroup: nobody asked. The datagram headers' facts are on each stream group")
@@ -489,7 +489,7 @@ class Writer:
         _, _, pf, sf = g.state
         first_flags = int(g.packets_buf["flags"][0]) if pf else 0
         bits = g.sample_bits
-        _describe(grp, "NXdata", f"stream {stream_id} of {ipaddress.IPv4Address(src_ip)}:{src_port}: "
+        describe(grp, "NXdata", f"stream {stream_id} of {ipaddress.IPv4Address(src_ip)}:{src_port}: "
                   f"samples (signal) and one record per datagram (packets, NXlog)",
                   signal="samples", axes=".", src_ip=str(ipaddress.IPv4Address(src_ip)), src_port=src_port,
                   stream_id=stream_id, sample_bits=bits,
@@ -499,13 +499,13 @@ class Writer:
         if "samples" not in grp:
             ds = grp.create_dataset("samples", shape=(0,), maxshape=(None,), dtype=g.dtype,
                                     chunks=(_chunk(sf, CHUNK_BYTES // g.dtype.itemsize),), **opts)
-            _describe(ds, None, f"the stream's samples back to back, in datagram arrival order, as "
+            describe(ds, None, f"the stream's samples back to back, in datagram arrival order, as "
                       f"sent: unsigned {bits}-bit integers (big-endian on the wire), stored as "
                       f"{g.dtype.name}; raw values (ADC codes, emulator counts, front-end words)",
                       units="1", sample_bits=bits, signed=False)
         if "packets" not in grp:
             log = grp.create_group("packets")
-            _describe(log, "NXlog", "one record per datagram, in arrival order, a field per dataset; "
+            describe(log, "NXlog", "one record per datagram, in arrival order, a field per dataset; "
                       "datagram i holds samples[first_sample[i]:first_sample[i] + sample_count[i]]; "
                       "time is timestamp and value is dropped (hard links)")
             chunk = _chunk(pf, PACKETS_CHUNK)
@@ -513,7 +513,7 @@ class Writer:
                 ds = log.create_dataset(f, shape=(0,), maxshape=(None,), dtype=PACKETS_DTYPE[f],
                                         chunks=(chunk,), **opts)
                 units, doc = PACKET_FIELD_ATTRS[f]
-                _describe(ds, None, doc, units=units)
+                describe(ds, None, doc, units=units)
             log["time"] = log["timestamp"]
             log["value"] = log["dropped"]
         samples, log = grp["samples"], grp["packets"]
@@ -537,7 +537,7 @@ class Writer:
             self.flush()
             if summary_text is not None:
                 self._h5.attrs["summary"] = summary_text
-            self._h5.attrs["closed"] = _now_iso()
+            self._h5.attrs["closed"] = now_iso()
         finally:
             h5, self._h5 = self._h5, None
             h5.close()
@@ -553,8 +553,8 @@ def _write_board(h5, section, values):
     if section in board:
         del board[section]
     grp = board.create_group(section)
-    _describe(grp, "NXcollection", f"the board's {section} reply, recorded {_now_iso()}")
-    _set_attrs(grp, values)
+    describe(grp, "NXcollection", f"the board's {section} reply, recorded {now_iso()}")
+    set_attrs(grp, values)
 
 
 def set_board(path, section, values):
@@ -566,7 +566,7 @@ def set_board(path, section, values):
         with h5py.File(path, "r+") as h5:
             _write_board(h5, section, values)
     except OSError as e:
-        raise RunFileError(f"cannot write {path}: {_h5_reason(e)}") from None
+        raise RunFileError(f"cannot write {path}: {h5_reason(e)}") from None
 
 
 def _chunk(n, most):
@@ -585,17 +585,17 @@ def _attr_value(value):
     return json.dumps(value, default=_json_default)
 
 
-def _set_attrs(obj, values):
+def set_attrs(obj, values):
     for k, v in values.items():
         obj.attrs[k] = _attr_value(v)
 
 
-def _describe(obj, nx_class, description, **attrs):
+def describe(obj, nx_class, description, **attrs):
     """NeXus class (None: a dataset), description and further attributes of a group or dataset."""
     if nx_class is not None:
         obj.attrs["NX_class"] = nx_class
     obj.attrs["description"] = description
-    _set_attrs(obj, attrs)
+    set_attrs(obj, attrs)
 
 
 def _widen(raw, nbytes, dtype):
@@ -608,7 +608,7 @@ def _widen(raw, nbytes, dtype):
 
 # Reading ------------------------------------------------------------------------------------------
 
-def _h5_reason(e):
+def h5_reason(e):
     """h5py's OSError text, reduced to its first line."""
     text = str(e).strip()
     return text.splitlines()[0] if text else type(e).__name__
@@ -644,7 +644,7 @@ class Run:
             if "unable to lock file" in str(e):
                 raise RunFileError(f"cannot open {path}: another process has it open for writing "
                                    f"(HDF5 file lock); read it once the writer has closed it") from None
-            raise RunFileError(f"cannot open {path}: {_h5_reason(e)}") from None
+            raise RunFileError(f"cannot open {path}: {h5_reason(e)}") from None
         try:
             self._check(path)
             try:

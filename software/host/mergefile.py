@@ -41,7 +41,7 @@ import json
 import h5py
 import numpy as np
 
-from ethdaq.host.h5file import LIBVER, RunFileError, _describe, _h5_reason, _now_iso, _set_attrs
+from ethdaq.host.h5file import LIBVER, RunFileError, describe, h5_reason, now_iso, set_attrs
 
 FORMAT = "ethdaq-merge"
 FORMAT_VERSION = 1
@@ -55,7 +55,7 @@ class _Column:
 
     def __init__(self, group, name, dtype, units, description):
         self.ds = group.create_dataset(name, shape=(0,), maxshape=(None,), dtype=dtype, chunks=(CHUNK,))
-        _describe(self.ds, None, description, units=units)
+        describe(self.ds, None, description, units=units)
         self.parts = []
         self.buffered = 0
         self.length = 0           # Items in the file and buffered.
@@ -82,14 +82,14 @@ class _Column:
 def _log(group, name, description, fields):
     """An NXlog group with one _Column per (name, dtype, units, description) in `fields`."""
     log = group.create_group(name)
-    _describe(log, "NXlog", description)
+    describe(log, "NXlog", description)
     return {f: _Column(log, f, dtype, units, doc) for f, dtype, units, doc in fields}
 
 
 class _SourceData:
     def __init__(self, entry, name, dtype, attrs):
         grp = entry.create_group(name)
-        _describe(grp, "NXdata", f"source {name}: its samples in slice order (time order within a slice) "
+        describe(grp, "NXdata", f"source {name}: its samples in slice order (time order within a slice) "
                   "with each sample's PTP time; slices: what each slice holds of it",
                   signal="samples", axes="time", time_indices=0, **attrs)
         self.group = grp
@@ -119,20 +119,20 @@ class MergeFile:
         try:
             h5 = h5py.File(path, "w" if overwrite else "w-", libver=LIBVER)
         except (OSError, FileExistsError) as e:
-            raise RunFileError(f"cannot create {path}: {_h5_reason(e)}") from None
+            raise RunFileError(f"cannot create {path}: {h5_reason(e)}") from None
         self._h5 = h5
-        _describe(h5, "NXroot", "time slices across many sources' samples by PTP time (ethdaq merge), "
+        describe(h5, "NXroot", "time slices across many sources' samples by PTP time (ethdaq merge), "
                   "consumed from Kafka se00 messages", format=FORMAT, format_version=FORMAT_VERSION,
-                  created=_now_iso(), default=ENTRY)
+                  created=now_iso(), default=ENTRY)
         self.entry = h5.create_group(ENTRY)
-        _describe(self.entry, "NXentry", "the merge: one NXdata group per source, the slices (NXlog), "
+        describe(self.entry, "NXentry", "the merge: one NXdata group per source, the slices (NXlog), "
                   "late samples and the runs consumed", **meta)
         self.slices = _log(self.entry, "slices", "one record per closed slice with samples, in time order", [
             ("time", "<i8", "ns", "the slice's start, PTP time"),
             ("value", "<u8", "1", "samples in the slice, all sources"),
             ("sources", "<u4", "1", "sources with samples in the slice")])
         self.late_group = self.entry.create_group("late")
-        _describe(self.late_group, "NXcollection", "samples that came after their slice had closed "
+        describe(self.late_group, "NXcollection", "samples that came after their slice had closed "
                   "(behind the watermark), one NXdata per source; kept here, never in a slice")
         self.sources = {}     # name -> _SourceData
         self.late = {}        # name -> {column: _Column}
@@ -164,7 +164,7 @@ class MergeFile:
         cols = self.late.get(name)
         if cols is None:
             grp = self.late_group.create_group(name)
-            _describe(grp, "NXdata", f"late samples of {name}, in arrival order", signal="samples", axes="time",
+            describe(grp, "NXdata", f"late samples of {name}, in arrival order", signal="samples", axes="time",
                       time_indices=0)
             cols = self.late[name] = {
                 "samples": _Column(grp, "samples", samples.dtype, "1", "the late samples as the messages carry them"),
@@ -190,24 +190,24 @@ class MergeFile:
             return
         try:
             self._flush()
-            _set_attrs(self.entry, counters)
+            set_attrs(self.entry, counters)
             self.entry.attrs["summary"] = json.dumps(counters)
             for name, attrs in sources.items():
-                _set_attrs(self.sources[name].group, attrs)
+                set_attrs(self.sources[name].group, attrs)
             self._write_runs(runs)
             if self.sources:
                 self.entry.attrs["default"] = sorted(self.sources)[0]
-            self._h5.attrs["closed"] = _now_iso()
+            self._h5.attrs["closed"] = now_iso()
         finally:
             h5, self._h5 = self._h5, None
             h5.close()
 
     def _write_runs(self, runs):
         grp = self.entry.create_group("runs")
-        _describe(grp, "NXcollection", "the runs whose start (pl72) or stop (6s4t) messages were consumed, "
+        describe(grp, "NXcollection", "the runs whose start (pl72) or stop (6s4t) messages were consumed, "
                   "one subgroup per job_id, the messages' fields as attributes")
         for job_id, fields in runs.items():
-            _describe(grp.create_group(job_id.replace("/", "_")), "NXcollection", f"run {job_id}", **fields)
+            describe(grp.create_group(job_id.replace("/", "_")), "NXcollection", f"run {job_id}", **fields)
         if not runs:
             return
         starts = [r["start_time_ms"] for r in runs.values() if "start_time_ms" in r]
