@@ -133,8 +133,9 @@ def add_arguments(p):
                    help="with --kafka: up to N consecutive datagrams of a stream in one se00 message (default 1: "
                         "one per datagram; more costs the publisher far less per datagram, docs/scaleout.md)")
     k.add_argument("--kafka-queue", type=_positive(int, "kafka queue"), default=publisher.QUEUE_DATAGRAMS,
-                   metavar="N", help=f"with --kafka: datagrams waiting for the publishing thread at most (default "
-                   f"{publisher.QUEUE_DATAGRAMS}); a batch that does not fit is counted unpublished")
+                   metavar="N", help=f"with --kafka: datagrams waiting for the publishing process at most (default "
+                   f"{publisher.QUEUE_DATAGRAMS}: a ring of ~{publisher.QUEUE_DATAGRAMS * publisher.RING_BYTES_PER_DATAGRAM / 2**20:.0f} "
+                   f"MiB of shared memory); a batch that does not fit is counted unpublished")
     k.add_argument("--kafka-config", metavar="FILE",
                    help="with --kafka: librdkafka settings, key=value lines (security, compression, batch size ...)")
     k.add_argument("--kafka-option", action="append", default=[], metavar="KEY=VALUE",
