@@ -59,7 +59,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from ethdaq.host.batch import PACKET_DTYPE, stream_name
+from ethdaq.host.batch import PACKET_DTYPE, stream_key, stream_name
 from ethdaq.host.pubring import RingWriter
 
 DEFAULT_TOPIC = "ethdaq"
@@ -141,6 +141,19 @@ def parse_option(text):
 
 
 
+def stream_counts(packets):
+    """[(stream key, datagrams)] of a Batch's packet records: one 64-bit number per record
+    (source address, port, stream id), one comparison when they are all one stream."""
+    k = (packets["src_ip"].astype(np.uint64) << np.uint64(32)) | \
+        (packets["src_port"].astype(np.uint64) << np.uint64(16)) | packets["stream_id"].astype(np.uint64)
+    if (k == k[0]).all():
+        values, counts = k[:1], [len(k)]
+    else:
+        values, counts = np.unique(k, return_counts=True)
+    return [(stream_key(int(v) >> 32, (int(v) >> 16) & 0xFFFF, int(v) & 0xFFFF), int(n))
+            for v, n in zip(values.tolist(), counts)]
+
+
 class Publisher:
     """One producer for one run: publish(batch) for every Batch, tick(stats) as often as convenient
     (status messages go out once a second, the publishing process's counters come back), close()
@@ -172,6 +185,7 @@ class Publisher:
         self.counters = {}            # stream key -> StreamCounters
         self.control_unpublished = 0  # Status and run messages that were not delivered.
         self.errors = ClientErrors()
+        self.process_cpu_s = 0.0      # CPU seconds the publishing process used since its start, as it last reported.
         self.process = None           # The publishing process (subprocess.Popen).
         self._final = False           # The process's final counters have come.
         self._ended = False           # The process has ended (found in tick() or close()).
@@ -251,7 +265,7 @@ class Publisher:
             return
         if self._closing:
             raise RuntimeError("publish() after close()")
-        groups = [(key, len(batch.select(key))) for key in batch.keys()]
+        groups = stream_counts(batch.packets)
         for key, n in groups:
             self._stream(key).received += n
         if not self._ended and self._ring.put(len(batch), batch.packets, batch.payload):
@@ -283,6 +297,7 @@ class Publisher:
             c.published, c.buffer_full, c.failed = published, buffer_full, failed
         self.control_unpublished = report["control_unpublished"]
         self.errors.count, self.errors.last = report["client_errors"], report["last_client_error"]
+        self.process_cpu_s = report["cpu_s"]
         self._final = report["final"]
 
     def _process_ended(self):
@@ -383,7 +398,8 @@ class Publisher:
                 setattr(t, name, getattr(t, name) + value)
         return {"bootstrap_servers": self.bootstrap, "topic": self.topic, "job_id": self.job_id,
                 **asdict(t), "unpublished": t.unpublished, "pending": t.pending, "control_unpublished": self.control_unpublished,
-                "client_errors": self.errors.count, "last_client_error": self.errors.last}
+                "client_errors": self.errors.count, "last_client_error": self.errors.last,
+                "process_cpu_s": self.process_cpu_s}
 
     def __enter__(self):
         return self

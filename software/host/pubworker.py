@@ -112,6 +112,7 @@ class Sender:
         self._encode = (conf.get("encoder") or Encoder)()
         self._how = {}                # (stream key, datagrams) -> (Kafka key, headers, on_delivery, counters)
         self._control(RUN_KEY, self._run_start())
+        self.cpu0 = time.process_time()   # CPU seconds reported: from here, the run's.
 
     def _stream(self, key):
         c = self.sent.get(key)
@@ -255,7 +256,8 @@ class Sender:
         """The counters for the receive loop's process, as a dict."""
         return {"streams": {key: c.row() for key, c in self.sent.items()},
                 "control_unpublished": self.control_unpublished,
-                "client_errors": self.errors.count, "last_client_error": self.errors.last, "final": final}
+                "client_errors": self.errors.count, "last_client_error": self.errors.last,
+                "cpu_s": time.process_time() - self.cpu0, "final": final}
 
 
 class _Samples:

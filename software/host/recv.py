@@ -21,6 +21,7 @@ received is written and the file closed cleanly, then the summary is printed and
 import argparse
 import datetime
 import ipaddress
+import resource
 import signal
 import socket
 import sys
@@ -349,9 +350,10 @@ def _live_table(stats, elapsed, rate, pub=None):
 
 # Summary ---------------------------------------------------------------------------------------
 
-def summary(stats, elapsed, started, stopped_by, core, output=None, pub=None):
+def summary(stats, elapsed, started, stopped_by, core, output=None, pub=None, cpu_s=None):
     """The run summary: a JSON-able dict (run.json, and the file's `summary` attribute); with a
-    publisher, its totals in `kafka` and each stream's published and unpublished datagrams."""
+    publisher, its totals in `kafka` and each stream's published and unpublished datagrams.
+    `cpu_s`: CPU seconds this process used for the run (cpu_seconds())."""
     streams = {}
     for key in sorted(stats.streams):
         s = dict(stats.streams[key])
@@ -388,9 +390,18 @@ def summary(stats, elapsed, started, stopped_by, core, output=None, pub=None):
         "kernel_dropped_buffers": getattr(stats, "kernel_dropped_buffers", None),
         "gro": getattr(core, "gro_active", False),
         "table_full": stats.table_full,
+        "cpu_s": cpu_s,
         "kafka": None if pub is None else pub.totals(),
         "streams": streams,
     }
+
+
+def cpu_seconds():
+    """CPU seconds (user and system, every thread) this process has used; a run's summary has
+    what it used from the start of receiving to its end in `cpu_s` (with --kafka, the publishing
+    process's in kafka.process_cpu_s)."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
 
 
 def _file_meta(args, core):
@@ -500,7 +511,7 @@ def run(args, out=sys.stdout, err=sys.stderr):
             record_board(writer, args.board_ip, args.board_port, BOARD_REPLIES_START, err)
         live = None
         show = args.progress == "on" or (args.progress == "auto" and err.isatty())
-        t0 = time.monotonic()
+        t0, cpu0 = time.monotonic(), cpu_seconds()
         last = [t0, 0, 0]
         rate = [0.0, 0.0]
 
@@ -552,7 +563,8 @@ def run(args, out=sys.stdout, err=sys.stderr):
             stats = core.stats()
             if pub is not None:
                 pub.close(stats)
-            result = summary(stats, elapsed, started, locals().get("stopped_by", "error"), core, output, pub)
+            result = summary(stats, elapsed, started, locals().get("stopped_by", "error"), core, output, pub,
+                             cpu_seconds() - cpu0)
             if writer is not None:
                 if args.board_ip:
                     record_board(writer, args.board_ip, args.board_port, BOARD_REPLIES_END, err)
