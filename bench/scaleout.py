@@ -54,7 +54,6 @@ from bench.table import print_table                                          # n
 from ethdaq.host.daqformat import HEADER_LEN                                 # noqa: E402
 
 CLI = [sys.executable, "-m", "ethdaq.soc.cli"]
-BATCHES = [None, 1, 8, 64]       # None: the receiver without --kafka
 PERIOD_NS = 8
 T0 = 1_795_000_000_000_000_000
 MIB = 2**20
@@ -94,7 +93,7 @@ def free_udp_port():
         return s.getsockname()[1]
 
 
-def one_run(workdir, bootstrap, batch, exe, count, size, rate):
+def one_run(workdir, bootstrap, batch, exe, count, size, rate, nice=None):
     """One receiver run; returns its figures as a dict."""
     port = free_udp_port()
     out = Path(workdir) / f"scaleout-{uuid.uuid4().hex[:8]}.h5"
@@ -102,6 +101,7 @@ def one_run(workdir, bootstrap, batch, exe, count, size, rate):
                  "--count", str(count), "--idle-timeout", "2"]
     if batch is not None:
         cmd += ["--kafka", bootstrap, "--topic", f"scaleout-{uuid.uuid4().hex[:8]}", "--kafka-batch", str(batch)]
+        cmd += [] if nice is None else ["--kafka-nice", str(nice)]
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     line = p.stderr.readline()
     if "receiving on UDP" not in line:
@@ -160,9 +160,18 @@ def main(argv=None):
     parser.add_argument("--bootstrap", help="use this broker (host:port) instead of starting one")
     parser.add_argument("--dir", default="/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir(),
                         help="directory for the run files (default /dev/shm)")
+    parser.add_argument("--batches", default="none,1,8,64",
+                        help="rows: --kafka-batch values, none for the receiver alone (default none,1,8,64)")
+    parser.add_argument("--kafka-nice", type=int, help="ethdaq recv --kafka-nice (default: its default)")
     parser.add_argument("--quick", action="store_true", help="2000 datagrams, one run per row (a smoke test)")
     parser.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     args = parser.parse_args(argv)
+    try:
+        batches = [None if b == "none" else int(b) for b in args.batches.split(",")]
+    except ValueError:
+        parser.error(f"--batches takes none and positive integers, comma-separated, not {args.batches!r}")
+    if any(b is not None and b < 1 for b in batches):
+        parser.error("--batches takes none and positive integers")
     if args.quick:
         args.datagrams, args.repeats = 2000, 1
     if not HEADER_LEN + 2 <= args.bytes <= 65507 or args.datagrams < 1 or args.repeats < 1:
@@ -176,8 +185,8 @@ def main(argv=None):
     rows = []
     with broker(args.bootstrap) as bootstrap:
         load = os.getloadavg()
-        for batch in BATCHES:
-            runs = [one_run(args.dir, bootstrap, batch, exe, args.datagrams, args.bytes, args.rate)
+        for batch in batches:
+            runs = [one_run(args.dir, bootstrap, batch, exe, args.datagrams, args.bytes, args.rate, args.kafka_nice)
                     for _ in range(args.repeats)]
             col = {key: [r[key] for r in runs] for key in runs[0]}
             kafka = [cell(col["published_per_s"], ",.0f", args.markdown), cell(col["mib_per_s"], ".1f", args.markdown),

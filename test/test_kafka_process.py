@@ -23,20 +23,20 @@ def _topic():
 
 
 def _stat(pid):
-    """(state, parent pid) of a process from /proc, or None once it has gone."""
+    """(state, parent pid, nice) of a process from /proc, or None once it has gone."""
     try:
         text = Path(f"/proc/{pid}/stat").read_text()
     except (FileNotFoundError, ProcessLookupError):
         return None
     fields = text.rsplit(")", 1)[1].split()
-    return fields[0], int(fields[1])
+    return fields[0], int(fields[1]), int(fields[16])
 
 
 def _publishers(parent):
     """Pids of the publishing processes whose parent is `parent`."""
     found = []
     for entry in os.listdir("/proc"):
-        if entry.isdigit() and (_stat(entry) or ("", 0))[1] == parent:
+        if entry.isdigit() and (_stat(entry) or ("", 0, 0))[1] == parent:
             try:
                 cmd = Path(f"/proc/{entry}/cmdline").read_bytes()
             except OSError:
@@ -58,13 +58,16 @@ def _gone(pid, timeout=60.0):
 
 
 def test_publishing_process_exits_when_the_receiver_is_killed(kafka_broker, tmp_path):
+    """The receiver killed (SIGKILL): its publishing process (--kafka-nice steps nicer than it)
+    exits on its own."""
     topic = _topic()
-    p, port = start_recv(tmp_path, "--kafka", kafka_broker.bootstrap, "--topic", topic)
+    p, port = start_recv(tmp_path, "--kafka", kafka_broker.bootstrap, "--topic", topic, "--kafka-nice", "7")
     try:
         Board("127.0.0.12", port).send(10)
         read_topic(kafka_broker.bootstrap, topic, seen(b"se00", 20))
         children = _publishers(p.pid)
         assert len(children) == 1, children
+        assert _stat(children[0])[2] == min(19, _stat(p.pid)[2] + 7)
         p.kill()                                   # No chance to close the run.
         p.wait(timeout=60)
         assert _gone(children[0]), f"publishing process {children[0]} outlived its receiver"

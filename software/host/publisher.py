@@ -69,6 +69,7 @@ QUEUE_DATAGRAMS = 65536    # The ring's room: ~100 MB of 1472-byte datagrams.
 RING_BYTES_PER_DATAGRAM = PACKET_DTYPE.itemsize + 1472   # A datagram of a 1500-byte MTU in the ring.
 START_TIMEOUT_S = 60.0     # How long the publishing process may take to start (imports, librdkafka).
 COLLECT_S = 0.2            # publish() reads the process's counters at least this often.
+NICE = 10                  # The publishing process's niceness above the receiver's (pubworker).
 END_GRACE_S = 10.0         # close(): the process's time beyond its flushes to send the final counters.
 
 # librdkafka settings of a publisher unless the user's configuration says otherwise. Idempotence
@@ -159,16 +160,19 @@ class Publisher:
     (status messages go out once a second, the publishing process's counters come back), close()
     at the end. `settings` are librdkafka properties (bootstrap.servers, security.protocol,
     sasl.*, ssl.*, compression.type, batch.size, ...), applied over DEFAULTS; `bootstrap` is
-    bootstrap.servers. `queue_datagrams` bounds the ring to the publishing process. `encoder` is
+    bootstrap.servers. `queue_datagrams` bounds the ring to the publishing process; `nice` is how
+    many steps nicer than this process it runs (0..19). `encoder` is
     the class that builds se00 messages there (ethdaq.host.se00.Encoder; it must be importable by
     name in a new process)."""
 
     def __init__(self, bootstrap, topic=DEFAULT_TOPIC, settings=None, run_name=None, job_id=None,
                  filename="", metadata=None, status_interval=STATUS_INTERVAL_S, flush_timeout=FLUSH_TIMEOUT_S,
-                 datagrams_per_message=1, queue_datagrams=QUEUE_DATAGRAMS, encoder=None):
+                 datagrams_per_message=1, queue_datagrams=QUEUE_DATAGRAMS, encoder=None, nice=NICE):
         for what, value in (("datagrams per message", datagrams_per_message), ("queue datagrams", queue_datagrams)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise PublishError(f"{what} must be a positive integer, not {value!r}")
+        if isinstance(nice, bool) or not isinstance(nice, int) or not 0 <= nice <= 19:
+            raise PublishError(f"the publishing process's nice increment is 0..19, not {nice!r}")
         config = dict(DEFAULTS)
         config.update(settings or {})
         config["bootstrap.servers"] = bootstrap
@@ -196,7 +200,8 @@ class Publisher:
         conf = {"settings": config, "topic": topic, "job_id": self.job_id, "run_name": self.run_name,
                 "service_id": self.service_id, "pid": os.getpid(), "bootstrap": bootstrap, "filename": filename,
                 "metadata": metadata or {}, "started_ms": int(time.time() * 1000), "status_interval": status_interval,
-                "flush_timeout": flush_timeout, "datagrams_per_message": datagrams_per_message, "encoder": encoder}
+                "flush_timeout": flush_timeout, "datagrams_per_message": datagrams_per_message, "encoder": encoder,
+                "nice": nice}
         self._ring = RingWriter(queue_datagrams * RING_BYTES_PER_DATAGRAM, queue_datagrams)
         self._reports = None
         try:

@@ -13,7 +13,10 @@ are served between records. Its counters (per stream: published, buffer_full, fa
 status and run messages not delivered; the client's errors) go back to the receive loop's
 process over a pipe a few times a second and once more, final, when the run has ended.
 
-It leaves the run to the receive loop's process: SIGINT (a Ctrl-C reaches the whole process
+It runs `nice` steps below the receive loop's process (Publisher's `nice`, default NICE), so
+that on a busy machine the CPU goes to receiving first: a datagram the receiver misses is lost
+from the run file too, one it does not publish stays in the file and is counted. It leaves the
+run to the receive loop's process: SIGINT (a Ctrl-C reaches the whole process
 group) is ignored, and when that process has gone without closing the run (the ring's index
 reaches end of file) it gives librdkafka ORPHAN_FLUSH_S to deliver and exits.
 """
@@ -21,6 +24,7 @@ reaches end of file) it gives librdkafka ORPHAN_FLUSH_S to deliver and exits.
 import functools
 import json
 import logging
+import os
 import pickle
 import signal
 import socket
@@ -291,6 +295,7 @@ def main():
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     sys.path[:] = pickle.load(sys.stdin.buffer)
     conf, memory, size, index, report = pickle.load(sys.stdin.buffer)
+    os.nice(conf["nice"])        # Below the receive loop: the CPU goes to receiving first.
     serve(conf, RingReader(memory, size, index), Connection(report, readable=False))
 
 

@@ -60,6 +60,16 @@ def _positive(kind, what):
     return parse
 
 
+def _nice(text):
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= 19:
+        raise argparse.ArgumentTypeError(f"kafka nice must be an integer in 0..19, not {text!r}")
+    return value
+
+
 def _ipv4(text):
     try:
         return str(ipaddress.IPv4Address(text))
@@ -137,6 +147,9 @@ def add_arguments(p):
                    metavar="N", help=f"with --kafka: datagrams waiting for the publishing process at most (default "
                    f"{publisher.QUEUE_DATAGRAMS}: a ring of ~{publisher.QUEUE_DATAGRAMS * publisher.RING_BYTES_PER_DATAGRAM / 2**20:.0f} "
                    f"MiB of shared memory); a batch that does not fit is counted unpublished")
+    k.add_argument("--kafka-nice", type=_nice, default=publisher.NICE, metavar="N",
+                   help=f"with --kafka: the publishing process runs N steps nicer than the receiver, 0..19 "
+                        f"(default {publisher.NICE}: on a busy machine the CPU goes to receiving first)")
     k.add_argument("--kafka-config", metavar="FILE",
                    help="with --kafka: librdkafka settings, key=value lines (security, compression, batch size ...)")
     k.add_argument("--kafka-option", action="append", default=[], metavar="KEY=VALUE",
@@ -436,10 +449,10 @@ def summary_path(output):
 def _check_kafka_args(args):
     if not getattr(args, "kafka", None):
         if getattr(args, "kafka_config", None) or getattr(args, "kafka_option", None) or \
-                getattr(args, "kafka_batch", 1) != 1 or \
+                getattr(args, "kafka_batch", 1) != 1 or getattr(args, "kafka_nice", publisher.NICE) != publisher.NICE or \
                 getattr(args, "kafka_queue", publisher.QUEUE_DATAGRAMS) != publisher.QUEUE_DATAGRAMS:
-            raise RecvError("--kafka-config, --kafka-option, --kafka-batch and --kafka-queue set up publishing: give "
-                            "the brokers with --kafka")
+            raise RecvError("--kafka-config, --kafka-option, --kafka-batch, --kafka-queue and --kafka-nice set up "
+                            "publishing: give the brokers with --kafka")
         return None
     try:
         settings = publisher.read_config(args.kafka_config) if args.kafka_config else {}
@@ -457,7 +470,8 @@ def _open_publisher(args, settings, core, output, writer):
     try:
         return publisher.Publisher(args.kafka, topic=args.topic, settings=settings, filename=str(output or ""),
                                    job_id=writer.run_uuid if writer is not None else None, metadata=meta,
-                                   datagrams_per_message=args.kafka_batch, queue_datagrams=args.kafka_queue)
+                                   datagrams_per_message=args.kafka_batch, queue_datagrams=args.kafka_queue,
+                                   nice=args.kafka_nice)
     except publisher.PublishError as e:
         raise RecvError(str(e)) from None
 
