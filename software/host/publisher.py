@@ -42,8 +42,8 @@ what is left then is counted unpublished (failed) and purged. If the process end
 final counters, what it had not reported is counted failed. After close(), for every stream,
 received = published + unpublished.
 
-The publishing process never outlives the receiver: it ignores SIGINT (the receiver ends the
-run) and exits when the receiver's process has gone (ethdaq.host.pubworker).
+The publishing process never outlives the receiver: it ignores SIGINT and SIGTERM (the receiver
+ends the run) and exits when the receiver's process has gone (ethdaq.host.pubworker).
 """
 
 import json
@@ -245,13 +245,10 @@ class Publisher:
         return self.process is not None and self.process.poll() is None
 
     def _stop_process(self):
+        """Kills the publishing process (it ignores SIGTERM), when it has not ended on its own."""
         if self._alive():
-            self.process.terminate()
-            try:
-                self.process.wait(5)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+            self.process.kill()
+            self.process.wait()
 
     # Data ----------------------------------------------------------------------------------------
 

@@ -16,8 +16,9 @@ process over a pipe a few times a second and once more, final, when the run has 
 It runs `nice` steps below the receive loop's process (Publisher's `nice`, default NICE), so
 that on a busy machine the CPU goes to receiving first: a datagram the receiver misses is lost
 from the run file too, one it does not publish stays in the file and is counted. It leaves the
-run to the receive loop's process: SIGINT (a Ctrl-C reaches the whole process
-group) is ignored, and when that process has gone without closing the run (the ring's index
+run to the receive loop's process: SIGINT and SIGTERM are ignored (a Ctrl-C reaches the
+whole process group, and a service manager stopping a service signals all its processes: the
+receiver ends the run and this process then sends what it holds), and when that process has gone without closing the run (the ring's index
 reaches end of file) it gives librdkafka ORPHAN_FLUSH_S to deliver and exits.
 """
 
@@ -161,6 +162,9 @@ class Sender:
         for key, idx in groups:
             self._stream(key)
             p = batch.packets[idx]
+            if _consecutive(p):
+                self._publish_consecutive(key, p, samples, handed)
+                continue
             seq, run, late = p["seq"].tolist(), p["run"].tolist(), p["late"].tolist()
             ts, count = p["timestamp"].tolist(), p["sample_count"].tolist()
             bits, offset = p["sample_bits"].tolist(), p["offset"].tolist()
@@ -172,6 +176,34 @@ class Sender:
                     values = samples(offset[start:k + 1], count[start:k + 1], bits[start])
                     self._send(key, k + 1 - start, ts[start], period, seq[start], values)
                     start = handed[key] = k + 1
+
+    def _publish_consecutive(self, key, p, samples, handed):
+        """_publish_now for one stream's datagrams that are consecutive (one run, seq + 1 each,
+        none late, one sample size): the messages are runs of datagrams_per_message, and each
+        message's sample period (the newest measured up to its last datagram) is found with numpy
+        rather than datagram by datagram."""
+        n, most = len(p), self.datagrams_per_message
+        seq, ts, count = p["seq"].tolist(), p["timestamp"].tolist(), p["sample_count"].tolist()
+        run, bits, offset = int(p["run"][0]), int(p["sample_bits"][0]), p["offset"].tolist()
+        period = [self._sample_period(key, run, seq[0], ts[0], count[0])] * n
+        if n > 1:
+            stamps = p["timestamp"].astype(np.int64)
+            gaps, counts = np.diff(stamps), p["sample_count"][:-1].astype(np.int64)
+            valid = np.flatnonzero((counts > 0) & (gaps > 0)) + 1      # datagram k measures from k - 1
+            if len(valid):
+                values = np.empty(n, np.int64)
+                values[0] = period[0]
+                values[valid] = np.rint(gaps[valid - 1] / counts[valid - 1])
+                newest = np.zeros(n, np.int64)
+                newest[valid] = valid
+                period = values[np.maximum.accumulate(newest)].tolist()
+                self._period[key] = period[-1]
+            self._last[key] = (run, seq[-1], ts[-1], count[-1])
+        for start in range(0, n, most):
+            end = min(n, start + most)
+            values = samples(offset[start:end], count[start:end], bits)
+            self._send(key, end - start, ts[start], period[end - 1], seq[start], values)
+            handed[key] = end
 
     def _send(self, key, n, timestamp, period, seq, values):
         """One se00 message of `n` consecutive datagrams of one stream."""
@@ -264,6 +296,17 @@ class Sender:
                 "cpu_s": time.process_time() - self.cpu0, "final": final}
 
 
+def _consecutive(p):
+    """True when packet records `p` of one stream are one run of consecutive datagrams: one run,
+    seq + 1 each, none late, one sample size."""
+    if p["late"].any():
+        return False
+    if len(p) == 1:
+        return True
+    return bool((p["run"] == p["run"][0]).all() and (np.diff(p["seq"]) == 1).all()
+                and (p["sample_bits"] == p["sample_bits"][0]).all())
+
+
 class _Samples:
     """The samples of a Batch's datagrams as native unsigned integers. When every datagram has
     the same whole-byte sample size, the Batch's payload is converted from big-endian once and a
@@ -292,7 +335,8 @@ class _Samples:
 def main():
     """The publishing process (python -m ethdaq.host.pubworker), as Publisher starts it: on stdin
     sys.path, then (conf, the ring's memory fd, its size, its index fd, the counters pipe's fd)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_IGN)
     sys.path[:] = pickle.load(sys.stdin.buffer)
     conf, memory, size, index, report = pickle.load(sys.stdin.buffer)
     os.nice(conf["nice"])        # Below the receive loop: the CPU goes to receiving first.
