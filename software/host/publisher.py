@@ -69,7 +69,7 @@ QUEUE_DATAGRAMS = 65536    # The ring's room: ~100 MB of 1472-byte datagrams.
 RING_BYTES_PER_DATAGRAM = PACKET_DTYPE.itemsize + 1472   # A datagram of a 1500-byte MTU in the ring.
 START_TIMEOUT_S = 60.0     # How long the publishing process may take to start (imports, librdkafka).
 COLLECT_S = 0.2            # publish() reads the process's counters at least this often.
-NICE = 10                  # The publishing process's niceness above the receiver's (pubworker).
+NICE = 0                   # The publishing process's niceness above the receiver's (pubworker).
 END_GRACE_S = 10.0         # close(): the process's time beyond its flushes to send the final counters.
 
 # librdkafka settings of a publisher unless the user's configuration says otherwise. Idempotence
@@ -142,17 +142,23 @@ def parse_option(text):
 
 
 
+# A stream's key fields (source address, port, stream id) as one little-endian 64-bit number per
+# packet record, read in place: they are PACKET_DTYPE's first 8 bytes.
+_KEY_FIELDS = ("src_ip", "src_port", "stream_id")
+_KEY_VIEW = np.dtype({"names": ["key"], "formats": ["<u8"], "offsets": [0], "itemsize": PACKET_DTYPE.itemsize})
+assert [PACKET_DTYPE.fields[f][1] for f in _KEY_FIELDS] == [0, 4, 6] and PACKET_DTYPE.byteorder in "<=|"
+
+
 def stream_counts(packets):
-    """[(stream key, datagrams)] of a Batch's packet records: one 64-bit number per record
-    (source address, port, stream id), one comparison when they are all one stream."""
-    k = (packets["src_ip"].astype(np.uint64) << np.uint64(32)) | \
-        (packets["src_port"].astype(np.uint64) << np.uint64(16)) | packets["stream_id"].astype(np.uint64)
+    """[(stream key, datagrams)] of a Batch's packet records: one comparison when they are all
+    one stream, numpy's unique otherwise."""
+    k = np.ascontiguousarray(packets).view(_KEY_VIEW)["key"]
     if (k == k[0]).all():
-        values, counts = k[:1], [len(k)]
+        values, counts = [int(k[0])], [len(k)]
     else:
         values, counts = np.unique(k, return_counts=True)
-    return [(stream_key(int(v) >> 32, (int(v) >> 16) & 0xFFFF, int(v) & 0xFFFF), int(n))
-            for v, n in zip(values.tolist(), counts)]
+        values = values.tolist()
+    return [(stream_key(v & 0xFFFFFFFF, (v >> 32) & 0xFFFF, v >> 48), int(n)) for v, n in zip(values, counts)]
 
 
 class Publisher:
@@ -188,6 +194,7 @@ class Publisher:
         self.flush_timeout = flush_timeout
         self.counters = {}            # stream key -> StreamCounters
         self.control_unpublished = 0  # Status and run messages that were not delivered.
+        self._status_refused = 0      # ... of them, status messages the ring had no room to ask for.
         self.errors = ClientErrors()
         self.process_cpu_s = 0.0      # CPU seconds the publishing process used since its start, as it last reported.
         self.process = None           # The publishing process (subprocess.Popen).
@@ -297,7 +304,7 @@ class Publisher:
         for key, (published, buffer_full, failed) in report["streams"].items():
             c = self._stream(key)
             c.published, c.buffer_full, c.failed = published, buffer_full, failed
-        self.control_unpublished = report["control_unpublished"]
+        self.control_unpublished = report["control_unpublished"] + self._status_refused
         self.errors.count, self.errors.last = report["client_errors"], report["last_client_error"]
         self.process_cpu_s = report["cpu_s"]
         self._final = report["final"]
@@ -342,6 +349,7 @@ class Publisher:
         if not self._closing and not self._ended and time.monotonic() >= self._next_status:
             self._next_status = time.monotonic() + self.status_interval
             if not self._control("status", stats):
+                self._status_refused += len(self.counters)
                 self.control_unpublished += len(self.counters)
 
     def status(self, key, stream_stats=None):

@@ -13,9 +13,10 @@ are served between records. Its counters (per stream: published, buffer_full, fa
 status and run messages not delivered; the client's errors) go back to the receive loop's
 process over a pipe a few times a second and once more, final, when the run has ended.
 
-It runs `nice` steps below the receive loop's process (Publisher's `nice`, default NICE), so
-that on a busy machine the CPU goes to receiving first: a datagram the receiver misses is lost
-from the run file too, one it does not publish stays in the file and is counted. It leaves the
+It runs `nice` steps nicer than the receive loop's process (Publisher's `nice`, default 0):
+with a higher niceness, on a machine without spare CPU the CPU goes to receiving first (a
+datagram the receiver misses is lost from the run file too, one it does not publish stays in
+the file and is counted), at the cost of publishing (docs/scaleout.md has both measured). It leaves the
 run to the receive loop's process: SIGINT and SIGTERM are ignored (a Ctrl-C reaches the
 whole process group, and a service manager stopping a service signals all its processes: the
 receiver ends the run and this process then sends what it holds), and when that process has gone without closing the run (the ring's index
@@ -339,7 +340,7 @@ def main():
         signal.signal(sig, signal.SIG_IGN)
     sys.path[:] = pickle.load(sys.stdin.buffer)
     conf, memory, size, index, report = pickle.load(sys.stdin.buffer)
-    os.nice(conf["nice"])        # Below the receive loop: the CPU goes to receiving first.
+    os.nice(conf["nice"])
     serve(conf, RingReader(memory, size, index), Connection(report, readable=False))
 
 

@@ -149,7 +149,7 @@ def add_arguments(p):
                    f"MiB of shared memory); a batch that does not fit is counted unpublished")
     k.add_argument("--kafka-nice", type=_nice, default=publisher.NICE, metavar="N",
                    help=f"with --kafka: the publishing process runs N steps nicer than the receiver, 0..19 "
-                        f"(default {publisher.NICE}: on a busy machine the CPU goes to receiving first)")
+                        f"(default {publisher.NICE}; more: on a machine without spare CPU, receiving before publishing)")
     k.add_argument("--kafka-config", metavar="FILE",
                    help="with --kafka: librdkafka settings, key=value lines (security, compression, batch size ...)")
     k.add_argument("--kafka-option", action="append", default=[], metavar="KEY=VALUE",
