@@ -4,21 +4,25 @@
 # SPDX-License-Identifier: BSD-2-Clause
 
 """Publishing to Apache Kafka end to end, on loopback: `ethdaq recv --kafka` (the CLI as users
-run it, with -o to a run file on tmpfs) receives DAQ datagrams from a generator in this script
-and publishes them into a single-node broker on this PC (ethdaq.kafkabroker, started here unless
---bootstrap names one), at --kafka-batch 1, 8 and 64, and once without Kafka for comparison.
+run it, with -o to a run file on tmpfs) receives DAQ datagrams from a C sender (bench/udpblast.c,
+built with gcc into build/bench/) and publishes them into a single-node broker on this PC
+(ethdaq.kafkabroker, started here unless --bootstrap names one), at --kafka-batch 1, 8 and 64,
+and once without Kafka for comparison.
 
-The generator sends --datagrams datagrams of --bytes bytes (DAQ header included, 16-bit samples,
-two interleaved streams, consecutive seq, PTP timestamps) from one Python socket, unpaced or at
---rate datagrams/s. Simulated: no board, no NIC; the generator, the receiver, its publishing
-thread and the broker's JVM share this machine's CPUs, so the figures are what that mix gives.
+The sender sends --datagrams datagrams of --bytes bytes (DAQ header included, 16-bit samples,
+one stream, consecutive seq) with sendmmsg, one datagram per send, unpaced or at --rate
+datagrams/s. Simulated: no board, no NIC; the sender, the receiver, its publishing process and
+the broker's JVM share this machine's CPUs, so the figures are what that mix gives.
 
 Per run: `offered` = datagrams sent / sending time; `received/s` = the receiver's own rate
 (datagrams / its elapsed time, run.json); `lost` = datagrams missing at the receiver (kernel
 drops and gaps: what the run file lacks); `published/s` and `MiB/s` = datagrams (samples) the
 broker acknowledged / the time from the first datagram sent until the receiver exited (its
 close() waits for every delivery report); `unpublished` = the receiver's count of the rest
-(queue full, delivery failed). Median over --repeats runs per row (the machine may be shared).
+(ring full, delivery failed); `recv-CPU-%` = CPU time of the receiver's process over its
+receiving time (run.json's cpu_s / elapsed_s) and `pub-CPU-%` = its publishing process's over
+the publishing time above (kafka.process_cpu_s), in % of one core. Each row is the median over --repeats runs (the machine may be shared); with
+--markdown each cell also gives the range over the runs, and the load average is printed.
 
 First, the cost of building one se00 message of 1, 8 and 64 datagrams' samples, in this process:
 ess-streaming-data-types' serialise_se00 against ethdaq.host.se00's template (best of 5 timeit
@@ -43,51 +47,28 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+from bench.recvrate import build_sender                                      # noqa: E402
 from bench.table import print_table                                          # noqa: E402
-from ethdaq.host.daqformat import FLAG_TS_PTP, HEADER_LEN, pack_header       # noqa: E402
+from ethdaq.host.daqformat import HEADER_LEN                                 # noqa: E402
 
 CLI = [sys.executable, "-m", "ethdaq.soc.cli"]
-BATCHES = [None, 1, 8, 64]       # None: the receiver without --kafka
-STREAMS = (0, 1)
 PERIOD_NS = 8
 T0 = 1_795_000_000_000_000_000
 MIB = 2**20
 
 
-def datagrams(n, size):
-    """n datagrams of `size` bytes, streams interleaved, as a list of bytes."""
-    count = (size - HEADER_LEN) // 2
-    body = (np.arange(count) % 65536).astype(">u2").tobytes()
-    out = []
-    for k in range(n):
-        sid, seq = STREAMS[k % len(STREAMS)], k // len(STREAMS)
-        out.append(pack_header(sid, seq, T0 + seq * count * PERIOD_NS, count, 16, FLAG_TS_PTP) + body)
-    return out
-
-
-def send(port, packets, rate):
-    """Sends `packets` to 127.0.0.1:port, unpaced (rate 0) or at `rate` datagrams/s in bursts of
-    32; returns (first send time, sending seconds)."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 * MIB)
-    dst = ("127.0.0.1", port)
+def send(exe, port, count, size, rate):
+    """`count` datagrams of `size` bytes to 127.0.0.1:port, unpaced (rate 0) or at `rate`
+    datagrams/s; returns (start time, sending seconds)."""
     t0 = time.monotonic()
-    for k in range(0, len(packets), 32):
-        if rate:
-            ahead = t0 + k / rate - time.monotonic()
-            if ahead > 0:
-                time.sleep(ahead)
-        for p in packets[k:k + 32]:
-            while True:
-                try:
-                    sock.sendto(p, dst)
-                    break
-                except BlockingIOError:
-                    time.sleep(0.0001)
-    sent = time.monotonic() - t0
-    sock.close()
-    return t0, sent
+    r = subprocess.run([str(exe), "--port", str(port), "--payload", str(size), "--rate", str(rate),
+                        "--count", str(count), "--gso", "1"], capture_output=True, text=True, timeout=600)
+    if r.returncode:
+        sys.exit(f"udpblast failed: {r.stderr.strip()}")
+    out = dict(kv.split("=") for kv in r.stdout.split())
+    return t0, float(out["seconds"])
 
 
 def encode_costs(size):
@@ -112,20 +93,21 @@ def free_udp_port():
         return s.getsockname()[1]
 
 
-def one_run(workdir, bootstrap, batch, packets, rate):
+def one_run(workdir, bootstrap, batch, exe, count, size, rate, nice=None):
     """One receiver run; returns its figures as a dict."""
     port = free_udp_port()
     out = Path(workdir) / f"scaleout-{uuid.uuid4().hex[:8]}.h5"
     cmd = CLI + ["recv", "--bind", "127.0.0.1", "--port", str(port), "--progress", "off", "-o", str(out),
-                 "--count", str(len(packets)), "--idle-timeout", "2"]
+                 "--count", str(count), "--idle-timeout", "2"]
     if batch is not None:
         cmd += ["--kafka", bootstrap, "--topic", f"scaleout-{uuid.uuid4().hex[:8]}", "--kafka-batch", str(batch)]
+        cmd += [] if nice is None else ["--kafka-nice", str(nice)]
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     line = p.stderr.readline()
     if "receiving on UDP" not in line:
         p.kill()
         sys.exit(f"ethdaq recv did not start: {line}{p.stderr.read()}")
-    t0, sent = send(port, packets, rate)
+    t0, sent = send(exe, port, count, size, rate)
     _, err = p.communicate(timeout=600)
     wall = time.monotonic() - t0
     if p.returncode not in (0, 3, 5):              # 3: data lost, 5: not all published; both measured
@@ -139,10 +121,18 @@ def one_run(workdir, bootstrap, batch, packets, rate):
     k = summary["kafka"] or {}
     sample_bytes = summary["payload_bytes"] / max(1, summary["packets"])
     published = k.get("published", 0)
-    return {"offered": len(packets) / sent, "received_per_s": summary["packets"] / receiving,
-            "lost": len(packets) - summary["packets"], "published_per_s": published / wall,
+    return {"offered": count / sent, "received_per_s": summary["packets"] / receiving,
+            "lost": count - summary["packets"], "published_per_s": published / wall,
             "mib_per_s": published * sample_bytes / MIB / wall, "unpublished": k.get("unpublished", 0),
-            "published": published}
+            "published": published, "recv_cpu": 100 * summary["cpu_s"] / receiving,
+            "pub_cpu": 100 * k.get("process_cpu_s", 0.0) / wall}
+
+
+def cell(values, spec, markdown):
+    """The median of `values` as `spec` formats it; in Markdown with the range when they differ."""
+    text = format(statistics.median(values), spec)
+    lo, hi = format(min(values), spec), format(max(values), spec)
+    return f"{text} ({lo} - {hi})" if markdown and lo != hi else text
 
 
 @contextlib.contextmanager
@@ -170,9 +160,18 @@ def main(argv=None):
     parser.add_argument("--bootstrap", help="use this broker (host:port) instead of starting one")
     parser.add_argument("--dir", default="/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir(),
                         help="directory for the run files (default /dev/shm)")
+    parser.add_argument("--batches", default="none,1,8,64",
+                        help="rows: --kafka-batch values, none for the receiver alone (default none,1,8,64)")
+    parser.add_argument("--kafka-nice", type=int, help="ethdaq recv --kafka-nice (default: its default)")
     parser.add_argument("--quick", action="store_true", help="2000 datagrams, one run per row (a smoke test)")
     parser.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     args = parser.parse_args(argv)
+    try:
+        batches = [None if b == "none" else int(b) for b in args.batches.split(",")]
+    except ValueError:
+        parser.error(f"--batches takes none and positive integers, comma-separated, not {args.batches!r}")
+    if any(b is not None and b < 1 for b in batches):
+        parser.error("--batches takes none and positive integers")
     if args.quick:
         args.datagrams, args.repeats = 2000, 1
     if not HEADER_LEN + 2 <= args.bytes <= 65507 or args.datagrams < 1 or args.repeats < 1:
@@ -182,22 +181,25 @@ def main(argv=None):
                 [[str(n), f"{lib:.1f}", f"{ours:.1f}"] for n, lib, ours in encode_costs(args.bytes)],
                 markdown=args.markdown)
     print()
-    packets = datagrams(args.datagrams, args.bytes)
+    exe = build_sender(REPO / "build" / "bench")
     rows = []
     with broker(args.bootstrap) as bootstrap:
-        for batch in BATCHES:
-            runs = [one_run(args.dir, bootstrap, batch, packets, args.rate) for _ in range(args.repeats)]
-            med = {key: statistics.median(r[key] for r in runs) for key in runs[0]}
-            rows.append(["no Kafka" if batch is None else str(batch), f"{med['offered']:,.0f}",
-                         f"{med['received_per_s']:,.0f}", f"{med['lost']:,.0f}",
-                         "-" if batch is None else f"{med['published_per_s']:,.0f}",
-                         "-" if batch is None else f"{med['mib_per_s']:.1f}",
-                         "-" if batch is None else f"{med['unpublished']:,.0f}"])
-    print(f"ethdaq recv -> Kafka on loopback (simulated: generator, receiver and broker on this machine), "
+        load = os.getloadavg()
+        for batch in batches:
+            runs = [one_run(args.dir, bootstrap, batch, exe, args.datagrams, args.bytes, args.rate, args.kafka_nice)
+                    for _ in range(args.repeats)]
+            col = {key: [r[key] for r in runs] for key in runs[0]}
+            kafka = [cell(col["published_per_s"], ",.0f", args.markdown), cell(col["mib_per_s"], ".1f", args.markdown),
+                     cell(col["unpublished"], ",.0f", args.markdown), cell(col["pub_cpu"], ".0f", args.markdown)]
+            rows.append(["no Kafka" if batch is None else str(batch), cell(col["offered"], ",.0f", args.markdown),
+                         cell(col["received_per_s"], ",.0f", args.markdown), cell(col["lost"], ",.0f", args.markdown),
+                         cell(col["recv_cpu"], ".0f", args.markdown)] + (["-"] * 4 if batch is None else kafka))
+        load = f"{load[0]:.2f} - {os.getloadavg()[0]:.2f}"
+    print(f"ethdaq recv -> Kafka on loopback (simulated: sender, receiver and broker on this machine), "
           f"{args.datagrams} datagrams of {args.bytes} bytes, {'unpaced' if not args.rate else f'{args.rate:.0f}/s'}, "
-          f"median of {args.repeats}")
-    print_table(["kafka-batch", "offered/s", "received/s", "lost", "published/s", "MiB/s", "unpublished"], rows,
-                markdown=args.markdown)
+          f"median of {args.repeats}; load average (1 min) {load}")
+    print_table(["kafka-batch", "offered/s", "received/s", "lost", "recv-CPU-%", "published/s", "MiB/s",
+                 "unpublished", "pub-CPU-%"], rows, markdown=args.markdown)
     return 0
 
 

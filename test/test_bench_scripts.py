@@ -69,6 +69,8 @@ def test_scaleout_quick_run_publishes_every_datagram(kafka_broker):
     rows = [line.split() for line in r.stdout.split("\n\n")[1].splitlines()[2:]]
     assert [row[0] for row in rows] == ["no", "1", "8", "64"], r.stdout
     for row in rows:
-        assert row[-4] == "0", r.stdout                              # lost
+        assert row[-6] == "0" and float(row[-5]) > 0, r.stdout      # lost, receiver's CPU
     for row in rows[1:]:
-        assert row[-1] == "0" and float(row[-2]) > 0, r.stdout      # unpublished, MiB/s
+        assert row[-2] == "0" and float(row[-3]) > 0, r.stdout      # unpublished, MiB/s
+        assert float(row[-1]) > 0, r.stdout                          # the publishing process's CPU
+    assert rows[0][-4:] == ["-"] * 4, r.stdout

@@ -95,7 +95,7 @@ def test_bad_kafka_settings_are_one_line(args, message, tmp_path):
     assert len(r.stderr.strip().splitlines()) == 1
 
 
-@pytest.mark.parametrize("args", [["--kafka-option", "acks=1"], ["--kafka-batch", "4"]])
+@pytest.mark.parametrize("args", [["--kafka-option", "acks=1"], ["--kafka-batch", "4"], ["--kafka-nice", "3"]])
 def test_kafka_settings_need_brokers(args):
     r = subprocess.run(CLI + ["recv", "--port", "0", *args, "--duration", "1"],
                        capture_output=True, text=True, timeout=60)

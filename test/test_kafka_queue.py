@@ -12,6 +12,7 @@ import numpy as np
 
 from ethdaq.host.batch import PACKET_DTYPE, Batch, decode_samples, stream_name
 from ethdaq.host.publisher import Publisher
+from ethdaq.host.se00 import Encoder
 from kafka_helpers import PERIOD_NS, SAMPLES, T0, decode, read_topic, samples, seen
 
 SRC_IP, SRC_PORT = 0x7F000002, 5001          # 127.0.0.2:5001
@@ -116,19 +117,23 @@ def test_mixed_sample_sizes_in_one_batch(kafka_broker):
         np.testing.assert_array_equal(got, want)
 
 
-def test_a_batch_the_thread_fails_on_is_counted_unpublished_and_publishing_goes_on(kafka_broker):
-    """An error inside the publishing thread (here: encoding stream 1's third message raises)
-    is reported, the datagrams of that Batch not yet handed to librdkafka are counted unpublished
-    (failed), received = published + unpublished still holds, and the next Batch is published."""
-    topic = _topic()
-    with Publisher(kafka_broker.bootstrap, topic=topic) as pub:
-        encode = pub._encode
+class FailingEncoder(Encoder):
+    """The se00 encoder, raising on stream 1's message of seq 2 (imported by name in the
+    publishing process)."""
 
-        def failing(name, channel, timestamp, period, seq, values):
-            if channel == 1 and seq == 2:
-                raise RuntimeError("encoder broke")
-            return encode(name, channel, timestamp, period, seq, values)
-        pub._encode = failing
+    def __call__(self, name, channel, timestamp, period, seq, values):
+        if channel == 1 and seq == 2:
+            raise RuntimeError("encoder broke")
+        return super().__call__(name, channel, timestamp, period, seq, values)
+
+
+def test_a_batch_the_process_fails_on_is_counted_unpublished_and_publishing_goes_on(kafka_broker):
+    """An error inside the publishing process (here: encoding stream 1's third message raises)
+    is reported, the datagrams of that Batch not yet handed to librdkafka are counted unpublished
+    (failed), received = published + unpublished still holds through the process boundary, and
+    the next Batch is published."""
+    topic = _topic()
+    with Publisher(kafka_broker.bootstrap, topic=topic, encoder=FailingEncoder) as pub:
         pub.publish(batch(0, 4))
         pub.publish(batch(4, 2))
     t = pub.totals()
@@ -136,6 +141,6 @@ def test_a_batch_the_thread_fails_on_is_counted_unpublished_and_publishing_goes_
     one = pub.counters[(SRC_IP, SRC_PORT, 1)]
     zero = pub.counters[(SRC_IP, SRC_PORT, 0)]
     assert (one.published, one.failed) == (4, 2) and (zero.published, zero.failed) == (6, 0)
-    assert pub.errors.count >= 1, "the thread's error is counted with the client's"
+    assert pub.errors.count >= 1, "the process's error is counted with the client's"
     msgs = _se00(kafka_broker.bootstrap, topic)
     assert [m.message_counter for m, _ in msgs if m.channel == 1] == [0, 1, 4, 5]

@@ -27,40 +27,50 @@ Messages on the topic (docs/scaleout.md has the whole layout):
   unpublished, pending) as JSON in status_json;
 - pl72 when the run starts and 6s4t when it stops, keyed `run`.
 
-Kafka slow or down never stalls the receiver: publish() only counts a Batch's datagrams and puts
-it in a bounded queue (QUEUE_DATAGRAMS datagrams); a Batch that does not fit is counted
-unpublished at once (queue_full). A thread of the publisher's own takes Batches from the queue,
-builds the se00 messages (ethdaq.host.se00: a prebuilt FlatBuffers template) and hands them to
-librdkafka, whose queue is bounded too (queue.buffering.max.messages, queue.buffering.max.kbytes):
-a message that does not fit is counted unpublished (buffer_full). Delivery reports are checked: a
-failed delivery is unpublished. close() lets the thread empty the queue and librdkafka deliver
-for up to `flush_timeout` seconds; what is left then is counted unpublished (failed) and purged.
-After close(), for every stream, received = published + unpublished.
+Kafka slow or down never stalls the receiver, and building messages never takes its CPU:
+publishing runs in a process of its own (ethdaq.host.pubworker), so the receive loop and the
+publisher each have an interpreter and can each have a core. publish() only counts a Batch's
+datagrams and copies it into a ring in shared memory (ethdaq.host.pubring, room for
+`queue_datagrams` datagrams of a 1500-byte MTU); a Batch that does not fit is counted unpublished
+at once (queue_full). The publishing process takes the Batches in order, builds the se00 messages
+(ethdaq.host.se00: a prebuilt FlatBuffers template) and hands them to librdkafka, whose queue is
+bounded too (queue.buffering.max.messages, queue.buffering.max.kbytes): a message that does not
+fit is counted unpublished (buffer_full). Delivery reports are checked: a failed delivery is
+unpublished. The process's counters come back a few times a second (tick()) and, final, at
+close(), which lets it empty the ring and librdkafka deliver for up to `flush_timeout` seconds;
+what is left then is counted unpublished (failed) and purged. If the process ends without its
+final counters, what it had not reported is counted failed. After close(), for every stream,
+received = published + unpublished.
+
+The publishing process never outlives the receiver: it ignores SIGINT and SIGTERM (the receiver
+ends the run) and exits when the receiver's process has gone (ethdaq.host.pubworker).
 """
 
-import collections
-import functools
 import json
-import logging
 import os
+import pickle
 import socket
-import threading
+import subprocess
+import sys
 import time
 import uuid
+from multiprocessing.connection import Connection
 from dataclasses import asdict, dataclass
 
-from ethdaq import __version__
 import numpy as np
 
-from ethdaq.host.batch import decode_samples, sample_dtype, stream_name
-from ethdaq.host.se00 import Encoder
+from ethdaq.host.batch import PACKET_DTYPE, stream_key, stream_name
+from ethdaq.host.pubring import RingWriter
 
 DEFAULT_TOPIC = "ethdaq"
 STATUS_INTERVAL_S = 1.0
 FLUSH_TIMEOUT_S = 10.0     # close(): how long queued messages may still take to be delivered.
-QUEUE_DATAGRAMS = 65536    # The publishing thread's queue: ~100 MB of 1472-byte datagrams.
-IDLE_POLL_S = 0.02         # The publishing thread's wait for work; delivery reports are served between.
-RUN_KEY = b"run"
+QUEUE_DATAGRAMS = 65536    # The ring's room: ~100 MB of 1472-byte datagrams.
+RING_BYTES_PER_DATAGRAM = PACKET_DTYPE.itemsize + 1472   # A datagram of a 1500-byte MTU in the ring.
+START_TIMEOUT_S = 60.0     # How long the publishing process may take to start (imports, librdkafka).
+COLLECT_S = 0.2            # publish() reads the process's counters at least this often.
+NICE = 0                   # The publishing process's niceness above the receiver's (pubworker).
+END_GRACE_S = 10.0         # close(): the process's time beyond its flushes to send the final counters.
 
 # librdkafka settings of a publisher unless the user's configuration says otherwise. Idempotence
 # keeps each partition's messages in order and once through the retries of a broker restart.
@@ -73,31 +83,12 @@ DEFAULTS = {
 }
 
 
+@dataclass
 class ClientErrors:
-    """What the Kafka client reported: its errors (error_cb) and its log lines of level warning
-    or worse, counted, the newest kept."""
-
-    def __init__(self):
-        self.count = 0
-        self.last = None
-        self.logger = logging.getLogger(f"ethdaq.host.publisher.{id(self)}")
-        self.logger.propagate = False
-        self.logger.setLevel(logging.WARNING)
-        self.logger.addHandler(_Keep(self))
-
-    def error(self, err):
-        self.count += 1
-        self.last = err.str() if hasattr(err, "str") else str(err)
-
-
-class _Keep(logging.Handler):
-    def __init__(self, errors):
-        super().__init__(logging.WARNING)
-        self.errors = errors
-
-    def emit(self, record):
-        self.errors.count += 1
-        self.errors.last = record.getMessage()
+    """What the Kafka client reported in the publishing process (errors and log lines of level
+    warning or worse, and errors of the process itself): how many, the newest."""
+    count: int = 0
+    last: str = None
 
 
 class PublishError(Exception):
@@ -106,11 +97,11 @@ class PublishError(Exception):
 
 @dataclass
 class StreamCounters:
-    """One stream's datagrams. Each field has one writer: received and queue_full the thread
-    calling publish(), the others the publishing thread (and close() once it has ended)."""
+    """One stream's datagrams. received and queue_full are counted by publish(); the others are
+    the publishing process's, as it last reported them."""
     received: int = 0       # Datagrams with new data handed to publish().
     published: int = 0      # Delivered: the broker acknowledged them.
-    queue_full: int = 0     # Unpublished: the publishing thread's queue had no room for their Batch.
+    queue_full: int = 0     # Unpublished: the ring to the publishing process had no room for their Batch.
     buffer_full: int = 0    # Unpublished: librdkafka's queue had no room for their message.
     failed: int = 0         # Unpublished: delivery failed, or still queued when close() gave up.
 
@@ -150,34 +141,48 @@ def parse_option(text):
     return key.strip(), value.strip()
 
 
+
+# A stream's key fields (source address, port, stream id) as one little-endian 64-bit number per
+# packet record, read in place: they are PACKET_DTYPE's first 8 bytes.
+_KEY_FIELDS = ("src_ip", "src_port", "stream_id")
+_KEY_VIEW = np.dtype({"names": ["key"], "formats": ["<u8"], "offsets": [0], "itemsize": PACKET_DTYPE.itemsize})
+assert [PACKET_DTYPE.fields[f][1] for f in _KEY_FIELDS] == [0, 4, 6] and PACKET_DTYPE.byteorder in "<=|"
+
+
+def stream_counts(packets):
+    """[(stream key, datagrams)] of a Batch's packet records: one comparison when they are all
+    one stream, numpy's unique otherwise."""
+    k = np.ascontiguousarray(packets).view(_KEY_VIEW)["key"]
+    if (k == k[0]).all():
+        values, counts = [int(k[0])], [len(k)]
+    else:
+        values, counts = np.unique(k, return_counts=True)
+        values = values.tolist()
+    return [(stream_key(v & 0xFFFFFFFF, (v >> 32) & 0xFFFF, v >> 48), int(n)) for v, n in zip(values, counts)]
+
+
 class Publisher:
     """One producer for one run: publish(batch) for every Batch, tick(stats) as often as convenient
-    (status messages go out once a second), close() at the end. `settings` are librdkafka
-    properties (bootstrap.servers, security.protocol, sasl.*, ssl.*, compression.type,
-    batch.size, ...), applied over DEFAULTS; `bootstrap` is bootstrap.servers. `queue_datagrams`
-    bounds the publishing thread's queue."""
+    (status messages go out once a second, the publishing process's counters come back), close()
+    at the end. `settings` are librdkafka properties (bootstrap.servers, security.protocol,
+    sasl.*, ssl.*, compression.type, batch.size, ...), applied over DEFAULTS; `bootstrap` is
+    bootstrap.servers. `queue_datagrams` bounds the ring to the publishing process; `nice` is how
+    many steps nicer than this process it runs (0..19). `encoder` is
+    the class that builds se00 messages there (ethdaq.host.se00.Encoder; it must be importable by
+    name in a new process)."""
 
     def __init__(self, bootstrap, topic=DEFAULT_TOPIC, settings=None, run_name=None, job_id=None,
                  filename="", metadata=None, status_interval=STATUS_INTERVAL_S, flush_timeout=FLUSH_TIMEOUT_S,
-                 datagrams_per_message=1, queue_datagrams=QUEUE_DATAGRAMS):
-        from confluent_kafka import KafkaException, Producer
+                 datagrams_per_message=1, queue_datagrams=QUEUE_DATAGRAMS, encoder=None, nice=NICE):
+        for what, value in (("datagrams per message", datagrams_per_message), ("queue datagrams", queue_datagrams)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise PublishError(f"{what} must be a positive integer, not {value!r}")
+        if isinstance(nice, bool) or not isinstance(nice, int) or not 0 <= nice <= 19:
+            raise PublishError(f"the publishing process's nice increment is 0..19, not {nice!r}")
         config = dict(DEFAULTS)
         config.update(settings or {})
         config["bootstrap.servers"] = bootstrap
         config.setdefault("client.id", f"ethdaq-recv@{socket.gethostname()}")
-        # librdkafka's own log lines (a broker down is one every 100 ms) go to self.errors, which
-        # counts them and keeps the newest for the live display and the summary, never to stderr.
-        self.errors = ClientErrors()
-        config["logger"] = self.errors.logger
-        config["error_cb"] = self.errors.error
-        for what, value in (("datagrams per message", datagrams_per_message), ("queue datagrams", queue_datagrams)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise PublishError(f"{what} must be a positive integer, not {value!r}")
-        try:
-            self._producer = Producer(config)
-        except (KafkaException, ValueError, TypeError) as e:
-            reason = e.args[0].str() if e.args and hasattr(e.args[0], "str") else str(e)
-            raise PublishError(f"Kafka client settings refused: {reason}") from None
         self.datagrams_per_message = datagrams_per_message
         self.queue_datagrams = queue_datagrams
         self.bootstrap = bootstrap
@@ -189,209 +194,211 @@ class Publisher:
         self.flush_timeout = flush_timeout
         self.counters = {}            # stream key -> StreamCounters
         self.control_unpublished = 0  # Status and run messages that were not delivered.
-        self._control_lock = threading.Lock()
-        self._names = {}              # stream key -> name
-        self._last = {}               # stream key -> (run, seq, timestamp, sample_count) of the newest datagram
-        self._period = {}             # stream key -> sample period, ns
-        self._encode = Encoder()
-        self._how = {}                # (stream key, datagrams) -> (Kafka key, headers, on_delivery, counters)
-        self._queue = collections.deque()   # (batch, [(key, indices)], datagrams)
-        self._queued = 0                    # Datagrams in _queue.
-        self._work = threading.Condition()
-        self._closing = None                # close()'s deadline (time.monotonic()), once it is called.
-        self._next_status = time.monotonic() + status_interval
+        self._status_refused = 0      # ... of them, status messages the ring had no room to ask for.
+        self.errors = ClientErrors()
+        self.process_cpu_s = 0.0      # CPU seconds the publishing process used since its start, as it last reported.
+        self.process = None           # The publishing process (subprocess.Popen).
+        self._final = False           # The process's final counters have come.
+        self._ended = False           # The process has ended (found in tick() or close()).
+        self._closing = False
         self._closed = False
-        self._started_ms = int(time.time() * 1000)
-        self._control(RUN_KEY, self._run_start(filename, metadata or {}))
-        self._thread = threading.Thread(target=self._run, name="ethdaq-publisher", daemon=True)
-        self._thread.start()
+        self._next_status = time.monotonic() + status_interval
+        self._next_collect = 0.0
+        conf = {"settings": config, "topic": topic, "job_id": self.job_id, "run_name": self.run_name,
+                "service_id": self.service_id, "pid": os.getpid(), "bootstrap": bootstrap, "filename": filename,
+                "metadata": metadata or {}, "started_ms": int(time.time() * 1000), "status_interval": status_interval,
+                "flush_timeout": flush_timeout, "datagrams_per_message": datagrams_per_message, "encoder": encoder,
+                "nice": nice}
+        self._ring = RingWriter(queue_datagrams * RING_BYTES_PER_DATAGRAM, queue_datagrams)
+        self._reports = None
+        try:
+            self._start(conf)
+        except BaseException:
+            self._stop_process()
+            self._ring.close()
+            if self._reports is not None:
+                self._reports.close()
+            raise
 
-    # Data: the caller's side ---------------------------------------------------------------------
+    def _start(self, conf):
+        """Starts the publishing process (a new interpreter: no fork of a process with threads and
+        sockets) and waits until its producer exists (pl72 queued). It gets the ring's memory and
+        index and the counters pipe's write end as file descriptors, and its settings on stdin."""
+        r, w = os.pipe()
+        self._reports = Connection(r, writable=False)
+        try:
+            self.process = subprocess.Popen([sys.executable, "-m", "ethdaq.host.pubworker"], stdin=subprocess.PIPE,
+                                            stdout=subprocess.DEVNULL, pass_fds=(self._ring.memory, self._ring.index, w))
+        finally:
+            os.close(w)
+        try:
+            pickle.dump(sys.path, self.process.stdin)    # First: where conf's classes (encoder) import from.
+            pickle.dump((conf, self._ring.memory, self._ring.size, self._ring.index, w), self.process.stdin)
+            self.process.stdin.close()
+        except BrokenPipeError:
+            pass                                         # Its exit code says why, below.
+        self._ring.close_reader_fds()
+        if not self._reports.poll(START_TIMEOUT_S):
+            raise PublishError(f"the publishing process did not start in {START_TIMEOUT_S:.0f} s")
+        try:
+            first = self._reports.recv()
+        except EOFError:
+            raise PublishError(f"the publishing process ended at its start (exit code {self.process.wait(5)})") \
+                from None
+        if "error" in first:
+            raise PublishError(first["error"])
+
+    def _alive(self):
+        return self.process is not None and self.process.poll() is None
+
+    def _stop_process(self):
+        """Kills the publishing process (it ignores SIGTERM), when it has not ended on its own."""
+        if self._alive():
+            self.process.kill()
+            self.process.wait()
+
+    # Data ----------------------------------------------------------------------------------------
 
     def _stream(self, key):
         c = self.counters.get(key)
         if c is None:
             c = self.counters[key] = StreamCounters()
-            self._names[key] = stream_name(key)
         return c
 
     def publish(self, batch):
-        """Counts the datagrams of `batch` and queues it for the publishing thread: se00 messages,
-        one per datagram, or with `datagrams_per_message` one per run of up to that many
-        consecutive datagrams of a stream. Never blocks: a Batch that does not fit in the queue is
-        counted unpublished (queue_full)."""
+        """Counts the datagrams of `batch` and puts it in the ring for the publishing process: se00
+        messages, one per datagram, or with `datagrams_per_message` one per run of up to that many
+        consecutive datagrams of a stream. Never blocks: a Batch that does not fit in the ring is
+        counted unpublished (queue_full); with the process ended, it is counted failed."""
         if not len(batch):
             return
-        if self._closing is not None:
+        if self._closing:
             raise RuntimeError("publish() after close()")
-        groups = [(key, batch.select(key)) for key in batch.keys()]
-        for key, idx in groups:
-            self._stream(key).received += len(idx)
-        with self._work:
-            if self._queued + len(batch) <= self.queue_datagrams:
-                self._queue.append((batch, groups, len(batch)))
-                self._queued += len(batch)
-                self._work.notify()
-                return
-        for key, idx in groups:
-            self.counters[key].queue_full += len(idx)
+        groups = stream_counts(batch.packets)
+        for key, n in groups:
+            self._stream(key).received += n
+        if not self._ended and self._ring.put(len(batch), batch.packets, batch.payload):
+            if time.monotonic() >= self._next_collect:
+                self._collect()
+            return
+        for key, n in groups:
+            if self._ended:
+                self.counters[key].failed += n
+            else:
+                self.counters[key].queue_full += n
 
-    # Data: the publishing thread -----------------------------------------------------------------
+    # The publishing process's counters -----------------------------------------------------------
 
-    def _run(self):
-        """The publishing thread: Batches from the queue to librdkafka until close(), serving
-        delivery reports meanwhile; at close() what it cannot send in time is counted failed."""
-        while True:
-            with self._work:
-                if not self._queue and self._closing is None:
-                    self._work.wait(IDLE_POLL_S)
-                item = self._queue.popleft() if self._queue else None
-                if item is None and self._closing is not None:
-                    break
-            if item is not None:
-                batch, groups, n = item
-                handed = {}                    # Stream key -> its datagrams handed to librdkafka.
-                try:
-                    self._publish_now(batch, groups, handed)
-                except Exception as e:         # A bug here must not end publishing unseen.
-                    self.errors.count += 1
-                    self.errors.last = f"publishing thread: {e!r}"
-                    for key, idx in groups:    # What was not handed on is unpublished, counted.
-                        self.counters[key].failed += len(idx) - handed.get(key, 0)
-                with self._work:
-                    self._queued -= n
-                if self._closing is not None and time.monotonic() >= self._closing:
-                    self._give_up()
-                    break
-            self._producer.poll(0)
-        self._finish(max(0.0, self._closing - time.monotonic()))
-
-    def _give_up(self):
-        """close()'s time is up: what the queue still holds is counted failed."""
-        with self._work:
-            left, self._queue = self._queue, collections.deque()
-            self._queued = 0
-        for batch, groups, n in left:
-            for key, idx in groups:
-                self.counters[key].failed += len(idx)
-
-    def _sample_period(self, key, run, seq, timestamp, count):
-        """ns between samples, from this datagram and the one before it of the same run."""
-        last = self._last.get(key)
-        if last is not None and last[0] == run and seq == last[1] + 1 and last[3] and timestamp > last[2]:
-            self._period[key] = round((timestamp - last[2]) / last[3])
-        if last is None or (run, seq) > last[:2]:
-            self._last[key] = (run, seq, timestamp, count)
-        return self._period.get(key, 0)
-
-    def _publish_now(self, batch, groups, handed):
-        """Each group's datagrams to librdkafka, as se00 messages; `handed` keeps count per key."""
-        most = self.datagrams_per_message
-        samples = _Samples(batch)
-        for key, idx in groups:
-            p = batch.packets[idx]
-            seq, run, late = p["seq"].tolist(), p["run"].tolist(), p["late"].tolist()
-            ts, count = p["timestamp"].tolist(), p["sample_count"].tolist()
-            bits, offset = p["sample_bits"].tolist(), p["offset"].tolist()
-            start = 0
-            for k in range(len(idx)):
-                period = self._sample_period(key, run[k], seq[k], ts[k], count[k])
-                if k + 1 == len(idx) or k + 1 - start >= most or late[k + 1] or late[start] \
-                        or run[k + 1] != run[start] or seq[k + 1] != seq[k] + 1 or bits[k + 1] != bits[start]:
-                    values = samples(offset[start:k + 1], count[start:k + 1], bits[start])
-                    self._send(key, k + 1 - start, ts[start], period, seq[start], values)
-                    start = handed[key] = k + 1
-
-    def _send(self, key, n, timestamp, period, seq, values):
-        """One se00 message of `n` consecutive datagrams of one stream."""
-        how = self._how.get((key, n))
-        if how is None:       # The message's key, headers and delivery report, alike for every n.
-            c = self.counters[key]
-            how = self._how[key, n] = (self._names[key].encode(), [("datagrams", str(n))],
-                                       functools.partial(self._delivered, c, n), c)
-        value = self._encode(self._names[key], key[2], timestamp, period, seq, values)
+    def _collect(self):
+        """Reads what the publishing process reported since the last call; notices its end."""
+        self._next_collect = time.monotonic() + COLLECT_S
         try:
-            self._producer.produce(self.topic, value, how[0], headers=how[1], on_delivery=how[2])
-        except BufferError:
-            how[3].buffer_full += n
+            while not self._final and self._reports.poll(0):
+                self._take(self._reports.recv())
+        except (EOFError, OSError):
+            self._process_ended()
+        if not self._final and not self._ended and not self._alive():
+            self._process_ended()
 
-    @staticmethod
-    def _delivered(c, n, err, msg):
-        if err is None:
-            c.published += n
-        else:
-            c.failed += n
+    def _take(self, report):
+        for key, (published, buffer_full, failed) in report["streams"].items():
+            c = self._stream(key)
+            c.published, c.buffer_full, c.failed = published, buffer_full, failed
+        self.control_unpublished = report["control_unpublished"] + self._status_refused
+        self.errors.count, self.errors.last = report["client_errors"], report["last_client_error"]
+        self.process_cpu_s = report["cpu_s"]
+        self._final = report["final"]
+
+    def _process_ended(self):
+        """The publishing process has ended without its final counters: what it did not report is
+        counted failed (received = published + unpublished holds), the end is a client error."""
+        if self._ended or self._final:
+            return
+        self._ended = True
+        try:
+            code = self.process.wait(1)
+        except subprocess.TimeoutExpired:
+            code = None
+        self.errors.count += 1
+        self.errors.last = f"the publishing process ended without its final counters (exit code {code})"
+        for c in self.counters.values():
+            c.failed += c.pending
 
     # Status and run messages ---------------------------------------------------------------------
 
-    def _control_delivered(self, err, msg):
-        if err is not None:
-            with self._control_lock:
-                self.control_unpublished += 1
+    def _rows(self, stats):
+        """Each stream's receive-loop counters for the publishing process's status messages."""
+        rows = []
+        for key in sorted(self.counters):
+            c = self.counters[key]
+            s = {} if stats is None else stats.streams.get(key) or {}
+            rows.append([list(key), c.received, c.queue_full, s.get("missing", 0), s.get("duplicates", 0),
+                         s.get("board_dropped", 0)])
+        return rows
 
-    def _control(self, key, value):
-        try:
-            self._producer.produce(self.topic, value, key, on_delivery=self._control_delivered)
-        except BufferError:
-            with self._control_lock:
-                self.control_unpublished += 1
+    def _control(self, kind, stats):
+        """A control record for the publishing process; False when the ring has no room."""
+        body = json.dumps({"kind": kind, "streams": self._rows(stats)}).encode()
+        return self._ring.put(0, np.frombuffer(body, np.uint8))
 
-    def _run_start(self, filename, metadata):
-        from streaming_data_types.run_start_pl72 import serialise_pl72
-        return serialise_pl72(self.job_id, filename or "", start_time=self._started_ms, run_name=self.run_name,
-                              service_id=self.service_id, instrument_name="ethdaq", broker=self.bootstrap,
-                              metadata=json.dumps(metadata))
+    def tick(self, stats=None):
+        """Reads the publishing process's counters; once an interval, asks it for the status
+        messages (`stats`: the receive core's RxStats, for its counters). A status that does not
+        fit in the ring is not sent and is counted with the undelivered status messages."""
+        self._collect()
+        if not self._closing and not self._ended and time.monotonic() >= self._next_status:
+            self._next_status = time.monotonic() + self.status_interval
+            if not self._control("status", stats):
+                self._status_refused += len(self.counters)
+                self.control_unpublished += len(self.counters)
 
     def status(self, key, stream_stats=None):
         """The status of one stream as a dict: the receive core's counters (`stream_stats`, one
-        of RxStats.streams) and this publisher's."""
+        of RxStats.streams) and this publisher's, as the status messages carry them."""
         c = self.counters[key]
         s = stream_stats or {}
-        return {"stream": self._names[key], "stream_id": key[2], "received": c.received,
+        return {"stream": stream_name(key), "stream_id": key[2], "received": c.received,
                 "lost": s.get("missing", 0), "duplicates": s.get("duplicates", 0),
                 "board_dropped": s.get("board_dropped", 0), "published": c.published,
                 "unpublished": c.unpublished, "pending": c.pending}
 
-    def send_status(self, stats=None):
-        """One x5f2 message per stream now (`stats`: the receive core's RxStats, for its counters)."""
-        from streaming_data_types.status_x5f2 import serialise_x5f2
-        for key in sorted(self.counters):
-            s = None if stats is None else stats.streams.get(key)
-            value = serialise_x5f2("ethdaq", __version__, self.service_id, socket.gethostname(), os.getpid(),
-                                   int(self.status_interval * 1000), json.dumps(self.status(key, s)))
-            self._control(self._names[key].encode(), value)
-
-    def tick(self, stats=None):
-        """Sends the status messages when one interval has passed (the publishing thread serves
-        the delivery reports)."""
-        if self._closing is None and time.monotonic() >= self._next_status:
-            self._next_status = time.monotonic() + self.status_interval
-            self.send_status(stats)
-
     # End -----------------------------------------------------------------------------------------
 
     def close(self, stats=None):
-        """Lets the publishing thread send what its queue holds and waits for the deliveries, for up
-        to flush_timeout in all; counts the rest unpublished, then sends the final status of every
-        stream and the 6s4t run stop (waiting for them as long again, at most 5 s)."""
+        """Lets the publishing process send what the ring holds and waits for the deliveries, for
+        up to flush_timeout in all; the rest is counted unpublished; then the process sends the
+        final status of every stream and the 6s4t run stop (waiting for them as long again, at most
+        5 s), reports its final counters and exits."""
         if self._closed:
             return
-        self._closed = True
-        from streaming_data_types.run_stop_6s4t import serialise_6s4t
-        with self._work:
-            self._closing = time.monotonic() + self.flush_timeout
-            self._work.notify()
-        self._thread.join()
-        self.send_status(stats)
-        self._control(RUN_KEY, serialise_6s4t(self.job_id, run_name=self.run_name, service_id=self.service_id,
-                                              stop_time=int(time.time() * 1000)))
-        self._finish(min(self.flush_timeout, 5.0))
-
-    def _finish(self, timeout):
-        self._producer.flush(timeout)
-        if len(self._producer):
-            self._producer.purge()           # Their delivery reports say "purged": unpublished.
-            self._producer.flush(1.0)
+        self._closed = self._closing = True
+        deadline = time.monotonic() + self.flush_timeout
+        self._ring.set_deadline(time.monotonic_ns() + int(self.flush_timeout * 1e9))
+        self._collect()
+        while not self._ended and not self._control("close", stats):
+            self._collect()                  # The ring is full: the process frees it by the deadline.
+            if time.monotonic() >= deadline + END_GRACE_S:
+                break
+            time.sleep(0.01)
+        self._ring.close_index()
+        end = deadline + min(self.flush_timeout, 5.0) + END_GRACE_S
+        while not self._final and not self._ended:
+            if self._reports.poll(max(0.0, min(0.5, end - time.monotonic()))):
+                self._collect()
+            elif time.monotonic() >= end:
+                break
+            else:
+                self._collect()
+        if not self._final:
+            self._stop_process()
+            self._process_ended()
+        try:
+            self.process.wait(END_GRACE_S)
+        except subprocess.TimeoutExpired:
+            pass
+        self._stop_process()
+        self._reports.close()
+        self._ring.close()
 
     def totals(self):
         """Counters over every stream, as a dict (the run summary's `kafka` section)."""
@@ -401,35 +408,11 @@ class Publisher:
                 setattr(t, name, getattr(t, name) + value)
         return {"bootstrap_servers": self.bootstrap, "topic": self.topic, "job_id": self.job_id,
                 **asdict(t), "unpublished": t.unpublished, "pending": t.pending, "control_unpublished": self.control_unpublished,
-                "client_errors": self.errors.count, "last_client_error": self.errors.last}
+                "client_errors": self.errors.count, "last_client_error": self.errors.last,
+                "process_cpu_s": self.process_cpu_s}
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
         self.close()
-
-
-class _Samples:
-    """The samples of a Batch's datagrams as native unsigned integers. When every datagram has
-    the same whole-byte sample size, the Batch's payload is converted from big-endian once and a
-    datagram's samples are a slice of it; otherwise each message's are decoded on their own."""
-
-    def __init__(self, batch):
-        self.payload = batch.payload
-        self.native = None
-        bits = batch.packets["sample_bits"]
-        dt = sample_dtype(int(bits[0])) if len(bits) else None
-        if dt is not None and (bits == bits[0]).all() and not (batch.packets["offset"] % dt.itemsize).any():
-            self.size = dt.itemsize
-            raw = self.payload[:len(self.payload) - len(self.payload) % self.size]
-            self.native = raw.view(dt).astype(dt.newbyteorder("="))
-
-    def __call__(self, offsets, counts, bits):
-        """The samples of the datagrams at `offsets` (each `counts` samples of `bits`), in order."""
-        if self.native is not None:
-            parts = [self.native[o // self.size:o // self.size + c] for o, c in zip(offsets, counts)]
-        else:
-            size = bits // 8
-            parts = [decode_samples(self.payload[o:o + c * size], bits) for o, c in zip(offsets, counts)]
-        return parts[0] if len(parts) == 1 else np.concatenate(parts)

@@ -21,6 +21,7 @@ received is written and the file closed cleanly, then the summary is printed and
 import argparse
 import datetime
 import ipaddress
+import resource
 import signal
 import socket
 import sys
@@ -57,6 +58,16 @@ def _positive(kind, what):
             raise argparse.ArgumentTypeError(f"{what} must be a positive {'integer' if kind is int else 'number'}, not {text!r}")
         return value
     return parse
+
+
+def _nice(text):
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= 19:
+        raise argparse.ArgumentTypeError(f"kafka nice must be an integer in 0..19, not {text!r}")
+    return value
 
 
 def _ipv4(text):
@@ -133,8 +144,12 @@ def add_arguments(p):
                    help="with --kafka: up to N consecutive datagrams of a stream in one se00 message (default 1: "
                         "one per datagram; more costs the publisher far less per datagram, docs/scaleout.md)")
     k.add_argument("--kafka-queue", type=_positive(int, "kafka queue"), default=publisher.QUEUE_DATAGRAMS,
-                   metavar="N", help=f"with --kafka: datagrams waiting for the publishing thread at most (default "
-                   f"{publisher.QUEUE_DATAGRAMS}); a batch that does not fit is counted unpublished")
+                   metavar="N", help=f"with --kafka: datagrams waiting for the publishing process at most (default "
+                   f"{publisher.QUEUE_DATAGRAMS}: a ring of ~{publisher.QUEUE_DATAGRAMS * publisher.RING_BYTES_PER_DATAGRAM / 2**20:.0f} "
+                   f"MiB of shared memory); a batch that does not fit is counted unpublished")
+    k.add_argument("--kafka-nice", type=_nice, default=publisher.NICE, metavar="N",
+                   help=f"with --kafka: the publishing process runs N steps nicer than the receiver, 0..19 "
+                        f"(default {publisher.NICE}; more: on a machine without spare CPU, receiving before publishing)")
     k.add_argument("--kafka-config", metavar="FILE",
                    help="with --kafka: librdkafka settings, key=value lines (security, compression, batch size ...)")
     k.add_argument("--kafka-option", action="append", default=[], metavar="KEY=VALUE",
@@ -348,9 +363,10 @@ def _live_table(stats, elapsed, rate, pub=None):
 
 # Summary ---------------------------------------------------------------------------------------
 
-def summary(stats, elapsed, started, stopped_by, core, output=None, pub=None):
+def summary(stats, elapsed, started, stopped_by, core, output=None, pub=None, cpu_s=None):
     """The run summary: a JSON-able dict (run.json, and the file's `summary` attribute); with a
-    publisher, its totals in `kafka` and each stream's published and unpublished datagrams."""
+    publisher, its totals in `kafka` and each stream's published and unpublished datagrams.
+    `cpu_s`: CPU seconds this process used for the run (cpu_seconds())."""
     streams = {}
     for key in sorted(stats.streams):
         s = dict(stats.streams[key])
@@ -387,9 +403,18 @@ def summary(stats, elapsed, started, stopped_by, core, output=None, pub=None):
         "kernel_dropped_buffers": getattr(stats, "kernel_dropped_buffers", None),
         "gro": getattr(core, "gro_active", False),
         "table_full": stats.table_full,
+        "cpu_s": cpu_s,
         "kafka": None if pub is None else pub.totals(),
         "streams": streams,
     }
+
+
+def cpu_seconds():
+    """CPU seconds (user and system, every thread) this process has used; a run's summary has
+    what it used from the start of receiving to its end in `cpu_s` (with --kafka, the publishing
+    process's in kafka.process_cpu_s)."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
 
 
 def _file_meta(args, core):
@@ -424,10 +449,10 @@ def summary_path(output):
 def _check_kafka_args(args):
     if not getattr(args, "kafka", None):
         if getattr(args, "kafka_config", None) or getattr(args, "kafka_option", None) or \
-                getattr(args, "kafka_batch", 1) != 1 or \
+                getattr(args, "kafka_batch", 1) != 1 or getattr(args, "kafka_nice", publisher.NICE) != publisher.NICE or \
                 getattr(args, "kafka_queue", publisher.QUEUE_DATAGRAMS) != publisher.QUEUE_DATAGRAMS:
-            raise RecvError("--kafka-config, --kafka-option, --kafka-batch and --kafka-queue set up publishing: give "
-                            "the brokers with --kafka")
+            raise RecvError("--kafka-config, --kafka-option, --kafka-batch, --kafka-queue and --kafka-nice set up "
+                            "publishing: give the brokers with --kafka")
         return None
     try:
         settings = publisher.read_config(args.kafka_config) if args.kafka_config else {}
@@ -445,7 +470,8 @@ def _open_publisher(args, settings, core, output, writer):
     try:
         return publisher.Publisher(args.kafka, topic=args.topic, settings=settings, filename=str(output or ""),
                                    job_id=writer.run_uuid if writer is not None else None, metadata=meta,
-                                   datagrams_per_message=args.kafka_batch, queue_datagrams=args.kafka_queue)
+                                   datagrams_per_message=args.kafka_batch, queue_datagrams=args.kafka_queue,
+                                   nice=args.kafka_nice)
     except publisher.PublishError as e:
         raise RecvError(str(e)) from None
 
@@ -499,7 +525,7 @@ def run(args, out=sys.stdout, err=sys.stderr):
             record_board(writer, args.board_ip, args.board_port, BOARD_REPLIES_START, err)
         live = None
         show = args.progress == "on" or (args.progress == "auto" and err.isatty())
-        t0 = time.monotonic()
+        t0, cpu0 = time.monotonic(), cpu_seconds()
         last = [t0, 0, 0]
         rate = [0.0, 0.0]
 
@@ -551,7 +577,8 @@ def run(args, out=sys.stdout, err=sys.stderr):
             stats = core.stats()
             if pub is not None:
                 pub.close(stats)
-            result = summary(stats, elapsed, started, locals().get("stopped_by", "error"), core, output, pub)
+            result = summary(stats, elapsed, started, locals().get("stopped_by", "error"), core, output, pub,
+                             cpu_seconds() - cpu0)
             if writer is not None:
                 if args.board_ip:
                     record_board(writer, args.board_ip, args.board_port, BOARD_REPLIES_END, err)
