@@ -53,7 +53,7 @@ def _remove_stale_test_namespaces():
 # simulated board answers Linux programs with wall-clock timeouts (ping, ptp4l, sockets): on two
 # cores with three busy processes they would get two thirds of a core, so as root they run at a
 # higher priority (PRIORITY_NETWORK, inherited by the simulators and programs they start) and the
-# rest at the default; the total work and its finish are the same.
+# rest at the nice value the run started at; the total work and its finish are the same.
 #
 # A bitstream build (test_build_ecp5.py) takes about 10 minutes of one core, a Yosys synth_xilinx
 # pass (test_build_xilinx.py) about 3. A test marked
@@ -97,7 +97,10 @@ def pytest_xdist_make_scheduler(config, log):
     return ByFileNetworkTogether(config, log)
 
 
-PRIORITY_NETWORK = -5   # nice value: about three times a default process's share of a core
+PRIORITY_NETWORK = -5   # nice steps: about three times a default process's share of a core
+# The nice value the run started at (`make test`: 0; `nice -n 19 pytest ...`: 19): the rest run
+# at it, the network files PRIORITY_NETWORK steps higher, so a niced run stays niced.
+NICE_AT_START = os.getpriority(os.PRIO_PROCESS, 0)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -106,7 +109,7 @@ def pytest_runtest_setup(item):
     test): the priority of its file's kind."""
     if os.geteuid() == 0:
         network = item.get_closest_marker("network") is not None
-        os.setpriority(os.PRIO_PROCESS, 0, PRIORITY_NETWORK if network else 0)
+        os.setpriority(os.PRIO_PROCESS, 0, max(-20, NICE_AT_START + PRIORITY_NETWORK) if network else NICE_AT_START)
 
 
 def pytest_configure(config):
