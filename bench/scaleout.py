@@ -36,6 +36,8 @@ import argparse
 import contextlib
 import json
 import os
+import re
+import resource
 import socket
 import statistics
 import subprocess
@@ -99,8 +101,9 @@ def one_run(workdir, bootstrap, batch, exe, count, size, rate, nice=None):
     out = Path(workdir) / f"scaleout-{uuid.uuid4().hex[:8]}.h5"
     cmd = CLI + ["recv", "--bind", "127.0.0.1", "--port", str(port), "--progress", "off", "-o", str(out),
                  "--count", str(count), "--idle-timeout", "2"]
+    topic = f"scaleout-{uuid.uuid4().hex[:8]}"
     if batch is not None:
-        cmd += ["--kafka", bootstrap, "--topic", f"scaleout-{uuid.uuid4().hex[:8]}", "--kafka-batch", str(batch)]
+        cmd += ["--kafka", bootstrap, "--topic", topic, "--kafka-batch", str(batch)]
         cmd += [] if nice is None else ["--kafka-nice", str(nice)]
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     line = p.stderr.readline()
@@ -125,7 +128,31 @@ def one_run(workdir, bootstrap, batch, exe, count, size, rate, nice=None):
             "lost": count - summary["packets"], "published_per_s": published / wall,
             "mib_per_s": published * sample_bytes / MIB / wall, "unpublished": k.get("unpublished", 0),
             "published": published, "recv_cpu": 100 * summary["cpu_s"] / receiving,
-            "pub_cpu": 100 * k.get("process_cpu_s", 0.0) / wall}
+            "pub_cpu": 100 * k.get("process_cpu_s", 0.0) / wall, "topic": topic,
+            "samples": summary["packets"] * ((size - HEADER_LEN) // 2)}
+
+
+MERGED = re.compile(r"^merged .*?: (\d+) messages .*?, (\d+) samples of (\d+) sources")
+
+
+def merge_run(workdir, bootstrap, topic, sample_bytes=2):
+    """`ethdaq merge --until-stop` of one published topic into a file on `workdir`: messages,
+    samples, seconds, and its CPU in % of one core over that time."""
+    out = Path(workdir) / f"merge-{uuid.uuid4().hex[:8]}.h5"
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.monotonic()
+    r = subprocess.run(CLI + ["merge", "--kafka", bootstrap, "--topic", topic, "-o", str(out), "--until-stop"],
+                       capture_output=True, text=True, timeout=600)
+    wall = time.monotonic() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    out.unlink(missing_ok=True)
+    m = next((MERGED.match(line) for line in (r.stdout + r.stderr).splitlines() if MERGED.match(line)), None)
+    if r.returncode != 0 or m is None:
+        sys.exit(f"ethdaq merge failed (exit status {r.returncode}): {(r.stdout + r.stderr).strip()[-2000:]}")
+    messages, samples = int(m.group(1)), int(m.group(2))
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    return {"messages_per_s": messages / wall, "mib_per_s": samples * sample_bytes / MIB / wall,
+            "cpu": 100 * cpu / wall, "seconds": wall, "samples": samples}
 
 
 def cell(values, spec, markdown):
@@ -164,6 +191,7 @@ def main(argv=None):
                         help="rows: --kafka-batch values, none for the receiver alone (default none,1,8,64)")
     parser.add_argument("--kafka-nice", type=int, help="ethdaq recv --kafka-nice (default: its default)")
     parser.add_argument("--quick", action="store_true", help="2000 datagrams, one run per row (a smoke test)")
+    parser.add_argument("--no-merge", action="store_true", help="skip ethdaq merge of each run's topic")
     parser.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     args = parser.parse_args(argv)
     try:
@@ -182,7 +210,7 @@ def main(argv=None):
                 markdown=args.markdown)
     print()
     exe = build_sender(REPO / "build" / "bench")
-    rows = []
+    rows, merges = [], []
     with broker(args.bootstrap) as bootstrap:
         load = os.getloadavg()
         for batch in batches:
@@ -194,12 +222,29 @@ def main(argv=None):
             rows.append(["no Kafka" if batch is None else str(batch), cell(col["offered"], ",.0f", args.markdown),
                          cell(col["received_per_s"], ",.0f", args.markdown), cell(col["lost"], ",.0f", args.markdown),
                          cell(col["recv_cpu"], ".0f", args.markdown)] + (["-"] * 4 if batch is None else kafka))
+            if batch is not None and not args.no_merge:
+                m = [merge_run(args.dir, bootstrap, r["topic"]) for r in runs]
+                # Every sample the receiver took is in the merged file once: published ones only
+                # (unpublished ones are counted, not there), so the two agree when none is.
+                whole = all(x["samples"] == r["samples"] for x, r in zip(m, runs) if r["unpublished"] == 0)
+                mc = {key: [x[key] for x in m] for key in m[0]}
+                merges.append([str(batch), cell(mc["seconds"], ".1f", args.markdown),
+                               cell(mc["messages_per_s"], ",.0f", args.markdown),
+                               cell(mc["mib_per_s"], ".1f", args.markdown), cell(mc["cpu"], ".0f", args.markdown),
+                               "yes" if whole else "NO"])
         load = f"{load[0]:.2f} - {os.getloadavg()[0]:.2f}"
     print(f"ethdaq recv -> Kafka on loopback (simulated: sender, receiver and broker on this machine), "
           f"{args.datagrams} datagrams of {args.bytes} bytes, {'unpaced' if not args.rate else f'{args.rate:.0f}/s'}, "
           f"median of {args.repeats}; load average (1 min) {load}")
     print_table(["kafka-batch", "offered/s", "received/s", "lost", "recv-CPU-%", "published/s", "MiB/s",
                  "unpublished", "pub-CPU-%"], rows, markdown=args.markdown)
+    if merges:
+        print()
+        print("ethdaq merge --until-stop of each run's topic into an HDF5 file (1 ms slices): seconds, "
+              "messages/s, MiB/s of samples, CPU in % of one core, and whether every sample the receiver "
+              "published is in the file")
+        print_table(["kafka-batch", "seconds", "messages/s", "MiB/s", "merge-CPU-%", "every sample"], merges,
+                    markdown=args.markdown)
     return 0
 
 

@@ -74,3 +74,7 @@ def test_scaleout_quick_run_publishes_every_datagram(kafka_broker):
         assert row[-2] == "0" and float(row[-3]) > 0, r.stdout      # unpublished, MiB/s
         assert float(row[-1]) > 0, r.stdout                          # the publishing process's CPU
     assert rows[0][-4:] == ["-"] * 4, r.stdout
+    # ethdaq merge of each published topic: every sample the receiver published is in its file.
+    merges = [line.split() for line in r.stdout.split("\n\n")[2].splitlines()[2:]]
+    assert [m[0] for m in merges] == ["1", "8", "64"], r.stdout
+    assert all(m[-1] == "yes" and float(m[-2]) > 0 and float(m[2].replace(",", "")) > 0 for m in merges), r.stdout

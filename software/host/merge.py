@@ -48,6 +48,7 @@ from pathlib import Path
 import numpy as np
 
 from ethdaq.host import publisher
+from ethdaq.host.pubworker import ClientErrors
 from ethdaq.host.protocol import format_duration_ns, parse_duration_ns
 
 DEFAULT_SLICE = "1ms"
@@ -535,7 +536,7 @@ def run(args, out=sys.stdout, err=sys.stderr):
         raise MergeError(f"{output} exists: choose another name or add --overwrite")
     if not output.parent.is_dir():
         raise MergeError(f"cannot write {output}: directory {output.parent} does not exist")
-    errors = publisher.ClientErrors()
+    errors = ClientErrors()
     consumer = _consumer(args, errors)
     meta = {"brokers": args.kafka, "topics": args.topic, "group": args.group or "", "slice_ns": args.slice,
             "lateness_ns": args.watermark, "idle_ns": args.idle}
