@@ -43,6 +43,7 @@ setup(
         # Publishing to Apache Kafka (ethdaq recv --kafka): librdkafka's client, the ESS FlatBuffers schemas.
         "confluent-kafka==2.16.1",
         "ess-streaming-data-types==0.27.0",
+        "prometheus-client==0.26.0",
     ],
     extras_require = {
         "test": ["pytest==9.2.0", "pytest-xdist==3.8.0", "scapy==2.8.0", "nexusformat==2.1.0"],

@@ -70,6 +70,14 @@ def _nice(text):
     return value
 
 
+def _metrics_address(text):
+    from ethdaq.host.metrics import parse_address
+    try:
+        return parse_address(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def _ipv4(text):
     try:
         return str(ipaddress.IPv4Address(text))
@@ -134,6 +142,9 @@ def add_arguments(p):
                    help="the board's control port, with --board-ip (default 7000)")
     p.add_argument("--progress", choices=["auto", "on", "off"], default="auto",
                    help="live display (default: when stderr is a terminal)")
+    p.add_argument("--metrics", type=_metrics_address, metavar="[ADDR:]PORT",
+                   help="serve Prometheus metrics of the run on this HTTP port (ADDR default 127.0.0.1; "
+                        "0.0.0.0 for every interface): the counters of the live display, docs/receiver.md")
     k = p.add_argument_group("publishing to Apache Kafka (docs/scaleout.md)")
     k.add_argument("--kafka", metavar="BROKERS",
                    help="also publish every datagram's samples to these Kafka brokers (host:port,...): "
@@ -511,6 +522,7 @@ def run(args, out=sys.stdout, err=sys.stderr):
                                        meta=_file_meta(args, core))
             except (h5file.RunFileError, ValueError) as e:
                 raise RecvError(str(e)) from None
+        metrics = _serve_metrics(args, writer, output)
         try:
             pub = _open_publisher(args, kafka_settings, core, output, writer)
         except RecvError:
@@ -534,6 +546,8 @@ def run(args, out=sys.stdout, err=sys.stderr):
                 writer.write(Batch.empty())  # Lets the writer's timed flush run while no data comes.
             if pub is not None:
                 pub.tick(core.stats())
+            if metrics is not None:
+                metrics.update(core.stats(), pub)
             if live is None:
                 return
             now = time.monotonic()
@@ -577,6 +591,8 @@ def run(args, out=sys.stdout, err=sys.stderr):
             stats = core.stats()
             if pub is not None:
                 pub.close(stats)
+            if metrics is not None:
+                metrics.update(stats, pub, running=False)
             result = summary(stats, elapsed, started, locals().get("stopped_by", "error"), core, output, pub,
                              cpu_seconds() - cpu0)
             if writer is not None:
@@ -586,6 +602,21 @@ def run(args, out=sys.stdout, err=sys.stderr):
                 writer.close(summary=result)
                 h5file.write_summary_json(summary_path(output), result)
     return _report(result, stats, elapsed, core, output, pub, out, err)
+
+
+def _serve_metrics(args, writer, output):
+    """The Prometheus collector (None without --metrics); a port that cannot be served ends the
+    run before it starts, as a bad --kafka does."""
+    if args.metrics is None:
+        return None
+    from ethdaq.host.metrics import MetricsError, serve
+    try:
+        return serve(args.metrics)[0]
+    except MetricsError as e:
+        if writer is not None:
+            writer.close()
+            output.unlink(missing_ok=True)
+        raise RecvError(str(e)) from None
 
 
 def _report(result, stats, elapsed, core, output, pub, out, err):
