@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from ethdaq.host import metrics
 from ethdaq.host.protocol import EMULATOR_RATE_DEFAULT
 from ethdaq.soc import ctlargs, pnr, progress
 
@@ -573,6 +574,17 @@ def cmd_discover(args):
     for r in [head] + rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
     return 0
+
+
+def cmd_exporter(args):
+    from ethdaq.host import boardmetrics
+    from ethdaq.host.metrics import MetricsError
+    key = _read_key(args.key_file) if args.key_file else None
+    try:
+        return boardmetrics.run(args.board, args.metrics, ctl_port=args.port, interval=args.interval,
+                                timeout=args.timeout, key=key, duration=args.duration)
+    except MetricsError as e:
+        raise CLIError(str(e)) from None
 
 
 def cmd_ctl(args):
@@ -1170,6 +1182,25 @@ def make_parser():
                    help="seconds to collect answers (default 1)")
     p.add_argument("--json", action="store_true", help="print JSON: a list, one entry per board")
     p.set_defaults(func=cmd_discover)
+
+    p = sub.add_parser("exporter", help="Prometheus metrics of boards: STATUS, streams, PTP, receive counters",
+                       epilog="examples:\n  ethdaq exporter --board 192.168.1.50 --metrics 0.0.0.0:9109\n"
+                              "  ethdaq exporter --board 192.168.1.50 --board 192.168.1.51 --metrics 9109 --interval 10\n"
+                              "(docs/protocol.md, \"Prometheus metrics of boards\")",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--board", type=_ip, action="append", required=True, metavar="ADDR",
+                   help="a board's IPv4 address (repeat it for more)")
+    p.add_argument("--port", type=_port, default=7000, help="the boards' control port (default 7000)")
+    p.add_argument("--metrics", type=metrics.address_arg, required=True, metavar="[ADDR:]PORT",
+                   help="the HTTP port to serve on (ADDR default 127.0.0.1; 0.0.0.0 for every interface)")
+    p.add_argument("--interval", type=ctlargs.positive("--interval"), default=5.0, metavar="S",
+                   help="seconds between polls of each board (default 5)")
+    p.add_argument("--timeout", type=ctlargs.positive("--timeout"), default=1.0, metavar="S",
+                   help="seconds per try of each request (3 tries)")
+    p.add_argument("--duration", type=ctlargs.positive("--duration"), metavar="S",
+                   help="stop after S seconds (default: at Ctrl-C or SIGTERM)")
+    p.add_argument("--key-file", metavar="FILE", help="the boards' shared key (hex): sign every request")
+    p.set_defaults(func=cmd_exporter)
 
     p = sub.add_parser("ctl", help="talk to a board's control port",
                        epilog="examples:\n  ethdaq ctl identify --ip 192.168.1.50\n"

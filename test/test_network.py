@@ -1471,3 +1471,61 @@ for _ in range(2):
     r = ctl(board, "rx", "--nonzero")
     assert r.returncode == 0 and re.search(r"^  udp_port +\d+  UDP to a port nothing on the board listens on$",
                                            r.stdout, re.M), r.stdout
+
+
+EXPORTER = """
+import json, subprocess, sys, time, urllib.request
+exporter, ctl, url = json.loads(sys.argv[1])
+p = subprocess.Popen(exporter, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+p.stderr.readline()                      # "serving metrics of ...": the port is open
+deadline = time.monotonic() + 120
+while True:
+    text = urllib.request.urlopen(url, timeout=10).read().decode()
+    if 'ethdaq_board_polls_total{board="%s",result="ok"} 2.0' % exporter[exporter.index("--board") + 1] in text:
+        break                            # two answered polls: the second is the one compared
+    assert p.poll() is None and time.monotonic() < deadline, text
+    time.sleep(0.2)
+replies = [json.loads(subprocess.run(ctl + [action, "--json"], capture_output=True, text=True, check=True).stdout)
+           for action in ("status", "rx", "ptp")]
+p.terminate()
+print(json.dumps([text, p.wait(timeout=30), *replies]))
+"""
+
+
+def test_the_exporters_metrics_are_the_boards_counters(board):
+    """`ethdaq exporter` polling the board, its metrics parsed by prometheus-client's own parser:
+    the values `ethdaq ctl status`, `ctl rx` and `ctl ptp` report just after. What the polls
+    themselves move (control requests, frames received) only grows."""
+    from prometheus_client.parser import text_string_to_metric_families
+    where = ["--port", str(CTL_PORT)]
+    exporter = ethdaq_cmd("exporter", "--board", BOARD_IP, *where, "--metrics", "127.0.0.1:9109", "--interval", "1")
+    ctl_cmd = ethdaq_cmd("ctl") + ["--ip", BOARD_IP, *where]
+    out = ns_python_args(board, EXPORTER, [json.dumps([exporter, ctl_cmd, "http://127.0.0.1:9109/metrics"])],
+                         timeout=240)
+    text, code, st, rx, ptp = json.loads(out.strip().splitlines()[-1])
+    assert code == 0      # SIGTERM ends it cleanly
+    m = {}
+    for fam in text_string_to_metric_families(text):
+        for s in fam.samples:
+            assert s.labels.pop("board") == BOARD_IP
+            m[(s.name, tuple(sorted(s.labels.items())))] = s.value
+    one = lambda name, **labels: m[(name, tuple(sorted(labels.items())))]  # noqa: E731
+    assert one("ethdaq_board_up") == 1
+    for name in ("boots", "datagrams", "dropped_samples", "link_losses", "watchdog_resets"):
+        field = {"dropped_samples": "dropped"}.get(name, name)
+        assert one(f"ethdaq_board_{name}_total") == st[field], name
+    assert one("ethdaq_board_run") == st["run"] and one("ethdaq_board_running") == st["running"]
+    assert one("ethdaq_board_link_up") == st["link"].startswith("up"), st["link"]
+    assert one("ethdaq_board_link_speed_bits_per_second") == st["link_speed"] * 1e6
+    assert one("ethdaq_board_ctl_requests_total") < st["ctl_requests"]
+    assert one("ethdaq_board_uptime_seconds") * 1000 <= st["uptime_ms"]
+    for s in st["streams"]:
+        assert one("ethdaq_board_stream_datagrams_total", stream=str(s["stream"])) == s["datagrams"]
+        assert one("ethdaq_board_stream_dropped_samples_total", stream=str(s["stream"])) == s["dropped"]
+    exported_rx = {dict(k[1])["cause"]: v for k, v in m.items() if k[0] == "ethdaq_board_rx_frames_total"}
+    assert set(exported_rx) == set(rx)
+    assert all(exported_rx[c] <= rx[c] for c in rx) and exported_rx["rx_ok"] < rx["rx_ok"]
+    assert one("ethdaq_board_ptp_state", state=ptp["state"]) == 1
+    assert one("ethdaq_board_ptp_steps_total") <= ptp["steps"]
+    info = [k for k in m if k[0] == "ethdaq_board_info"]
+    assert len(info) == 1 and dict(info[0][1])["mac"] == MAC

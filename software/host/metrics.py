@@ -66,6 +66,15 @@ def parse_address(text):
     return addr, port
 
 
+def address_arg(text):
+    """argparse type of --metrics: parse_address, its errors as argparse's."""
+    import argparse
+    try:
+        return parse_address(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 class RecvMetrics:
     """A prometheus-client collector of the newest snapshot the receive loop gave `update`."""
 

@@ -32,6 +32,7 @@ from pathlib import Path
 from ethdaq.host import rxcore
 from ethdaq.host.batch import Batch, stream_name
 from ethdaq.host import publisher, receiver
+from ethdaq.host.metrics import address_arg
 from ethdaq.host.receiver import MIB, ReceiverError, port_type, malformed_text, text_table
 
 REFRESH_S = 0.25   # Live display refresh; also the longest recv() wait, so stops are prompt.
@@ -68,14 +69,6 @@ def _nice(text):
     if not 0 <= value <= 19:
         raise argparse.ArgumentTypeError(f"kafka nice must be an integer in 0..19, not {text!r}")
     return value
-
-
-def _metrics_address(text):
-    from ethdaq.host.metrics import parse_address
-    try:
-        return parse_address(text)
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def _ipv4(text):
@@ -142,7 +135,7 @@ def add_arguments(p):
                    help="the board's control port, with --board-ip (default 7000)")
     p.add_argument("--progress", choices=["auto", "on", "off"], default="auto",
                    help="live display (default: when stderr is a terminal)")
-    p.add_argument("--metrics", type=_metrics_address, metavar="[ADDR:]PORT",
+    p.add_argument("--metrics", type=address_arg, metavar="[ADDR:]PORT",
                    help="serve Prometheus metrics of the run on this HTTP port (ADDR default 127.0.0.1; "
                         "0.0.0.0 for every interface): the counters of the live display, docs/receiver.md")
     k = p.add_argument_group("publishing to Apache Kafka (docs/scaleout.md)")
