@@ -118,15 +118,19 @@ def _add_tx_path(port, source, tx_depth, header, max_length=None, in_flight=0):
             )
         )
     )
+    # tx_sent + 1 == tx_length, from the sum the counter steps to (one carry chain, not a second
+    # one for tx_length - 1); 17 bits, so tx_length 0 never matches.
+    tx_sent_next = Signal(17)
+    port.comb += tx_sent_next.eq(tx_sent + 1)
     tx_fsm.act("SEND",
         source.valid.eq(tx_data.source.valid),
         source.data.eq(tx_data.source.data),
-        source.last.eq(tx_sent == (tx_length - 1)),
+        source.last.eq(tx_sent_next == tx_length),
         source.last_be.eq(source.last),
         *header(tx_length),
         tx_data.source.ready.eq(source.ready),
         If(source.valid & source.ready,
-            NextValue(tx_sent, tx_sent + 1),
+            NextValue(tx_sent, tx_sent_next),
             If(source.last,
                 NextValue(tx_length, 0),
                 NextValue(tx_count, tx_count + 1),

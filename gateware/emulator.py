@@ -138,11 +138,15 @@ class DetectorEmulator(LiteXModule):
 
         # A produced sample is held until the sink takes it; new arrivals meanwhile are not
         # queued (a real detector would lose them too) but the waiting time is counted.
+        # The ramp returns to 0 when value + step (not truncated) passes `top`: the same test as
+        # value > top - step, from the sum it steps to, so one carry chain serves both.
+        ramp_sum = Signal(sample_width + 1)
+        self.comb += ramp_sum.eq(value + self._step.storage)
         self.sync += [
             If(source.valid & source.ready,
                 source.valid.eq(0),
                 If(mode == MODE_RAMP,
-                    value.eq(Mux(value > self._top.storage - self._step.storage, 0, value + self._step.storage))
+                    value.eq(Mux(ramp_sum > self._top.storage, 0, ramp_sum[:sample_width]))
                 ).Else(
                     value.eq(value + 1)
                 )

@@ -23,7 +23,9 @@ from migen.genlib.cdc import MultiReg
 
 from litex.gen import *
 
-from litex.soc.interconnect.csr import CSR, CSRStatus, CSRStorage
+from litex.soc.interconnect.csr import CSR, CSRStatus
+
+from ethdaq.gateware.csr import CSRConfig
 
 
 class NetAddress(LiteXModule):
@@ -32,8 +34,10 @@ class NetAddress(LiteXModule):
             raise ValueError(f"ip_address must be a 32-bit IPv4 address, not {ip_address!r}")
         if not (0 <= mac_address < 2**48) or (mac_address >> 40) & 1:
             raise ValueError(f"mac_address must be a 48-bit unicast address, not {mac_address!r}")
-        self._ip      = CSRStorage(32, reset=ip_address,  description="Next IPv4 address (taken at `apply`).")
-        self._mac     = CSRStorage(48, reset=mac_address, description="Next MAC address (taken at `apply`).")
+        # Write-only (CSRConfig): the firmware keeps the pair it wrote, so the 80 bits do not
+        # need the CSR bus's read multiplexer.
+        self._ip      = CSRConfig(32, reset=ip_address,  description="Next IPv4 address (taken at `apply`).")
+        self._mac     = CSRConfig(48, reset=mac_address, description="Next MAC address (taken at `apply`).")
         self._apply   = CSR()  # Write: switch to `ip`/`mac` and announce them.
         self._pending = CSRStatus(description="1 until the transmit side has taken the last apply and sent its announcement.")
         self.ip       = Signal(32, reset=ip_address)

@@ -248,14 +248,23 @@ class DAQChannel(LiteXModule):
         ]
 
         # `last` for the next cycle, from its count (so `close` is one gate after `accept`); it
-        # follows a change of max_samples within a cycle while no sample is accepted.
+        # follows a change of max_samples within a cycle while no sample is accepted. Both tests,
+        # count + 2 >= max_samples and count + 1 >= max_samples, read one difference
+        # rem = max_samples - count (18 bits, two's complement): rem <= 2 and rem <= 1, one carry
+        # chain and a few gates instead of two adders and two comparisons.
+        rem     = Signal(18)
+        rem_hi0 = Signal()  # rem[2:17] == 0
+        self.comb += [
+            rem.eq(self.max_samples - count),
+            rem_hi0.eq(rem[2:17] == 0),
+        ]
         self.sync += [
             If(self.start | close | close_last | close_flush,
                 last.eq(self.max_samples <= 1),
             ).Elif(accept,
-                last.eq(count + 2 >= self.max_samples),
+                last.eq(rem[17] | (rem_hi0 & ~(rem[1] & rem[0]))),
             ).Else(
-                last.eq(count + 1 >= self.max_samples),
+                last.eq(rem[17] | (rem_hi0 & ~rem[1])),
             )
         ]
 
@@ -653,8 +662,12 @@ class _Serializer(LiteXModule):
                 count_l.eq(Array(d.count for d, w in heads)[load_sel]),
             ),
             If(d_load,
-                Case(d_sel, {i: [getattr(desc, name).eq(getattr(d, name)) for name, _ in descriptor_layout()]
+                Case(d_sel, {i: [getattr(desc, name).eq(getattr(d, name)) for name, _ in descriptor_layout()
+                                 if not (late and name == "count")]
                              for i, (d, w) in enumerate(heads)}),
+                # At 8 bits the count is count_l's: the same head's, copied at `load` (its entry
+                # stays on the FIFO's output until this pop), without a second multiplexer.
+                desc.count.eq(count_l) if late else [],
             ),
             pop_r.eq(load),
             pop_ch.eq(load_sel),

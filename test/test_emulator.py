@@ -115,3 +115,33 @@ def test_amplitude_seed_is_never_zero():
 def test_counter_mode_is_unchanged():
     got = run(MODE_COUNTER, 2**31, 200)
     assert got == list(range(len(got))) and 95 <= len(got) <= 101
+
+
+def ramp_model(top, step, n, width=16):
+    """The ramp in Python: +step, back to 0 once a value passes top - step (integers)."""
+    out, v = [], 0
+    for _ in range(n):
+        out.append(v)
+        v = 0 if v > top - step else (v + step) % 2**width
+    return out
+
+
+@pytest.mark.parametrize("top,step", [(10, 3), (9, 3), (0xFFFF, 0x4000), (0xFFFF, 0x5555), (0xFFF0, 0x7FFF),
+                                      (5, 7), (0, 1), (100, 0), (0xFFFF, 0xFFFF)])
+def test_ramp_steps_and_returns_to_zero_past_top(top, step):
+    emu = DetectorEmulator(sample_width=16, seed=3)
+    got = []
+
+    def gen():
+        yield emu.source.ready.eq(1)
+        yield emu._rate.storage.eq(0xFFFFFFFF)
+        yield emu._top.storage.eq(top)
+        yield emu._step.storage.eq(step)
+        yield emu._mode.storage.eq(2)  # MODE_RAMP
+        for _ in range(40):
+            yield
+            if (yield emu.source.valid):
+                got.append((yield emu.source.data))
+    run_simulation(emu, gen())
+    assert len(got) > 20
+    assert got == ramp_model(top, step, len(got))
