@@ -30,11 +30,10 @@ newest poll, never the board itself.
 import threading
 import time
 
-from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from ethdaq.host import protocol
-from ethdaq.host.metrics import MetricsError
+from ethdaq.host.metrics import serve
 
 PREFIX = "ethdaq_board_"
 STATUS_COUNTERS = ("ctl_requests", "ctl_refused", "ctl_replayed", "port_rx_dropped", "port_tx_dropped",
@@ -151,18 +150,6 @@ class BoardMetrics:
             fam("counter", f"ptp_{name}", f"PTP_STATUS {name}").add_metric([board], ptp[name])
 
 
-def serve(address, boards):
-    """Serve a BoardMetrics for `boards` on `address` ((addr, port))."""
-    registry = CollectorRegistry()
-    metrics = BoardMetrics(boards)
-    registry.register(metrics)
-    try:
-        server, _ = start_http_server(address[1], addr=address[0], registry=registry)
-    except OSError as e:
-        raise MetricsError(f"cannot serve metrics on {address[0]}:{address[1]}: {e.strerror or e}") from None
-    return metrics, server
-
-
 def run(boards, address, ctl_port=7000, interval=5.0, timeout=1.0, key=None, duration=None, err=None):
     """`ethdaq exporter`: poll `boards` every `interval` s and serve their metrics on `address`
     until `duration` s have passed (None: until SIGINT or SIGTERM). Returns the exit status."""
@@ -170,7 +157,7 @@ def run(boards, address, ctl_port=7000, interval=5.0, timeout=1.0, key=None, dur
     import sys
     from ethdaq.host.ctl import ControlClient, ControlRefused, ControlTimeout
     err = err or sys.stderr
-    metrics, server = serve(address, boards)
+    metrics, server = serve(address, BoardMetrics(boards))
     stop = threading.Event()
     old = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
     err.write(f"serving metrics of {', '.join(boards)} on http://{address[0]}:{address[1]}/metrics, "

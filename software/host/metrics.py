@@ -136,13 +136,14 @@ class RecvMetrics:
             yield family
 
 
-def serve(address):
-    """Serve a new RecvMetrics on `address` ((addr, port)): the collector and the HTTP server."""
+def serve(address, collector=None):
+    """Serve `collector` (default: a new RecvMetrics) on `address` ((addr, port)), in its own
+    registry: (the collector, the HTTP server)."""
+    collector = RecvMetrics() if collector is None else collector
     registry = CollectorRegistry()
-    metrics = RecvMetrics()
-    registry.register(metrics)
+    registry.register(collector)
     try:
         server, _ = start_http_server(address[1], addr=address[0], registry=registry)
     except OSError as e:
         raise MetricsError(f"cannot serve metrics on {address[0]}:{address[1]}: {e.strerror or e}") from None
-    return metrics, server
+    return collector, server
