@@ -1474,35 +1474,55 @@ for _ in range(2):
 
 
 EXPORTER = """
-import json, subprocess, sys, time, urllib.request
+import json, re, subprocess, sys, time, urllib.request
 exporter, ctl, url = json.loads(sys.argv[1])
 p = subprocess.Popen(exporter, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 p.stderr.readline()                      # "serving metrics of ...": the port is open
 deadline = time.monotonic() + 120
-while True:
+
+def answered():
     text = urllib.request.urlopen(url, timeout=10).read().decode()
-    if 'ethdaq_board_polls_total{board="%s",result="ok"} 2.0' % exporter[exporter.index("--board") + 1] in text:
-        break                            # two answered polls: the second is the one compared
+    m = re.search(r'ethdaq_board_polls_total\\{board="[^"]+",result="ok"\\} (\\d+)', text)
     assert p.poll() is None and time.monotonic() < deadline, text
+    return int(m.group(1)) if m else 0, text
+
+def replies():
+    return [json.loads(subprocess.run(ctl + [a, "--json"], capture_output=True, text=True, check=True).stdout)
+            for a in ("status", "rx", "ptp")]
+
+# The board's answers before and after one of the exporter's polls: before taken wholly between
+# two polls (else again), then the next poll's metrics, then after.
+while True:
+    n, _ = answered()
+    if n == 0:
+        time.sleep(0.2)
+        continue
+    before = replies()
+    if answered()[0] == n:
+        break
+while True:
+    k, text = answered()
+    if k > n:
+        break
     time.sleep(0.2)
-replies = [json.loads(subprocess.run(ctl + [action, "--json"], capture_output=True, text=True, check=True).stdout)
-           for action in ("status", "rx", "ptp")]
+after = replies()
 p.terminate()
-print(json.dumps([text, p.wait(timeout=30), *replies]))
+print(json.dumps([text, p.wait(timeout=30), before, after]))
 """
 
 
 def test_the_exporters_metrics_are_the_boards_counters(board):
-    """`ethdaq exporter` polling the board, its metrics parsed by prometheus-client's own parser:
-    the values `ethdaq ctl status`, `ctl rx` and `ctl ptp` report just after. What the polls
-    themselves move (control requests, frames received) only grows."""
+    """`ethdaq exporter` polling the board, its metrics parsed by prometheus-client's own parser,
+    against what `ethdaq ctl status`, `ctl rx` and `ctl ptp` report just before and just after
+    that poll: every counter between the two (equal where nothing moved), the PTP state one of
+    the two. The polls themselves move the control requests and the frames received."""
     from prometheus_client.parser import text_string_to_metric_families
     where = ["--port", str(CTL_PORT)]
-    exporter = ethdaq_cmd("exporter", "--board", BOARD_IP, *where, "--metrics", "127.0.0.1:9109", "--interval", "1")
+    exporter = ethdaq_cmd("exporter", "--board", BOARD_IP, *where, "--metrics", "127.0.0.1:9109", "--interval", "4")
     ctl_cmd = ethdaq_cmd("ctl") + ["--ip", BOARD_IP, *where]
     out = ns_python_args(board, EXPORTER, [json.dumps([exporter, ctl_cmd, "http://127.0.0.1:9109/metrics"])],
                          timeout=240)
-    text, code, st, rx, ptp = json.loads(out.strip().splitlines()[-1])
+    text, code, (st0, rx0, ptp0), (st1, rx1, ptp1) = json.loads(out.strip().splitlines()[-1])
     assert code == 0      # SIGTERM ends it cleanly
     m = {}
     for fam in text_string_to_metric_families(text):
@@ -1510,22 +1530,31 @@ def test_the_exporters_metrics_are_the_boards_counters(board):
             assert s.labels.pop("board") == BOARD_IP
             m[(s.name, tuple(sorted(s.labels.items())))] = s.value
     one = lambda name, **labels: m[(name, tuple(sorted(labels.items())))]  # noqa: E731
+
+    def between(value, lo, hi, what):
+        assert lo <= value <= hi, (what, lo, value, hi)
+
     assert one("ethdaq_board_up") == 1
-    for name in ("boots", "datagrams", "dropped_samples", "link_losses", "watchdog_resets"):
+    for name in ("boots", "datagrams", "dropped_samples", "link_losses", "watchdog_resets", "ctl_refused"):
         field = {"dropped_samples": "dropped"}.get(name, name)
-        assert one(f"ethdaq_board_{name}_total") == st[field], name
-    assert one("ethdaq_board_run") == st["run"] and one("ethdaq_board_running") == st["running"]
-    assert one("ethdaq_board_link_up") == st["link"].startswith("up"), st["link"]
-    assert one("ethdaq_board_link_speed_bits_per_second") == st["link_speed"] * 1e6
-    assert one("ethdaq_board_ctl_requests_total") < st["ctl_requests"]
-    assert one("ethdaq_board_uptime_seconds") * 1000 <= st["uptime_ms"]
-    for s in st["streams"]:
-        assert one("ethdaq_board_stream_datagrams_total", stream=str(s["stream"])) == s["datagrams"]
-        assert one("ethdaq_board_stream_dropped_samples_total", stream=str(s["stream"])) == s["dropped"]
+        between(one(f"ethdaq_board_{name}_total"), st0[field], st1[field], name)
+    between(one("ethdaq_board_ctl_requests_total"), st0["ctl_requests"] + 1, st1["ctl_requests"] - 1, "requests")
+    between(one("ethdaq_board_uptime_seconds") * 1000, st0["uptime_ms"], st1["uptime_ms"], "uptime")
+    assert one("ethdaq_board_run") == st1["run"] and one("ethdaq_board_running") == st1["running"] == st0["running"]
+    assert one("ethdaq_board_link_up") in {st["link"].startswith("up") for st in (st0, st1)}, (st0["link"], st1["link"])
+    assert one("ethdaq_board_link_speed_bits_per_second") in {st["link_speed"] * 1e6 for st in (st0, st1)}
+    for s0, s1 in zip(st0["streams"], st1["streams"]):
+        between(one("ethdaq_board_stream_datagrams_total", stream=str(s1["stream"])), s0["datagrams"], s1["datagrams"],
+                "stream datagrams")
+        between(one("ethdaq_board_stream_dropped_samples_total", stream=str(s1["stream"])), s0["dropped"],
+                s1["dropped"], "stream dropped")
     exported_rx = {dict(k[1])["cause"]: v for k, v in m.items() if k[0] == "ethdaq_board_rx_frames_total"}
-    assert set(exported_rx) == set(rx)
-    assert all(exported_rx[c] <= rx[c] for c in rx) and exported_rx["rx_ok"] < rx["rx_ok"]
-    assert one("ethdaq_board_ptp_state", state=ptp["state"]) == 1
-    assert one("ethdaq_board_ptp_steps_total") <= ptp["steps"]
+    assert set(exported_rx) == set(rx1)
+    for cause in rx1:
+        between(exported_rx[cause], rx0[cause], rx1[cause], cause)
+    assert rx0["rx_ok"] < exported_rx["rx_ok"] < rx1["rx_ok"]
+    states = {k[1] for k in m if k[0] == "ethdaq_board_ptp_state"}
+    assert len(states) == 1 and dict(next(iter(states)))["state"] in (ptp0["state"], ptp1["state"]), states
+    between(one("ethdaq_board_ptp_steps_total"), ptp0["steps"], ptp1["steps"], "ptp steps")
     info = [k for k in m if k[0] == "ethdaq_board_info"]
     assert len(info) == 1 and dict(info[0][1])["mac"] == MAC
