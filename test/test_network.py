@@ -45,7 +45,7 @@ def board():
     session = sim.SimSession(REPO / "build" / "test-sim" / "gateware", netns=NETNS, echo=False,
                              log=REPO / "build" / "test-sim" / "console-fixture.log")
     with session:
-        session.wait_for("ethdaq ready", timeout=180)
+        wait_console(session, "ethdaq ready", timeout=180)
         yield session
     assert NETNS not in sim.list_netns()
 
@@ -54,6 +54,18 @@ def console_text(session):
     """The board's console as one text, without the pin probe's lines (--pin-probe), which the
     simulator prints at once and so can land inside a line the firmware is still printing."""
     return re.sub(r"\r?probe: (?:rx-end|tx-start) \d+\n|\r?probe: launch \d+ time \d+ \d+\n", "", "\n".join(session.lines) + "\n")
+
+
+def wait_console(session, text, timeout):
+    """Wait until the console shows `text`, read as console_text reads it: the pin probe's lines,
+    printed at once by the simulator, can split a line the firmware is still printing."""
+    deadline = time.monotonic() + timeout
+    while text not in console_text(session):
+        if session.proc.poll() is not None:
+            raise sim.SimError(f"simulation exited (code {session.proc.returncode}) before printing {text!r}")
+        if time.monotonic() > deadline:
+            raise sim.SimError(f"simulation did not print {text!r} within {timeout:g} s")
+        time.sleep(0.1)
 
 
 def ns_python(session, code, timeout=60):
@@ -1005,7 +1017,7 @@ def test_the_boards_addresses_change_at_run_time_and_are_announced(board, tmp_pa
         marks = len(board.lines)
         out = json.loads(ns_python_args(board, ADDRESS_CHANGE, [BOARD_IP, str(CTL_PORT), NEW_IP, NEW_MAC]))
         assert out == {"src": BOARD_IP, "ip": int(ipaddress.IPv4Address(NEW_IP)), "mac": NEW_MAC}
-        board.wait_for(f"net: now {NEW_IP} at {NEW_MAC} (set by {HOST_IP})", timeout=120)
+        wait_console(board, f"net: now {NEW_IP} at {NEW_MAC} (set by {HOST_IP})", timeout=120)
         deadline = time.monotonic() + 30   # The PTP port restarts under the new clock identity.
         while not any("ptp: auto over" in line for line in board.lines[marks:]) and time.monotonic() < deadline:
             time.sleep(0.2)
@@ -1050,7 +1062,7 @@ def check_moved_board(board, pcap):
     r = board.ns_run(ethdaq_cmd("ctl", "config", "set", f"mac={MAC}", "--ip", NEW_IP, "--port", str(CTL_PORT)),
                      capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and f"now answers at {NEW_IP} ({MAC})" in r.stderr, r.stderr
-    board.wait_for(f"net: now {NEW_IP} at {MAC}", timeout=120)
+    wait_console(board, f"net: now {NEW_IP} at {MAC}", timeout=120)
     deadline = time.monotonic() + 20
     while neighbour_mac(board, NEW_IP) != MAC and time.monotonic() < deadline:
         time.sleep(0.2)
@@ -1061,7 +1073,7 @@ def check_moved_board(board, pcap):
                                 "--json"), capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["ip"] == BOARD_IP
-    board.wait_for(f"net: now {BOARD_IP} at {MAC}", timeout=120)
+    wait_console(board, f"net: now {BOARD_IP} at {MAC}", timeout=120)
     r = board.ns_run(["ping", "-c", "2", "-W", "5", BOARD_IP], capture_output=True, text=True, timeout=60)
     assert "2 packets transmitted, 2 received" in r.stdout, r.stdout
     r = ctl(board, "config", "set", "ip=224.0.0.9")
@@ -1074,7 +1086,7 @@ def test_phy_link_is_watched_and_a_pulled_cable_is_logged_and_counted(board):
     100 Mb/s port, which this 1000 Mb/s-only build warns about; nothing crosses while the link is
     down, and everything works again once it is back at 1000 Mb/s."""
     from ethdaq.gateware import simphy
-    board.wait_for("phy: link up", timeout=120)
+    wait_console(board, "phy: link up", timeout=120)
     st = status(board)
     assert st["link"] == "up, 1000 Mb/s full duplex (auto-negotiated)"
     assert (st["phy_address"], st["phy_id"]) == (simphy.SIM_PHY_ADDRESS, f"0x{simphy.SIM_PHY_ID:08x}")
@@ -1085,12 +1097,12 @@ def test_phy_link_is_watched_and_a_pulled_cable_is_logged_and_counted(board):
     cable = board.gateware_dir / "cable"
     try:
         cable.write_text(simphy.cable_line(link=False))
-        board.wait_for("phy: link down (losses since boot: 1)", timeout=120)
+        wait_console(board, "phy: link down (losses since boot: 1)", timeout=120)
         r = board.ns_run(["ping", "-c", "2", "-i", "0.2", "-W", "1", BOARD_IP], capture_output=True, text=True)
         assert r.returncode != 0, "a ping crossed an unplugged cable"
         cable.write_text(simphy.cable_line(link=True, speed=100))
-        board.wait_for("phy: link up, 100 Mb/s full duplex (auto-negotiated)", timeout=120)
-        board.wait_for("phy: WARNING: this build's PHY interface runs at 1000 Mb/s only", timeout=30)
+        wait_console(board, "phy: link up, 100 Mb/s full duplex (auto-negotiated)", timeout=120)
+        wait_console(board, "phy: WARNING: this build's PHY interface runs at 1000 Mb/s only", timeout=30)
         # The simulated wire passes frames at any speed (a real RGMII PHY at 100 Mb/s would not):
         # the board can say what it sees.
         st = status(board)
@@ -1098,7 +1110,7 @@ def test_phy_link_is_watched_and_a_pulled_cable_is_logged_and_counted(board):
         assert "NOT the speed of this build's PHY interface" in st["link"]
         cable.write_text(simphy.cable_line(link=True, speed=1000))
         # A partner changing speed renegotiates: the link drops (latched in BMSR) and comes back.
-        board.wait_for("(losses since boot: 2)", timeout=120)
+        wait_console(board, "(losses since boot: 2)", timeout=120)
         deadline = time.monotonic() + 120
         while status(board)["link"] != "up, 1000 Mb/s full duplex (auto-negotiated)":
             assert time.monotonic() < deadline, status(board)
