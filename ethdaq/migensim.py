@@ -147,26 +147,30 @@ class _Compiler:
         table = self._object("case", index)
         i = self._name("i")
         lines.append(f"{indent}{i} = {table}.get({test}, -1)")
-        bodies = [body for _, body in keys]
         if default is not None:
             lines.append(f"{indent}if {i} < 0:")
             self._block(default, lines, indent + "    ")
             lines.append(f"{indent}else:")
             indent += "    "
-        self._dispatch(i, bodies, 0, len(bodies), lines, indent)
+        self._dispatch(i, len(keys), lambda k, lines, indent: self._block(keys[k][1], lines, indent), lines, indent)
 
-    def _dispatch(self, i, bodies, lo, hi, lines, indent):
-        """Run bodies[`i`] for lo <= i < hi, in a tree of depth log2(hi - lo)."""
+    def _dispatch(self, i, n, emit, lines, indent, lo=0, hi=None):
+        """The code `emit(k, lines, indent)` writes, run for the k that local `i` holds (0 <= k
+        < n), in a tree of comparisons of depth log2(n)."""
+        hi = n if hi is None else hi
         if hi - lo <= 8:
             for k in range(lo, hi):
                 lines.append(f"{indent}{'if' if k == lo else 'elif'} {i} == {k}:")
-                self._block(bodies[k], lines, indent + "    ")
+                start = len(lines)
+                emit(k, lines, indent + "    ")
+                if len(lines) == start:
+                    lines.append(f"{indent}    pass")
             return
         mid = (lo + hi)//2
         lines.append(f"{indent}if {i} < {mid}:")
-        self._dispatch(i, bodies, lo, mid, lines, indent + "    ")
+        self._dispatch(i, n, emit, lines, indent + "    ", lo, mid)
         lines.append(f"{indent}else:")
-        self._dispatch(i, bodies, mid, hi, lines, indent + "    ")
+        self._dispatch(i, n, emit, lines, indent + "    ", mid, hi)
 
     # Assignments -----------------------------------------------------------------------------
 
@@ -225,22 +229,8 @@ class _Compiler:
             table = self._object("arr", [c.duid for c in choices])
             lines.append(f"{indent}m[{table}[{key}]] = {_truncated(value, choices[0].nbits, choices[0].signed)}")
             return
-        self._dispatch_assign(key, choices, value, 0, len(choices), lines, indent)
-
-    def _dispatch_assign(self, key, choices, value, lo, hi, lines, indent):
-        if hi - lo <= 8:
-            for k in range(lo, hi):
-                lines.append(f"{indent}{'if' if k == lo else 'elif'} {key} == {k}:")
-                start = len(lines)
-                self._assign(choices[k], value, lines, indent + "    ")
-                if len(lines) == start:
-                    lines.append(f"{indent}    pass")
-            return
-        mid = (lo + hi)//2
-        lines.append(f"{indent}if {key} < {mid}:")
-        self._dispatch_assign(key, choices, value, lo, mid, lines, indent + "    ")
-        lines.append(f"{indent}else:")
-        self._dispatch_assign(key, choices, value, mid, hi, lines, indent + "    ")
+        self._dispatch(key, len(choices), lambda k, lines, indent: self._assign(choices[k], value, lines, indent),
+                       lines, indent)
 
     # Expressions -----------------------------------------------------------------------------
 
@@ -315,7 +305,11 @@ class _Compiler:
             duid = self._local(f"{table}[{key}]", lines, indent, "d")
             return f"m.get({duid}, sv[{duid}])"
         result = self._name("c")
-        self._dispatch_value(key, choices, result, postcommit, 0, len(choices), lines, indent)
+
+        def emit(k, lines, indent):
+            value = self._expr(choices[k], postcommit, lines, indent)
+            lines.append(f"{indent}{result} = {value}")
+        self._dispatch(key, len(choices), emit, lines, indent)
         return result
 
     def _key(self, node, postcommit, lines, indent):
@@ -326,20 +320,6 @@ class _Compiler:
         if value_bits_sign(node.key)[1]:
             lines.append(f"{indent}if {key} < 0: {key} += {n}")
         return key
-
-    def _dispatch_value(self, key, choices, result, postcommit, lo, hi, lines, indent):
-        if hi - lo <= 8:
-            for k in range(lo, hi):
-                lines.append(f"{indent}{'if' if k == lo else 'elif'} {key} == {k}:")
-                inner = indent + "    "
-                value = self._expr(choices[k], postcommit, lines, inner)
-                lines.append(f"{inner}{result} = {value}")
-            return
-        mid = (lo + hi)//2
-        lines.append(f"{indent}if {key} < {mid}:")
-        self._dispatch_value(key, choices, result, postcommit, lo, mid, lines, indent + "    ")
-        lines.append(f"{indent}else:")
-        self._dispatch_value(key, choices, result, postcommit, mid, hi, lines, indent + "    ")
 
 
 class CompiledSimulator(migen_sim.Simulator):
