@@ -10,7 +10,8 @@ newest poll, never the board itself.
 
     ethdaq_board_up                          1 when the newest poll was answered, else 0
     ethdaq_board_polls_total{result}         polls answered (ok) and not (timeout, refused)
-    ethdaq_board_info{name,build,mac,...}    1, with IDENTIFY's strings as labels
+    ethdaq_board_info{board_name,build_id,   1, with IDENTIFY's strings as labels
+      ident,mac,channels,sample_bits}
     ethdaq_board_uptime_seconds, ethdaq_board_boots_total, ethdaq_board_running, ethdaq_board_run
     ethdaq_board_datagrams_total, ethdaq_board_dropped_samples_total    (STATUS, since reset)
     ethdaq_board_stream_datagrams_total{stream} / _stream_bytes_total / _stream_dropped_samples_total
@@ -44,21 +45,15 @@ PTP_COUNTERS = ("steps", "announce_timeouts", "delay_resp_missing", "tx_ts_missi
 
 def poll(client):
     """One board's replies, as plain values: a dict (raises the client's errors)."""
-    from ethdaq.host.ctl import ControlRefused
     ident = client.identify()
     st = client.status()
-    try:
-        streams = client.streams().streams
-    except ControlRefused as e:
-        if e.code != protocol.ERR_UNSUPPORTED:   # A build without a streamer has none.
-            raise
-        streams = []
+    streams = client.streams_if_any()
     ptp = client.ptp_status()
     return dict(info=_identity(ident),
                 status={k: getattr(st, k) for k in ("running", "run", "datagrams", "dropped", "boots", "uptime_ms",
                                                     "link_speed", *STATUS_COUNTERS)},
                 link_up=bool(st.link_flags & protocol.LINK_UP),
-                streams=[(s.stream, s.datagrams, s.bytes, s.dropped) for s in streams],
+                streams=[(s.stream, s.datagrams, s.bytes, s.dropped) for s in streams.streams] if streams else [],
                 ptp=dict(state=ptp.state_name, offset_ns=ptp.offset_ns,
                          delay_ns=ptp.mean_path_delay_ns, freq_ppb=ptp.freq_scaled_ppb / 65536,
                          **{k: getattr(ptp, k) for k in PTP_COUNTERS}),

@@ -30,10 +30,10 @@ ethdaq_recv_running (1 until the run ends).
 import threading
 import time
 
-from prometheus_client import CollectorRegistry, start_http_server
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
-
 from ethdaq.host.batch import stream_name
+
+# prometheus_client (about 65 ms to import) is imported where metrics are served and collected:
+# every `ethdaq` command imports this module for its --metrics argument type.
 
 PREFIX = "ethdaq_recv_"
 
@@ -101,6 +101,7 @@ class RecvMetrics:
             self._running = running
 
     def collect(self):
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
         with self._lock:
             snap, running = self._snapshot, self._running
         yield GaugeMetricFamily(PREFIX + "start_time_seconds", "when the receiver started (Unix time)",
@@ -139,6 +140,7 @@ class RecvMetrics:
 def serve(address, collector=None):
     """Serve `collector` (default: a new RecvMetrics) on `address` ((addr, port)), in its own
     registry: (the collector, the HTTP server)."""
+    from prometheus_client import CollectorRegistry, start_http_server
     collector = RecvMetrics() if collector is None else collector
     registry = CollectorRegistry()
     registry.register(collector)
