@@ -692,12 +692,7 @@ def cmd_ctl(args):
                 st["link"] = status.link_text
                 st["phy_id"] = f"0x{st['phy_id']:08x}"
                 st["controller_ip"] = str(ipaddress.IPv4Address(st["controller_ip"])) if st["controller_ip"] else None
-                try:
-                    streams = client.streams()
-                except ControlRefused as e:
-                    if e.code != protocol.ERR_UNSUPPORTED:  # A build without a streamer has none.
-                        raise
-                    streams = None
+                streams = client.streams_if_any()
                 st["streams"] = [dict(stream=c.stream, enabled=c.enabled, datagrams=c.datagrams, bytes=c.bytes,
                                       dropped=c.dropped) for c in streams.streams] if streams else []
                 if args.json:

@@ -151,3 +151,16 @@ def test_an_address_change_answered_from_the_old_address_moves_the_client():
         c.config_set(ip=0x7F000003)
         assert c.addr == ("127.0.0.3", board.port)
     board.close()
+
+
+def test_streams_if_any_is_none_only_from_a_build_without_a_streamer():
+    """STREAMS refused as unsupported (a build without a streamer) gives None; any other refusal
+    is raised."""
+    from ethdaq.host.ctl import ControlRefused
+    board = ScriptedBoard([error_answer(protocol.ERR_UNSUPPORTED), error_answer(protocol.ERR_BAD_VALUE)])
+    with ControlClient("127.0.0.1", board.port, timeout=1) as c:
+        assert c.streams_if_any() is None
+        with pytest.raises(ControlRefused):
+            c.streams_if_any()
+    board.close()
+    assert [protocol.HEADER.unpack_from(r)[2] for r in board.seen] == [protocol.MSG_STREAMS] * 2

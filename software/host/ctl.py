@@ -154,6 +154,15 @@ class ControlClient:
         """This run's counters of each stream: a protocol.Streams."""
         return self._expect(protocol.streams_request, protocol.MSG_STREAMS)
 
+    def streams_if_any(self):
+        """streams(), or None from a build without a streamer (it refuses STREAMS as unsupported)."""
+        try:
+            return self.streams()
+        except ControlRefused as e:
+            if e.code != protocol.ERR_UNSUPPORTED:
+                raise
+            return None
+
     def ptp_status(self):
         """The board's PTP port: a protocol.PtpStatus."""
         return self._expect(protocol.ptp_status_request, protocol.MSG_PTP_STATUS)
