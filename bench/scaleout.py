@@ -146,7 +146,7 @@ def merge_run(workdir, bootstrap, topic, sample_bytes=2):
     wall = time.monotonic() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     out.unlink(missing_ok=True)
-    m = next((MERGED.match(line) for line in (r.stdout + r.stderr).splitlines() if MERGED.match(line)), None)
+    m = next(filter(None, map(MERGED.match, (r.stdout + r.stderr).splitlines())), None)
     if r.returncode != 0 or m is None:
         sys.exit(f"ethdaq merge failed (exit status {r.returncode}): {(r.stdout + r.stderr).strip()[-2000:]}")
     messages, samples = int(m.group(1)), int(m.group(2))

@@ -537,14 +537,14 @@ def run(args, out=sys.stdout, err=sys.stderr):
         def tick():
             if writer is not None:
                 writer.write(Batch.empty())  # Lets the writer's timed flush run while no data comes.
+            st = core.stats()                # One snapshot for the publisher, the metrics and the display.
             if pub is not None:
-                pub.tick(core.stats())
+                pub.tick(st)
             if metrics is not None:
-                metrics.update(core.stats(), pub)
+                metrics.update(st, pub)
             if live is None:
                 return
             now = time.monotonic()
-            st = core.stats()
             dt = now - last[0]
             if dt > 0:
                 rate[0] = (st.payload_bytes - last[1])/MIB/dt
