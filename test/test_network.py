@@ -68,6 +68,38 @@ def wait_console(session, text, timeout):
         time.sleep(0.1)
 
 
+class Capture:
+    """tcpdump on the tap while the block runs. In immediate mode each packet reaches tcpdump as
+    it arrives (not in blocks flushed once a second), and on leaving the block it waits until the
+    file has stopped growing: SIGTERM loses what tcpdump has not yet read, so stopping it at once
+    can cut the capture's last packets."""
+
+    def __init__(self, pcap, expr, count=None):
+        self.pcap, self.expr, self.count = pcap, expr, count
+
+    def __enter__(self):
+        cmd = ["ip", "netns", "exec", NETNS, "tcpdump", "-i", TAP, "--immediate-mode", "-U", "-n"]
+        cmd += ["-c", str(self.count)] if self.count else []
+        self.proc = subprocess.Popen(cmd + ["-w", str(self.pcap), self.expr], stderr=subprocess.PIPE, text=True)
+        self.proc.stderr.readline()  # "listening on ...": capturing.
+        return self
+
+    def wait(self, timeout):
+        """With a count: wait until tcpdump has captured that many and exited."""
+        self.proc.wait(timeout=timeout)
+
+    def __exit__(self, *exc):
+        size, quiet = -1, 0
+        deadline = time.monotonic() + 10
+        while self.proc.poll() is None and quiet < 3 and time.monotonic() < deadline:
+            now = self.pcap.stat().st_size if self.pcap.exists() else 0
+            quiet, size = (quiet + 1 if now == size else 0), now
+            time.sleep(0.2)
+        if self.proc.poll() is None:
+            self.proc.terminate()
+        self.proc.wait(timeout=10)
+
+
 def ns_python(session, code, timeout=60):
     r = session.ns_run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout)
     assert r.returncode == 0, r.stderr
@@ -145,17 +177,10 @@ def test_frames_on_the_wire_decode_cleanly_in_tshark(board, tmp_path):
     """tcpdump captures on the tap; tshark (an independent decoder) checks IP and ICMP checksums
     of everything the board sent and decodes the identify response as UDP from the control port."""
     pcap = tmp_path / "board.pcap"
-    proc = subprocess.Popen(["ip", "netns", "exec", NETNS, "tcpdump", "-i", TAP, "-U", "-n", "-w", str(pcap),
-                             f"ether src {MAC}"], stderr=subprocess.PIPE, text=True)
-    try:
-        proc.stderr.readline()  # "listening on ..." once the capture is open.
+    with Capture(pcap, f"ether src {MAC}"):
         board.ns_run(["ping", "-c", "3", "-W", "5", BOARD_IP], capture_output=True, timeout=60)
         board.ns_run(ethdaq_cmd("ctl", "identify", "--ip", BOARD_IP, "--port", str(CTL_PORT)),
                      capture_output=True, timeout=60)
-        time.sleep(1)
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
     r = subprocess.run(["tshark", "-r", str(pcap), "-o", "ip.check_checksum:TRUE", "-o", "udp.check_checksum:TRUE",
                         "-T", "fields", "-E", "separator=,", "-e", "frame.protocols", "-e", "ip.checksum.status",
                         "-e", "icmp.checksum.status", "-e", "udp.srcport", "-e", "udp.length"],
@@ -421,20 +446,15 @@ def test_fixed_destination_mac_is_used_without_arp(board, tmp_path):
     """--dst-mac skips ARP: the frames carry exactly that MAC (tcpdump captures promiscuously)."""
     fake = "02:00:5e:00:00:99"
     pcap = tmp_path / "fixed.pcap"
-    proc = subprocess.Popen(["ip", "netns", "exec", NETNS, "tcpdump", "-i", TAP, "-U", "-n", "-c", "3", "-w",
-                             str(pcap), "udp port 5000"], stderr=subprocess.PIPE, text=True)
     try:
-        proc.stderr.readline()
-        assert ctl(board, "emulator", "--mode", "counter", "--rate", "0.01").returncode == 0
-        r = ctl(board, "start", "--dst-port", "5000", "--payload", "256", "--dst-mac", fake)
-        assert r.returncode == 0, r.stdout + r.stderr
-        assert f"destination MAC {fake}" in r.stdout
-        proc.wait(timeout=120)
+        with Capture(pcap, "udp port 5000", count=3) as cap:
+            assert ctl(board, "emulator", "--mode", "counter", "--rate", "0.01").returncode == 0
+            r = ctl(board, "start", "--dst-port", "5000", "--payload", "256", "--dst-mac", fake)
+            assert r.returncode == 0, r.stdout + r.stderr
+            assert f"destination MAC {fake}" in r.stdout
+            cap.wait(timeout=120)
     finally:
         ctl(board, "stop")
-        if proc.poll() is None:
-            proc.terminate()
-            proc.wait(timeout=10)
     r = subprocess.run(["tshark", "-r", str(pcap), "-T", "fields", "-e", "eth.dst", "-e", "udp.dstport"],
                        capture_output=True, text=True, timeout=60)
     rows = [line.split("\t") for line in r.stdout.strip().splitlines()]
@@ -512,15 +532,9 @@ def test_arp_claiming_the_destination_never_moves_the_stream_and_is_counted(boar
     host = tap_mac(board)
     before, rx_before = status(board), rx_stats(board)
     pcap = tmp_path / "spoof.pcap"
-    dump = subprocess.Popen(["ip", "netns", "exec", NETNS, "tcpdump", "-i", TAP, "-U", "-n", "-w", str(pcap),
-                             "arp or udp dst port 5000"], stderr=subprocess.PIPE, text=True)
-    try:
-        dump.stderr.readline()  # "listening on ...": capturing.
+    with Capture(pcap, "arp or udp dst port 5000"):
         out = ns_python_args(board, SPOOF_DURING_RUN, [TAP, MAC, BOARD_IP, str(CTL_PORT), HOST_IP, evil, str(rounds)],
                              timeout=600)
-    finally:
-        dump.terminate()
-        dump.wait(timeout=30)
     res = json.loads(out.strip().splitlines()[-1])
     after, rx_after = status(board), rx_stats(board)
     r = subprocess.run(["tshark", "-r", str(pcap), "-T", "fields", "-e", "eth.src", "-e", "eth.dst",
@@ -868,6 +882,7 @@ def test_latency_probes_agree_with_the_testbench_and_with_what_was_sent(board):
     (ethdaq_fasttrack_probe.v: its own cycle counter on the GMII pins and the sink), exactly;
     the bulk DAQ datagrams of a run as the streamer's counters and the Linux receiver count them;
     the control answers, at least one per request answered."""
+    replayed = status(board)["ctl_replayed"]
     r = ctl(board, "probe", "clear")
     assert r.returncode == 0 and "cleared" in r.stdout, r.stdout + r.stderr
     marks = len(board.lines)
@@ -891,11 +906,14 @@ def test_latency_probes_agree_with_the_testbench_and_with_what_was_sent(board):
     assert cpu["count"] >= 5 and 0 < cpu["min"] < 100 and cpu["min"] <= cpu["max"]
     assert "tx_launch" not in report["classes"]   # No launcher in this build.
     # Receive through LiteEth to the control mailbox: every request since the clear (the stream's
-    # five, then this read's IDENTIFY and PROBE, each answered once: no retransmission here),
-    # at LiteEth's UDP port, then seen by the firmware, which answered each after that: the CPU
-    # class ends before the answer's first byte on the pins (the testbench's gmii probe).
+    # five, then this read's IDENTIFY and PROBE) at LiteEth's UDP port, then seen by the firmware,
+    # which answered each after that: the CPU class ends before the answer's first byte on the
+    # pins (the testbench's gmii probe). A retransmission of the clear itself (the client's 2 s
+    # timeout, reached when the machine is loaded) can reach the port before the clear and the
+    # firmware after it: the board counts it as replayed, and it is the only way the classes differ.
     udp, cpu_rx = report["classes"]["rx_udp"], report["classes"]["rx_cpu"]
-    assert udp["count"] == cpu_rx["count"] >= 7, (udp, cpu_rx)
+    replayed = status(board)["ctl_replayed"] - replayed
+    assert udp["count"] >= 7 and udp["count"] <= cpu_rx["count"] <= udp["count"] + replayed, (udp, cpu_rx, replayed)
     assert 0 < udp["min"] <= udp["max"] < 1000
     assert udp["min"] < cpu_rx["min"] <= cpu_rx["max"]
     pins = [int(m.group(1)) for l in board.lines[marks:] for m in re.finditer(r"probe: (?:rx-end|tx-start) (\d+)", l)]
@@ -1010,11 +1028,8 @@ def test_the_boards_addresses_change_at_run_time_and_are_announced(board, tmp_pa
     from scapy.layers.l2 import ARP, Ether
     from scapy.utils import rdpcap
     pcap = tmp_path / "arp.pcap"
-    dump = subprocess.Popen(["ip", "netns", "exec", NETNS, "tcpdump", "-i", TAP, "-U", "-n", "-w", str(pcap), "arp"],
-                            stderr=subprocess.PIPE, text=True)
-    try:
-        dump.stderr.readline()
-        marks = len(board.lines)
+    marks = len(board.lines)
+    with Capture(pcap, "arp"):
         out = json.loads(ns_python_args(board, ADDRESS_CHANGE, [BOARD_IP, str(CTL_PORT), NEW_IP, NEW_MAC]))
         assert out == {"src": BOARD_IP, "ip": int(ipaddress.IPv4Address(NEW_IP)), "mac": NEW_MAC}
         wait_console(board, f"net: now {NEW_IP} at {NEW_MAC} (set by {HOST_IP})", timeout=120)
@@ -1022,10 +1037,6 @@ def test_the_boards_addresses_change_at_run_time_and_are_announced(board, tmp_pa
         while not any("ptp: auto over" in line for line in board.lines[marks:]) and time.monotonic() < deadline:
             time.sleep(0.2)
         assert any("ptp: auto over" in line for line in board.lines[marks:])
-        time.sleep(1)
-    finally:
-        dump.terminate()
-        dump.wait(timeout=10)
     try:
         check_moved_board(board, pcap)
     finally:
@@ -1172,11 +1183,8 @@ def test_frames_injected_at_the_pins_are_received_beside_linuxs_which_lose_nothi
 
     before = status(board)
     pcap = tmp_path / "echo.pcap"
-    dump = subprocess.Popen(["ip", "netns", "exec", NETNS, "tcpdump", "-i", TAP, "-U", "-n", "-w", str(pcap),
-                             f"icmp and ether src {MAC}"], stderr=subprocess.PIPE, text=True)
     batches = 0
-    try:
-        dump.stderr.readline()
+    with Capture(pcap, f"icmp and ether src {MAC}"):
         ping = subprocess.Popen(["ip", "netns", "exec", NETNS, "ping", "-c", "40", "-i", "0.02", "-W", "5", BOARD_IP],
                                 stdout=subprocess.PIPE, text=True)
         try:
@@ -1190,10 +1198,7 @@ def test_frames_injected_at_the_pins_are_received_beside_linuxs_which_lose_nothi
         finally:
             if ping.poll() is None:
                 ping.kill()
-        time.sleep(1)
-    finally:
-        dump.terminate()
-        dump.wait(timeout=10)
+        time.sleep(1)  # The board's answer to the last batch's echo.
     after = status(board)
     if "40 packets transmitted, 40 received, 0% packet loss" not in pings:
         # Where the lost echoes went, for the failure's report: the board's counters that moved.
@@ -1346,15 +1351,9 @@ def inject_and_get_replies(board, tmp_path, frames, echo_id, rx_er=()):
     from scapy.all import ICMP, rdpcap
     from ethdaq.gateware import simphy
     pcap = tmp_path / f"replies-{echo_id:x}.pcap"
-    dump = subprocess.Popen(["ip", "netns", "exec", NETNS, "tcpdump", "-i", TAP, "-U", "-n", "-w", str(pcap),
-                             f"icmp and ether src {MAC}"], stderr=subprocess.PIPE, text=True)
-    try:
-        dump.stderr.readline()
+    with Capture(pcap, f"icmp and ether src {MAC}"):
         simphy.inject(board.gateware_dir, frames, rx_er=set(rx_er), timeout=60)
-        time.sleep(1)
-    finally:
-        dump.terminate()
-        dump.wait(timeout=10)
+        time.sleep(1)  # The board's answers to the last frames.
     return sorted(f[ICMP].seq for f in rdpcap(str(pcap)) if f.haslayer(ICMP) and f[ICMP].id == echo_id)
 
 
