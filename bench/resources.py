@@ -23,6 +23,7 @@ nextpnr's TRELLIS_COMB does (nextpnr's COMB total also includes route-through LU
     .venv/bin/python bench/resources.py --build-dir build/resources --no-build   (the tables again)
     .venv/bin/python bench/resources.py --board colorlight_i5 --device LFE5U-45F-6BG381C
     .venv/bin/python bench/resources.py --board colorlight_i5 --synth-only --build-id ci   (Yosys only)
+    .venv/bin/python bench/resources.py --board colorlight_i5 --frontend examples/frontends/triggered_adc.py
 
 `--synth-only` (ECP5) stops after Yosys: the per-core table in a few minutes instead of a
 place and route, for comparing gateware. Its LUT4 figure is Yosys' LUT4 eq. (LUT4 + 2 CCU2C +
@@ -408,6 +409,9 @@ def main(argv=None):
                         "BUILD_DIR/BOARD-synth")
     p.add_argument("--channels", type=_int_in(1, MAX_STREAMS, "channels"), metavar="N",
                    help="build the SoC with N stream channels (as `ethdaq build --channels`), in BUILD_DIR/BOARD-Nch")
+    p.add_argument("--frontend", metavar="PATH",
+                   help="build the SoC with this detector front-end instead of the emulators (as `ethdaq build "
+                        "--frontend`, pins included), in BUILD_DIR/BOARD-NAME (NAME: the file's name without suffix)")
     p.add_argument("--sample-width", type=_sample_width, metavar="BITS",
                    help="build the SoC with BITS-bit samples (as `ethdaq build --sample-width`), in "
                         "BUILD_DIR/BOARD-BITSbit")
@@ -427,6 +431,15 @@ def main(argv=None):
     if args.sample_width is not None:
         suffix += f"-{args.sample_width}bit"
         soc_kwargs["sample_width"] = args.sample_width
+    if args.frontend:
+        from ethdaq.gateware.frontend import FrontendError, load
+        if args.channels is not None:
+            p.error(f"--channels: a front-end's channels are those it drives ({args.frontend} decides)")
+        try:
+            soc_kwargs["frontend"] = load(args.frontend)
+        except FrontendError as e:
+            p.error(str(e))
+        suffix += "-" + Path(args.frontend).stem
     results = []
     for name in names:
         board = get_board(name)

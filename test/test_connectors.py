@@ -163,14 +163,17 @@ def test_a_front_end_outside_the_repository_gets_its_pins_in_the_lpf(tmp_path):
 
 
 def test_the_examples_pins_in_the_lpf_and_the_xdc(tmp_path):
-    lpf = constraints(tmp_path / "adc", "colorlight_i5", EXAMPLES / "triggered_adc.py", "lpf")
-    assert 'LOCATE COMP "frontend_gate" SITE "D1";' in lpf and 'IOBUF PORT "frontend_gate" IO_TYPE=LVCMOS33;' in lpf
-    xdc = constraints(tmp_path / "ph", "digilent_arty", EXAMPLES / "pulse_height.v", "xdc")
-    assert "set_property LOC E15 [get_ports {frontend_discriminator}]" in xdc, xdc
-    assert "set_property IOSTANDARD LVCMOS33 [get_ports {frontend_discriminator}]" in xdc, xdc
-    # On another board the Verilog example's pins are not asked for; its output stays open.
-    lpf = constraints(tmp_path / "ph-i5", "colorlight_i5", EXAMPLES / "pulse_height.v", "lpf")
-    assert "frontend_" not in lpf
+    """Each example puts its output on pmodf pin 0 of the colorlight_i5 (D1) and on the Arty's
+    Pmod JB pin 1 (E15); on a board it names no pins for, the output stays inside."""
+    for example, port in [("triggered_adc.py", "gate"), ("pulse_height.v", "discriminator")]:
+        lpf = constraints(tmp_path / f"{example}-i5", "colorlight_i5", EXAMPLES / example, "lpf")
+        assert f'LOCATE COMP "frontend_{port}" SITE "D1";' in lpf, lpf
+        assert f'IOBUF PORT "frontend_{port}" IO_TYPE=LVCMOS33;' in lpf, lpf
+        xdc = constraints(tmp_path / f"{example}-arty", "digilent_arty", EXAMPLES / example, "xdc")
+        assert f"set_property LOC E15 [get_ports {{frontend_{port}}}]" in xdc, xdc
+        assert f"set_property IOSTANDARD LVCMOS33 [get_ports {{frontend_{port}}}]" in xdc, xdc
+        lpf = constraints(tmp_path / f"{example}-5a", "colorlight_5a_75b", EXAMPLES / example, "lpf")
+        assert "frontend_" not in lpf
 
 
 def test_the_triggered_adcs_gate_is_high_for_its_windows():

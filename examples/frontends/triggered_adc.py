@@ -19,9 +19,10 @@ CSRs (frontend_* in csr.csv): threshold, pre (0 to 15), post (1 to 255), divider
 per ADC sample), rate (pulse probability per sample, times 2**32), enable; events and lost
 (counts of windows sent and lost).
 
-On the colorlight_i5 the window gate (high for the ADC sample periods whose samples go out, for
-an oscilloscope) leaves on pin 0 of the extension board's PMOD header pmodf (PMOD pin 1, FPGA pin
-D1), as `frontend()` below asks: ctx.pins (docs/frontends.md). Untested on hardware.
+The window gate (high for the ADC sample periods whose samples go out, for an oscilloscope)
+leaves on a Pmod pin, as `frontend()` below asks (ctx.pins, docs/frontends.md): on the
+colorlight_i5, pin 0 of the extension board's header pmodf (PMOD pin 1, FPGA pin D1); on the
+Arty, Pmod JB pin 1 (pmodb pin 0, FPGA pin E15). Untested on hardware.
 """
 
 from migen import *
@@ -153,8 +154,11 @@ def frontend(ctx):
     if ctx.sample_width != 16:
         raise ValueError(f"this example sends 16-bit samples; the build's channels take {ctx.sample_width}")
     adc = TriggeredADC(ctx)
-    if ctx.board == "colorlight_i5":
-        adc.comb += ctx.pins("gate", "pmodf", 0, iostandard="LVCMOS33").eq(adc.gate)
+    # The window gate on a Pmod pin: on the colorlight_i5's extension board, header pmodf pin 0;
+    # on the Arty, Pmod JB pin 1 (pmodb pin 0). Other boards keep it inside.
+    gate_pin = {"colorlight_i5": "pmodf", "digilent_arty": "pmodb"}.get(ctx.board)
+    if gate_pin:
+        adc.comb += ctx.pins("gate", gate_pin, 0, iostandard="LVCMOS33").eq(adc.gate)
     return adc
 
 
