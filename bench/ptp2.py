@@ -72,23 +72,24 @@ def sim_board(phy="gmii"):
     return SimMII
 
 
-def build(output_dir, transport="udp", verbose=False, phy="gmii", **ptp_kwargs):
-    """Both boards' gateware + firmware, and the two-board Verilator binary. Returns the run
-    directory (binary obj/Vtop; the ROM images it reads at start-up are there)."""
+def build(output_dir, transport="udp", verbose=False, phy="gmii", tb=TB, boards=BOARDS, with_streamer=False,
+          **ptp_kwargs):
+    """Both boards' gateware + firmware, and the two-board Verilator binary of testbench `tb`.
+    Returns the run directory (binary obj/Vtop; the ROM images it reads at start-up are there)."""
     from ethdaq.soc import build as socbuild
     board = sim_board(phy)
     output_dir = Path(output_dir).resolve()
     settings = {**DEFAULTS, **ptp_kwargs}
     sources = []
-    for name, (role, ip, mac) in BOARDS.items():
+    for name, (role, ip, mac) in boards.items():
         soc = socbuild.make_soc(board, ip_address=ip, mac_address=mac, ptp_role=role,
-            ptp_transport=transport, with_ptp_testbench=True, with_streamer=False, **settings)
+            ptp_transport=transport, with_ptp_testbench=True, with_streamer=with_streamer, **settings)
         builder = socbuild.DAQBuilder(soc, output_dir=str(output_dir / name))
         config = board.sim_config(soc.sys_clk_freq, "unused", "192.168.1.100")
         with socbuild.output_to(output_dir / f"{name}.log", verbose=verbose), socbuild._path_prepended():
             builder.build(build_name=name, sim_config=config, build=True, run=False, interactive=False)
         sources += [Path(p) for p, _, _ in soc.platform.sources if str(p).endswith(".v")]
-    run_dir = compile_tb(output_dir, sources)
+    run_dir = compile_tb(output_dir, sources, tb, list(boards))
     if phy == "mii":
         # The simulated PHY chips' link partner (gateware/simphy.py, the file `cable` both read):
         # 100 Mb/s, as a switch port would be for an MII board (without it the partner does
@@ -107,10 +108,10 @@ PORTS = [  # (name, direction, width) of each board's top module (boards/sim.py 
 ]
 
 
-def _wrapper():
-    """top: boards ptpm (ports m_*) and ptps (s_*) on one clock and reset."""
+def _wrapper(modules):
+    """top: boards `modules` (master, slave: ports m_*, s_*) on one clock and reset."""
     ports, body = ["input wire sys_clk", "input wire sys_rst", "input wire sim_trace"], []
-    for module, p in [("ptpm", "m"), ("ptps", "s")]:
+    for module, p in zip(modules, ["m", "s"]):
         conns = [".sys_clk(sys_clk)", ".sys_rst(sys_rst)", ".sim_trace(sim_trace)"]
         for name, direction, width in PORTS:
             ports.append(f"{direction} wire [{width - 1}:0] {p}_{name}")
@@ -119,7 +120,7 @@ def _wrapper():
     return "module top (\n    " + ",\n    ".join(ports) + "\n);\n" + "\n".join(body) + "\nendmodule\n"
 
 
-def compile_tb(output_dir, sources):
+def compile_tb(output_dir, sources, tb=TB, modules=tuple(BOARDS)):
     run_dir = output_dir / "run"
     run_dir.mkdir(parents=True, exist_ok=True)
     unique = []
@@ -130,7 +131,9 @@ def compile_tb(output_dir, sources):
     for s in unique:
         for init in s.parent.glob("*.init"):
             shutil.copy(init, run_dir / init.name)
-    digest = hashlib.sha256(TB.read_bytes())
+    digest = hashlib.sha256(tb.read_bytes() + _wrapper(modules).encode())
+    for header in sorted(tb.parent.glob("*.h")):   # What the testbenches include (tbutil.h).
+        digest.update(header.read_bytes())
     for s in unique:
         digest.update(re.sub(rb"//.*(Date|Auto-Generated).*\n", b"", s.read_bytes()))
     stamp, exe = run_dir / "stamp", run_dir / "obj" / "Vtop"
@@ -138,8 +141,8 @@ def compile_tb(output_dir, sources):
         return run_dir
     shutil.rmtree(run_dir / "obj", ignore_errors=True)
     wrapper = run_dir / "top.v"
-    wrapper.write_text(_wrapper())
-    r = subprocess.run(["verilator", "--cc", str(wrapper), *map(str, unique), "--exe", str(TB),
+    wrapper.write_text(_wrapper(modules))
+    r = subprocess.run(["verilator", "--cc", str(wrapper), *map(str, unique), "--exe", str(tb),
                         "--build", "-j", "2", "-Wno-fatal", "-Wno-lint", "-Wno-style", "--top-module", "top",
                         "-O3", "-CFLAGS", "-O2", "--Mdir", str(run_dir / "obj")],
                        capture_output=True, text=True)

@@ -196,7 +196,10 @@ class KafkaBroker:
     temporary directory removed on close. start() formats the storage on first use and returns
     once the broker answers a metadata request; stop() shuts it down (SIGTERM, then SIGKILL)."""
 
-    def __init__(self, cache=CACHE, workdir=None, ready_timeout=READY_TIMEOUT_S):
+    def __init__(self, cache=CACHE, workdir=None, ready_timeout=READY_TIMEOUT_S, netns=None):
+        # netns: run the broker on that network namespace's loopback (`ip netns exec`), for
+        # clients that run there too, such as receivers of a simulated board's tap.
+        self.netns = netns
         self._classpath = classpath(cache)
         self._java = java()
         self._own_dir = workdir is None
@@ -215,7 +218,7 @@ class KafkaBroker:
         return f"127.0.0.1:{self.port}"
 
     def _java_cmd(self, main, *args):
-        return [self._java, *JVM_OPTIONS, f"-Dlog4j2.configurationFile={self.dir / 'log4j2.properties'}",
+        return [*(["ip", "netns", "exec", self.netns] if self.netns else []), self._java, *JVM_OPTIONS, f"-Dlog4j2.configurationFile={self.dir / 'log4j2.properties'}",
                 "-cp", self._classpath, main, *args]
 
     def _format(self):
@@ -241,7 +244,7 @@ class KafkaBroker:
         out.close()
         deadline = time.monotonic() + self.ready_timeout
         try:
-            while not ping(self.bootstrap, timeout=2.0):
+            while not self._answers():
                 if self.proc.poll() is not None:
                     raise BrokerError(f"the Kafka broker exited with status {self.proc.returncode} while starting "
                                       f"(see {self.dir / 'server.log'})")
@@ -253,6 +256,13 @@ class KafkaBroker:
             self.stop()
             raise
         return self
+
+    def _answers(self):
+        if self.netns is None:
+            return ping(self.bootstrap, timeout=2.0)
+        code = "import sys; from ethdaq.kafkabroker import ping; sys.exit(0 if ping(sys.argv[1], 2.0) else 1)"
+        return subprocess.run(["ip", "netns", "exec", self.netns, sys.executable, "-c", code, self.bootstrap],
+                              capture_output=True).returncode == 0
 
     def stop(self):
         proc, self.proc = self.proc, None

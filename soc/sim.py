@@ -61,9 +61,12 @@ def check_addresses(board_ip, host_ip):
 
 class SimSession:
     """Context manager: namespace + running simulation. Console lines are kept in `lines` and
-    echoed to stdout when `echo` is set."""
-    def __init__(self, gateware_dir, netns="ethdaq", echo=True, log=None):
+    echoed to stdout when `echo` is set. `command` is the simulation's, run in `gateware_dir`
+    (default LiteX's Vsim); a subclass can take lines before they are kept (_take) and finish
+    setting up once the simulation runs (_started)."""
+    def __init__(self, gateware_dir, netns="ethdaq", echo=True, log=None, command=("./obj_dir/Vsim",)):
         self.gateware_dir = Path(gateware_dir)
+        self.command = list(command)
         self.netns = netns
         self.echo  = echo
         self.log   = log
@@ -83,17 +86,31 @@ class SimSession:
         check_can_run(self.netns)
         subprocess.run(["ip", "netns", "add", self.netns], check=True)
         self._ns_created = True
-        self.ns_run(["ip", "link", "set", "lo", "up"], check=True)
-        self.proc = subprocess.Popen(
-            ["ip", "netns", "exec", self.netns, "./obj_dir/Vsim"],
-            cwd=self.gateware_dir, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT, start_new_session=True)
-        threading.Thread(target=self._reader, daemon=True).start()
+        try:
+            self.ns_run(["ip", "link", "set", "lo", "up"], check=True)
+            self.proc = subprocess.Popen(
+                ["ip", "netns", "exec", self.netns, *self.command],
+                cwd=self.gateware_dir, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT, start_new_session=True)
+            threading.Thread(target=self._reader, daemon=True).start()
+            self._started()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _started(self):
+        """Called once the simulation runs, before start() returns."""
+
+    def _take(self, line):
+        """True when `line` is not console text (then it is neither kept, logged nor echoed)."""
+        return False
 
     def _reader(self):
         logf = open(self.log, "w") if self.log else None
         for raw in self.proc.stdout:
             line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+            if self._take(line):
+                continue
             if logf:
                 logf.write(line + "\n")
                 logf.flush()
@@ -108,13 +125,16 @@ class SimSession:
         with self._cond:
             self._cond.notify_all()
 
-    def wait_for(self, text, timeout):
-        """Wait until a console line contains `text`; raise SimError on timeout or exit."""
+    def wait_for(self, text, timeout, since=0):
+        """Wait until a console line (from index `since`) contains `text`, a string or a compiled
+        regular expression; the line. SimError on timeout or exit."""
         deadline = time.monotonic() + timeout
+        match = text.search if hasattr(text, "search") else (lambda line: text in line)
         with self._cond:
             while True:
-                if any(text in line for line in self.lines):
-                    return
+                for line in self.lines[since:]:
+                    if match(line):
+                        return line
                 if self.proc.poll() is not None:
                     raise SimError(f"simulation exited (code {self.proc.returncode}) before printing {text!r}")
                 left = deadline - time.monotonic()

@@ -22,32 +22,10 @@
 #include <vector>
 
 #include "Vtop.h"
+#include "tbutil.h"
 #include "verilated.h"
 
 struct Gmii { uint8_t data, en, er; };
-
-static uint64_t arg(int argc, char **argv, const char *key, uint64_t def)
-{
-	size_t n = strlen(key);
-	for (int i = 1; i < argc; i++)
-		if (!strncmp(argv[i], key, n) && argv[i][n] == '=')
-			return strtoll(argv[i] + n + 1, nullptr, 0);
-	return def;
-}
-
-struct Console {
-	char tag;
-	std::string line;
-	void put(uint8_t c) {
-		if (c == '\n') {
-			printf("%c: %s\n", tag, line.c_str());
-			fflush(stdout);
-			line.clear();
-		} else if (c != '\r') {
-			line.push_back((char)c);
-		}
-	}
-};
 
 int main(int argc, char **argv)
 {
@@ -68,14 +46,7 @@ int main(int argc, char **argv)
 	std::vector<Gmii> m2s(depth, Gmii{0, 0, 0}), s2m(depth, Gmii{0, 0, 0});
 	Console mc{'M', {}}, sc{'S', {}};
 
-	top->m_ptp_osc_error = (uint32_t)m_osc;
-	top->s_ptp_osc_error = (uint32_t)s_osc;
-	top->m_serial_source_ready = 1;
-	top->s_serial_source_ready = 1;
-	top->m_serial_sink_valid = 0;
-	top->s_serial_sink_valid = 0;
-	top->sim_trace = 0;
-	top->sys_rst = 1;
+	power_on(top, m_osc, s_osc);
 	for (uint64_t k = 0; k < cycles; k++) {
 		size_t slot = k % depth;
 		if (k == 8)
