@@ -12,7 +12,7 @@ setup(
     description = "Open data-acquisition reference platform on LiteX/LiteEth",
     license     = "BSD-2-Clause",
     python_requires = ">=3.9",
-    packages    = ["ethdaq", "ethdaq.soc", "ethdaq.gateware", "ethdaq.boards", "ethdaq.host"],
+    packages    = ["ethdaq", "ethdaq.soc", "ethdaq.soc.cli", "ethdaq.gateware", "ethdaq.boards", "ethdaq.host"],
     package_dir = {
         "ethdaq":          "ethdaq",
         "ethdaq.soc":      "soc",

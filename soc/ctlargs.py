@@ -62,22 +62,6 @@ def rate(text):
     return float(text)
 
 
-def positive(what, kind=float, zero=False):
-    """argparse type: a positive number (or 0 with zero=True) of `what`."""
-    def parse(text):
-        try:
-            value = kind(text)
-        except ValueError:
-            value = None
-        finite = value is not None and value == value and value != float("inf")   # NaN != NaN
-        if not finite or value < 0 or (value == 0 and not zero):
-            noun = "integer" if kind is int else "number"
-            least = f"0 or a positive {noun}" if zero else f"a positive {noun}"
-            raise argparse.ArgumentTypeError(f"{what} must be {least}, not {text!r}")
-        return value
-    return parse
-
-
 def link_mbps(status=None, board=None):
     """The link's speed: as the PHY reports it (STATUS), else the board's (boards/NAME.py link),
     else 1000 Mb/s."""

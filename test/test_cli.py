@@ -154,10 +154,10 @@ def test_a_front_end_decides_its_own_channels(tmp_path):
 def test_the_data_path_profile_reaches_the_soc():
     """--channels and --sample-width become the SoC's nchannels and sample_width (the default
     build leaves the channel count to DAQSoC: 4, or what a front-end drives)."""
-    kwargs = cli._soc_kwargs(cli.make_parser().parse_args(["build", "--board", "sim", "--channels", "8",
+    kwargs = cli.build.soc_kwargs(cli.make_parser().parse_args(["build", "--board", "sim", "--channels", "8",
                                                             "--sample-width", "32"]))
     assert (kwargs["nchannels"], kwargs["sample_width"]) == (8, 32)
-    kwargs = cli._soc_kwargs(cli.make_parser().parse_args(["build", "--board", "sim"]))
+    kwargs = cli.build.soc_kwargs(cli.make_parser().parse_args(["build", "--board", "sim"]))
     assert "nchannels" not in kwargs and kwargs["sample_width"] == 16
 
 
@@ -321,8 +321,8 @@ def test_the_netmask_is_a_prefix_or_a_mask_and_defaults_to_the_addresss_class():
     assert [classful_netmask(int(ipaddress.IPv4Address(a))) for a in ("10.1.2.3", "172.16.0.9", "192.168.1.50")] == \
         [0xFF000000, 0xFFFF0000, 0xFFFFFF00]
     args = cli.make_parser().parse_args(["build", "--board", "sim", "--netmask", "/20"])
-    assert cli._soc_kwargs(args)["netmask"] == 0xFFFFF000
-    assert cli._soc_kwargs(cli.make_parser().parse_args(["build", "--board", "sim"]))["netmask"] is None
+    assert cli.build.soc_kwargs(args)["netmask"] == 0xFFFFF000
+    assert cli.build.soc_kwargs(cli.make_parser().parse_args(["build", "--board", "sim"]))["netmask"] is None
 
 
 def test_the_allow_list_reaches_the_firmware_as_networks():
@@ -337,7 +337,7 @@ def test_the_allow_list_reaches_the_firmware_as_networks():
 
 def test_probe_table_prints_each_class_in_ns_and_its_histogram():
     from ethdaq.host import protocol
-    from ethdaq.soc.cli import probe_table
+    from ethdaq.soc.cli.ctl import probe_table
     bins = [0] * protocol.PROBE_NBINS
     bins[4], bins[5] = 3, 1                      # 16-31 and 32-63 cycles.
     report = protocol.ProbeReport(8000, 1, 0, 0, 2, {
@@ -354,7 +354,8 @@ def test_probe_table_prints_each_class_in_ns_and_its_histogram():
 
 def test_rules_set_arguments_become_match_bits_and_bad_rules_are_one_line_errors():
     from ethdaq.host import protocol
-    from ethdaq.soc.cli import CLIError, parse_rule
+    from ethdaq.soc.cli.common import CLIError
+    from ethdaq.soc.cli.ctl import parse_rule
     r = parse_rule(["1", "action=drop", "port=9100", "proto=17", "src=10.0.0.7"], ctl_port=7000)
     assert r == dict(index=1, enable=1, action=protocol.RULE_ACTIONS["drop"], port=9100, proto=17, src_ip=0x0A000007,
                      match=protocol.RULE_MATCH_PORT | protocol.RULE_MATCH_PROTO | protocol.RULE_MATCH_SRC)
@@ -368,7 +369,7 @@ def test_rules_set_arguments_become_match_bits_and_bad_rules_are_one_line_errors
 
 
 def test_front_end_registers_are_named_from_the_builds_csr_json_and_misuse_is_one_line(tmp_path):
-    from ethdaq.soc.cli import frontend_registers
+    from ethdaq.soc.cli.ctl import frontend_registers
     csr = tmp_path / "csr.json"
     csr.write_text(json.dumps({"csr_bases": {"frontend": 0xF0001000, "streamer": 0xF0000800}, "csr_registers": {
         "frontend_threshold": {"addr": 0xF0001000, "size": 1, "type": "rw"},

@@ -57,7 +57,7 @@ def _ctl_owned_options():
     from ethdaq.soc import cli
     ctl = cli.make_parser()._subparsers._group_actions[0].choices["ctl"]
     return [(a.option_strings[0], g.title.split()[0]) for g in ctl._action_groups
-            if g.title.split()[0] in cli.CTL_ACTIONS for a in g._group_actions]
+            if g.title.split()[0] in cli.ctl.CTL_ACTIONS for a in g._group_actions]
 
 
 # A value each option takes, to give it on the command line.

@@ -188,7 +188,7 @@ def test_the_full_periodic_ptp_line_is_a_build_option_from_the_cli_to_the_firmwa
     board, built with it, shows what the console then prints); without it the constant is 0."""
     from ethdaq.soc import cli
     args = lambda *more: cli.make_parser().parse_args(["build", "--board", "sim", *more])  # noqa: E731
-    assert cli._soc_kwargs(args("--ptp-status-full"))["ptp_status_full"] is True
-    assert cli._soc_kwargs(args())["ptp_status_full"] is False
+    assert cli.build.soc_kwargs(args("--ptp-status-full"))["ptp_status_full"] is True
+    assert cli.build.soc_kwargs(args())["ptp_status_full"] is False
     assert DAQSoC(get_board("sim"), ptp_status_full=True).constants["ETHDAQ_PTP_STATUS_FULL"] == 1
     assert DAQSoC(get_board("sim")).constants["ETHDAQ_PTP_STATUS_FULL"] == 0

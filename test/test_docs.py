@@ -1,5 +1,5 @@
 """The documentation against the tree: every `ethdaq ...` command line in README.md and docs/ parses
-with the real argument parser (soc/cli.py make_parser, nothing run), every relative Markdown link
+with the real argument parser (soc/cli make_parser, nothing run), every relative Markdown link
 resolves, and every repository path a page names exists."""
 
 import argparse

@@ -121,8 +121,8 @@ def test_errors_are_one_line_with_exit_status_2(run_file, tmp_path, capsys):
         ([str(run_file), "-o", f"{d}/nodir/x.png"], f"cannot write {d}/nodir/x.png: No such file or directory"),
         ([str(run_file), "-o", f"{d}/outdir"], f"cannot write {d}/outdir: Is a directory"),
         ([str(run_file), "--stream", "nope"], f"{run_file} has no stream 'nope' (streams: {NAME24}, {NAME16})"),
-        ([str(run_file), "--excerpt", "-5"], "argument --excerpt: excerpt must be an integer >= 0, not '-5' (see 'ethdaq plot --help')"),
-        ([str(run_file), "--bin", "0"], "argument --bin: bin must be a number of seconds > 0, not '0' (see 'ethdaq plot --help')"),
+        ([str(run_file), "--excerpt", "-5"], "argument --excerpt: excerpt must be 0 or a positive integer, not '-5' (see 'ethdaq plot --help')"),
+        ([str(run_file), "--bin", "0"], "argument --bin: bin must be a positive number, not '0' (see 'ethdaq plot --help')"),
         ([], "the following arguments are required: run (see 'ethdaq plot --help')"),
     ]
     for argv, message in cases:

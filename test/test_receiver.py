@@ -277,5 +277,5 @@ def test_command_line_usage_errors_are_one_line(capsys):
         main(["--duration", "-1"])
     assert e.value.code == 2
     assert capsys.readouterr().err.splitlines() == [
-        "Error: argument --duration: duration must be a positive float, not '-1' "
+        "Error: argument --duration: duration must be a positive number, not '-1' "
         "(see 'python -m ethdaq.host.receiver --help')"]

@@ -47,7 +47,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ethdaq.host import publisher
+from ethdaq.host import argtypes, publisher
 from ethdaq.host.pubworker import ClientErrors
 from ethdaq.host.protocol import format_duration_ns, parse_duration_ns
 
@@ -404,16 +404,6 @@ def _duration(what, positive=True):
     return parse
 
 
-def _seconds(text):
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"duration must be a positive number of seconds, not {text!r}")
-    return value
-
-
 def add_arguments(p):
     p.add_argument("--kafka", metavar="BROKERS", required=True, help="the Kafka brokers (host:port,...)")
     p.add_argument("--topic", action="append", metavar="TOPIC",
@@ -433,7 +423,7 @@ def add_arguments(p):
                    help="Kafka consumer group: merges with the same group share the partitions, each writing "
                         "the slices of its own (default: a group of its own, every partition from the start)")
     end = p.add_mutually_exclusive_group()
-    end.add_argument("--duration", type=_seconds, metavar="S", help="stop after S seconds")
+    end.add_argument("--duration", type=argtypes.positive("duration", float), metavar="S", help="stop after S seconds")
     end.add_argument("--until-stop", action="store_true",
                      help="stop once every run started (pl72) has stopped (6s4t) and every partition is read")
     p.add_argument("--kafka-config", metavar="FILE", help="librdkafka consumer settings, key=value lines")

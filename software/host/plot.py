@@ -29,6 +29,8 @@ import sys
 from pathlib import Path
 from typing import NamedTuple
 
+from ethdaq.host import argtypes
+
 MIB             = 2**20
 DEFAULT_EXCERPT = 2000       # Samples in the waveform excerpt.
 PULSE_EXCERPT   = 200        # Pulses in the excerpt of pulse-like data (at most --excerpt).
@@ -301,40 +303,13 @@ def _draw_excerpt(ax, d, np):
 
 # Command line -------------------------------------------------------------------------------------
 
-class _Parser(argparse.ArgumentParser):
-    """Usage errors are one line, 'Error: ...', exit status 2 (like the ethdaq command)."""
-    def error(self, message):
-        sys.stderr.write(f"Error: {message} (see '{self.prog} --help')\n")
-        sys.exit(2)
-
-
-def _count(text):
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"excerpt must be an integer >= 0, not {text!r}")
-    return value
-
-
-def _seconds(text):
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1
-    if not value > 0 or math.isinf(value):
-        raise argparse.ArgumentTypeError(f"bin must be a number of seconds > 0, not {text!r}")
-    return value
-
-
 def add_arguments(parser):
     """Add `ethdaq plot`'s arguments to an argparse parser (the ethdaq CLI's subparser)."""
     parser.add_argument("run", help="run file written by ethdaq recv (HDF5)")
     parser.add_argument("-o", "--output", help="PNG to write (default: the run file with .png)")
-    parser.add_argument("--excerpt", type=_count, default=DEFAULT_EXCERPT, metavar="N",
+    parser.add_argument("--excerpt", type=argtypes.positive("excerpt", int, zero=True), default=DEFAULT_EXCERPT, metavar="N",
                         help=f"samples in the waveform excerpt (default {DEFAULT_EXCERPT})")
-    parser.add_argument("--bin", type=_seconds, metavar="S",
+    parser.add_argument("--bin", type=argtypes.positive("bin", float), metavar="S",
                         help="rate bin width in seconds (default: about 100 bins, at least 1 ms)")
     parser.add_argument("--stream", action="append", metavar="NAME",
                         help="plot only this stream, e.g. 192.168.1.50_5000_s0 (repeatable; default all)")
@@ -357,7 +332,7 @@ def run(args):
 
 
 def main(argv=None):
-    parser = _Parser(prog="ethdaq plot", description="Plot a run file: per stream, data rate, "
+    parser = argtypes.OneLineParser(prog="ethdaq plot", description="Plot a run file: per stream, data rate, "
                      "timestamp spacing, an excerpt on the board's time axis and a histogram of "
                      "the sample values (pulse heights).",
                      epilog="example:\n  ethdaq plot run.h5 -o run.png",

@@ -32,7 +32,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Dict, Optional
 
-from ethdaq.host import daqformat
+from ethdaq.host import argtypes, daqformat
 
 DEFAULT_PORT   = 5000
 DEFAULT_RCVBUF = 32 * 2**20  # Bytes; ~0.25 s of a saturated 1 Gb/s link.
@@ -462,47 +462,18 @@ CAP_NET_ADMIN) if the buffer granted is smaller than asked.
 """
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse, but usage errors are one line: 'Error: ...' plus a hint, exit code 2."""
-    def error(self, message):
-        sys.stderr.write(f"Error: {message} (see '{self.prog} --help')\n")
-        sys.exit(2)
-
-
-def port_type(text):
-    try:
-        value = int(text, 0)
-    except ValueError:
-        value = -1
-    if not 0 <= value < 65536:
-        raise argparse.ArgumentTypeError(f"port must be an integer in 0..65535, not {text!r}")
-    return value
-
-
-def _number(kind, what):
-    def parse(text):
-        try:
-            value = kind(text)
-        except ValueError:
-            value = 0
-        if not value > 0:
-            raise argparse.ArgumentTypeError(f"{what} must be a positive {kind.__name__}, not {text!r}")
-        return value
-    return parse
-
-
 def make_parser():
-    p = _Parser(prog="python -m ethdaq.host.receiver", description="Receive DAQ datagrams over UDP "
+    p = argtypes.OneLineParser(prog="python -m ethdaq.host.receiver", description="Receive DAQ datagrams over UDP "
                 "and account for every loss.", epilog=EXAMPLES,
                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--bind", default="0.0.0.0", help="local IPv4 address to listen on (default 0.0.0.0)")
-    p.add_argument("--port", type=port_type, default=DEFAULT_PORT,
+    p.add_argument("--port", type=argtypes.port(0), default=DEFAULT_PORT,
                    help=f"UDP port (default {DEFAULT_PORT}; 0 = any free port)")
-    p.add_argument("--duration", type=_number(float, "duration"), help="stop after this many seconds")
-    p.add_argument("--count", type=_number(int, "count"), help="stop after this many datagrams")
-    p.add_argument("--idle-timeout", type=_number(float, "idle timeout"),
+    p.add_argument("--duration", type=argtypes.positive("duration", float), help="stop after this many seconds")
+    p.add_argument("--count", type=argtypes.positive("count", int), help="stop after this many datagrams")
+    p.add_argument("--idle-timeout", type=argtypes.positive("idle timeout", float),
                    help="stop when nothing arrived for this many seconds")
-    p.add_argument("--rcvbuf", type=_number(int, "rcvbuf"), default=DEFAULT_RCVBUF,
+    p.add_argument("--rcvbuf", type=argtypes.positive("rcvbuf", int), default=DEFAULT_RCVBUF,
                    help=f"socket receive buffer to ask for, bytes (default {DEFAULT_RCVBUF})")
     return p
 

@@ -31,9 +31,9 @@ from pathlib import Path
 
 from ethdaq.host import rxcore
 from ethdaq.host.batch import Batch, stream_name
-from ethdaq.host import publisher, receiver
+from ethdaq.host import argtypes, publisher, receiver
 from ethdaq.host.metrics import address_arg
-from ethdaq.host.receiver import MIB, ReceiverError, port_type, malformed_text, text_table
+from ethdaq.host.receiver import MIB, ReceiverError, malformed_text, text_table
 
 REFRESH_S = 0.25   # Live display refresh; also the longest recv() wait, so stops are prompt.
 # Exit status of a run that lost data: samples the board dropped (they did not fit the link or
@@ -47,35 +47,6 @@ EXIT_UNPUBLISHED = 5
 
 class RecvError(Exception):
     """A bad argument or environment, reported as one line."""
-
-
-def _positive(kind, what):
-    def parse(text):
-        try:
-            value = kind(text)
-        except ValueError:
-            value = 0
-        if not value > 0:
-            raise argparse.ArgumentTypeError(f"{what} must be a positive {'integer' if kind is int else 'number'}, not {text!r}")
-        return value
-    return parse
-
-
-def _nice(text):
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if not 0 <= value <= 19:
-        raise argparse.ArgumentTypeError(f"kafka nice must be an integer in 0..19, not {text!r}")
-    return value
-
-
-def _ipv4(text):
-    try:
-        return str(ipaddress.IPv4Address(text))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an IPv4 address: {text!r}") from None
 
 
 # What --board-ip records, at the start and at the end of a run: (section suffix, ControlClient method).
@@ -106,19 +77,19 @@ def record_board(writer, ip, port, replies, err):
 
 
 def add_arguments(p):
-    p.add_argument("--port", type=port_type, default=rxcore.DEFAULT_PORT, help="UDP port (default 5000)")
+    p.add_argument("--port", type=argtypes.port(0), default=rxcore.DEFAULT_PORT, help="UDP port (default 5000)")
     p.add_argument("--bind", default="0.0.0.0", help="local IPv4 address to listen on (default 0.0.0.0)")
     p.add_argument("-o", "--output", metavar="FILE.h5",
                    help="write the run to this HDF5 file and its summary to FILE.json beside it")
     p.add_argument("--overwrite", action="store_true", help="replace FILE.h5 if it exists")
     p.add_argument("--compression", choices=["lzf", "gzip"], help="compress samples and packets in the file")
-    p.add_argument("--duration", type=_positive(float, "duration"), metavar="S", help="stop after S seconds")
-    p.add_argument("--count", type=_positive(int, "count"), metavar="N", help="stop after N datagrams with new data")
-    p.add_argument("--idle-timeout", type=_positive(float, "idle timeout"), metavar="S",
+    p.add_argument("--duration", type=argtypes.positive("duration", float), metavar="S", help="stop after S seconds")
+    p.add_argument("--count", type=argtypes.positive("count", int), metavar="N", help="stop after N datagrams with new data")
+    p.add_argument("--idle-timeout", type=argtypes.positive("idle timeout", float), metavar="S",
                    help="stop when nothing arrived for S seconds")
-    p.add_argument("--rcvbuf", type=_positive(int, "rcvbuf"), default=rxcore.DEFAULT_RCVBUF, metavar="BYTES",
+    p.add_argument("--rcvbuf", type=argtypes.positive("rcvbuf", int), default=rxcore.DEFAULT_RCVBUF, metavar="BYTES",
                    help=f"socket receive buffer to ask for (default {rxcore.DEFAULT_RCVBUF // MIB} MiB)")
-    p.add_argument("--busy-poll", type=_positive(int, "busy poll"), metavar="US",
+    p.add_argument("--busy-poll", type=argtypes.positive("busy poll", int), metavar="US",
                    help="SO_BUSY_POLL microseconds (NIC drivers with NAPI busy polling)")
     p.add_argument("--kernel-timestamps", action="store_true",
                    help="per-datagram kernel arrival times in rx_time_ns (costs ~15%% of the receive rate; "
@@ -128,10 +99,10 @@ def add_arguments(p):
                         "merged are read as one buffer and split; the kernel then counts drops in buffers)")
     p.add_argument("--reuseport", action="store_true",
                    help="share the port with other receivers (SO_REUSEPORT; the kernel spreads sources over them)")
-    p.add_argument("--board-ip", type=_ipv4, metavar="IP",
+    p.add_argument("--board-ip", type=argtypes.ipv4, metavar="IP",
                    help="the board sending the run: with -o, its IDENTIFY, settings, STATUS and PTP state are "
                         "asked at the start and at the end and written into the file's board group")
-    p.add_argument("--board-port", type=port_type, default=7000, metavar="PORT",
+    p.add_argument("--board-port", type=argtypes.port(1), default=7000, metavar="PORT",
                    help="the board's control port, with --board-ip (default 7000)")
     p.add_argument("--progress", choices=["auto", "on", "off"], default="auto",
                    help="live display (default: when stderr is a terminal)")
@@ -144,14 +115,14 @@ def add_arguments(p):
                         "se00 messages, x5f2 status once a second, pl72/6s4t run start and stop")
     k.add_argument("--topic", default=publisher.DEFAULT_TOPIC, help=f"with --kafka: the topic (default "
                    f"{publisher.DEFAULT_TOPIC})")
-    k.add_argument("--kafka-batch", type=_positive(int, "kafka batch"), default=1, metavar="N",
+    k.add_argument("--kafka-batch", type=argtypes.positive("kafka batch", int), default=1, metavar="N",
                    help="with --kafka: up to N consecutive datagrams of a stream in one se00 message (default 1: "
                         "one per datagram; more costs the publisher far less per datagram, docs/scaleout.md)")
-    k.add_argument("--kafka-queue", type=_positive(int, "kafka queue"), default=publisher.QUEUE_DATAGRAMS,
+    k.add_argument("--kafka-queue", type=argtypes.positive("kafka queue", int), default=publisher.QUEUE_DATAGRAMS,
                    metavar="N", help=f"with --kafka: datagrams waiting for the publishing process at most (default "
                    f"{publisher.QUEUE_DATAGRAMS}: a ring of ~{publisher.QUEUE_DATAGRAMS * publisher.RING_BYTES_PER_DATAGRAM / 2**20:.0f} "
                    f"MiB of shared memory); a batch that does not fit is counted unpublished")
-    k.add_argument("--kafka-nice", type=_nice, default=publisher.NICE, metavar="N",
+    k.add_argument("--kafka-nice", type=argtypes.int_in(0, 19, "kafka nice"), default=publisher.NICE, metavar="N",
                    help=f"with --kafka: the publishing process runs N steps nicer than the receiver, 0..19 "
                         f"(default {publisher.NICE}; more: on a machine without spare CPU, receiving before publishing)")
     k.add_argument("--kafka-config", metavar="FILE",
