@@ -61,6 +61,9 @@ CORES = [
     ("timestamp unit (PTP)",     ("ptpclock", "ptp_", "ptptimestamper", "ptp")),
     ("receive audit, gate, classifier", ("rx_audit", "rxaudit", "rx_gate", "framegate", "rxclassifier", "classifier", "fasttrack")),
     ("streamer + emulators",     ("daqstreamer", "detectoremulator", "txpath_pipe", "txpath_data_buf")),
+    # Migen names a front-end's signals after the function that calls frontend(ctx)
+    # (gateware/frontend.py instantiate); its pins are frontend_<name>.
+    ("detector front-end",       ("instantiate", "frontend")),
     ("IP/UDP/ARP/ICMP",          ("ethcore_ip", "ethcore_arp", "ethcore_icmp", "ethcore_udp", "liteethip",
                                   "liteethudp", "liteetharp", "liteethicmp", "txpath_udpframer",
                                   "txpath_arprequester", "txpath_framer", "ipv4", "udpframer", "arprequester")),
@@ -388,7 +391,8 @@ def main(argv=None):
     from ethdaq.boards import BOARDS, get_board
     from ethdaq.soc.build import build_hardware, nextpnr_summary, xilinx_cell_summary
     from ethdaq.host.protocol import MAX_STREAMS
-    from ethdaq.soc.cli import _build_id, _int_in, _sample_width
+    from ethdaq.host.argtypes import int_in
+    from ethdaq.soc.cli.common import build_id_arg, sample_width
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--board", action="append", help="board (repeatable; default: every hardware board)")
@@ -401,18 +405,18 @@ def main(argv=None):
                    help="report on the builds already in --build-dir (BUILD_DIR/BOARD) instead of building")
     p.add_argument("--device", help="ECP5 only: build on this part instead of the board's (same package and "
                                     "speed grade, e.g. LFE5U-45F-6BG381C for the colorlight_i5)")
-    p.add_argument("--build-id", type=_build_id, help="the build's name in the SoC's identifier (default: the git "
+    p.add_argument("--build-id", type=build_id_arg, help="the build's name in the SoC's identifier (default: the git "
                    "revision), as `ethdaq build --build-id`: the identifier is logic, so a fixed id keeps the netlist "
                    "(and nextpnr's result) the same from commit to commit; CI's builds use 'ci'")
     p.add_argument("--synth-only", action="store_true",
                    help="ECP5 only: stop after Yosys (LUT4 eq., FF, BRAM and the per-core table; no timing), in "
                         "BUILD_DIR/BOARD-synth")
-    p.add_argument("--channels", type=_int_in(1, MAX_STREAMS, "channels"), metavar="N",
+    p.add_argument("--channels", type=int_in(1, MAX_STREAMS, "channels"), metavar="N",
                    help="build the SoC with N stream channels (as `ethdaq build --channels`), in BUILD_DIR/BOARD-Nch")
     p.add_argument("--frontend", metavar="PATH",
                    help="build the SoC with this detector front-end instead of the emulators (as `ethdaq build "
                         "--frontend`, pins included), in BUILD_DIR/BOARD-NAME (NAME: the file's name without suffix)")
-    p.add_argument("--sample-width", type=_sample_width, metavar="BITS",
+    p.add_argument("--sample-width", type=sample_width, metavar="BITS",
                    help="build the SoC with BITS-bit samples (as `ethdaq build --sample-width`), in "
                         "BUILD_DIR/BOARD-BITSbit")
     args = p.parse_args(argv)
