@@ -10,7 +10,7 @@ Both boards are complete DAQSoCs (VexRiscv running the real firmware from ROM, L
 timestamp unit) in one Verilator model, clocked by the same 125 MHz clock. Their GMII pins are
 crossed through a delay line of `cable` cycles each way (bench/verilator/tb_ptp2.cpp). The
 slave's oscillator runs off nominal by `ppm` (its PTP clock advances by the nominal period times
-(1 + ppm 1e-6) per cycle: tsu.PTPClock with_osc_error, set at run time). Each sample interval the
+(1 + ppm 1e-6) per cycle: ptpclock.PTPClock with_osc_error, set at run time). Each sample interval the
 testbench reads both clocks' time in the same cycle: the true offset, slave minus master.
 
     .venv/bin/python bench/ptp2.py                 # -100, 0, +100 ppm, the table of docs/ptp.md
@@ -213,7 +213,7 @@ class Result:
 
 def osc_error(ppm):
     """tsu osc_error value (2^-F ns per cycle) of an oscillator `ppm` off nominal at 125 MHz."""
-    from ethdaq.gateware.tsu import frac_bits_for, modelled_increment, nominal_increment
+    from ethdaq.gateware.ptpclock import frac_bits_for, modelled_increment, nominal_increment
     f, F = 125e6, frac_bits_for(125e6)
     return modelled_increment(f, F, ppm) - nominal_increment(f, F)
 

@@ -29,7 +29,8 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
 from ethdaq.gateware.launcher import LATENCY_CYCLES, Launcher, guard_cycles
-from ethdaq.gateware.tsu import PHY_FPGA_LATENCY_CYCLES, PTPClock
+from ethdaq.gateware.ptpclock import PTPClock
+from ethdaq.gateware.tsu import PHY_FPGA_LATENCY_CYCLES
 from ethdaq.gateware.txpath import TXPath
 
 CLK_NS    = 8

@@ -23,7 +23,7 @@ _io = [
     ("clk25",       0, Pins("P3"),  IOStandard("LVCMOS33")),
     ("user_led_n",  0, Pins("U16"), IOStandard("LVCMOS33")),
     ("cpu_reset_n", 0, Pins("K18"), IOStandard("LVCMOS33"), Misc("PULLMODE=UP")),
-    # PTP pulse per second and the programmable periodic output (gateware/tsu.py) on the
+    # PTP pulse per second and the programmable periodic output (gateware/ptpclock.py) on the
     # extension board's PMOD P3 (litex-boards' "pmode" connector: C17 B18 B20 F20 A18 A19 B19
     # D20), pins 1 and 2.
     ("ptp_pps",      0, Pins("C17"), IOStandard("LVCMOS33")),

@@ -61,7 +61,7 @@ from litex.soc.interconnect.csr import CSRStatus, CSRStorage
 
 from liteeth.common import eth_phy_description
 
-from ethdaq.gateware.tsu import ETHERTYPE_IPV4, IP_PROTO_UDP
+from ethdaq.gateware.ptpparser import ETHERTYPE_IPV4, IP_PROTO_UDP
 from ethdaq.host.protocol import MSG_IDENTIFY, RX_AUDIT_CAUSES
 
 CAUSE = {name: i for i, name in enumerate(RX_AUDIT_CAUSES)}

@@ -39,8 +39,9 @@ from ethdaq.gateware.netaddr import NetAddress
 from ethdaq.gateware.probe import DAQProbes, MAILBOX_CLASSES, RX_CLASSES, STAMP_BITS as PROBE_STAMP_BITS, TX_CLASSES
 from ethdaq.gateware.streamer import DAQStreamer
 from ethdaq.gateware.streamstats import COUNTER_BITS
-from ethdaq.gateware.tsu import (PHY_FPGA_LATENCY_CYCLES, PTP_ETHERTYPE, PTP_IPV4_PDELAY, PTP_IPV4_PRIMARY,
-                                 TX_TAP_CYCLES, PTPClock, PTPClockCSR, PTPTimestamper, phy_corrections_ns, tap_phy)
+from ethdaq.gateware.ptpclock import PTPClock, PTPClockCSR
+from ethdaq.gateware.ptpparser import PTP_ETHERTYPE, PTP_IPV4_PDELAY, PTP_IPV4_PRIMARY
+from ethdaq.gateware.tsu import PHY_FPGA_LATENCY_CYCLES, TX_TAP_CYCLES, PTPTimestamper, phy_corrections_ns, tap_phy
 from ethdaq.gateware.launcher import LATENCY_CYCLES as LAUNCHER_LATENCY_CYCLES, Launcher, guard_cycles
 from ethdaq.gateware.txpath import TXPath, connect_streamer
 from ethdaq.gateware.watchdog import Watchdog
@@ -548,7 +549,7 @@ class DAQSoC(SoCCore):
         if with_ptp_testbench:
             # For the two-board simulation (bench/ptp2.py): the clock's time at pins the
             # testbench reads in the same cycle on both boards (ground truth), and the oscillator
-            # error it models (tsu.PTPClock with_osc_error).
+            # error it models (ptpclock.PTPClock with_osc_error).
             self.comb += [
                 platform.request("ptp_time_ns").eq(self.ptp.clock.time_ns),
                 self.ptp.clock.osc_error.eq(platform.request("ptp_osc_error")),

@@ -134,7 +134,8 @@ def test_ptp_timestamps_at_the_mii_pins_are_exact_in_the_transmit_path_and_litee
     from migen.sim import passive, run_simulation
     from litex.gen import LiteXModule
     from bench.txclasses import bulk, control
-    from ethdaq.gateware.tsu import PTPClock, PTPTimestamper, TX_TAP_CYCLES, phy_corrections_ns, tap_phy
+    from ethdaq.gateware.ptpclock import PTPClock
+    from ethdaq.gateware.tsu import PTPTimestamper, TX_TAP_CYCLES, phy_corrections_ns, tap_phy
     from ethdaq.gateware.txpath import TXPath
     from test_tsu import ptp_udp, reader
 

@@ -22,9 +22,10 @@ from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
 from liteeth.common import eth_phy_description
 
-from ethdaq.gateware import tsu
-from ethdaq.gateware.tsu import (PTPClock, PTPClockCSR, PTPTimestamper, tap, NS_PER_S,
-    ADD_LATENCY, ADJ_LATENCY, SET_LATENCY, DST_OTHER, DST_PRIMARY, DST_PDELAY)
+from ethdaq.gateware import ptpclock, tsu
+from ethdaq.gateware.ptpclock import (PTPClock, PTPClockCSR, NS_PER_S, ADD_LATENCY, ADJ_LATENCY, SET_LATENCY)
+from ethdaq.gateware.ptpparser import DST_OTHER, DST_PRIMARY, DST_PDELAY
+from ethdaq.gateware.tsu import PTPTimestamper, tap
 
 CLK = 125e6
 F   = 34
@@ -366,10 +367,10 @@ def test_ppm_error_models_an_oscillator_that_the_rate_adjustment_corrects():
     assert fast.base_inc == round(Fraction(8) * (1 + Fraction(1, 10_000)) * 2**F)
     assert slow.base_inc == round(Fraction(8) * (1 - Fraction(1, 10_000)) * 2**F)
     assert fast.nominal_inc == slow.nominal_inc == 8 << F
-    adj = tsu.ppb_to_adj(-100_000, CLK, F)
+    adj = ptpclock.ppb_to_adj(-100_000, CLK, F)
     assert adj == -round(8e-4 * 2**F)
     # The firmware's integer formula gives the same value within one LSB per 70 ppm.
-    q16 = tsu.adj_per_ppb_q16(CLK, F)
+    q16 = ptpclock.adj_per_ppb_q16(CLK, F)
     assert q16 == round(Fraction(8 << F, NS_PER_S) * 2**16)
     assert abs(((-100_000 * q16) >> 16) - adj) <= 2
     N = 5000
@@ -402,7 +403,7 @@ def test_parameter_errors_say_what_was_expected():
         PTPTimestamper(PTPClock(CLK), dw=64)
     with pytest.raises(ValueError, match=r"^PTPTimestamper: depth must be a power of two >= 4, not 6$"):
         PTPTimestamper(PTPClock(CLK), depth=6)
-    assert tsu.frac_bits_for(125e6) == 34 and tsu.frac_bits_for(60e6) == 33
+    assert ptpclock.frac_bits_for(125e6) == 34 and ptpclock.frac_bits_for(60e6) == 33
     # One adjustment LSB is at most 0.01 ppb of the rate.
     assert Fraction(1, 2**34) / 8 <= Fraction(1, 10**11) < Fraction(1, 2**33) / 8
 
@@ -459,7 +460,7 @@ def test_csr_latch_set_add_and_adj_in_the_same_and_another_domain(cd_clock):
         for _ in range(58):
             yield
         got["after_add"] = (yield clock.sec), (yield clock.ns), (yield clock.time_ns) - before   # 60 cycles later.
-        yield from write(dut._adj, tsu.ppb_to_adj(1e6, CLK, F) & 0xffffffff)   # +1000 ppm
+        yield from write(dut._adj, ptpclock.ppb_to_adj(1e6, CLK, F) & 0xffffffff)   # +1000 ppm
         for _ in range(40):
             yield
         a = (yield clock.time_ns)

@@ -3,7 +3,7 @@
  * SPDX-License-Identifier: BSD-2-Clause
  *
  * PTP service: the board side of the PTP stack (ptp/): the timestamp unit's clock and records
- * (gateware/tsu.py) and the PTP transports (CPU UDP ports 319/320 or the EtherType 0x88F7 port)
+ * (gateware/ptpclock.py, gateware/tsu.py) and the PTP transports (CPU UDP ports 319/320 or the EtherType 0x88F7 port)
  * as struct ptp_ops, and the main-loop work (ticks, received messages, TX timestamps, console).
  */
 #ifndef ETHDAQ_PTPSVC_H
