@@ -28,7 +28,7 @@ nextpnr's TRELLIS_COMB does (nextpnr's COMB total also includes route-through LU
 `--synth-only` (ECP5) stops after Yosys: the per-core table in a few minutes instead of a
 place and route, for comparing gateware. Its LUT4 figure is Yosys' LUT4 eq. (LUT4 + 2 CCU2C +
 4 DPR16X4), about 9 % below nextpnr's TRELLIS_COMB, which adds the LUTs placement uses as
-route-throughs (the colorlight_i5 at 3f641f9: 19656 against 21430); no clock figures.
+route-throughs (docs/boards/README.md compares the two on the colorlight_i5); no clock figures.
 
 `--device` builds an ECP5 board's SoC, pins and clocks on another part in the same package and
 speed grade: the LFE5U-45F-6BG381C beside the colorlight_i5's LFE5U-25F-6BG381C has the same

@@ -165,8 +165,8 @@ def insert_ip_rx_buffer(ip):
     LiteEth's receive path passes `ready` combinationally from the ICMP echo FIFO and the UDP
     layer's depacketizers through the IPv4 crossbar, the IPv4 receiver and its depacketizer, the
     MAC crossbar and the MAC depacketizer into the buffer after the MAC's receive crossing: 13
-    LUT levels and carry chains, 15.8 ns, sys's critical path on the colorlight_i5 with seed 3 at
-    86122cf. Its forward half matters as much: the IPv4 total length, less the IPv4 header in
+    LUT levels and carry chains, 15.8 ns on the colorlight_i5 without this buffer, as long as
+    sys's critical path there. Its forward half matters as much: the IPv4 total length, less the IPv4 header in
     the receiver and the ICMP header in ICMP's, goes through two subtractors into ICMP's state
     machine and from there back along `ready` (16 levels, 14.6 ns on the colorlight_i5 without
     this buffer, in nextpnr's timing report), so a buffer with registered `ready` only

@@ -147,9 +147,9 @@ class MACTransmitter(LiteXModule):
                 count.eq(count + 1),
                 sfd.eq(count == PREAMBLE_BYTES - 1),
             ),
-            # `long` from a flag registered a byte ahead, not from the compare of `length`
-            # (behind the take, that was 6 levels: the colorlight_i5's eth critical path with
-            # seed 3 at c3d5953).
+            # `long` from a flag registered a byte ahead, not from the compare of `length`:
+            # behind the take, the compare is 6 LUT levels, a path as long as the eth clock's
+            # critical one on the colorlight_i5.
             If(take_data | take_pad,
                 length.eq(length + 1),
                 at_59th.eq(length == MIN_FRAME - 3),
