@@ -177,18 +177,29 @@ class PTPClock(LiteXModule):
         # # #
 
         self._history = []  # Delayed copies of (sec, ns), for timestamp captures (see delayed()).
+        ba_int, ba_frac = self._add_rate(with_osc_error)
+        inc_t, inc_n, sw, step_b, add_ok = self._add_increment(ba_int)
+        s_sec, s_ns, s_acc, apply = self._add_set_command(add_ok)
+        nanoseconds = self._add_nanoseconds(ba_frac, inc_t, inc_n, sw, step_b, s_ns, s_acc, apply)
+        raw = self._add_raw_time(s_sec, *nanoseconds)
+        self._add_published(*raw)
 
-        # Stage A: base + adj (quasi-static: the firmware changes adj rarely). Always positive,
+    def _add_rate(self, with_osc_error):
+        """Stage A: the increment of every cycle, base + adj, registered."""
+        F = self.frac_bits
+        # base + adj (quasi-static: the firmware changes adj rarely). Always positive,
         # since base_inc >= 2^32 > |adj|.
         # Reset values are those of adj = 0, so the clock runs right from the first cycle.
-        base_int = self.base_inc >> F
         ba_bits = bits_for(self.base_inc + 2**ADJ_BITS) + with_osc_error
         ba = Signal(ba_bits, reset=self.base_inc)
         self.sync += ba.eq(self.base_inc + self.adj + (self.osc_error if with_osc_error else 0))
-        ba_int  = ba[F:]
-        ba_frac = ba[:F]
+        return ba[F:], ba[:F]   # Integer ns, fraction.
 
-        # Stage B: this cycle's increment. An offset (add) joins it for one cycle, in two forms:
+    def _add_increment(self, ba_int):
+        """Stage B: this cycle's increment, with an offset (add) for one cycle."""
+        F = self.frac_bits
+        base_int = self.base_inc >> F
+        # An offset (add) joins the increment for one cycle, in two forms:
         # as it is for time_ns and the phase (inc_t), and normalised to (-10^9, 0] for the
         # nanoseconds (inc_n) with the second it carries (sw), so that stage U's nanoseconds wrap
         # by at most one second either way. Both are registered with the command, so every sum
@@ -217,8 +228,11 @@ class PTPClock(LiteXModule):
             inc_n.eq(ba_int + Mux(pend, add_n, 0)),
             sw.eq(pend & add_s),
         ]
+        return inc_t, inc_n, sw, step_b, add_ok
 
-        # Set command: time_ns needs sec*10^9, made by a 48-cycle shift-and-add (a set is rare;
+    def _add_set_command(self, add_ok):
+        """A set: sec*10^9 for time_ns, then the load (`apply`); rejections."""
+        # time_ns needs sec*10^9, made by a 48-cycle shift-and-add (a set is rare;
         # a parallel 48x30 multiply would not meet timing at 125 MHz on ECP5).
         s_sec   = Signal(48)
         s_ns    = Signal(30)
@@ -261,8 +275,13 @@ class PTPClock(LiteXModule):
                 )
             )
         ]
+        return s_sec, s_ns, s_acc, apply
 
-        # Stage U: nanoseconds normalised to [0, 10^9) in one step, x = ns + increment + carry,
+    def _add_nanoseconds(self, ba_frac, inc_t, inc_n, sw, step_b, s_ns, s_acc, apply):
+        """Stage U: the nanoseconds, the fraction and time_ns of the next transition."""
+        F = self.frac_bits
+        base_int = self.base_inc >> F
+        # Nanoseconds normalised to [0, 10^9) in one step, x = ns + increment + carry,
         # wrapped by one second up (x >= 10^9) or down (x < 0, only after a negative offset);
         # `w` is the seconds this transition moves (the wrap and the offset's second, -1..2), for
         # stage R's seconds. time_ns is the same sum without the wrap, 64 bits. Two carry chains
@@ -318,7 +337,12 @@ class PTPClock(LiteXModule):
                 uset.eq(1),
             ),
         ]
+        return uns, w, ufrac, utns, ustep, uset, uinc, uc
 
+    def _add_raw_time(self, s_sec, uns, w, ufrac, utns, ustep, uset, uinc, uc):
+        """Stage R: the seconds follow the nanoseconds' wraps."""
+        F = self.frac_bits
+        base_int = self.base_inc >> F
         # Stage R (raw time): the seconds follow the nanoseconds' wraps (a set loads them).
         sec   = Signal(48)
         ns    = Signal(30)
@@ -345,7 +369,11 @@ class PTPClock(LiteXModule):
             dc.eq(uc),
             delta_p.eq(uinc - P),
         ]
+        return sec, ns, frac, tns, fwd, step, delta, dc, P, delta_p
 
+    def _add_published(self, sec, ns, frac, tns, fwd, step, delta, dc, P, delta_p):
+        """Stages D and O: the periodic output's phase, then the published registers."""
+        F = self.frac_bits
         # Stage D: one cycle behind R. The periodic output's phase (ns mod period) is tracked here
         # from R's registered delta, so every output below is a register of registers.
         sec_d  = Signal(48)
