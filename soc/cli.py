@@ -1197,6 +1197,11 @@ def make_parser():
     p.add_argument("--key-file", metavar="FILE", help="the boards' shared key (hex): sign every request")
     p.set_defaults(func=cmd_exporter)
 
+    from ethdaq.host import ioc
+    p = sub.add_parser("ioc", help=ioc.HELP, epilog=ioc.EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ioc.add_arguments(p)
+    p.set_defaults(func=ioc.main)
+
     p = sub.add_parser("ctl", help="talk to a board's control port",
                        epilog="examples:\n  ethdaq ctl identify --ip 192.168.1.50\n"
                               "  ethdaq ctl emulator --ip 192.168.1.50 --mode counter --rate 0.01\n"
