@@ -49,7 +49,8 @@ setup(
     ],
     extras_require = {
         "test": ["pytest==9.2.0", "pytest-xdist==3.8.0", "scapy==2.8.0", "nexusformat==2.1.0",
-                 "pyepics==3.5.10"],   # An independent Channel Access client of `ethdaq ioc`.
+                 # Independent Channel Access and pvAccess clients of `ethdaq ioc`.
+                 "pyepics==3.5.10", "p4p==4.3.0"],
     },
     # The host receiver's C core: a plain shared object (no Python.h), loaded with ctypes by
     # ethdaq.host.rxcore. An editable install builds it in place, next to rxcore.py.

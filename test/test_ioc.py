@@ -60,6 +60,7 @@ def test_the_docs_table_lists_every_pv_with_its_type_and_unit():
 
 def test_a_poll_becomes_the_pvs_values():
     v = ioc.values(poll())
+    assert set(v) == set(ioc.POLLED)     # Every read PV but the IOC's own (COMM:, CTL:MSG, CTL:WRITE_ERRORS).
     assert v["ID:BOARD"] == "sim" and v["ID:CHANNELS"] == 2 and v["ID:MAC"] == "10:e2:d5:00:00:77"
     assert v["STAT:UPTIME"] == 12.345 and v["RUN:RUNNING"] == 1 and v["RUN:NUMBER"] == 3 and v["RUN:DROPPED"] == 5
     assert v["LINK:UP"] == 1 and v["LINK:SPEED"] == 1000

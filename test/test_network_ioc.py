@@ -2,7 +2,8 @@
 client (pyepics, with EPICS base's libca) inside the board's namespace: every read PV against what
 `ethdaq ctl ... --json` reports around it, puts that start and stop a run and change settings, puts
 the board refuses (out of its range, another host holding it) as alarms with the board's reason,
-and a board that stops answering as INVALID/COMM alarms."""
+and a board that stops answering as INVALID/COMM alarms. A pvAccess client (p4p) reads and writes
+the same PVs."""
 
 import json
 import os
@@ -19,7 +20,8 @@ from test_network import BOARD_IP, CTL_PORT, HOST_IP, MAC, NETNS, SECOND_IP, TAP
 # The simulated board of test_network (the same build and namespace, made again for this module).
 pytestmark = [requires_root, pytest.mark.network]
 
-PREFIX = "LAB:DAQ1:"
+PREFIX = "LAB:DAQ1:"          # The board's PVs. Beside it, GHOST: a board that never answers.
+GHOST = "127.0.0.1:7999"
 # Channel Access and pvAccess on loopback only, on ports of their own, inside the namespace: no
 # search, beacon or server port on any other interface.
 EPICS_ENV = {"EPICS_CA_ADDR_LIST": "127.0.0.1", "EPICS_CA_AUTO_ADDR_LIST": "NO", "EPICS_CA_SERVER_PORT": "15064",
@@ -43,14 +45,15 @@ def served(board, tmp_path_factory):
     log = tmp_path_factory.mktemp("ioc") / "ioc.log"
     with open(log, "w") as f:
         proc = subprocess.Popen(["ip", "netns", "exec", NETNS, *ethdaq_cmd(
-                                    "ioc", "--board", f"{BOARD_IP}:{CTL_PORT}", "--prefix", PREFIX, "--interval", "1",
-                                    "--timeout", "2")],
+                                    "ioc", "--board", f"{BOARD_IP}:{CTL_PORT}=DAQ1", "--board", f"{GHOST}=GHOST",
+                                    "--prefix", "LAB:", "--interval", "1", "--timeout", "2")],
                                 env=os.environ | EPICS_ENV, stdout=f, stderr=subprocess.STDOUT, text=True)
     deadline = time.monotonic() + 120
     while "Ctrl-C stops" not in log.read_text():     # EPICS base's banner comes first.
         assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
         time.sleep(0.2)
-    assert f"serving {len(NAMES)} PVs of {BOARD_IP}:{CTL_PORT} as {PREFIX} " in log.read_text(), log.read_text()
+    assert (f"serving {2 * len(NAMES)} PVs of {BOARD_IP}:{CTL_PORT} as {PREFIX}, {GHOST} as LAB:GHOST: over Channel "
+            f"Access and pvAccess") in log.read_text(), log.read_text()
     yield proc
     proc.terminate()
     proc.wait(timeout=60)
@@ -324,3 +327,72 @@ def test_a_board_that_stops_answering_turns_its_pvs_invalid(board, served):
     assert down["fails"]["value"] >= 1
     up = client(board, SILENT, "up")
     assert up["up"]["severity"] == NO and up["uptime"]["value"] > down["STAT:UPTIME"]["value"]
+
+
+PVA = """
+from p4p.client.thread import Context
+ctx = Context("pva", conf={k: v for k, v in os.environ.items() if k.startswith("EPICS_PVA_")}, useenv=False)
+
+def pva(name):
+    v = ctx.get(PREFIX + name, timeout=10).raw
+    try:
+        units = v.display.units
+    except AttributeError:
+        units = None
+    return dict(value=v.value, type=type(v.value).__name__, severity=v.alarm.severity, message=v.alarm.message,
+                units=units)
+
+out = {"requests": pva("STAT:CTL_REQUESTS"), "uptime": pva("STAT:UPTIME")}
+max_payload = ctl("identify")["max_payload"]
+out["before"] = pva("CFG:PAYLOAD")
+ctx.put(PREFIX + "CFG:PAYLOAD", max_payload + 1, wait=True, timeout=60)
+out["refused"] = pva("CFG:PAYLOAD")
+out["refused_msg"] = pva("CTL:MSG")
+out["config"] = ctl("config")["payload"]
+ctx.put(PREFIX + "CFG:PAYLOAD", 1472, wait=True, timeout=60)
+out["taken"] = pva("CFG:PAYLOAD")
+out["max_payload"] = max_payload
+print(json.dumps(out))
+"""
+
+
+def test_pvaccess_serves_the_same_pvs_and_refuses_the_same_puts(board, served):
+    """QSRV's pvAccess beside Channel Access: the 64-bit counters as integers, units and alarms
+    (EPICS's status name as the alarm's message), and a put the board refuses."""
+    out = client(board, PVA)
+    assert out["requests"]["type"] == "int" and out["requests"]["value"] > 0 and out["requests"]["units"] == "reqs"
+    assert out["uptime"]["units"] == "s" and out["uptime"]["severity"] == NO
+    max_payload = out["max_payload"]
+    refused = out["refused"]
+    assert refused["value"] == out["before"]["value"] == out["config"] != max_payload + 1
+    assert (refused["severity"], refused["message"]) == (MAJOR, "WRITE")
+    assert out["refused_msg"]["value"].startswith(f"CFG:PAYLOAD {max_payload + 1}: board refused the request: payload")
+    assert (out["taken"]["value"], out["taken"]["severity"]) == (1472, NO)
+
+
+NEVER = """
+PREFIX = "LAB:GHOST:"
+out = {"up": wait_for("COMM:UP", lambda m: m["value"] == 0 and m["severity"] == 2)}
+out.update({n: get(n) for n in ("STAT:UPTIME", "RUN:RUNNING", "S0:DATAGRAMS", "CFG:PAYLOAD_RBV", "RUN:CTRL")})
+out["comm_msg"] = text("COMM:MSG")
+out["start"] = put("RUN:CTRL", "Start")
+out["start_pv"] = get("RUN:CTRL")
+out["msg"] = text("CTL:MSG")
+print(json.dumps(out))
+"""
+
+
+def test_a_board_that_never_answered_is_invalid_beside_one_that_does(board, served):
+    """The IOC's second board (NAME GHOST) has no board behind it: its read PVs are INVALID/COMM
+    from the start, its setpoints undefined (no setting to start from), and a put to it is refused
+    as unanswered after the client's tries (CTL:MSG: MAJOR, COMM), while the first board's PVs are
+    served."""
+    out = client(board, NEVER)
+    for name in ("STAT:UPTIME", "RUN:RUNNING", "S0:DATAGRAMS", "CFG:PAYLOAD_RBV"):
+        assert (out[name]["severity"], out[name]["status"]) == (INVALID, COMM_ALARM), (name, out[name])
+    assert (out["RUN:CTRL"]["severity"], out["RUN:CTRL"]["status"]) == (INVALID, UDF_ALARM), out["RUN:CTRL"]
+    assert out["comm_msg"]["value"] == f"no answer from {GHOST} after 3 tries of 2 s"
+    # Still undefined: INVALID outranks the put's MAJOR.
+    assert out["start"] == 1 and (out["start_pv"]["severity"], out["start_pv"]["status"]) == (INVALID, UDF_ALARM)
+    assert out["msg"]["value"] == f"RUN:CTRL 1: no answer from {GHOST} after 3 tries of 2 s", out["msg"]
+    assert (out["msg"]["severity"], out["msg"]["status"]) == (MAJOR, COMM_ALARM)

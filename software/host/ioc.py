@@ -47,9 +47,10 @@ DESC_MAX, EGU_MAX = 40, 7
 PV_NAME_MAX = 60               # EPICS base's longest record name.
 LONG_STRING = 256              # Characters of the long-string PVs (identity, messages).
 
-# A read PV: its name after the prefix, record kind (int: int64in, float: ai, bool: bi, enum:
-# mbbi, str: stringin, text: a long string), unit, description, and for enums and booleans the
-# state names (PREC for floats).
+# A PV: its name after the prefix, record kind (int: int64in, float: ai, bool: bi, enum: mbbi,
+# str: stringin, text: a long string; a setpoint's the matching output record), unit,
+# description, for enums and booleans the state names, PREC for floats, and for a setpoint what
+# a put does (write()).
 @dataclass(frozen=True)
 class Pv:
     name:  str
@@ -191,6 +192,11 @@ def values(poll, earlier=None, seconds=0.0):
         v[f"S{i}:DATAGRAM_RATE"] = rate(e and e[1], s and s[1], seconds)
         v[f"S{i}:BYTE_RATE"] = rate(e and e[2], s and s[2], seconds)
     return v
+
+
+# The read PVs a poll sets (the others are the IOC's own, and the setpoints).
+POLLED = tuple(pv.name for pv in board_pvs()
+               if not pv.write and not pv.name.startswith(("COMM:", "CTL:MSG", "CTL:WRITE")))
 
 
 def _index(names, name):
@@ -425,8 +431,8 @@ class BoardPvs:
         """The newest poll into the read PVs: its values, or with the last ones INVALID (COMM) when
         it was not answered; a value the build lacks INVALID (UDF)."""
         from softioc import alarm
-        for name, value in self.values.items():
-            rec = self.records[name]
+        for name in POLLED:
+            rec, value = self.records[name], self.values.get(name)
             if self.error:
                 rec.set(rec.get(), severity=alarm.INVALID_ALARM, alarm=alarm.COMM_ALARM)
             elif value is None:
