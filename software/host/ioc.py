@@ -507,26 +507,30 @@ def _record(builder, name, pv, initial, validate):
 
 
 def serve(boards, prefix, interval=1.0, timeout=1.0, key=None, err=sys.stderr):
-    """Serve the PVs of `boards` (each polled every `interval` s) until SIGINT or SIGTERM; 0."""
+    """Serve the PVs of `boards` (each polled every `interval` s) until SIGINT or SIGTERM; 0. A
+    signal during the start (the first polls wait for boards that do not answer) stops it once
+    the IOC is up."""
     import signal
-    from softioc import asyncio_dispatcher, builder, softioc
-    dispatcher = asyncio_dispatcher.AsyncioDispatcher()
-    pvs = [BoardPvs(b, timeout, key) for b in boards]
-    for b in pvs:
-        b.poll_once()      # The setpoints start at the board's settings when it answers.
-        b.make_records(builder, prefix)
-    builder.LoadDatabase()
-    softioc.iocInit(dispatcher)
     stop = threading.Event()
     old = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
-    threads = [threading.Thread(target=b.run, args=(interval,), name=f"poll {b.board.ip}", daemon=True) for b in pvs]
-    for t in threads:
-        t.start()
-    count = sum(len(b.records) for b in pvs)
-    err.write(f"serving {count} PVs of {', '.join(f'{b.ip}:{b.port} as {prefix}{b.name}' for b in boards)} over "
-              f"Channel Access and pvAccess, a poll every {interval:g} s; Ctrl-C stops\n")
-    err.flush()
+    pvs, threads = [], []
     try:
+        from softioc import asyncio_dispatcher, builder, softioc   # About a second: EPICS base loads.
+        dispatcher = asyncio_dispatcher.AsyncioDispatcher()
+        pvs = [BoardPvs(b, timeout, key) for b in boards]
+        for b in pvs:
+            b.poll_once()      # The setpoints start at the board's settings when it answers.
+            b.make_records(builder, prefix)
+        builder.LoadDatabase()
+        softioc.iocInit(dispatcher)
+        threads = [threading.Thread(target=b.run, args=(interval,), name=f"poll {b.board.ip}", daemon=True)
+                   for b in pvs]
+        for t in threads:
+            t.start()
+        count = sum(len(b.records) for b in pvs)
+        err.write(f"serving {count} PVs of {', '.join(f'{b.ip}:{b.port} as {prefix}{b.name}' for b in boards)} "
+                  f"over Channel Access and pvAccess, a poll every {interval:g} s; Ctrl-C stops\n")
+        err.flush()
         stop.wait()
     finally:
         for b in pvs:
