@@ -225,7 +225,7 @@ def test_puts_start_and_stop_a_run_and_change_the_boards_settings(board, served)
     assert out["counter"] == 1 and out["config_counter"] == "counter"
     assert out["start"] == 1 and out["status_started"]["running"] == 1
     run = out["status_started"]["run"]
-    assert out["msg_started"]["value"].startswith(f"RUN:CTRL 1: run {run} started: datagrams of 1472 bytes to "
+    assert out["msg_started"]["value"].startswith(f"RUN:CTRL Start: run {run} started: datagrams of 1472 bytes to "
                                                   f"{HOST_IP}:5000"), out["msg_started"]
     assert out["msg_started"]["severity"] == NO
     assert out["rate"]["value"] > 0 and out["byte_rate"]["value"] > out["rate"]["value"] * 16
@@ -287,13 +287,13 @@ def test_a_refused_put_is_an_alarm_with_the_boards_reason(board, served):
     assert out["too_big_config"] == pv["value"] and out["errors"] == 1
     assert out["release"] == 1 and out["other_claim"][0] is True
     assert (out["start_pv"]["value"], out["start_pv"]["severity"], out["start_pv"]["status"]) == (0, MAJOR, WRITE_ALARM)
-    assert out["start_msg"]["value"] == ("RUN:CTRL 1: board refused the request: another controller holds the board "
+    assert out["start_msg"]["value"] == ("RUN:CTRL Start: board refused the request: another controller holds the board "
                                          "(ethdaq ctl claim shows which)"), out["start_msg"]
     assert out["status"]["running"] == 0 and out["status"]["controller_ip"] == SECOND_IP
-    assert out["claim_msg"]["value"].startswith(f"CTL:CLAIM 1: the board is held by {SECOND_IP} for another ")
+    assert out["claim_msg"]["value"].startswith(f"CTL:CLAIM Claim: the board is held by {SECOND_IP} for another ")
     assert out["controller"]["severity"] == NO
     assert (out["stop_pv"]["severity"], out["stop_msg"]["severity"]) == (NO, NO)
-    assert out["stop_msg"]["value"].startswith("RUN:CTRL 0: run "), out["stop_msg"]
+    assert out["stop_msg"]["value"].startswith("RUN:CTRL Stop: run "), out["stop_msg"]
     assert out["errors_after"] == 3
 
 
@@ -394,5 +394,5 @@ def test_a_board_that_never_answered_is_invalid_beside_one_that_does(board, serv
     assert out["comm_msg"]["value"] == f"no answer from {GHOST} after 3 tries of 2 s"
     # Still undefined: INVALID outranks the put's MAJOR.
     assert out["start"] == 1 and (out["start_pv"]["severity"], out["start_pv"]["status"]) == (INVALID, UDF_ALARM)
-    assert out["msg"]["value"] == f"RUN:CTRL 1: no answer from {GHOST} after 3 tries of 2 s", out["msg"]
+    assert out["msg"]["value"] == f"RUN:CTRL Start: no answer from {GHOST} after 3 tries of 2 s", out["msg"]
     assert (out["msg"]["severity"], out["msg"]["status"]) == (MAJOR, COMM_ALARM)

@@ -248,7 +248,7 @@ def write(client, action, value):
                                    f"{left / 1000:.1f} s")
             return f"claimed for {left / 1000:.0f} s"
         client.config_set(**{action: config_value(action, value)})
-        return f"{action} set to {value}"
+        return f"{action} set (CONFIG_SET)"
     except ControlRefused as e:
         raise WriteRefused(str(e)) from None
     except ControlTimeout as e:
@@ -460,6 +460,7 @@ class BoardPvs:
         was refused or not answered, with the record's alarm raised (softioc keeps none for a
         refused put), CTL:MSG saying why and CTL:WRITE_ERRORS counting it."""
         from softioc import alarm
+        shown = pv.states[value] if pv.states and 0 <= value < len(pv.states) else value   # A state by its name.
         with self._write_lock:
             try:
                 text = write(self._writer, pv.write, value)
@@ -467,10 +468,10 @@ class BoardPvs:
                 self.write_errors += 1
                 status = alarm.COMM_ALARM if e.comm else alarm.WRITE_ALARM
                 dev.process_severity(dev._record, alarm.MAJOR_ALARM, status)
-                self.records["CTL:MSG"].set(_text(f"{pv.name} {value}: {e}"), severity=alarm.MAJOR_ALARM, alarm=status)
+                self.records["CTL:MSG"].set(_text(f"{pv.name} {shown}: {e}"), severity=alarm.MAJOR_ALARM, alarm=status)
                 self.records["CTL:WRITE_ERRORS"].set(self.write_errors)
                 return False
-        self.records["CTL:MSG"].set(_text(f"{pv.name} {value}: {text}"))
+        self.records["CTL:MSG"].set(_text(f"{pv.name} {shown}: {text}"))
         self.wake.set()
         return True
 
