@@ -44,9 +44,13 @@ setup(
         "confluent-kafka==2.16.1",
         "ess-streaming-data-types==0.27.0",
         "prometheus-client==0.26.0",
+        # EPICS IOC of boards (ethdaq ioc): pythonSoftIOC, with EPICS base from the epicscorelibs wheels.
+        "softioc==4.7.2",
     ],
     extras_require = {
-        "test": ["pytest==9.2.0", "pytest-xdist==3.8.0", "scapy==2.8.0", "nexusformat==2.1.0"],
+        "test": ["pytest==9.2.0", "pytest-xdist==3.8.0", "scapy==2.8.0", "nexusformat==2.1.0",
+                 # Independent Channel Access and pvAccess clients of `ethdaq ioc`.
+                 "pyepics==3.5.10", "p4p==4.3.0"],
     },
     # The host receiver's C core: a plain shared object (no Python.h), loaded with ctypes by
     # ethdaq.host.rxcore. An editable install builds it in place, next to rxcore.py.

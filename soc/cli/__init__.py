@@ -10,6 +10,7 @@
     load.py      ethdaq load        a bitstream into a board
     discover.py  ethdaq discover    boards answering a broadcast IDENTIFY
     exporter.py  ethdaq exporter    boards' counters for Prometheus
+    ioc.py       ethdaq ioc         an EPICS IOC of boards (ethdaq.host.ioc)
     ctl.py       ethdaq ctl         a request to a board's control port
     recv.py      ethdaq recv        receiving (ethdaq.host.recv)
     merge.py     ethdaq merge       merging boards' streams from Kafka (ethdaq.host.merge)
@@ -24,10 +25,10 @@ import os
 import signal
 import sys
 
-from ethdaq.soc.cli import boards, build, ctl, discover, exporter, load, merge, plot, recv, sim
+from ethdaq.soc.cli import boards, build, ctl, discover, exporter, ioc, load, merge, plot, recv, sim
 from ethdaq.soc.cli.common import CLIError, Parser, Version
 
-COMMANDS = [boards, build, sim, load, discover, exporter, ctl, recv, merge, plot]   # In the help's order.
+COMMANDS = [boards, build, sim, load, discover, exporter, ioc, ctl, recv, merge, plot]   # In the help's order.
 
 EXAMPLES = """\
 examples:

@@ -31,10 +31,11 @@ newest poll, never the board itself.
 import threading
 import time
 
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
-
 from ethdaq.host import protocol
 from ethdaq.host.metrics import serve
+
+# prometheus_client is imported where metrics are collected: `ethdaq ioc` polls boards with poll()
+# and serves no metrics.
 
 PREFIX = "ethdaq_board_"
 STATUS_COUNTERS = ("ctl_requests", "ctl_refused", "ctl_replayed", "port_rx_dropped", "port_tx_dropped",
@@ -43,21 +44,25 @@ STATUS_COUNTERS = ("ctl_requests", "ctl_refused", "ctl_replayed", "port_rx_dropp
 PTP_COUNTERS = ("steps", "announce_timeouts", "delay_resp_missing", "tx_ts_missing", "rx_ts_missing", "faults")
 
 
-def poll(client):
-    """One board's replies, as plain values: a dict (raises the client's errors)."""
+def poll(client, settings=False):
+    """One board's replies, as plain values: a dict (raises the client's errors). With `settings`
+    also its settings (CONFIG_GET's fields, as numbers) under "config"."""
     ident = client.identify()
     st = client.status()
     streams = client.streams_if_any()
     ptp = client.ptp_status()
-    return dict(info=_identity(ident),
-                status={k: getattr(st, k) for k in ("running", "run", "datagrams", "dropped", "boots", "uptime_ms",
-                                                    "link_speed", *STATUS_COUNTERS)},
-                link_up=bool(st.link_flags & protocol.LINK_UP),
-                streams=[(s.stream, s.datagrams, s.bytes, s.dropped) for s in streams.streams] if streams else [],
-                ptp=dict(state=ptp.state_name, offset_ns=ptp.offset_ns,
-                         delay_ns=ptp.mean_path_delay_ns, freq_ppb=ptp.freq_scaled_ppb / 65536,
-                         **{k: getattr(ptp, k) for k in PTP_COUNTERS}),
-                rx=dict(client.rx_stats()))
+    values = dict(info=_identity(ident),
+                  status={k: getattr(st, k) for k in ("running", "run", "datagrams", "dropped", "boots", "uptime_ms",
+                                                      "link_speed", "controller_ip", "lease_ms", *STATUS_COUNTERS)},
+                  link_up=bool(st.link_flags & protocol.LINK_UP),
+                  streams=[(s.stream, s.datagrams, s.bytes, s.dropped) for s in streams.streams] if streams else [],
+                  ptp=dict(state=ptp.state_name, servo=ptp.servo_name, offset_ns=ptp.offset_ns,
+                           delay_ns=ptp.mean_path_delay_ns, freq_ppb=ptp.freq_scaled_ppb / 65536,
+                           **{k: getattr(ptp, k) for k in PTP_COUNTERS}),
+                  rx=dict(client.rx_stats()))
+    if settings:
+        values["config"] = dict(client.config().__dict__)
+    return values
 
 
 def _identity(ident):
@@ -85,6 +90,7 @@ class BoardMetrics:
                 self._polls[board] = values
 
     def collect(self):
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
         with self._lock:
             polls, up = dict(self._polls), dict(self._up)
             results = {b: dict(r) for b, r in self._results.items()}
