@@ -2,8 +2,9 @@
 vivado` writes the complete Vivado project of every Xilinx board and says in one line what to run
 where Vivado is installed; `--toolchain yosys` synthesises the full SoC with Yosys' synth_xilinx
 (so the Xilinx path cannot rot) and reports resource estimates, on the smallest part (the Arty's
-XC7A35T). The SoC is the same on every board: the others differ in their PHY's I/O, which their
-projects' constraints show.
+XC7A35T), with a detector front-end as a user builds one: the Verilog example pulse_height.v with
+its output on a Pmod pin. The SoC is the same on every board: the others differ in their PHY's
+I/O, which their projects' constraints show.
 
 The builds (a synthesis about 3 minutes of one core, a project under a minute) are queued behind
 the ECP5 bitstream build from collection on (test/conftest.py, background_build); these tests run
@@ -27,9 +28,12 @@ XILINX = [name for name, board in BOARDS.items() if "vivado" in board.toolchains
 OUT = REPO / "build" / "test-xilinx"
 
 
-def yosys_build(name):
+FRONTEND = REPO / "examples" / "frontends" / "pulse_height.v"
+
+
+def yosys_build(name, *more):
     return pytest.mark.background_build(f"{name}-yosys",
-        ["build", "--board", name, "--toolchain", "yosys", "--output-dir", str(OUT / name)])
+        ["build", "--board", name, "--toolchain", "yosys", "--output-dir", str(OUT / name), *more])
 
 
 def vivado_project(name):
@@ -114,10 +118,14 @@ def test_kc705_project():
     assert re.search(r"-min 0 \[get_ports {eth0_rx_dv eth0_rx_data\[\*\] eth0_rx_er}\] -add_delay", xdc), xdc
 
 
-@yosys_build("digilent_arty")
+@yosys_build("digilent_arty", "--frontend", str(FRONTEND))
 def test_arty_synth_xilinx_and_project():
     gateware = _check_synth("digilent_arty", min_luts=5000, min_bram=4)
     xdc = _check_project("digilent_arty", gateware)
+    # The front-end: its module synthesised into the SoC, its output on Pmod JB pin 1.
+    log = (gateware / "digilent_arty_yosys.log").read_text()
+    assert re.search(r"^Used module:\s+\\pulse_height$", log, re.M), "the front-end is not in the synthesis"
+    assert "set_property LOC E15 [get_ports {frontend_discriminator}]" in xdc, xdc
     # MII: both 25 MHz clocks from the PHY; receive data 10..30 ns after RX_CLK; transmit setup 10 ns.
     assert "create_clock -name eth_clocks0_tx -period 40 [get_ports eth_clocks0_tx]" in xdc
     assert re.search(r"set_input_delay .* -max 30 \[get_ports {eth0_rx_dv eth0_rx_data\[\*\]}\]", xdc), xdc
