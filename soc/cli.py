@@ -126,6 +126,14 @@ def _netmask(text):
         raise argparse.ArgumentTypeError(str(e))
 
 
+def _gateway(text):
+    from ethdaq.soc.daqsoc import parse_gateway
+    try:
+        return parse_gateway(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e))
+
+
 def _mac(text):
     from ethdaq.soc.daqsoc import parse_mac
     try:
@@ -191,6 +199,9 @@ def _add_network_options(p):
                    help="the board's subnet, as a prefix length (24) or a mask (255.255.255.0): the board answers "
                         "discovery on its directed broadcast, e.g. 192.168.1.255 (default: the address's class, "
                         "as ifconfig's: /8 below 128.0.0.0, /16 below 192.0.0.0, else /24)")
+    p.add_argument("--gateway", type=_gateway, default=0, metavar="IP",
+                   help="default gateway, a host of the board's subnet: streams and answers to addresses outside "
+                        "the subnet go to its MAC (default none: every destination is asked for by ARP directly)")
     p.add_argument("--mac", type=_mac, default=DEFAULT_MAC, help=f"board MAC address (default {DEFAULT_MAC})")
     p.add_argument("--ctl-port", type=_port, default=DEFAULT_CTL_PORT,
                    help=f"firmware control UDP port (default {DEFAULT_CTL_PORT})")
@@ -294,7 +305,7 @@ def cmd_boards(args):
 def _soc_kwargs(args):
     from ethdaq.soc.daqsoc import check_ports
     check_ports(args.ctl_port)
-    kwargs = dict(ip_address=args.ip, netmask=args.netmask, mac_address=args.mac, ctl_port=args.ctl_port,
+    kwargs = dict(ip_address=args.ip, netmask=args.netmask, gateway=args.gateway, mac_address=args.mac, ctl_port=args.ctl_port,
                   ctl_allow=args.ctl_allow,
                   ctl_key=_read_key(args.ctl_key_file) if args.ctl_key_file else None,
                   ptp_role=args.ptp_role, ptp_transport=args.ptp_transport, ptp_domain=args.ptp_domain,
@@ -749,6 +760,8 @@ def _check_on_board(client, fields, options=False):
     IDENTIFY before they are sent: a one-line error naming the field (as an option with
     `options`) and the board's range."""
     from ethdaq.host import protocol
+    if {"ip", "netmask", "gateway"} & set(fields):
+        _check_route(client.config(), fields)
     names = [name for name in ("payload", "enable", "backpressure") if fields.get(name) is not None]
     if not names:
         return
@@ -758,6 +771,17 @@ def _check_on_board(client, fields, options=False):
             protocol.check_field(name, fields[name], ident)
         except ValueError as e:
             raise CLIError(f"--{name}: {e}" if options else str(e)) from None
+
+
+def _check_route(cfg, fields):
+    """A change of ip, netmask or gateway must leave the gateway a host of the board's subnet (the
+    board refuses it too): a one-line error naming the subnet and the gateway."""
+    from ethdaq.host import protocol
+    ip, netmask, gateway = (fields.get(n, getattr(cfg, n)) for n in ("ip", "netmask", "gateway"))
+    if not protocol.gateway_valid(ip, netmask, gateway):
+        net = ipaddress.IPv4Network((ip, bin(netmask).count("1")), strict=False)
+        raise CLIError(f"gateway must be a host of the board's subnet {net} other than the board "
+                       f"({ipaddress.IPv4Address(ip)}), or 0.0.0.0 for none, not {ipaddress.IPv4Address(gateway)}")
 
 
 def _start_settings(client, args):
