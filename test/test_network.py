@@ -620,7 +620,7 @@ with ControlClient({BOARD_IP!r}, {CTL_PORT}) as ctl:
     emulator = lambda seq: P.pack_header(P.MSG_EMULATOR, seq) + P.EMULATOR.pack(P.field_range("emulator_mode")[1] + 1, 1, 1)
     config = lambda seq: P.pack_header(P.MSG_CONFIG_SET, seq) + P.CONFIG_SET.pack(
         1 << P.CONFIG_FIELDS.index("ptp_log_sync"), 0, bytes(6), 0, 0, 0, 0, 0, 0, bytes(6), 0, 0, 0, 0, 0, 0, 0,
-        P.PTP_LOG_MAX + 1, 0, 0, 0, 0)
+        P.PTP_LOG_MAX + 1, 0, 0, 0, 0, 0, 0)
     for name, fn in [("payload", start(payload=ident.max_payload + 1)), ("enable", start(enable=1 << ident.nchannels)),
                      ("emulator", emulator), ("config", config)]:
         msg_type, _, body = ctl.request(fn)
