@@ -183,7 +183,7 @@ def test_sim_command_stops_cleanly_on_sigterm_and_removes_its_namespace():
     binary = REPO / "build" / "test-sim" / "gateware" / "obj_dir" / "Vsim"
     built = binary.stat().st_mtime_ns
     proc = subprocess.Popen(ethdaq_cmd("sim", "--netns", ns, "--tap", TAP, "--ip", BOARD_IP, "--host-ip", HOST_IP,
-                                       "--mac", MAC, "--ctl-port", str(CTL_PORT), "--pin-probe",
+                                       "--netmask", "24", "--gateway", GATEWAY, "--mac", MAC, "--ctl-port", str(CTL_PORT), "--pin-probe",
                                        "--fasttrack-port", str(FASTTRACK_PORT), "--with-probes", "--ptp-status-full",
                                        "--output-dir", str(REPO / "build" / "test-sim")),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
