@@ -383,7 +383,6 @@ class DAQStreamer(LiteXModule):
         self._backpressure = CSRConfig(nchannels, description="Per-channel: stall the detector instead of dropping.")
         self._payload      = CSRConfig(16, reset=1472, description="UDP payload bytes per datagram (header included), 64..max_payload.")
         self._dst_ip       = CSRConfig(32, reset=0xC0A80164, description="Destination IPv4 address (set while stopped).")
-        self._next_hop     = CSRConfig(32, description="The address whose MAC the stream goes to: the destination on-link, else the gateway (0: the destination; set while stopped, before dst_ip).")
         self._dst_port     = CSRConfig(16, reset=5000, description="Destination UDP port (set while stopped).")
         self._dst_mac      = CSRConfig(48, description="Destination MAC when mac_mode is fixed.")
         self._mac_mode     = CSRConfig(1, description="0: resolve the destination MAC by ARP (broadcast and multicast IPs by rule); 1: use dst_mac.")
@@ -463,14 +462,10 @@ class DAQStreamer(LiteXModule):
         # for the reset default: no ARP broadcasts from an idle board.
         active = Signal()
         self.sync += If(self._dst_ip.re | start, active.eq(1))
-        # The resolver asks for the next hop: the gateway for a destination outside the subnet,
-        # whose IP header still names the destination (the firmware decides: protocol/route.h).
-        hop = Signal(32)
-        self.comb += hop.eq(Mux(self._next_hop.storage != 0, self._next_hop.storage, self._dst_ip.storage))
         self.comb += [
             resolver.active.eq(active),
             resolver.running.eq(running),
-            resolver.ip.eq(hop),
+            resolver.ip.eq(self._dst_ip.storage),
             resolver.mode.eq(self._mac_mode.storage),
             resolver.fixed_mac.eq(self._dst_mac.storage),
             resolver.resolve.eq(self._control.fields.resolve),
@@ -482,18 +477,16 @@ class DAQStreamer(LiteXModule):
         # Settings the transmit side reads: written while stopped, so a plain synchroniser is
         # enough for the addresses; the MAC/valid pair can change while streaming (the answer to
         # a refresh) and crosses as one word.
-        dst_ip, dst_port, gap, hop_tx = Signal(32), Signal(16), Signal(32), Signal(32)
+        dst_ip, dst_port, gap = Signal(32), Signal(16), Signal(32)
         if same:
             self.comb += [
                 dst_ip.eq(self._dst_ip.storage), dst_port.eq(self._dst_port.storage), gap.eq(self._gap.storage),
-                hop_tx.eq(hop),
                 Cat(self.dst_mac, self.dst_valid).eq(Cat(resolver.mac, resolver.valid)),
                 self.arp_request.eq(resolver.request),
             ]
         else:
             self.specials += [
                 MultiReg(self._dst_ip.storage,   dst_ip,   cd_tx),
-                MultiReg(hop,                    hop_tx,   cd_tx),
                 MultiReg(self._dst_port.storage, dst_port, cd_tx),
                 MultiReg(self._gap.storage,      gap,      cd_tx),
             ]
@@ -505,7 +498,7 @@ class DAQStreamer(LiteXModule):
                 self.req_sync.i.eq(resolver.request),
                 self.arp_request.eq(self.req_sync.o),
             ]
-        self.comb += self.arp_target.eq(hop_tx)
+        self.comb += self.arp_target.eq(dst_ip)
 
         # Arbiter + serializer (cd_tx).
         self.serializer = ClockDomainsRenamer(cd_tx)(_Serializer(self.channels, sample_width, src_port, dw,

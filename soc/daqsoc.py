@@ -35,7 +35,7 @@ from ethdaq.gateware.macpipeline import (insert_ip_rx_buffer, insert_tx_buffer, 
                                          replace_tx_framing)
 from ethdaq.gateware.macstats import MACErrors
 from ethdaq.gateware.rxaudit import RXAudit, insert_rx_audit
-from ethdaq.gateware.netaddr import NetAddress, route_ip_tx
+from ethdaq.gateware.netaddr import NetAddress
 from ethdaq.gateware.probe import DAQProbes, MAILBOX_CLASSES, RX_CLASSES, STAMP_BITS as PROBE_STAMP_BITS, TX_CLASSES
 from ethdaq.gateware.streamer import DAQStreamer
 from ethdaq.gateware.streamstats import COUNTER_BITS
@@ -64,19 +64,16 @@ def parse_ip(text):
 
 
 def parse_netmask(text):
-    """'255.255.255.0', '/24' or '24' -> the mask as an int (protocol.parse_netmask)."""
-    return protocol.parse_netmask(text)
-
-
-def parse_gateway(text):
-    """'192.168.1.254' -> int, '' or 'none' -> 0 (no gateway); ValueError with a clear message."""
+    """'255.255.255.0', '/24' or '24' -> the mask as an int; ValueError with a clear message."""
     text = str(text).strip()
-    if text.lower() in ("", "none"):
-        return 0
     try:
-        return int(ipaddress.IPv4Address(text))
+        prefix = text.removeprefix("/")
+        if prefix.isdigit():
+            return int(ipaddress.IPv4Network(f"0.0.0.0/{prefix}").netmask)
+        return int(ipaddress.IPv4Network(f"0.0.0.0/{text}").netmask)
     except ValueError:
-        raise ValueError(f"gateway must be dotted IPv4 like 192.168.1.254 (or none), not {text!r}") from None
+        raise ValueError(f"netmask must be a prefix length 0..32 like 24 (or /24) or a mask like 255.255.255.0, "
+                         f"not {text!r}") from None
 
 
 def classful_netmask(ip):
@@ -220,7 +217,6 @@ class DAQSoC(SoCCore):
         sys_clk_freq = None,
         ip_address   = DEFAULT_IP,
         netmask      = None,
-        gateway      = 0,
         mac_address  = DEFAULT_MAC,
         ctl_port     = DEFAULT_CTL_PORT,
         ctl_allow    = (),
@@ -260,13 +256,6 @@ class DAQSoC(SoCCore):
         # The subnet's mask: which directed broadcast the board takes (gateware/rxaudit.py).
         netmask = classful_netmask(self.ip_address) if netmask is None else netmask
         self.netmask      = parse_netmask(netmask) if isinstance(netmask, str) else netmask
-        # The default gateway (0: none, every destination on-link): what streams and answers to
-        # addresses outside the subnet are sent to (gateware/netaddr.py, firmware protocol/route.h).
-        self.gateway      = parse_gateway(gateway) if isinstance(gateway, str) else gateway
-        if not protocol.gateway_valid(self.ip_address, self.netmask, self.gateway):
-            net = ipaddress.IPv4Network((self.ip_address, bin(self.netmask).count("1")), strict=False)
-            raise ValueError(f"gateway must be a host of the board's subnet {net} other than the board "
-                             f"({ipaddress.IPv4Address(self.ip_address)}), not {ipaddress.IPv4Address(self.gateway)}")
         self.ctl_port     = ctl_port
         self.ctl_allow    = parse_allow(ctl_allow)
         from ethdaq.host.protocol import KEY_MAX, KEY_MIN
@@ -343,8 +332,7 @@ class DAQSoC(SoCCore):
             with_rx_audit = (eth_dw == 8)
         if with_rx_audit and eth_dw != 8:
             raise ValueError(f"the receive audit needs eth_dw=8 for now, not {eth_dw!r}")
-        self.netaddr = NetAddress(self.ip_address, self.mac_address, netmask=self.netmask, gateway=self.gateway,
-                                  cd_tx="eth_tx",
+        self.netaddr = NetAddress(self.ip_address, self.mac_address, cd_tx="eth_tx",
                                   cd_rx="eth_rx" if (with_classifier or with_rx_audit) else None)
         # PTP hardware clock (sys): before the transmit path, whose time-triggered launcher reads it.
         self.ptp    = PTPClockCSR(PTPClock(sys_clk_freq, with_osc_error=with_ptp_testbench))
@@ -395,9 +383,6 @@ class DAQSoC(SoCCore):
         self.comb += cut
         # Its IPv4 header checksums, one adder each instead of a pipeline (gateware/ipchecksum.py).
         replace_ip_checksums(self.ethcore.ip)
-        # Off-subnet destinations of the CPU's datagrams go to the gateway's MAC (gateware/netaddr.py).
-        route_ip_tx(self.ethcore.ip.tx, self.ethcore.arp.table, self.netaddr.ip, self.netaddr.netmask,
-                    self.netaddr.gateway)
         if eth_dw == 8:   # LiteEth's transmit ready chain, cut after its crossing (gateware/macpipeline.py).
             self.eth_tx_buffer = insert_tx_buffer(self.ethcore.mac.core)
             self.eth_tx_cdc    = replace_tx_cdc(self.ethcore.mac.core)
@@ -637,7 +622,6 @@ class DAQSoC(SoCCore):
         self.add_constant("ETHDAQ_BUILD_ID", self.build_id)
         self.add_constant("ETHDAQ_IP",       self.ip_address)
         self.add_constant("ETHDAQ_NETMASK",  self.netmask)
-        self.add_constant("ETHDAQ_GATEWAY",  self.gateway)
         self.add_constant("ETHDAQ_MAC_HI",   self.mac_address >> 32)
         self.add_constant("ETHDAQ_MAC_LO",   self.mac_address & 0xffffffff)
         self.add_constant("ETHDAQ_CTL_PORT", ctl_port)

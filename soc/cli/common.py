@@ -93,14 +93,6 @@ def netmask_arg(text):
         raise argparse.ArgumentTypeError(str(e))
 
 
-def gateway_arg(text):
-    from ethdaq.soc.daqsoc import parse_gateway
-    try:
-        return parse_gateway(text)
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(str(e))
-
-
 def mac_arg(text):
     from ethdaq.soc.daqsoc import parse_mac
     try:
