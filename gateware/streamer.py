@@ -646,9 +646,7 @@ class _Serializer(LiteXModule):
         # cycle, `desc` (about 250 flip-flops) is copied in that cycle, by the registered pop
         # rather than by `load` (a wide fan-out at the end of the FSM's logic); at 64 bits the
         # first word holds the flags, so it is copied at `load`. The payload length is needed
-        # from the first word on: its sample count is copied at `load`. At 8 bits the timestamp,
-        # the dropped count and the sequence number are not copied into `desc`: they go straight
-        # into the header's shift register (below), which holds them anyway.
+        # from the first word on: its sample count is copied at `load`.
         late     = nb == 1
         pop_r    = Signal()
         pop_ch   = Signal(max=max(nchannels, 2))
@@ -665,7 +663,7 @@ class _Serializer(LiteXModule):
             ),
             If(d_load,
                 Case(d_sel, {i: [getattr(desc, name).eq(getattr(d, name)) for name, _ in descriptor_layout()
-                                 if not (late and name in ("count", "timestamp", "dropped"))]
+                                 if not (late and name == "count")]
                              for i, (d, w) in enumerate(heads)}),
                 # At 8 bits the count is count_l's: the same head's, copied at `load` (its entry
                 # stays on the FIFO's output until this pop), without a second multiplexer.
@@ -697,7 +695,7 @@ class _Serializer(LiteXModule):
         self.sync += [
             If(s_load, seq_lo.eq(seqs[s_sel][:32] + 1), seq_hi.eq(seqs[s_sel][32:])),
             If(commit,
-                desc.seq.eq(seq_next) if not late else [],
+                desc.seq.eq(seq_next),
                 seqs[commit_ch].eq(seq_next),
             ),
         ]
@@ -789,12 +787,6 @@ class _Serializer(LiteXModule):
         # multiplexer was five LUTs deep. The shift register shifts a cycle after the fetch, on
         # a registered enable (`owed`), and a fetch while a shift is owed takes the byte after:
         # its 256 clock enables hang on a flip-flop, not on `ready` (7.7 ns on the LFE5U-25F-6).
-        # It loads in two parts: the timestamp and dropped count (bytes 16-31) from the head
-        # descriptor as it is popped (`pop_r`, with `desc`: no register of their own in `desc`),
-        # seq and the rest (bytes 8-15, 32-39) a cycle later, as seq is committed (`pop_rr`).
-        # A shift can be owed at `pop_r` (a datagram without samples just ended): the load wins,
-        # and the bytes it shifts are loaded at `pop_rr`, when no shift is owed (`hhi` is 0 from
-        # `load` until the header's 8th byte).
         if nb == 1:
             seq_at = next(f.offset for f in daqformat.FIELDS if f.name == "seq")
             assert isinstance(hb[0], Constant) and seq_at == 8
@@ -802,21 +794,10 @@ class _Serializer(LiteXModule):
             hhi     = Signal()  # hidx >= 8
             hword   = Signal(8)
             hsr     = Signal(8*(hwords - 8))
+            hsr_ld  = Signal()
             owed    = Signal()  # hsr[:8] went out last cycle: shift now.
-            head    = {name: Array(getattr(d, name) for d, w in heads)[pop_ch] for name in ("timestamp", "dropped")}
-            lb      = header_bytes(dict(seq=seq_next, timestamp=head["timestamp"], dropped=head["dropped"],
-                                        sample_count=desc.count, sample_bits=sample_width, run=desc.run))
-            def hsr_part(first, end, ld):
-                """Header bytes first..end-1 of the shift register: loaded at `ld`, else shifted."""
-                lo, hi = 8*(first - 8), 8*(end - 8)
-                return If(ld, hsr[lo:hi].eq(Cat(*lb[first:end]))).Elif(owed, hsr[lo:hi].eq(hsr[lo + 8:hi + 8]))
-            ts_at = next(f.offset for f in daqformat.FIELDS if f.name == "timestamp")
-            sc_at = next(f.offset for f in daqformat.FIELDS if f.name == "sample_count")
-            assert ts_at == 16 and sc_at == 32  # seq | timestamp, dropped | count, bits, run.
             self.sync += [
-                hsr_part(8, ts_at, pop_rr),
-                hsr_part(ts_at, sc_at, pop_r),
-                hsr_part(sc_at, hwords, pop_rr),
+                hsr_ld.eq(pop_rr),  # `desc` since the cycle before, seq since this one.
                 owed.eq(h_adv & hhi),
                 If(load,
                     hword.eq(hb[0]),
@@ -826,6 +807,11 @@ class _Serializer(LiteXModule):
                     hword.eq(Mux(hhi, Mux(owed, hsr[8:16], hsr[:8]), mux_tree(header[:8], hidx[:3]))),
                     hidx.eq(hidx + 1),
                     hhi.eq(hhi | (hidx == 7)),
+                ),
+                If(hsr_ld,
+                    hsr.eq(Cat(*hb[8:])),
+                ).Elif(owed,
+                    hsr.eq(hsr[8:]),
                 ),
             ]
             hdata = hword

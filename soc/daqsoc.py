@@ -484,8 +484,7 @@ class DAQSoC(SoCCore):
         # CPU control port on the hardware UDP stack.
         # With PTP over UDP the same mailbox serves PTP's ports 319 (event) and 320 (general): one
         # buffer instead of three saves about 2000 LUTs, which the colorlight_i5 does not have.
-        # Without the counters the firmware does not read (the drop counters stay).
-        self.ctlport = CPUUDPPort(udp_port=ctl_port, rx_datagrams=8, with_counters=False,
+        self.ctlport = CPUUDPPort(udp_port=ctl_port, rx_datagrams=8,
             extra_ports=PTP_UDP_PORTS if ptp_transport == "udp" else (),
             probe_stamp_bits=PROBE_STAMP_BITS if with_probes and with_classifier else 0)
         self.comb += connect_udp_ports(self.ethcore.udp.crossbar, self.ctlport)
