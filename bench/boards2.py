@@ -20,7 +20,6 @@ both boards see the same simulated time. Simulated figures only.
 
 import argparse
 import re
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -74,9 +73,6 @@ class Boards2(SimSession):
         self.wait_for("X: switch up", timeout=60)
         self.ns_run(["ip", "addr", "add", f"{self.host_ip}/24", "dev", self.tap], check=True)
         self.ns_run(["ip", "link", "set", self.tap, "up"], check=True)
-
-    def ns_popen(self, cmd, **kwargs):
-        return subprocess.Popen(["ip", "netns", "exec", self.netns, *cmd], **kwargs)
 
 
 SLAVE_STATUS = re.compile(r"^S: ptp: SLAVE \w+ offset=(-?\d+) delay=(-?\d+)")

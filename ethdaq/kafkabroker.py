@@ -218,7 +218,8 @@ class KafkaBroker:
         return f"127.0.0.1:{self.port}"
 
     def _java_cmd(self, main, *args):
-        return [*(["ip", "netns", "exec", self.netns] if self.netns else []), self._java, *JVM_OPTIONS, f"-Dlog4j2.configurationFile={self.dir / 'log4j2.properties'}",
+        netns = ["ip", "netns", "exec", self.netns] if self.netns else []
+        return [*netns, self._java, *JVM_OPTIONS, f"-Dlog4j2.configurationFile={self.dir / 'log4j2.properties'}",
                 "-cp", self._classpath, main, *args]
 
     def _format(self):

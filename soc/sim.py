@@ -125,14 +125,14 @@ class SimSession:
         with self._cond:
             self._cond.notify_all()
 
-    def wait_for(self, text, timeout, since=0):
-        """Wait until a console line (from index `since`) contains `text`, a string or a compiled
-        regular expression; the line. SimError on timeout or exit."""
+    def wait_for(self, text, timeout):
+        """Wait until a console line contains `text`, a string or a compiled regular expression;
+        the line. SimError on timeout or exit."""
         deadline = time.monotonic() + timeout
         match = text.search if hasattr(text, "search") else (lambda line: text in line)
         with self._cond:
             while True:
-                for line in self.lines[since:]:
+                for line in self.lines:
                     if match(line):
                         return line
                 if self.proc.poll() is not None:
@@ -145,6 +145,10 @@ class SimSession:
     def ns_run(self, cmd, **kwargs):
         """Run a command inside the simulation's namespace."""
         return subprocess.run(["ip", "netns", "exec", self.netns, *cmd], **kwargs)
+
+    def ns_popen(self, cmd, **kwargs):
+        """Start a command inside the simulation's namespace."""
+        return subprocess.Popen(["ip", "netns", "exec", self.netns, *cmd], **kwargs)
 
     def stop(self):
         if self.proc is not None and self.proc.poll() is None:

@@ -9,7 +9,6 @@ the slave's clock agrees with the master's to the PTP accuracy (the testbench re
 in the same cycle) while the data flows."""
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -111,17 +110,22 @@ def run_file(path):
     return out
 
 
+def start_receiver(b, name, out, bootstrap, *more):
+    """`ethdaq recv` in the namespace for board `name`'s port, writing `out` and publishing one
+    se00 message per datagram; returns once it listens."""
+    port = PORTS[name]
+    proc = b.ns_popen(ethdaq("recv", "--port", str(port), "-o", str(out), "--kafka", bootstrap, "--topic", TOPIC,
+                             "--kafka-batch", "1", "--progress", "off", *more),
+                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    wait_listening(b, port)
+    return proc
+
+
 def test_two_boards_through_kafka_to_one_merged_file(boards, tmp_path):
     from ethdaq.kafkabroker import KafkaBroker
     with KafkaBroker(netns=NETNS) as broker:
-        receivers = {}
-        for name, port in PORTS.items():
-            ip = boards2.BOARDS[name][1]
-            receivers[name] = boards.ns_popen(
-                ethdaq("recv", "--port", str(port), "-o", str(tmp_path / f"{name}.h5"), "--board-ip", ip,
-                       "--kafka", broker.bootstrap, "--topic", TOPIC, "--kafka-batch", "1", "--progress", "off"),
-                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-            wait_listening(boards, port)
+        receivers = {name: start_receiver(boards, name, tmp_path / f"{name}.h5", broker.bootstrap,
+                                          "--board-ip", boards2.BOARDS[name][1]) for name in PORTS}
         try:
             flowing = len(boards.samples)
             runs = {name: control(boards, "start", name)["run"] for name in PORTS}
@@ -183,15 +187,6 @@ def test_two_boards_through_kafka_to_one_merged_file(boards, tmp_path):
         assert (slices["sources"][()] == 2).sum() >= len(starts) // 2
     # The boards' clocks agreed to the PTP accuracy while the data flowed (testbench ground truth).
     assert ptp_offsets and max(map(abs, ptp_offsets)) <= PTP_ACCURACY_NS, ptp_offsets
-
-
-def start_receiver(b, name, out, bootstrap):
-    port = PORTS[name]
-    proc = b.ns_popen(ethdaq("recv", "--port", str(port), "-o", str(out), "--kafka", bootstrap, "--topic", TOPIC,
-                             "--kafka-batch", "1", "--progress", "off"),
-                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    wait_listening(b, port)
-    return proc
 
 
 def test_a_receiver_stopped_and_the_broker_restarted_mid_run_lose_nothing_silently(boards, tmp_path):

@@ -32,7 +32,7 @@ def cmd_ctl(args):
     from ethdaq.host import protocol
     from ethdaq.host.ctl import ControlClient, ControlRefused, ControlTimeout
     from ethdaq.host.protocol import format_mac
-    if args.settings and args.action not in ("config", "launch", "probe", "rules", "regs"):
+    if args.settings and args.action not in CTL_SETTINGS_ACTIONS:
         raise CLIError(f"ethdaq ctl {args.action} takes no arguments but options, not {' '.join(args.settings)!r}")
     key = read_key(args.key_file) if args.key_file else None
     with ControlClient(args.ip, args.port, timeout=args.timeout, key=key) as client:
