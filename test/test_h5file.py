@@ -283,10 +283,12 @@ class _InterruptOnce:
 
 def test_close_after_an_interrupted_flush_writes_everything_once(tmp_path):
     d = traffic()
-    w = Writer(tmp_path / "run.h5")
+    # A timer that never fires: the second write must stay in the buffer however slow the machine.
+    w = Writer(tmp_path / "run.h5", flush_interval=1e9)
     w.write(batch(d[:10]))
     w.flush()
     w.write(batch(d[10:]))
+    assert w._pending_bytes > 0
     g = w._groups[NAMES[S16]]
     samples, packets = g.datasets
     # Samples and the first fields written, the timestamps and the rest not yet.
