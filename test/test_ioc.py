@@ -3,6 +3,7 @@ values of a poll as PVs (rates, enums, values a build lacks), --board and --pref
 values as the protocol takes them; and softioc stays unimported until the IOC runs."""
 
 import argparse
+import json
 import re
 import subprocess
 import sys
@@ -10,7 +11,7 @@ import sys
 import pytest
 
 from conftest import REPO
-from ethdaq.host import ioc, protocol
+from ethdaq.host import csrmap, ioc, protocol
 
 
 def poll(datagrams=100, s0=(0, 10, 14720, 3), rx=None):
@@ -154,3 +155,99 @@ def test_a_key_file_that_cannot_be_read_is_one_line(tmp_path):
     r = subprocess.run([sys.executable, "-m", "ethdaq.soc.cli", "ioc", "--board", "192.168.1.50", "--prefix", "L:",
                         "--key-file", str(tmp_path / "missing")], capture_output=True, text=True)
     assert r.returncode == 2 and r.stderr == f"Error: cannot read key file {tmp_path / 'missing'}: No such file or directory\n"
+
+
+CSR = {"csr_bases": {"frontend": 0xF0001000, "streamer": 0xF0000800}, "csr_registers": {
+    "frontend_threshold": {"addr": 0xF0001000, "size": 1, "type": "rw"},
+    "frontend_time":      {"addr": 0xF0001008, "size": 2, "type": "ro"},
+    "frontend_events":    {"addr": 0xF0001004, "size": 1, "type": "ro"},
+    "frontend_pattern":   {"addr": 0xF0001010, "size": 3, "type": "rw"},
+    "streamer_enable":    {"addr": 0xF0000800, "size": 1, "type": "rw"}}}
+
+
+def csr_file(tmp_path, content=CSR, name="csr.json"):
+    path = tmp_path / name
+    path.write_text(content if isinstance(content, str) else json.dumps(content))
+    return path
+
+
+def test_front_end_registers_become_pvs_with_readbacks_for_the_writable_ones(tmp_path):
+    regs = csrmap.frontend_registers(csr_file(tmp_path))
+    assert [(r.name, r.offset, r.words, r.writable) for r in regs.values()] == [
+        ("threshold", 0, 1, True), ("events", 4, 1, False), ("time", 8, 2, False), ("pattern", 16, 3, True)]
+    pvs = {pv.name: pv for pv in ioc.frontend_pvs(regs)}
+    assert {name: (pv.kind, bool(pv.write)) for name, pv in pvs.items()} == {
+        "FE:THRESHOLD": ("int64", True), "FE:THRESHOLD_RBV": ("int64", False), "FE:EVENTS": ("int64", False),
+        "FE:TIME": ("int64", False), "FE:PATTERN": ("text", True), "FE:PATTERN_RBV": ("text", False)}
+    for pv in pvs.values():
+        assert re.fullmatch(r"[A-Z0-9_]+(:[A-Z0-9_]+)+", pv.name) and 0 < len(pv.desc) <= ioc.DESC_MAX, pv
+
+    class Board:   # REG_READ's words, as the board gives them.
+        words = {0: [1500], 4: [7], 8: [0x1, 0x2], 16: [0xA, 0xB, 0xC]}
+
+        def reg_read(self, offset, count):
+            assert count == len(self.words[offset])
+            return self.words[offset]
+    got = ioc.read_registers(Board(), regs)
+    assert got == {"FE:THRESHOLD_RBV": 1500, "FE:EVENTS": 7, "FE:TIME": (1 << 32) + 2,
+                   "FE:PATTERN_RBV": "0x0000000a0000000b0000000c"}
+    assert ioc.values(dict(poll(), registers=got))["FE:TIME"] == (1 << 32) + 2
+    Board.words[8] = [0x80000000, 0]   # 2**63 does not fit a signed 64-bit PV: no value (INVALID).
+    assert ioc.read_registers(Board(), regs)["FE:TIME"] is None
+
+
+def test_a_put_to_a_front_end_register_is_one_reg_write_checked_against_its_width(tmp_path):
+    regs = csrmap.frontend_registers(csr_file(tmp_path))
+
+    class Board:
+        def __init__(self):
+            self.writes = []
+
+        def reg_write(self, offset, words):
+            self.writes.append((offset, words))
+            return words
+    b = Board()
+    assert ioc.write(b, "register", 1500, regs["threshold"]) == "threshold written (REG_WRITE), reads back 1500"
+    assert ioc.write(b, "register", "0x100000002000000030000004", regs["pattern"]).endswith(
+        f"reads back {0x100000002000000030000004}")
+    assert b.writes == [(0, [1500]), (16, [0x10000000, 0x20000000, 0x30000004])]
+    for value, text in ((-1, "threshold holds 32 bits (0 to 4294967295), not -1"),
+                        (1 << 32, "threshold holds 32 bits"), ("12x", "threshold takes a number")):
+        with pytest.raises(ioc.WriteRefused, match=re.escape(text)):
+            ioc.write(b, "register", value, regs["threshold"])
+    assert len(b.writes) == 2   # Nothing refused was sent.
+
+
+def test_csr_files_go_to_their_boards_and_misuse_is_one_line(tmp_path):
+    good = csr_file(tmp_path)
+    other = csr_file(tmp_path, dict(CSR, csr_registers={"frontend_gain": {"addr": 0xF0001000, "size": 1,
+                                                                           "type": "rw"}}), "other.json")
+    boards = [ioc.board_arg("10.0.0.2=A"), ioc.board_arg("10.0.0.3=B"), ioc.board_arg("10.0.0.4=C")]
+    ioc.assign_csr(boards, [str(good), f"B={other}"])
+    assert [list(b.registers) for b in boards] == [["threshold", "events", "time", "pattern"], ["gain"],
+                                                   ["threshold", "events", "time", "pattern"]]
+    one = [ioc.board_arg("10.0.0.2")]
+    ioc.assign_csr(one, [str(other)])
+    assert list(one[0].registers) == ["gain"]
+    for csrs, text in (([f"D={good}"], "--csr D=" + str(good) + ": no --board is named 'D' (the boards: A, B, C)"),
+                       ([str(good), str(other)], "a second --csr without NAME="),
+                       ([f"A={good}", f"A={other}"], "a second --csr for the board A"),
+                       ([str(tmp_path / "none.json")], f"--csr: {tmp_path / 'none.json'}: not found"),
+                       ([str(csr_file(tmp_path, "{", "bad.json"))], "not a build's csr.json"),
+                       ([str(csr_file(tmp_path, {"csr_bases": {"streamer": 0}, "csr_registers": {}}, "plain.json"))],
+                        "its build has no front-end registers (only streamer); was the board built with --frontend?")):
+        with pytest.raises(ioc.IocError, match=re.escape(text)):
+            ioc.assign_csr([ioc.board_arg("10.0.0.2=A"), ioc.board_arg("10.0.0.3=B"), ioc.board_arg("10.0.0.4=C")],
+                           csrs)
+    long = [ioc.board_arg("10.0.0.2")]
+    ioc.assign_csr(long, [str(csr_file(tmp_path, dict(CSR, csr_registers={"frontend_" + "x" * 50: {
+        "addr": 0xF0001000, "size": 1, "type": "rw"}}), "long.json"))])
+    with pytest.raises(ioc.IocError, match="PV names of 10.0.0.2 would be up to 6[0-9] characters"):
+        ioc.check_boards(long, "LAB:DAQ1:")
+
+
+def test_a_wrong_csr_file_stops_the_ioc_with_one_line(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "ethdaq.soc.cli", "ioc", "--board", "192.168.1.50", "--prefix", "L:",
+                        "--csr", str(tmp_path / "missing.json")], capture_output=True, text=True)
+    assert r.returncode == 2 and r.stderr == (f"Error: --csr: {tmp_path / 'missing.json'}: not found "
+                                              "(the build directory's csr.json)\n"), r.stderr

@@ -7,6 +7,7 @@ here (about a minute each: the background queue is busy with the bitstream build
 
 import itertools
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -160,6 +161,82 @@ def test_the_front_ends_registers_through_the_control_protocol(board):
         assert len(starts) > 20 and lengths == {24}, lengths  # pre 4 + post 20.
     finally:
         assert ctl(board, BOARD_IP, "regs", "post=12", "--csr", csr)[0] == 0
+
+
+IOC_CLIENT = """
+import json, os, subprocess, sys, time
+import epics
+P = "LAB:FE:"
+
+def get(name):
+    m = epics.get_pv(P + name, form="ctrl", connect=True, timeout=10).get_with_metadata(use_monitor=False, timeout=10)
+    assert m is not None, name
+    v = m["value"]
+    return dict(value=v.item() if hasattr(v, "item") else v, severity=m["severity"], status=m["status"])
+
+def wait_for(name, test, timeout=60):
+    deadline = time.monotonic() + timeout
+    while not test(m := get(name)):
+        assert time.monotonic() < deadline, (name, m)
+        time.sleep(0.2)
+    return m
+
+CTL = json.loads(sys.argv[1])
+regs = lambda: json.loads(subprocess.run(CTL, capture_output=True, text=True, check=True).stdout)
+out = {"first": wait_for("FE:THRESHOLD_RBV", lambda m: m["severity"] == 0)}
+out["before"] = regs()
+# A poll that began after `before` (its STATUS, read before the registers, is later): every PV is
+# from it or a later one.
+uptime = json.loads(subprocess.run(json.loads(sys.argv[3]), capture_output=True, text=True, check=True).stdout)["uptime_ms"]
+wait_for("STAT:UPTIME", lambda m: m["value"] * 1000 > uptime and m["severity"] == 0)
+out["pvs"] = {n: get(n) for n in json.loads(sys.argv[2])}
+out["after"] = regs()
+out["put"] = epics.caput(P + "FE:THRESHOLD", 1300, wait=True, timeout=60)
+out["rbv"] = wait_for("FE:THRESHOLD_RBV", lambda m: m["value"] == 1300)
+out["board"] = regs()
+epics.caput(P + "FE:THRESHOLD", 2**32, wait=True, timeout=60)
+out["too_big"] = get("FE:THRESHOLD")
+out["too_big_msg"] = epics.caget(P + "CTL:MSG", as_string=True)
+out["board_after"] = regs()
+epics.caput(P + "FE:THRESHOLD", 1200, wait=True, timeout=60)
+out["restored"] = wait_for("FE:THRESHOLD_RBV", lambda m: m["value"] == 1200)
+print(json.dumps(out))
+"""
+
+
+def test_an_epics_ioc_serves_the_front_ends_registers_as_pvs(board, tmp_path):
+    """`ethdaq ioc --csr`: every FE: PV reads what `ethdaq ctl regs` reports around it (pyepics,
+    Channel Access on the namespace's loopback); a put to the threshold is a REG_WRITE the board
+    takes; a value past its 32 bits is refused, an alarm with the reason, and not written."""
+    from test_network_ioc import EPICS_ENV, MAJOR, WRITE_ALARM
+    log = tmp_path / "ioc.log"
+    with open(log, "w") as f:
+        ioc = board.ns_popen(ethdaq_cmd("ioc", "--board", f"{BOARD_IP}:{CTL_PORT}", "--prefix", "LAB:FE:",
+                                        "--csr", str(OUT / "csr.json"), "--interval", "0.5"),
+                             env=os.environ | EPICS_ENV, stdout=f, stderr=subprocess.STDOUT, text=True)
+    try:
+        names = ["FE:THRESHOLD", "FE:THRESHOLD_RBV", "FE:PRE_RBV", "FE:POST_RBV", "FE:EVENTS", "FE:LOST"]
+        ctl_regs = ethdaq_cmd("ctl", "regs", "--csr", str(OUT / "csr.json"), "--json", "--board", BOARD_IP,
+                              "--port", str(CTL_PORT))
+        ctl_status = ethdaq_cmd("ctl", "status", "--json", "--board", BOARD_IP, "--port", str(CTL_PORT))
+        r = board.ns_run([sys.executable, "-c", IOC_CLIENT, json.dumps(ctl_regs), json.dumps(names), json.dumps(ctl_status)],
+                         env=os.environ | EPICS_ENV, capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr + log.read_text()
+        out = json.loads(r.stdout.strip().splitlines()[-1])
+    finally:
+        ioc.terminate()
+        ioc.wait(timeout=60)
+    assert ioc.returncode == 0, log.read_text()
+    before, pvs, after = out["before"], out["pvs"], out["after"]
+    for name in ("threshold", "pre", "post", "lost"):
+        pv = pvs[f"FE:{name.upper()}" + ("" if name == "lost" else "_RBV")]
+        assert pv["value"] == before[name] == after[name] and pv["severity"] == 0, (name, pv)
+    assert pvs["FE:THRESHOLD"]["value"] == before["threshold"]   # The setpoint starts at the board's value.
+    assert before["events"] <= pvs["FE:EVENTS"]["value"] <= after["events"]
+    assert out["put"] == 1 and out["board"]["threshold"] == 1300
+    assert (out["too_big"]["severity"], out["too_big"]["status"]) == (MAJOR, WRITE_ALARM)
+    assert out["too_big_msg"] == "FE:THRESHOLD 4294967296: threshold holds 32 bits (0 to 4294967295), not 4294967296"
+    assert out["board_after"]["threshold"] == 1300 and out["restored"]["value"] == 1200
 
 
 def test_registers_outside_the_front_end_are_refused(board):

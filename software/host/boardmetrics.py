@@ -59,7 +59,8 @@ def poll(client, settings=False):
                   ptp=dict(state=ptp.state_name, servo=ptp.servo_name, offset_ns=ptp.offset_ns,
                            delay_ns=ptp.mean_path_delay_ns, freq_ppb=ptp.freq_scaled_ppb / 65536,
                            **{k: getattr(ptp, k) for k in PTP_COUNTERS}),
-                  rx=dict(client.rx_stats()))
+                  rx=dict(client.rx_stats()),
+                  capabilities=ident.capabilities)
     if settings:
         values["config"] = dict(client.config().__dict__)
     return values

@@ -14,6 +14,11 @@ serves them over Channel Access and pvAccess. docs/epics.md has the table of PVs
   and status COMM, COMM:UP goes to 0 (a MAJOR alarm) and COMM:MSG says why.
 - A value the board's build does not have (a receive counter, a stream past its channels):
   INVALID with status UDF.
+- A front-end's registers (a build with --frontend; `--csr` gives its csr.json): FE:NAME for
+  each, read with REG_READ every poll; a writable one is also a setpoint, FE:NAME, with its
+  readback FE:NAME_RBV, and a put is one REG_WRITE (software/host/csrmap.py). Registers of
+  up to 64 bits are 64-bit integer PVs, wider ones hexadecimal strings ("0x..."); a 64-bit value
+  of 2**63 or more does not fit a signed PV and is INVALID with status HW_LIMIT.
 - A write is sent while the put is processed (a put with callback, `caput -c`, returns after the
   board answered). A write the board refuses (another host controls it, a value out of its range),
   or that gets no answer, is not taken: the PV returns to its previous value with severity MAJOR
@@ -31,7 +36,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from ethdaq.host import argtypes, protocol
+from ethdaq.host import argtypes, csrmap, protocol
 from ethdaq.host.boardmetrics import PTP_COUNTERS, STATUS_COUNTERS
 
 HELP = "EPICS IOC of boards: their counters and state as PVs, run start/stop and settings to write"
@@ -48,9 +53,9 @@ PV_NAME_MAX = 60               # EPICS base's longest record name.
 LONG_STRING = 256              # Characters of the long-string PVs (identity, messages).
 
 # A PV: its name after the prefix, record kind (int: int64in, float: ai, bool: bi, enum: mbbi,
-# str: stringin, text: a long string; a setpoint's the matching output record), unit,
-# description, for enums and booleans the state names, PREC for floats, and for a setpoint what
-# a put does (write()).
+# str: stringin, text: a long string; a setpoint's the matching output record, longout for int;
+# int64: int64in and int64out), unit, description, for enums and booleans the state names, PREC
+# for floats, and for a setpoint what a put does (write()); a front-end register's PVs carry it.
 @dataclass(frozen=True)
 class Pv:
     name:  str
@@ -60,6 +65,7 @@ class Pv:
     states: tuple = ()
     prec:  int = 0
     write: str = ""            # A setpoint's action (`Writes`), "" for a read PV.
+    register: csrmap.Register = None
 
 
 PTP_STATE_NAMES  = tuple(protocol.PTP_STATES.get(i, "NONE") for i in range(max(protocol.PTP_STATES) + 1))
@@ -149,6 +155,43 @@ def board_pvs():
     return pvs
 
 
+def frontend_pvs(registers):
+    """The PVs of a front-end's registers ({name: csrmap.Register}, from its csr.json): FE:NAME
+    reads a read-only one; a writable one is the setpoint FE:NAME with readback FE:NAME_RBV."""
+    pvs = []
+    for reg in registers.values():
+        kind = "int64" if reg.words <= 2 else "text"
+        desc = f"front-end register {reg.name}"[:DESC_MAX]
+        if reg.writable:
+            pvs += [Pv(register_pv(reg), kind, desc=desc, write="register", register=reg),
+                    Pv(register_pv(reg) + "_RBV", kind, desc=desc, register=reg)]
+        else:
+            pvs.append(Pv(register_pv(reg), kind, desc=desc, register=reg))
+    return pvs
+
+
+def register_pv(reg):
+    """The name of a front-end register's PV (its setpoint's, when it has one)."""
+    return f"FE:{reg.name.upper()}"
+
+
+def register_value(reg, value):
+    """A register's value as its PV shows it: an int up to 64 bits, a hexadecimal string wider;
+    None for a 64-bit value a signed PV cannot hold."""
+    if reg.words > 2:
+        return f"0x{value:0{8 * reg.words}x}"
+    return value if value < 1 << 63 else None
+
+
+def read_registers(client, registers):
+    """Every register's value (REG_READ each), as register_value() shows it: {read PV name: value}."""
+    out = {}
+    for reg in registers.values():
+        value = register_value(reg, reg.from_words(client.reg_read(reg.offset, reg.words)))
+        out[register_pv(reg) + ("_RBV" if reg.writable else "")] = value
+    return out
+
+
 # Values ---------------------------------------------------------------------------------------------
 
 def rate(before, after, seconds):
@@ -184,6 +227,7 @@ def values(poll, earlier=None, seconds=0.0):
     v.update({f"STAT:{name.upper()}": st[name] for name in STATUS_COUNTERS})
     v.update({f"PTP:{name.upper()}": ptp[name] for name in PTP_COUNTERS})
     v.update({f"RX:{name.upper()}": poll["rx"].get(name) for _, name, _ in protocol.RX_COUNTERS})
+    v.update(poll.get("registers", {}))
     streams = {s[0]: s for s in poll["streams"]}
     earlier_streams = {s[0]: s for s in prev.get("streams", [])}
     for i in range(protocol.MAX_STREAMS):
@@ -231,9 +275,10 @@ def config_value(action, value):
     return protocol.check_field(action, int(value))
 
 
-def write(client, action, value):
-    """One setpoint's put as its request to the board (`client` a ControlClient): the outcome as
-    text; WriteRefused when the board refuses it, does not answer or the value cannot be sent."""
+def write(client, action, value, register=None):
+    """One setpoint's put as its request to the board (`client` a ControlClient; `register` the
+    csrmap.Register of a front-end register's): the outcome as text; WriteRefused when the board
+    refuses it, does not answer or the value cannot be sent."""
     from ethdaq.host.ctl import ControlRefused, ControlTimeout
     try:
         if action == "run":
@@ -247,6 +292,8 @@ def write(client, action, value):
                 raise WriteRefused(f"the board is held by {ipaddress.IPv4Address(holder)} for another "
                                    f"{left / 1000:.1f} s")
             return f"claimed for {left / 1000:.0f} s"
+        if action == "register":
+            return _write_register(client, register, value)
         client.config_set(**{action: config_value(action, value)})
         return f"{action} set (CONFIG_SET)"
     except ControlRefused as e:
@@ -255,6 +302,17 @@ def write(client, action, value):
         raise WriteRefused(str(e), comm=True) from None
     except ValueError as e:
         raise WriteRefused(str(e)) from None
+
+
+def _write_register(client, reg, value):
+    """REG_WRITE of `value` (an int, or a string of a number in any base Python reads) to `reg`."""
+    if isinstance(value, str):
+        try:
+            value = int(value.strip(), 0)
+        except ValueError:
+            raise ValueError(f"{reg.name} takes a number (e.g. 1500 or 0x5dc), not {value!r}") from None
+    back = reg.from_words(client.reg_write(reg.offset, reg.to_words(int(value))))
+    return f"{reg.name} written (REG_WRITE), reads back {back}"
 
 
 def _start(client):
@@ -279,6 +337,7 @@ class Board:
     port: int = 7000
     name: str = ""
     pvs:  dict = field(default_factory=dict, repr=False)   # Its records, by PV name after the prefix.
+    registers: dict = field(default_factory=dict)          # Its front-end's, from --csr: {name: csrmap.Register}.
 
 
 PV_CHARS = re.compile(r"[A-Za-z0-9_:.;<>\[\]{}-]*")
@@ -319,6 +378,40 @@ def add_arguments(p):
                    help="seconds per try of each request (3 tries)")
     p.add_argument("--key-file", "--key", dest="key_file", metavar="FILE",
                    help="the boards' shared key (hex): sign every request")
+    p.add_argument("--csr", action="append", default=[], metavar="[NAME=]FILE",
+                   help="the csr.json of a board's build with --frontend (OUTPUT_DIR/csr.json): its front-end's "
+                        "registers become PVs FE:REGISTER. NAME= gives it to the board of that NAME only; without, "
+                        "to every board no other --csr names")
+
+
+def assign_csr(boards, csrs):
+    """Each --csr [NAME=]FILE's registers to its board (after check_boards named them): IocError
+    for a NAME no board has, two for one board, or a file that is not a front-end build's csr.json."""
+    by_name = {b.name.rstrip(":"): b for b in boards}
+    named, default = {}, None
+    for text in csrs:
+        name, eq, path = text.partition("=")
+        if not eq:
+            if default is not None:
+                raise IocError(f"--csr {text}: a second --csr without NAME= (give the others NAME=FILE)")
+            default = text
+        elif name not in by_name:
+            raise IocError(f"--csr {text}: no --board is named {name!r} (the boards: "
+                           f"{', '.join(n or '(unnamed)' for n in by_name)})")
+        elif name in named:
+            raise IocError(f"--csr {text}: a second --csr for the board {name}")
+        else:
+            named[name] = path
+    loaded = {}
+    for b in boards:
+        path = named.get(b.name.rstrip(":"), default)
+        if path is not None:
+            if path not in loaded:
+                try:
+                    loaded[path] = csrmap.frontend_registers(path)
+                except ValueError as e:
+                    raise IocError(f"--csr: {e}") from None
+            b.registers = loaded[path]
 
 
 class IocError(Exception):
@@ -334,9 +427,9 @@ def check_boards(boards, prefix):
     for name in names:
         if names.count(name) > 1:
             raise IocError(f"two boards are named {name.rstrip(':') or '(none)'}: give each --board its own =NAME")
-    longest = max(len(p.name) for p in board_pvs())
     for b in boards:
         full = prefix + b.name
+        longest = max(len(p.name) for p in board_pvs() + frontend_pvs(b.registers))
         if len(full) + longest > PV_NAME_MAX:
             raise IocError(f"PV names of {b.ip} would be up to {len(full) + longest} characters, EPICS takes "
                            f"{PV_NAME_MAX}: shorten --prefix or the board's NAME")
@@ -357,6 +450,8 @@ def main(args, err=sys.stderr):
     try:
         key = read_key(args.key_file) if args.key_file else None
         check_boards(args.board, args.prefix)
+        assign_csr(args.board, args.csr)
+        check_boards(args.board, args.prefix)   # Again with the front-ends' PV names.
         return serve(args.board, args.prefix, interval=args.interval, timeout=args.timeout, key=key, err=err)
     except IocError as e:
         err.write(f"Error: {e}\n")
@@ -374,6 +469,8 @@ class BoardPvs:
         self.board, self.timeout, self.key = board, timeout, key
         self.poll, self.polled_at, self.values, self.error = None, None, {}, "not polled yet"
         self.fails = self.write_errors = 0
+        self.pvs = board_pvs() + frontend_pvs(board.registers)
+        self.polled = POLLED + tuple(pv.name for pv in self.pvs if pv.register and not pv.write)
         self.records = {}
         self.wake = threading.Event()          # A write, or the end: poll now.
         self.stopping = False
@@ -387,6 +484,8 @@ class BoardPvs:
         try:
             with ControlClient(self.board.ip, self.board.port, timeout=self.timeout, key=self.key) as client:
                 poll = boardmetrics.poll(client, settings=True)
+                if poll["capabilities"] & protocol.CAP_FRONTEND:
+                    poll["registers"] = read_registers(client, self.board.registers)
         except (ControlTimeout, ControlRefused, protocol.ProtocolError) as e:
             self.fails += 1
             self.error = str(e)
@@ -399,7 +498,7 @@ class BoardPvs:
         """Every PV of the board (before iocInit); setpoints start at the board's settings when the
         first poll was answered."""
         start = self._setpoints_now()
-        for pv in board_pvs():
+        for pv in self.pvs:
             name = prefix + self.board.name + pv.name
             self.records[pv.name] = _record(builder, name, pv, start.get(pv.name),
                                             (lambda dev, value, pv=pv: self._put(dev, pv, value)) if pv.write else None)
@@ -410,7 +509,8 @@ class BoardPvs:
         if not self.poll:
             return {}
         v = self.values
-        return {"RUN:CTRL": v["RUN:RUNNING"], "CFG:PAYLOAD": v["CFG:PAYLOAD_RBV"], "CFG:ENABLE": v["CFG:ENABLE_RBV"],
+        return {**{register_pv(r): v.get(register_pv(r) + "_RBV") for r in self.board.registers.values() if r.writable},
+                "RUN:CTRL": v["RUN:RUNNING"], "CFG:PAYLOAD": v["CFG:PAYLOAD_RBV"], "CFG:ENABLE": v["CFG:ENABLE_RBV"],
                 "CFG:DST_IP": v["CFG:DST_IP_RBV"], "CFG:DST_PORT": v["CFG:DST_PORT_RBV"],
                 "EMU:MODE": v["EMU:MODE_RBV"], "EMU:RATE": v["EMU:RATE_RBV"], "PTP:ROLE": v["PTP:ROLE_RBV"],
                 "CTL:CLAIM": 0}
@@ -419,7 +519,7 @@ class BoardPvs:
         """The newest poll into the read PVs: its values, or with the last ones INVALID (COMM) when
         it was not answered; a value the build lacks INVALID (UDF)."""
         from softioc import alarm
-        for name in POLLED:
+        for name in self.polled:
             rec, value = self.records[name], self.values.get(name)
             if self.error:
                 rec.set(rec.get(), severity=alarm.INVALID_ALARM, alarm=alarm.COMM_ALARM)
@@ -451,7 +551,7 @@ class BoardPvs:
         shown = pv.states[value] if pv.states and 0 <= value < len(pv.states) else value   # A state by its name.
         with self._write_lock:
             try:
-                text = write(self._writer, pv.write, value)
+                text = write(self._writer, pv.write, value, pv.register)
             except WriteRefused as e:
                 self.write_errors += 1
                 status = alarm.COMM_ALARM if e.comm else alarm.WRITE_ALARM
@@ -485,13 +585,13 @@ def _record(builder, name, pv, initial, validate):
         fields.update(validate=validate, always_update=True)
         if initial is not None:
             fields["initial_value"] = initial
-        make = {"int": builder.longOut, "float": builder.aOut, "bool": builder.boolOut, "str": builder.stringOut,
-                "enum": builder.mbbOut}[pv.kind]
+        make = {"int": builder.longOut, "int64": builder.int64Out, "float": builder.aOut, "bool": builder.boolOut,
+                "str": builder.stringOut, "enum": builder.mbbOut, "text": builder.longStringOut}[pv.kind]
     else:
-        make = {"int": builder.int64In, "float": builder.aIn, "bool": builder.boolIn, "str": builder.stringIn,
-                "enum": builder.mbbIn, "text": builder.longStringIn}[pv.kind]
-        if pv.kind == "text":
-            fields["length"] = LONG_STRING
+        make = {"int": builder.int64In, "int64": builder.int64In, "float": builder.aIn, "bool": builder.boolIn,
+                "str": builder.stringIn, "enum": builder.mbbIn, "text": builder.longStringIn}[pv.kind]
+    if pv.kind == "text":
+        fields["length"] = LONG_STRING
     return make(name, *pv.states, **fields) if pv.kind == "enum" else make(name, **fields)
 
 
@@ -509,6 +609,9 @@ def serve(boards, prefix, interval=1.0, timeout=1.0, key=None, err=sys.stderr):
         pvs = [BoardPvs(b, timeout, key) for b in boards]
         for b in pvs:
             b.poll_once()      # The setpoints start at the board's settings when it answers.
+            if b.board.registers and b.poll and not b.poll["capabilities"] & protocol.CAP_FRONTEND:
+                raise IocError(f"--csr: the board at {b.board.ip} has no front-end (its build {b.poll['info']['build_id']} "
+                               "was made without --frontend)")
             b.make_records(builder, prefix)
         builder.LoadDatabase()
         softioc.iocInit(dispatcher)
