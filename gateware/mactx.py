@@ -7,9 +7,9 @@
 LiteEth's MAC sends a frame through three modules, each a state machine passing `ready`
 combinationally to the one before: the padding inserter (a 16-bit counter compared with 59),
 the FCS inserter (behind a buffer with registered `valid` only) and the preamble inserter. In the
-colorlight_i5's full SoC that chain was eth's critical path: from the FCS inserter's buffer
-through its byte counter and our transmit buffer's `ready` into the padding counter's carry
-chain, 9 LUT levels, 9.2 ns for a 7.27 ns period (nextpnr, build id ci).
+colorlight_i5's full SoC that chain runs from the FCS inserter's buffer through its byte counter
+and the transmit buffer's `ready` into the padding counter's carry chain: 9 LUT levels, 9.2 ns
+for eth's 7.27 ns period (nextpnr, build id ci).
 
 `MACTransmitter` does the same to a frame in one module: the output (`source.valid`, `data`,
 `last`) comes from registers, and `sink.ready` is the data state and the output register's own
