@@ -33,6 +33,7 @@ from liteeth.phy.mii import LiteEthPHYMIITX
 
 from ethdaq.gateware.framer import ARPRequester, UDPFramer
 from ethdaq.gateware.mactx import MACTransmitter
+from ethdaq.gateware.regbuffer import RegisteredBuffer
 from ethdaq.gateware.scheduler import FrameScheduler
 
 
@@ -126,8 +127,10 @@ class TXPath(LiteXModule):
         # Registered valid, data and ready between the streamer and the framer (one cycle): the
         # streamer's header and sample multiplexers and the framer's header multiplexer would
         # otherwise share a cycle, and the framer's ready chain would reach into the streamer's
-        # state machine and buffers.
-        self.data_buf = data_buf = r(stream.Buffer(eth_udp_user_description(dw), pipe_valid=True, pipe_ready=True))
+        # state machine and buffers. The streamer's `ready` is a flip-flop (RegisteredBuffer):
+        # its serializer's end-of-datagram and load logic, 4 LUT levels and their routes, runs
+        # from it.
+        self.data_buf = data_buf = r(RegisteredBuffer(eth_udp_user_description(dw)))
         self.comb += [
             self.data.connect(data_buf.sink),
             data_buf.source.connect(framer.sink),
