@@ -9,10 +9,12 @@ hold a whole one; it hands each complete datagram to the serializer (gateware/se
 buffer words and one descriptor (`descriptor_layout`), through clock-crossing FIFOs: the write
 side runs in `sys`, the read side in the transmit clock domain.
 
-The channel's parts (admission, packing, descriptor, idle flush, the closing sample ahead, the
-datagram's state) are module-level functions of the channel rather than methods: Migen names a
+The channel's parts (room, admission, packing, descriptor, idle flush, the closing sample ahead,
+the datagram's state) are module-level functions of the channel rather than methods: Migen names a
 signal after the Python frames above its creation, and a method's frame would add a level to the
-names in the generated Verilog.
+names in the generated Verilog. The packing word is named "wire" explicitly, the name the
+generated Verilog has for it (Migen's tracer names a closure variable's signal after its neighbour
+in the code object on Python 3.11).
 """
 
 from migen import *
@@ -76,7 +78,7 @@ class DAQChannel(LiteXModule):
         width  = dw if packed else sample_width
         words  = buffer_samples//spw
         self.packed, self.spw, self.word_width = packed, spw, width
-        self.sink   = sink   = stream.Endpoint([("data", sample_width)])
+        self.sink   = stream.Endpoint([("data", sample_width)])
         self.source = source = stream.Endpoint([("data", width)])  # Words of the head datagram (cd_tx).
         self.desc   = desc   = stream.Endpoint(descriptor_layout())      # Head datagram's descriptor (cd_tx).
 

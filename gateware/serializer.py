@@ -8,7 +8,14 @@
 The serializer's parts are module-level functions of the serializer rather than methods: Migen
 names a signal after the Python frames above its creation, and a method's frame would add a level
 to the names in the generated Verilog. The state machine's signals, shared by its parts, are
-declared together (`_add_fsm_signals`) on one namespace; each part reads its own from it.
+declared together (`_declare_fsm_signals`) on one namespace; each part reads its own from it.
+
+A few signals are named explicitly with a name other than their variable's (`name=`), and a few
+are created in the constructor rather than in the part that drives them: so the generated Verilog
+keeps the names it has. Migen's tracer names a closure variable's signal after its neighbour in
+the code object on Python 3.11 (pop_arm is "pending", d_pop "self"), and a signal's place in the
+names' hierarchy follows the function that creates it (`stale_h`, named "source", shares a level
+with `source`).
 """
 
 from types import SimpleNamespace
@@ -90,7 +97,7 @@ class Serializer(LiteXModule):
         h_adv    = Signal()  # A header word goes out.
         w_init   = Signal()  # Start counting the datagram's buffer entries (SAMPLES, DISCARD).
         pop_arm  = Signal(nchannels, name="pending")  # Per channel: a sample word going out now pops its head buffer.
-        d_pop    = Signal(name="self")  # DISCARD pops the head buffer of channel `sel`.
+        d_pop    = Signal(name="self")            # DISCARD pops the head buffer of channel `sel`.
         # Narrow per-channel pop enables: a registered "armed" and the (registered) ready of
         # data_buf, so the head buffers' enables are not at the end of the state machine's logic.
         self.comb += [w.ready.eq((pop_arm[i] & source.ready) | (d_pop & (sel == i))) for i, (d, w) in enumerate(heads)]
@@ -100,20 +107,22 @@ class Serializer(LiteXModule):
             self, heads, desc, load, load_sel, late, sample_bytes)
         _add_sequence_numbers(self, desc, nchannels, dw, late, load, load_sel, pop_r, pop_ch, pop_rr, pop_ch_r)
         others, any_r, nxt_r, nxt_other_r = _add_arbiter(self, heads, pop_r, pop_ch)
-        # Per channel, registered: its head datagram's age in runs, and "it is of an earlier run".
-        ages    = [Signal(32, name=f"age{i}") for i in range(nchannels)]
-        stale_h = Signal(nchannels, name="source")
-        stale_now, stale = _add_stale_check(self, heads, desc, ages, stale_h, load_d, load_dd)
+        # Per channel, registered: its head datagram's age in runs, and "it is of an earlier run";
+        # then whether the datagram being sent is.
+        ages      = [Signal(32, name=f"age{i}") for i in range(nchannels)]
+        stale_h   = Signal(nchannels, name="source")
+        stale_now = Signal()
+        _add_stale_check(self, heads, desc, ages, stale_h, stale_now, load_d, load_dd)
         nwords_r, nw_zero, nw_one, nbeats_r, nb_one = _add_lengths(self, desc, packed, spw, sample_bytes)
 
         # Control-Path.
         fsm = SimpleNamespace(
             ready=source.ready, load=load, load_sel=load_sel, h_adv=h_adv, w_init=w_init, pop_arm=pop_arm,
             d_pop=d_pop, others=others, any_r=any_r, nxt_r=nxt_r, nxt_other_r=nxt_other_r, stale_now=stale_now)
-        _add_fsm_states(fsm)
+        _declare_fsm_states(fsm)
         if nb == 1:
             _add_header_shift(self, fsm, hb, header, hwords, pop_rr)
-        _add_fsm_signals(fsm, hwords, len(nbeats_r))
+        _declare_fsm_signals(fsm, hwords, len(nbeats_r))
         _add_fsm(self, fsm, samples, packed, sample_bytes)
         _add_header_position(self, fsm, hwords, nw_zero)
         _add_sample_count(self, fsm, nbeats_r, nb_one)
@@ -253,7 +262,7 @@ def _add_arbiter(ser, heads, pop_r, pop_ch):
     return others, any_r, nxt_r, nxt_other_r
 
 
-def _add_stale_check(ser, heads, desc, ages, stale_h, load_d, load_dd):
+def _add_stale_check(ser, heads, desc, ages, stale_h, stale_now, load_d, load_dd):
     # A datagram of an earlier run can only still be here if its destination never answered
     # ARP; it must not go to the next run's destination. "Earlier" modulo 2**32 (run - desc.run
     # in 1..2**31-1), so a run number that has not crossed from sys yet cannot make a new
@@ -264,17 +273,15 @@ def _add_stale_check(ser, heads, desc, ages, stale_h, load_d, load_dd):
     # the first header word for its destination's MAC turns stale when a new run starts.
     sel       = ser.sel
     nchannels = len(heads)
-    age_d   = Signal(32)
-    stale   = Signal()
+    age_d     = Signal(32)
+    stale     = Signal()
     ser.sync += [
         [a.eq(ser.run - d.run) for a, (d, w) in zip(ages, heads)],
         stale_h.eq(Cat(*[_is_stale(a) for a in ages])),
         age_d.eq(ser.run - desc.run),
     ]
-    stale_now = Signal()
     ser.comb += stale_now.eq(Mux(load_d, Array(stale_h[i] for i in range(nchannels))[sel], stale))
     ser.sync += If(load_d, stale.eq(stale_now)).Elif(~load_dd, stale.eq(_is_stale(age_d)))
-    return stale_now, stale
 
 
 def _add_lengths(ser, desc, packed, spw, sample_bytes):
@@ -336,7 +343,7 @@ def _add_header_shift(ser, fsm, hb, header, hwords, pop_rr):
 
 # Control-Path parts -------------------------------------------------------------------------------
 
-def _add_fsm_states(fsm):
+def _declare_fsm_states(fsm):
     # States, one flip-flop each, and the registered decisions. Every condition below is a
     # small function of registers and of `source.ready` (registered in data_buf).
     fsm.s_select  = Signal(reset=1)
@@ -346,46 +353,44 @@ def _add_fsm_states(fsm):
     fsm.s_gap     = Signal()
 
 
-def _add_fsm_signals(fsm, hwords, nbeats_bits):
+def _declare_fsm_signals(fsm, hwords, nbeats_bits):
     # The registers the state machine decides on, and its decisions, declared together: the
     # parts below read and drive many of the same ones.
     # Header: position, first word, last word, last word of a datagram without samples.
-    hcount = Signal(max=hwords)
-    hfirst = Signal()
-    hlast  = Signal()
-    h_fin  = Signal()
+    fsm.hcount = Signal(max=hwords)
+    fsm.hfirst = Signal()
+    fsm.hlast  = Signal()
+    fsm.h_fin  = Signal()
     # Samples: output words left (the current one included), and "this is the last".
-    bleft  = Signal(nbeats_bits)
-    s_fin  = Signal()
+    fsm.bleft  = Signal(nbeats_bits)
+    fsm.s_fin  = Signal()
     # DISCARD: buffer entries left, "this is the last", "all popped"; its first two cycles;
     # then a pop every other cycle, counted in the cycle after it from a registered "taken"
     # (the selected head buffer's valid then drives one flip-flop, not the counters).
-    wleft  = Signal(16)
-    wlast  = Signal()
-    wdone  = Signal()
-    dinit  = Signal()
-    dinit2 = Signal()
-    d_phase = Signal()
-    d_took  = Signal()
+    fsm.wleft  = Signal(16)
+    fsm.wlast  = Signal()
+    fsm.wdone  = Signal()
+    fsm.dinit  = Signal()
+    fsm.dinit2 = Signal()
+    fsm.d_phase = Signal()
+    fsm.d_took  = Signal()
     # After the datagram: rate-limit gap, next channel at once, or SELECT (from the same cycle's
     # `gap` and `pending`, so exactly one is set).
     f_gap, f_next, f_sel = Signal(), Signal(), Signal()
-    gap_count = Signal(32)
-    g_last    = Signal()  # gap_count <= 1: the gap's last cycle.
-    gap_le1   = Signal()
-    underrun_r = Signal()
+    fsm.f_gap, fsm.f_next, fsm.f_sel = f_gap, f_next, f_sel
+    fsm.gap_count = Signal(32)
+    fsm.g_last    = Signal()  # gap_count <= 1: the gap's last cycle.
+    fsm.gap_le1   = Signal()
+    fsm.underrun_r = Signal()
 
-    first_word = Signal()
-    stale_drop = Signal()
-    fin        = Signal()   # The datagram's last word goes out.
-    s_beat     = Signal()   # A sample word goes out.
-    s_init     = Signal()   # The header's last word goes out, samples follow.
-    d_end      = Signal()
-    g_start    = Signal()
-    g_end      = Signal()
-    for name, value in list(locals().items()):
-        if isinstance(value, Signal):
-            setattr(fsm, name, value)
+    fsm.first_word = Signal()
+    fsm.stale_drop = Signal()
+    fsm.fin        = Signal()   # The datagram's last word goes out.
+    fsm.s_beat     = Signal()   # A sample word goes out.
+    fsm.s_init     = Signal()   # The header's last word goes out, samples follow.
+    fsm.d_end      = Signal()
+    fsm.g_start    = Signal()
+    fsm.g_end      = Signal()
 
 
 def _add_fsm(ser, fsm, samples, packed, sample_bytes):

@@ -17,7 +17,11 @@ The channel is gateware/daqchannel.py, the arbiter and serializer gateware/seria
 module holds the streamer: run control, settings, destination, status, and their clock crossings.
 Its parts are module-level functions of the streamer rather than methods: Migen names a signal
 after the Python frames above its creation, and a method's frame would add a level to the names
-in the generated Verilog.
+in the generated Verilog. The signals whose names the CSRs' or the submodules' share (run,
+running, gap, stale, sent, active) are created in the constructor, where their place in the
+names' hierarchy is; the parts only drive them. The drop pulses are named "sample_width"
+explicitly, the name the generated Verilog has for them (Migen's tracer names a closure
+variable's signal after its neighbour in the code object on Python 3.11).
 
 Clock domains: the detector side (channels' inputs, CSRs, admission) runs in `sys`; the
 arbiter and serializer run in `cd_tx`, the PHY's transmit clock, so a datagram reaches the wire
@@ -99,7 +103,7 @@ class DAQStreamer(LiteXModule):
         self.sinks  = [stream.Endpoint([("data", sample_width)]) for _ in range(nchannels)]
         if dw not in (8, 64):
             raise ValueError(f"dw must be 8 (1G) or 64 (10G), not {dw!r}")
-        self.source = source = stream.Endpoint(eth_udp_user_description(dw))
+        self.source = stream.Endpoint(eth_udp_user_description(dw))
         self.dst_mac     = Signal(48)
         self.dst_valid   = Signal()
         self.arp_request = Signal()
