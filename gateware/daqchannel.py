@@ -109,7 +109,7 @@ class DAQChannel(LiteXModule):
             self.queued.eq(descs.level != 0),
         ]
 
-        # Data-Path.
+        # Data-Path: the open datagram's state, which the parts below share.
         in_packet = Signal()
         count     = Signal(16)
         ts_first  = Signal(64)
