@@ -8,7 +8,7 @@ import subprocess
 import pytest
 
 from conftest import REPO
-from ethdaq.gateware.streamer import header_bytes
+from ethdaq.gateware.serializer import header_bytes
 from ethdaq.host import daqformat
 
 VECTORS = json.loads((REPO / "test" / "vectors" / "daq_header.json").read_text())["vectors"]

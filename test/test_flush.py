@@ -1,4 +1,4 @@
-"""The streamer's idle flush (gateware/streamer.py DAQChannel), in Migen simulation.
+"""The streamer's idle flush (gateware/daqchannel.py DAQChannel), in Migen simulation.
 
 Bursts of samples with random (exponential) gaps, from Python's own random generator rather
 than the detector emulator, are driven into the channels; every sample's admission cycle is
