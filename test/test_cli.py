@@ -445,33 +445,29 @@ def test_ctl_rx_prints_each_counter_with_what_it_counts_and_misuse_is_one_line()
 
 # Options before, between or after the words of `ethdaq ctl` ---------------------------------------
 
-CTL_OPTS = ["--ip", "192.168.1.50", "--port", "7001", "--json"]
+CTL_OPTS = ["--ip", "192.168.1.50", "--port", "7001", "--json"]   # Those every action takes.
 
 
-@pytest.mark.parametrize("words, opts", [
-    (["config", "set", "payload=1472", "dst_port=6000"], CTL_OPTS),
-    (["config", "get"], CTL_OPTS),
-    (["rules", "set", "1", "action=drop", "port=9100"], CTL_OPTS),
-    (["launch", "arm"], CTL_OPTS + ["--to", "10.0.0.1:9100", "--to-mac", "02:00:00:00:00:01", "--in", "10ms",
-                                    "--period", "1ms", "--count", "100"]),
-    (["probe", "clear"], CTL_OPTS),
-    (["regs", "threshold=1500", "window"], CTL_OPTS + ["--csr", "build/sim/csr.json"]),
-    (["start"], CTL_OPTS + ["--dst-port", "5000", "--payload", "1024"]),
+@pytest.mark.parametrize("words, own", [
+    (["config", "set", "payload=1472", "dst_port=6000"], []),
+    (["config", "get"], []),
+    (["rules", "set", "1", "action=drop", "port=9100"], []),
+    (["launch", "arm"], ["--to", "10.0.0.1:9100", "--to-mac", "02:00:00:00:00:01", "--in", "10ms",
+                         "--period", "1ms", "--count", "100"]),
+    (["probe", "clear"], []),
+    (["regs", "threshold=1500", "window"], ["--csr", "build/sim/csr.json"]),
+    (["start"], ["--dst-port", "5000", "--payload", "1024"]),
 ])
-def test_ctl_options_may_come_before_between_or_after_the_words(words, opts):
-    """`ethdaq ctl config --ip B set payload=1472` is `ethdaq ctl config set payload=1472 --ip B`:
-    the same namespace wherever the options stand (each option with its value stays whole)."""
-    pairs, i = [], 0
-    while i < len(opts):   # Options with their values, as units.
-        n = 2 if i + 1 < len(opts) and not opts[i + 1].startswith("--") else 1
-        pairs.append(opts[i:i + n])
-        i += n
-    flat = lambda units: [w for u in units for w in u]
-    after = vars(cli.make_parser().parse_args(["ctl", *words, *opts]))
-    assert after["action"] == words[0] and after["settings"] == words[1:]
-    orders = [["ctl", *opts, *words],                                            # All before.
-              ["ctl", words[0], *opts, *words[1:]],                              # After the action.
-              ["ctl", *flat(pairs[:1]), *words[:2], *flat(pairs[1:]), *words[2:]]]   # Spread.
+def test_ctl_options_may_come_before_between_or_after_the_words(words, own):
+    """`ethdaq ctl config --ip B set payload=1472` is `ethdaq ctl config set payload=1472 --ip B`
+    and `ethdaq ctl --ip B config set payload=1472`: the same namespace wherever the options stand
+    (each option with its value stays whole); the action's own options anywhere after it, the
+    options every action takes before it too."""
+    after = vars(cli.make_parser().parse_args(["ctl", *words, *CTL_OPTS, *own]))
+    assert after["action"] == words[0] and after.get("settings", []) == words[1:]
+    orders = [["ctl", *CTL_OPTS, *words, *own],                                   # Common ones first.
+              ["ctl", words[0], *CTL_OPTS, *own, *words[1:]],                     # After the action.
+              ["ctl", *CTL_OPTS[:2], *words[:2], *own, *CTL_OPTS[2:], *words[2:]]]  # Spread.
     for argv in orders:
         assert vars(cli.make_parser().parse_args(argv)) == after, argv
 
@@ -596,12 +592,14 @@ def test_ctl_action_help_shows_the_common_options_and_only_that_actions_own():
         assert r.returncode == 0 and r.stderr == "", r.stderr
         assert r.stdout.startswith(f"usage: ethdaq ctl {action} [-h] --ip ADDR"), r.stdout[:200]
         assert "--timeout" in r.stdout and "--json" in r.stdout
-        helps[action] = r.stdout.split("\nexamples:")[0]   # The examples name every action's options.
+        helps[action] = r.stdout   # With its examples, which name only its own options.
     own = {"start": "--payload", "emulator": "--rate", "claim": "--lease", "launch": "--to-mac", "reboot": "--no-wait"}
     for action, text in helps.items():
         for other, option in own.items():
             assert (option in text) == (action == other), (action, option)
     assert "NAME=VALUE" not in helps["start"] and "NAME=VALUE" in run("ctl", "config", "-h").stdout
-    # Without an action, the whole parser: every action's options.
+    # Without an action: every action with its line of help, where the options go, the examples.
     whole = run("ctl", "--help").stdout
-    assert all(option in whole for option in own.values())
+    assert all(re.search(rf"^    {name} +{re.escape(a.help[:30])}", whole, re.M)
+               for name, a in cli.ctl.ACTIONS.items())
+    assert "ethdaq ctl ACTION --help" in " ".join(whole.split()) and "\nexamples:\n" in whole

@@ -1,5 +1,6 @@
 """The CLI as people use it: `ethdaq --version`, --json on every ctl action that changes the
-board, `ctl stop` with no run going, `recv` that got nothing, an action's option given to another."""
+board, `ctl stop` with no run going, `recv` that got nothing, an action's option given to another
+or before its action."""
 
 import json
 import re
@@ -53,11 +54,13 @@ def test_json_is_one_document_on_stdout_for_actions_that_change_the_board(args, 
 
 
 def _ctl_owned_options():
-    """[(option, the ctl action whose group holds it)] from the real parser."""
+    """[(option, the ctl action that alone takes it)] from the real parser: the options in that
+    action's subparser and in no other's."""
     from ethdaq.soc import cli
-    ctl = cli.make_parser()._subparsers._group_actions[0].choices["ctl"]
-    return [(a.option_strings[0], g.title.split()[0]) for g in ctl._action_groups
-            if g.title.split()[0] in cli.ctl.CTL_ACTIONS for a in g._group_actions]
+    actions = cli.make_parser()._subparsers._group_actions[0].choices["ctl"]._subcommands.choices
+    takes = {name: {s for a in p._actions for s in a.option_strings[:1]} for name, p in actions.items()}
+    return [(option, name) for name, options in takes.items() for option in sorted(options)
+            if all(option not in others for other, others in takes.items() if other != name)]
 
 
 # A value each option takes, to give it on the command line.
@@ -83,7 +86,7 @@ def test_an_actions_option_given_to_another_action_is_one_line_naming_its_action
     r = run("ctl", other, option, *value, "--ip", "127.0.0.1", "--port", "9", "--timeout", "0.1")
     assert r.returncode == 2 and r.stdout == "", r.stderr
     assert r.stderr.splitlines() == [f"Error: {option} is for ethdaq ctl {owner}, not {other} "
-                                     f"(see 'ethdaq ctl --help')"]
+                                     f"(see 'ethdaq ctl {other} --help')"]
 
 
 @pytest.mark.parametrize("words", [["stop", "--payload", "100"], ["identify", "--rate", "0.1"],
@@ -99,6 +102,17 @@ def test_each_option_parses_with_its_own_action_before_or_after_the_actions_word
         value = [OPTION_VALUES[option]] if option in OPTION_VALUES else []
         words = ["arm"] if owner == "launch" else []
         for argv in (["ctl", owner, *words, option, *value, "--ip", "1.2.3.4"],
-                     ["ctl", option, *value, owner, *words, "--ip", "1.2.3.4"]):
+                     ["ctl", owner, option, *value, *words, "--ip", "1.2.3.4"]):
             args = cli.make_parser().parse_args(argv)
-            assert args.action == owner, argv
+            assert args.action == owner and getattr(args, "settings", []) == words, argv
+
+
+@pytest.mark.parametrize("option, owner", _ctl_owned_options())
+def test_an_actions_option_before_the_action_is_one_line_saying_where_it_goes(option, owner):
+    """`ethdaq ctl --payload 1024 start`: the action's own options come after it (its subparser's);
+    only the options every action takes may come first. Nothing is sent."""
+    value = [OPTION_VALUES[option]] if option in OPTION_VALUES else []
+    r = run("ctl", "--ip", "127.0.0.1", option, *value, owner, "--port", "9", "--timeout", "0.1")
+    assert r.returncode == 2 and r.stdout == "", r.stderr
+    assert r.stderr.splitlines() == [f"Error: {option} is for ethdaq ctl {owner} and comes after it: "
+                                     f"ethdaq ctl {owner} {option} ... (see 'ethdaq ctl --help')"]

@@ -15,8 +15,10 @@ from ethdaq.soc import cli
 from test_cli import assert_one_line_error, run
 from test_ctl_client import ScriptedBoard, seq_of
 
-CTL_ACTIONS = cli.make_parser()._subparsers._group_actions[0].choices["ctl"]._actions
-ACTIONS = next(a for a in CTL_ACTIONS if a.dest == "action").choices
+# Each action's subparser, and every option any of them takes.
+ACTION_PARSERS = cli.make_parser()._subparsers._group_actions[0].choices["ctl"]._subcommands.choices
+ACTIONS = list(ACTION_PARSERS)
+CTL_OPTIONS = {a.option_strings[0]: a for p in ACTION_PARSERS.values() for a in p._actions if a.option_strings}
 
 # Each numeric option of `ethdaq ctl`, with values outside what it takes: negative, too large,
 # not a number.
@@ -40,9 +42,8 @@ OUT_OF_RANGE = {
 
 def test_every_numeric_ctl_option_has_out_of_range_values_here():
     """A numeric option added to `ethdaq ctl` must be listed above (and so tested below)."""
-    numeric = {a.option_strings[0] for a in CTL_ACTIONS
-               if a.option_strings and a.type is not None and a.option_strings[0] not in
-               ("--ip", "--dst-ip", "--dst-mac", "--flush", "--in", "--period")}
+    numeric = {option for option, a in CTL_OPTIONS.items()
+               if a.type is not None and option not in ("--ip", "--dst-ip", "--dst-mac", "--flush", "--in", "--period")}
     assert numeric == set(OUT_OF_RANGE)
 
 

@@ -91,9 +91,17 @@ def _subparsers():
 
 
 def _unknown_options(text):
-    """The options of an inline `ethdaq COMMAND --opt ...` that COMMAND does not have."""
+    """The options of an inline `ethdaq COMMAND --opt ...` that COMMAND does not have; for a command
+    of subcommands (`ethdaq ctl ACTION`), that the subcommand named does not have, or without one,
+    that not every subcommand has."""
     words = text.replace("[", " ").replace("]", " ").replace("|", " ").split()
-    options = _subparsers()[words[0]]._option_string_actions
+    parser = _subparsers()[words[0]]
+    options = set(parser._option_string_actions)
+    subcommands = next((a.choices for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+    if subcommands:
+        named = next((subcommands[w] for w in words[1:] if w in subcommands), None)
+        options |= set.intersection(*(set(p._option_string_actions) for p in ([named] if named else
+                                                                             subcommands.values())))
     return [w.split("=")[0] for w in words[1:] if w.startswith("--") and w.split("=")[0] not in options]
 
 
@@ -132,6 +140,8 @@ def test_checks_refuse_a_wrong_command():
     assert _parse("ctl identify --ip 192.168.1.50") is None
     assert _unknown_options("load --board x --nope") == ["--nope"]
     assert _unknown_options("ctl start --payload 1472") == []
+    assert _unknown_options("ctl --key-file FILE") == []                      # Every action takes it.
+    assert _unknown_options("ctl identify --payload 1472") == ["--payload"]   # Only start does.
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(REPO)))

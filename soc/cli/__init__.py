@@ -84,11 +84,6 @@ def main(argv=None):
 def _main(argv):
     parser = make_parser()
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:1] == ["ctl"] and ("-h" in argv or "--help" in argv):
-        action = next((a for a in argv[1:] if a in ctl.CTL_ACTIONS), None)
-        if action is not None:
-            sys.stdout.write(ctl.action_help(parser, action))
-            return 0
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()

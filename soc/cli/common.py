@@ -9,6 +9,7 @@ print it."""
 import argparse
 import json
 import re
+import sys
 from pathlib import Path
 
 from ethdaq.host.argtypes import OneLineParser, int_in, port
@@ -42,47 +43,79 @@ def say(args, text, **fields):
 class Parser(OneLineParser):
     """argparse, but usage errors are one line: 'Error: ...' plus a hint, exit code 2.
 
-    `intermixed`: the options may come before, between or after the positional words (`ethdaq ctl
-    config --ip B set payload=1472` as `ethdaq ctl config set payload=1472 --ip B`): argparse's
-    intermixed parsing. Plain parsing takes the positional words in one run, so words after an
-    option were left over and refused. A subparser is run through parse_known_args, which the
-    intermixed parse calls in turn (on Python before 3.13), hence the guard.
+    `intermixed=True`: the options may come before, between or after the positional words
+    (`ethdaq ctl config --ip B set payload=1472` as `ethdaq ctl config set payload=1472 --ip B`):
+    argparse's intermixed parsing. Plain parsing takes the positional words in one run, so words
+    after an option were left over and refused. A subparser is run through parse_known_args, which
+    the intermixed parse calls in turn (on Python before 3.13), hence the guard.
 
-    `owned_options`: {dest: word} for options that only one word of the positional `action` takes
-    (`ethdaq ctl start --payload N`); given with another word, they are a usage error naming the
-    word they are for. Intermixed parsers only."""
-    intermixed    = False
-    owned_options = None
-    _intermixing  = False
+    For a parser of subcommands (`ethdaq ctl ACTION`, each with its parents):
+    `shared`: the parser of the options every subcommand takes. Given before the subcommand, they
+    are read as if given after it (`ethdaq ctl --ip B status` is `ethdaq ctl status --ip B`).
+    `owned`: {subcommand: the parser of the options it alone takes}. One of them given to another
+    subcommand, or before its own, is a usage error naming the subcommand it is for, once its value
+    has passed that subcommand's check; words left over are one too."""
+
+    def __init__(self, *args, intermixed=False, shared=None, owned=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.intermixed, self.shared, self.owned = intermixed, shared, owned or {}
+        self._intermixing = False
+        self._subcommands = None
+
+    def add_subparsers(self, **kwargs):
+        self._subcommands = super().add_subparsers(**kwargs)
+        return self._subcommands
 
     def parse_known_args(self, args=None, namespace=None):
+        if self.shared is not None:
+            args = self._shared_after_subcommand(list(sys.argv[1:] if args is None else args))
+            namespace, rest = super().parse_known_args(args, namespace)
+            if rest:
+                self._refuse(getattr(namespace, self._subcommands.dest), rest)
+            return namespace, rest
         if not self.intermixed or self._intermixing:
             return super().parse_known_args(args, namespace)
         self._intermixing = True
         try:
-            namespace, rest = self.parse_known_intermixed_args(args, namespace)
-            if self.owned_options:
-                for a in self._given_options(args):
-                    owner = self.owned_options.get(a.dest)
-                    if owner is not None and owner != namespace.action:
-                        self.error(f"{a.option_strings[0]} is for {self.prog} {owner}, not {namespace.action}")
-            return namespace, rest
+            return self.parse_known_intermixed_args(args, namespace)
         finally:
             self._intermixing = False
 
-    def _given_options(self, args):
-        """The options `args` gives, whatever their values: args parsed again with every option's
-        default suppressed, so only those given are in the namespace."""
-        options = [a for a in self._actions if a.option_strings and a.default is not argparse.SUPPRESS]
-        saved = [a.default for a in options]
-        for a in options:
-            a.default = argparse.SUPPRESS
-        try:
-            given = vars(self.parse_known_intermixed_args(args)[0])
-        finally:
-            for a, default in zip(options, saved):
-                a.default = default
-        return [a for a in options if a.dest in given]
+    def _shared_after_subcommand(self, args):
+        """`args` with the shared options before the subcommand moved after its name; an option of
+        one subcommand there is refused."""
+        takes_value = {s: a.nargs != 0 for a in self.shared._actions for s in a.option_strings}
+        i = 0
+        while i < len(args) and args[i].split("=")[0] in takes_value:
+            i += 2 if "=" not in args[i] and takes_value[args[i]] else 1
+        if i < len(args) and self._owner(args[i]):
+            self._refuse(None, args[i:])
+        if 0 < i == len(args):
+            self.error(f"the following arguments are required: {self._subcommands.metavar}")
+        if 0 < i < len(args) and args[i] in self._subcommands.choices:
+            return [args[i], *args[:i], *args[i + 1:]]
+        return args
+
+    def _owner(self, word):
+        """The subcommand whose own option `word` is (--name or --name=value), or None."""
+        option = word.split("=")[0]
+        return next((name for name, p in self.owned.items() if option in p._option_string_actions), None)
+
+    def _refuse(self, name, rest):
+        """What subcommand `name` (None: before any) left of the command line, as a one-line error:
+        an option another subcommand takes (its value checked first, as that one does), or words."""
+        parser = self._subcommands.choices[name] if name else self
+        for word in rest:
+            owner = self._owner(word)
+            if owner:
+                self.owned[owner].parse_known_args(rest)   # The value's own error first.
+                option = word.split("=")[0]
+                parser.error(f"{option} is for {self.prog} {owner}, not {name}" if name else
+                             f"{option} is for {self.prog} {owner} and comes after it: "
+                             f"{self.prog} {owner} {option} ...")
+        if name and not parser._get_positional_actions() and not any(w.startswith("-") for w in rest):
+            parser.error(f"{parser.prog} takes no arguments but options, not {' '.join(rest)!r}")
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
 
 
 def netmask_arg(text):

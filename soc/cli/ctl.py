@@ -3,158 +3,167 @@
 # SPDX-License-Identifier: BSD-2-Clause
 
 """`ethdaq ctl ACTION`: one request to a board's control port (docs/protocol.md), its answer
-printed for people or as JSON. The options an action alone takes are in a group named for it:
-given with another action they are a usage error (Parser.owned_options), and `ethdaq ctl ACTION
---help` shows the common options and that action's (action_help)."""
+printed for people or as JSON. Each action is a subcommand with its own options and help (ACTIONS:
+its handler, its help, its options, the words it takes); the options every action takes
+(_shared_options) may come before or after it. An option of another action is a one-line usage
+error naming that action (Parser.owned)."""
 
 import argparse
 import ipaddress
 import json
 import sys
 from pathlib import Path
+from typing import Callable, NamedTuple, Optional
 
 from ethdaq.host import argtypes
 from ethdaq.host.argtypes import int_in, ipv4
 from ethdaq.host.protocol import EMULATOR_RATE_DEFAULT
 from ethdaq.soc import ctlargs
-from ethdaq.soc.cli.common import (CLIError, dst_mac_arg, duration_ns, flush_ns, port_arg, print_identity,
+from ethdaq.soc.cli.common import (CLIError, Parser, dst_mac_arg, duration_ns, flush_ns, port_arg, print_identity,
                                    read_key, say)
-
-
-CTL_ACTIONS = ["identify", "start", "stop", "status", "ptp", "emulator", "claim", "release", "reboot", "config",
-               "launch", "probe", "rules", "regs", "rx"]
-
-
-CTL_SETTINGS_ACTIONS = ("config", "launch", "probe", "rules", "regs")   # Those that take more words.
 
 
 def cmd_ctl(args):
     from ethdaq.host import protocol
     from ethdaq.host.ctl import ControlClient, ControlRefused, ControlTimeout
-    from ethdaq.host.protocol import format_mac
-    if args.settings and args.action not in CTL_SETTINGS_ACTIONS:
-        raise CLIError(f"ethdaq ctl {args.action} takes no arguments but options, not {' '.join(args.settings)!r}")
     key = read_key(args.key_file) if args.key_file else None
     with ControlClient(args.ip, args.port, timeout=args.timeout, key=key) as client:
         try:
-            if args.action == "identify":
-                print_identity(client.identify(), args.json)
-            elif args.action == "start":
-                return _ctl_start(client, args)
-            elif args.action == "stop":
-                _ctl_stop(client, args)
-            elif args.action == "emulator":
-                client.emulator(args.mode, protocol.emulator_rate_fixed(args.rate), args.seed)
-                say(args, f"emulator: {args.mode}, {args.rate:g} samples/cycle per channel",
-                     mode=args.mode, rate=args.rate, seed=args.seed)
-                if args.mode != "off":
-                    _warn_budget(client, rate=args.rate)
-            elif args.action == "ptp":
-                p = client.ptp_status()
-                d = dict(p.__dict__, state=p.state_name, servo_state=p.servo_name,
-                         role=protocol.PTP_ROLES.get(p.role, p.role), transport="l2" if p.transport else "udp4",
-                         freq_ppb=p.freq_scaled_ppb / 65536)
-                del d["freq_scaled_ppb"]
-                for k in ("clock_identity", "parent_identity", "gm_identity"):
-                    d[k] = d[k].hex()
-                if args.json:
-                    print(json.dumps(d))
-                else:
-                    for k, v in d.items():
-                        print(f"{k:<20}{v:.3f}" if isinstance(v, float) else f"{k:<20}{v}")
-            elif args.action == "claim":
-                granted, holder, left = client.claim(args.lease)
-                if not granted:
-                    raise CLIError(f"the board is held by {ipaddress.IPv4Address(holder)} for another "
-                                   f"{left / 1000:.1f} s (it releases with `ethdaq ctl release`, or the lease runs out)")
-                say(args, f"this host ({ipaddress.IPv4Address(holder)}) controls the board for {left / 1000:.0f} s; "
-                           f"every start, stop or emulator request renews it",
-                     controller=str(ipaddress.IPv4Address(holder)), lease_ms=left)
-            elif args.action == "release":
-                client.release()
-                say(args, "released: any allowed host may now control the board", released=True)
-            elif args.action == "config":
-                verb = args.settings[0] if args.settings else "get"
-                if verb == "get" and len(args.settings) <= 1:
-                    cfg = client.config()
-                elif verb == "set" and len(args.settings) > 1:
-                    try:
-                        fields = dict(protocol.parse_config_assignment(t) for t in args.settings[1:])
-                    except ValueError as e:
-                        raise CLIError(str(e))
-                    _check_on_board(client, fields)
-                    cfg = client.config_set(**fields)
-                    if {"emulator_mode", "emulator_rate", "payload", "enable"} & set(fields):
-                        _warn_budget(client, cfg)
-                    if "ip" in fields or "mac" in fields:
-                        # On stderr: --json output stays one JSON document.
-                        print(f"the board now answers at {ipaddress.IPv4Address(cfg.ip)} "
-                              f"({protocol.format_mac(cfg.mac)}) and has announced it by ARP; "
-                              f"a reboot returns it to its build's address", file=sys.stderr)
-                else:
-                    raise CLIError("usage: ethdaq ctl config [get] | config set NAME=VALUE [NAME=VALUE ...] "
-                                   f"(NAME one of {', '.join(n for n in protocol.CONFIG_FIELDS if n not in protocol.CONFIG_FIXED)})")
-                d = protocol.format_config(cfg)
-                if args.json:
-                    print(json.dumps(d))
-                else:
-                    for k, v in d.items():
-                        print(f"{k:<20}{v}")
-            elif args.action == "reboot":
-                rebooted, st = client.reboot(wait=None if args.no_wait else args.wait)
-                fields = dict(rebooted=bool(rebooted), boots=st.boots)
-                if args.no_wait:
-                    say(args, "rebooting" if rebooted else f"the board has rebooted already (boot {st.boots})",
-                         **fields)
-                else:
-                    say(args, f"{'rebooted' if rebooted else 'the board had rebooted already'}: boot {st.boots} "
-                               f"since power-on, reset cause {st.reset_cause_name}, up {st.uptime_ms} ms",
-                         **fields, reset_cause=st.reset_cause_name, uptime_ms=st.uptime_ms)
-            elif args.action == "launch":
-                _ctl_launch(client, args)
-            elif args.action == "probe":
-                _ctl_probe(client, args)
-            elif args.action == "rules":
-                _ctl_rules(client, args)
-            elif args.action == "regs":
-                _ctl_regs(client, args)
-            elif args.action == "rx":
-                stats = client.rx_stats()
-                if args.nonzero:
-                    stats = {name: v for name, v in stats.items() if v}
-                if args.json:
-                    print(json.dumps(stats))
-                else:
-                    print("\n".join(format_rx_stats(stats)))
-            elif args.action == "status":
-                status = client.status()
-                st = status.__dict__
-                st["dst_mac"] = format_mac(st["dst_mac"])
-                st["link"] = status.link_text
-                st["phy_id"] = f"0x{st['phy_id']:08x}"
-                st["controller_ip"] = str(ipaddress.IPv4Address(st["controller_ip"])) if st["controller_ip"] else None
-                streams = client.streams_if_any()
-                st["streams"] = [dict(stream=c.stream, enabled=c.enabled, datagrams=c.datagrams, bytes=c.bytes,
-                                      dropped=c.dropped) for c in streams.streams] if streams else []
-                if args.json:
-                    print(json.dumps(st))
-                else:
-                    for k, v in st.items():
-                        if k != "streams":
-                            print(f"{k:<16}{v}")
-                    if streams:
-                        print(f"streams of run {streams.run}:")
-                        print(f"  {'stream':>6} {'enabled':>7} {'datagrams':>12} {'bytes':>16} {'dropped':>12}")
-                        for c in streams.streams:
-                            print(f"  {c.stream:>6} {'yes' if c.enabled else 'no':>7} {c.datagrams:>12} "
-                                  f"{c.bytes:>16} {c.dropped:>12}")
+            return ACTIONS[args.action].handler(client, args) or 0
         except ControlRefused as e:
             if e.code == protocol.ERR_BAD_VALUE and e.refusal is None and args.action in ("start", "config"):
                 raise CLIError(f"{e}: {_stream_ranges_text(client)}") from None
             raise CLIError(str(e)) from None
         except ControlTimeout as e:
             raise CLIError(str(e)) from None
-    return 0
+
+
+def _show(args, fields, width, float_format=""):
+    """A reply's fields: one JSON object with --json, else a line each, name then value (numbers
+    with a fraction in `float_format`)."""
+    if args.json:
+        print(json.dumps(fields))
+        return
+    for k, v in fields.items():
+        print(f"{k:<{width}}{v:{float_format if isinstance(v, float) else ''}}")
+
+
+def _ctl_identify(client, args):
+    print_identity(client.identify(), args.json)
+
+
+def _ctl_status(client, args):
+    from ethdaq.host.protocol import format_mac
+    status = client.status()
+    st = status.__dict__
+    st["dst_mac"] = format_mac(st["dst_mac"])
+    st["link"] = status.link_text
+    st["phy_id"] = f"0x{st['phy_id']:08x}"
+    st["controller_ip"] = str(ipaddress.IPv4Address(st["controller_ip"])) if st["controller_ip"] else None
+    streams = client.streams_if_any()
+    st["streams"] = [dict(stream=c.stream, enabled=c.enabled, datagrams=c.datagrams, bytes=c.bytes,
+                          dropped=c.dropped) for c in streams.streams] if streams else []
+    if args.json:
+        print(json.dumps(st))
+        return
+    for k, v in st.items():
+        if k != "streams":
+            print(f"{k:<16}{v}")
+    if streams:
+        print(f"streams of run {streams.run}:")
+        print(f"  {'stream':>6} {'enabled':>7} {'datagrams':>12} {'bytes':>16} {'dropped':>12}")
+        for c in streams.streams:
+            print(f"  {c.stream:>6} {'yes' if c.enabled else 'no':>7} {c.datagrams:>12} "
+                  f"{c.bytes:>16} {c.dropped:>12}")
+
+
+def _ctl_ptp(client, args):
+    from ethdaq.host import protocol
+    p = client.ptp_status()
+    d = dict(p.__dict__, state=p.state_name, servo_state=p.servo_name,
+             role=protocol.PTP_ROLES.get(p.role, p.role), transport="l2" if p.transport else "udp4",
+             freq_ppb=p.freq_scaled_ppb / 65536)
+    del d["freq_scaled_ppb"]
+    for k in ("clock_identity", "parent_identity", "gm_identity"):
+        d[k] = d[k].hex()
+    _show(args, d, 20, ".3f")
+
+
+def _ctl_emulator(client, args):
+    from ethdaq.host import protocol
+    client.emulator(args.mode, protocol.emulator_rate_fixed(args.rate), args.seed)
+    say(args, f"emulator: {args.mode}, {args.rate:g} samples/cycle per channel",
+        mode=args.mode, rate=args.rate, seed=args.seed)
+    if args.mode != "off":
+        _warn_budget(client, rate=args.rate)
+
+
+def _ctl_claim(client, args):
+    granted, holder, left = client.claim(args.lease)
+    if not granted:
+        raise CLIError(f"the board is held by {ipaddress.IPv4Address(holder)} for another "
+                       f"{left / 1000:.1f} s (it releases with `ethdaq ctl release`, or the lease runs out)")
+    say(args, f"this host ({ipaddress.IPv4Address(holder)}) controls the board for {left / 1000:.0f} s; "
+              f"every start, stop or emulator request renews it",
+        controller=str(ipaddress.IPv4Address(holder)), lease_ms=left)
+
+
+def _ctl_release(client, args):
+    client.release()
+    say(args, "released: any allowed host may now control the board", released=True)
+
+
+def _ctl_reboot(client, args):
+    rebooted, st = client.reboot(wait=None if args.no_wait else args.wait)
+    fields = dict(rebooted=bool(rebooted), boots=st.boots)
+    if args.no_wait:
+        say(args, "rebooting" if rebooted else f"the board has rebooted already (boot {st.boots})", **fields)
+    else:
+        say(args, f"{'rebooted' if rebooted else 'the board had rebooted already'}: boot {st.boots} "
+                  f"since power-on, reset cause {st.reset_cause_name}, up {st.uptime_ms} ms",
+            **fields, reset_cause=st.reset_cause_name, uptime_ms=st.uptime_ms)
+
+
+def _ctl_config(client, args):
+    from ethdaq.host import protocol
+    verb = args.settings[0] if args.settings else "get"
+    if verb == "get" and len(args.settings) <= 1:
+        cfg = client.config()
+    elif verb == "set" and len(args.settings) > 1:
+        cfg = _config_set(client, args.settings[1:])
+    else:
+        raise CLIError("usage: ethdaq ctl config [get] | config set NAME=VALUE [NAME=VALUE ...] "
+                       f"(NAME one of {', '.join(n for n in protocol.CONFIG_FIELDS if n not in protocol.CONFIG_FIXED)})")
+    _show(args, protocol.format_config(cfg), 20)
+
+
+def _config_set(client, assignments):
+    """CONFIG_SET of NAME=VALUE words, checked against the board first; the board's settings after it."""
+    from ethdaq.host import protocol
+    try:
+        fields = dict(protocol.parse_config_assignment(t) for t in assignments)
+    except ValueError as e:
+        raise CLIError(str(e))
+    _check_on_board(client, fields)
+    cfg = client.config_set(**fields)
+    if {"emulator_mode", "emulator_rate", "payload", "enable"} & set(fields):
+        _warn_budget(client, cfg)
+    if "ip" in fields or "mac" in fields:
+        # On stderr: --json output stays one JSON document.
+        print(f"the board now answers at {ipaddress.IPv4Address(cfg.ip)} "
+              f"({protocol.format_mac(cfg.mac)}) and has announced it by ARP; "
+              f"a reboot returns it to its build's address", file=sys.stderr)
+    return cfg
+
+
+def _ctl_rx(client, args):
+    stats = client.rx_stats()
+    if args.nonzero:
+        stats = {name: v for name, v in stats.items() if v}
+    if args.json:
+        print(json.dumps(stats))
+    else:
+        print("\n".join(format_rx_stats(stats)))
 
 
 def _stream_ranges_text(client):
@@ -490,45 +499,9 @@ def _ctl_regs(client, args):
         print(f"  {name:<24} {v:>12}  0x{v:x}{'' if regs[name][2] else '  (read-only)'}")
 
 
-def action_help(parser, action):
-    """`ethdaq ctl ACTION --help`: the options every action takes and that action's own group
-    (the groups are named for their action), not every action's."""
-    ctl = parser._subparsers._group_actions[0].choices["ctl"]
-    for a in ctl._actions:   # The action is in the program's name; settings only where they apply.
-        if a.dest == "action" or (a.dest == "settings" and action not in CTL_SETTINGS_ACTIONS):
-            a.help = argparse.SUPPRESS
-    for group in ctl._action_groups:
-        if group.title in ("positional arguments", "options") or group.title.split()[0] == action:
-            continue
-        for a in group._group_actions:
-            a.help = argparse.SUPPRESS
-    ctl.prog = f"{ctl.prog} {action}"
-    return ctl.format_help()
-
-
-def add_parser(sub):
-    p = sub.add_parser("ctl", help="talk to a board's control port",
-                       epilog="examples:\n  ethdaq ctl identify --ip 192.168.1.50\n"
-                              "  ethdaq ctl emulator --ip 192.168.1.50 --mode counter --rate 0.01\n"
-                              "  ethdaq ctl start --ip 192.168.1.50 --dst-port 5000 --payload 1472\n"
-                              "  ethdaq ctl stop --ip 192.168.1.50\n"
-                              "  ethdaq ctl config --ip 192.168.1.50\n"
-                              "  ethdaq ctl config set payload=1024 dst_port=6000 ptp_role=slave --ip 192.168.1.50\n"
-                              "  ethdaq ctl launch arm --board 192.168.1.50 --to 192.168.1.10:9100 --to-mac 02:00:00:00:00:01 "
-                              "--data trigger --in 10ms --period 1ms --count 100\n"
-                              "  ethdaq ctl probe --board 192.168.1.50\n"
-                              "  ethdaq ctl rules set 1 action=drop port=9100 --board 192.168.1.50\n"
-                              "  ethdaq ctl regs threshold=1500 --csr build/sim/csr.json --board 192.168.1.50\n"
-                              "  ethdaq ctl rx --nonzero --board 192.168.1.50",
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("action", choices=CTL_ACTIONS,
-                   help="request to send (start, stop, emulator, claim, release, reboot and config set only from "
-                        "the controller: docs/protocol.md)")
-    p.add_argument("settings", nargs="*", metavar="get|set NAME=VALUE",
-                   help="for config: get (the default), or set NAME=VALUE ... (e.g. payload=1024 ptp_role=slave); "
-                        "for launch: arm, stop or status (the default); for probe: read (the default) or clear; "
-                        "for rules: show (the default) or set INDEX action=drop port=9100 ...; "
-                        "for regs: the front-end's registers, all (the default), NAME or NAME=VALUE ...")
+def _shared_options():
+    """The options every action takes, before or after it."""
+    p = Parser(add_help=False)
     p.add_argument("--ip", "--board", dest="ip", type=ipv4, required=True, metavar="ADDR",
                    help="the board's IPv4 address (--board ADDR is the same, kept for scripts; elsewhere "
                         "--board names a kind of board)")
@@ -536,30 +509,43 @@ def add_parser(sub):
     p.add_argument("--timeout", type=argtypes.positive("--timeout"), default=2.0, help="seconds per try (3 tries)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--key-file", metavar="FILE", help="the board's shared key (hex): sign every request")
-    g = p.add_argument_group("start")
+    return p
+
+
+def _start_options(p):
+    g = p.add_argument_group("start options")
     g.add_argument("--dst-ip", type=ipv4, help="where datagrams go (default: this host, as the board sees it)")
     g.add_argument("--dst-port", type=port_arg, help="destination UDP port (default: the board's setting, 5000)")
-    g.add_argument("--payload", type=ctlargs.setting("payload"), help="UDP payload bytes per datagram, header included "
-                                              "(default: the board's setting, 1472)")
+    g.add_argument("--payload", type=ctlargs.setting("payload"), help="UDP payload bytes per datagram, header "
+                                                                      "included (default: the board's setting, 1472)")
     g.add_argument("--enable", type=ctlargs.mask("enable"), help="channel mask (default: the board's setting, all)")
     g.add_argument("--dst-mac", type=dst_mac_arg, help="destination MAC, skipping ARP (default: resolved by ARP)")
-    g.add_argument("--backpressure", type=ctlargs.mask("backpressure"), help="channels that stall instead of dropping (mask; "
-                                                                   "default: the board's setting, 0)")
-    g.add_argument("--gap", type=ctlargs.setting("gap"), help="idle clock cycles after each datagram (rate limit; default: the board's "
-                                           "setting, 0)")
+    g.add_argument("--backpressure", type=ctlargs.mask("backpressure"),
+                   help="channels that stall instead of dropping (mask; default: the board's setting, 0)")
+    g.add_argument("--gap", type=ctlargs.setting("gap"),
+                   help="idle clock cycles after each datagram (rate limit; default: the board's setting, 0)")
     g.add_argument("--flush", type=flush_ns, metavar="TIME",
                    help="a channel's partial datagram leaves this long after its last sample, e.g. 100us "
                         "(1us to 1s, 0 or off: only when full or at stop; default: the board's setting, 1ms)")
-    g = p.add_argument_group("emulator")
+
+
+def _emulator_options(p):
+    g = p.add_argument_group("emulator options")
     g.add_argument("--mode", choices=["off", "counter", "ramp", "pulse"], default="counter")
     g.add_argument("--rate", type=ctlargs.rate, default=EMULATOR_RATE_DEFAULT,
                    help=f"samples per clock cycle per channel, 0..1 (default {EMULATOR_RATE_DEFAULT:g}; "
                         f"a warning says when the board's link cannot carry it)")
     g.add_argument("--seed", type=ctlargs.setting("emulator_seed"), default=1, help="pulse-train seed")
-    g = p.add_argument_group("claim")
+
+
+def _claim_options(p):
+    g = p.add_argument_group("claim options")
     g.add_argument("--lease", type=int_in(0, 3600, "lease"), default=0, metavar="S",
                    help="seconds the board stays this host's without a request (0: the board's default, 60)")
-    g = p.add_argument_group("launch arm (boards built --with-launcher: docs/realtime.md)")
+
+
+def _launch_options(p):
+    g = p.add_argument_group("launch arm options (boards built --with-launcher: docs/realtime.md)")
     g.add_argument("--to", metavar="HOST:PORT", help="the launched UDP datagram's destination")
     g.add_argument("--to-mac", metavar="MAC", help="its destination MAC (the board does not ARP for launches)")
     g.add_argument("--from-port", type=port_arg, default=9100, help="its source UDP port (default 9100)")
@@ -569,21 +555,110 @@ def add_parser(sub):
     g.add_argument("--at", metavar="SEC.NS", help="first launch when the board's PTP clock reads this")
     g.add_argument("--period", type=duration_ns, default=0, metavar="TIME",
                    help="then again every TIME (below 1 s; default: once)")
-    g.add_argument("--count", type=ctlargs.wire_int("I", "--count"), default=1, help="launches in all with --period (0: until stopped; default 1)")
+    g.add_argument("--count", type=ctlargs.wire_int("I", "--count"), default=1,
+                   help="launches in all with --period (0: until stopped; default 1)")
     g.add_argument("--guard", type=int_in(0, 65535, "guard"), default=0, metavar="CYCLES",
                    help="cycles before each launch in which other traffic starts no frame (default 0: the board's, "
                         "enough for its longest frame)")
-    g = p.add_argument_group("reboot")
+
+
+def _reboot_options(p):
+    g = p.add_argument_group("reboot options")
     g.add_argument("--wait", type=argtypes.positive("--wait"), default=30.0, metavar="S",
                    help="seconds to wait for the board to answer after its reboot (default 30)")
     g.add_argument("--no-wait", action="store_true", help="do not wait for the board to come back")
-    g = p.add_argument_group("regs")
+
+
+def _regs_options(p):
+    g = p.add_argument_group("regs options")
     g.add_argument("--csr", metavar="FILE", help="the build's csr.json (OUTPUT_DIR/csr.json), which names the "
                                                 "front-end's registers")
-    g = p.add_argument_group("rx (received frames the board did not use, by cause, and those it did)")
+
+
+def _rx_options(p):
+    g = p.add_argument_group("rx options")
     g.add_argument("--nonzero", action="store_true", help="only the counters that are not 0")
-    p.intermixed = True   # Options before or after the action's words.
-    # A group named for an action holds the options only that action takes (action_help too).
-    p.owned_options = {a.dest: g.title.split()[0] for g in p._action_groups if g.title.split()[0] in CTL_ACTIONS
-                       for a in g._group_actions}
+
+
+class CtlAction(NamedTuple):
+    handler: Callable                  # (client, args) -> exit status (None: 0)
+    help:    str
+    options: Optional[Callable] = None   # Adds the options only this action takes to a parser.
+    words:   Optional[tuple] = None      # The words after the action: (metavar, help).
+
+
+ACTIONS = {
+    "identify": CtlAction(_ctl_identify, "the board's build, addresses, clock, channels and capabilities"),
+    "start":    CtlAction(_ctl_start, "start a run: the board streams its channels' samples as UDP datagrams",
+                          _start_options),
+    "stop":     CtlAction(_ctl_stop, "stop the run"),
+    "status":   CtlAction(_ctl_status, "the run, counters, link (PHY over MDIO) and the per-stream table"),
+    "ptp":      CtlAction(_ctl_ptp, "the board's PTP port and clock: state, role, servo, identities"),
+    "emulator": CtlAction(_ctl_emulator, "the sample emulators' mode and rate", _emulator_options),
+    "claim":    CtlAction(_ctl_claim, "hold the board: only its controller may change it (docs/protocol.md)",
+                          _claim_options),
+    "release":  CtlAction(_ctl_release, "let the board go: any allowed host may then control it"),
+    "reboot":   CtlAction(_ctl_reboot, "reset every core; waits until the board answers again", _reboot_options),
+    "config":   CtlAction(_ctl_config, "the board's settings (stream, emulator, PTP), or set some",
+                          words=("get|set NAME=VALUE", "get (the default), or set NAME=VALUE ... "
+                                                       "(e.g. payload=1024 ptp_role=slave)")),
+    "launch":   CtlAction(_ctl_launch, "time-triggered frames, ahead of all traffic: arm, stop or status",
+                          _launch_options, ("arm|stop|status", "arm, stop or status (the default)")),
+    "probe":    CtlAction(_ctl_probe, "the latency probes' statistics per frame class, or clear them",
+                          words=("read|clear", "read (the default) or clear")),
+    "rules":    CtlAction(_ctl_rules, "the receive rules and their counters, or set one",
+                          words=("show|set INDEX NAME=VALUE", "show (the default) or set INDEX action=drop "
+                                                              "port=9100 ...")),
+    "regs":     CtlAction(_ctl_regs, "read or write the front-end's registers", _regs_options,
+                          ("NAME[=VALUE]", "the front-end's registers: all (the default), NAME or NAME=VALUE ...")),
+    "rx":       CtlAction(_ctl_rx, "received frames the board did not use, by cause, and those it did",
+                          _rx_options),
+}
+
+EXAMPLES = [
+    "ethdaq ctl identify --ip 192.168.1.50",
+    "ethdaq ctl emulator --ip 192.168.1.50 --mode counter --rate 0.01",
+    "ethdaq ctl start --ip 192.168.1.50 --dst-port 5000 --payload 1472",
+    "ethdaq ctl stop --ip 192.168.1.50",
+    "ethdaq ctl config --ip 192.168.1.50",
+    "ethdaq ctl config set payload=1024 dst_port=6000 ptp_role=slave --ip 192.168.1.50",
+    "ethdaq ctl launch arm --board 192.168.1.50 --to 192.168.1.10:9100 --to-mac 02:00:00:00:00:01 "
+    "--data trigger --in 10ms --period 1ms --count 100",
+    "ethdaq ctl probe --board 192.168.1.50",
+    "ethdaq ctl rules set 1 action=drop port=9100 --board 192.168.1.50",
+    "ethdaq ctl regs threshold=1500 --csr build/sim/csr.json --board 192.168.1.50",
+    "ethdaq ctl rx --nonzero --board 192.168.1.50",
+]
+
+
+DESCRIPTION = """\
+One request to a board's control port, its answer printed (with --json, as one JSON document).
+start, stop, emulator, claim, release, reboot and config set only from the board's controller
+(docs/protocol.md). The options every action takes (--ip/--board ADDR, --port, --timeout, --json,
+--key-file) come before or after the action, an action's own options after it; `ethdaq ctl
+ACTION --help` lists them."""
+
+
+def _examples(lines):
+    return "examples:\n" + "".join(f"  {line}\n" for line in lines) if lines else None
+
+
+def add_parser(sub):
+    shared = _shared_options()
+    p = sub.add_parser("ctl", help="talk to a board's control port", shared=shared,
+                       description=DESCRIPTION,
+                       epilog=_examples(EXAMPLES), formatter_class=argparse.RawDescriptionHelpFormatter)
+    actions = p.add_subparsers(dest="action", metavar="ACTION", required=True, parser_class=Parser,
+                               title="actions")
+    for name, action in ACTIONS.items():
+        own = Parser(prog=f"{p.prog} {name}", add_help=False)
+        if action.options:
+            action.options(own)
+        p.owned[name] = own
+        examples = [e for e in EXAMPLES if e.startswith(f"ethdaq ctl {name} ")]
+        a = actions.add_parser(name, help=action.help, description=action.help, parents=[shared, own],
+                               intermixed=action.words is not None, epilog=_examples(examples),
+                               formatter_class=argparse.RawDescriptionHelpFormatter)
+        if action.words:
+            a.add_argument("settings", nargs="*", metavar=action.words[0], help=action.words[1])
     p.set_defaults(func=cmd_ctl)
