@@ -5,7 +5,6 @@ import re
 import os
 import json
 import subprocess
-import sys
 import time
 
 import pytest
