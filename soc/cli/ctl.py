@@ -581,8 +581,8 @@ def _rx_options(p):
 
 
 class CtlAction(NamedTuple):
-    handler: Callable                  # (client, args) -> exit status (None: 0)
-    help:    str
+    handler: Callable                    # (client, args) -> exit status (None: 0).
+    help:    str                         # One line, in `ethdaq ctl --help` and atop its own.
     options: Optional[Callable] = None   # Adds the options only this action takes to a parser.
     words:   Optional[tuple] = None      # The words after the action: (metavar, help).
 
@@ -600,16 +600,19 @@ ACTIONS = {
     "release":  CtlAction(_ctl_release, "let the board go: any allowed host may then control it"),
     "reboot":   CtlAction(_ctl_reboot, "reset every core; waits until the board answers again", _reboot_options),
     "config":   CtlAction(_ctl_config, "the board's settings (stream, emulator, PTP), or set some",
-                          words=("get|set NAME=VALUE", "get (the default), or set NAME=VALUE ... "
-                                                       "(e.g. payload=1024 ptp_role=slave)")),
-    "launch":   CtlAction(_ctl_launch, "time-triggered frames, ahead of all traffic: arm, stop or status",
+                          words=("get|set NAME=VALUE",
+                                 "get (the default), or set NAME=VALUE ... (e.g. payload=1024 ptp_role=slave)")),
+    "launch":   CtlAction(_ctl_launch, "time-triggered frames, ahead of all traffic (boards built --with-launcher)",
                           _launch_options, ("arm|stop|status", "arm, stop or status (the default)")),
-    "probe":    CtlAction(_ctl_probe, "the latency probes' statistics per frame class, or clear them",
+    "probe":    CtlAction(_ctl_probe, "latency per frame class from the probes, or clear them "
+                                      "(boards built --with-probes)",
                           words=("read|clear", "read (the default) or clear")),
-    "rules":    CtlAction(_ctl_rules, "the receive rules and their counters, or set one",
-                          words=("show|set INDEX NAME=VALUE", "show (the default) or set INDEX action=drop "
-                                                              "port=9100 ...")),
-    "regs":     CtlAction(_ctl_regs, "read or write the front-end's registers", _regs_options,
+    "rules":    CtlAction(_ctl_rules, "the receive rules and their counters, or set one "
+                                      "(boards built --with-classifier)",
+                          words=("show|set INDEX NAME=VALUE",
+                                 "show (the default) or set INDEX action=drop port=9100 ...")),
+    "regs":     CtlAction(_ctl_regs, "read or write the front-end's registers (boards built --frontend)",
+                          _regs_options,
                           ("NAME[=VALUE]", "the front-end's registers: all (the default), NAME or NAME=VALUE ...")),
     "rx":       CtlAction(_ctl_rx, "received frames the board did not use, by cause, and those it did",
                           _rx_options),
@@ -645,9 +648,9 @@ def _examples(lines):
 
 def add_parser(sub):
     shared = _shared_options()
-    p = sub.add_parser("ctl", help="talk to a board's control port", shared=shared,
-                       description=DESCRIPTION,
-                       epilog=_examples(EXAMPLES), formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser("ctl", help="talk to a board's control port", description=DESCRIPTION,
+                       epilog=_examples(EXAMPLES), formatter_class=argparse.RawDescriptionHelpFormatter,
+                       shared=shared)
     actions = p.add_subparsers(dest="action", metavar="ACTION", required=True, parser_class=Parser,
                                title="actions")
     for name, action in ACTIONS.items():
