@@ -368,14 +368,15 @@ def test_rules_set_arguments_become_match_bits_and_bad_rules_are_one_line_errors
 
 
 def test_front_end_registers_are_named_from_the_builds_csr_json_and_misuse_is_one_line(tmp_path):
-    from ethdaq.soc.cli.ctl import frontend_registers
+    from ethdaq.host.csrmap import frontend_registers
     csr = tmp_path / "csr.json"
     csr.write_text(json.dumps({"csr_bases": {"frontend": 0xF0001000, "streamer": 0xF0000800}, "csr_registers": {
         "frontend_threshold": {"addr": 0xF0001000, "size": 1, "type": "rw"},
         "frontend_time":      {"addr": 0xF0001008, "size": 2, "type": "rw"},
         "frontend_events":    {"addr": 0xF0001004, "size": 1, "type": "ro"},
         "streamer_enable":    {"addr": 0xF0000800, "size": 1, "type": "rw"}}}))
-    assert frontend_registers(csr) == {"threshold": (0, 1, True), "events": (4, 1, False), "time": (8, 2, True)}
+    assert [(r.name, r.offset, r.words, r.writable) for r in frontend_registers(csr).values()] == [
+        ("threshold", 0, 1, True), ("events", 4, 1, False), ("time", 8, 2, True)]
     base = ["ctl", "regs"]
     opts = ["--board", "127.0.0.1", "--timeout", "0.1"]
     for args, text in (([], "needs the build's register map: --csr"),

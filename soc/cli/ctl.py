@@ -12,7 +12,6 @@ import argparse
 import ipaddress
 import json
 import sys
-from pathlib import Path
 from typing import Callable, NamedTuple, Optional
 
 from ethdaq.host import argtypes
@@ -437,66 +436,45 @@ def format_rx_stats(stats):
             for name, value in stats.items()]
 
 
-def frontend_registers(csr_json):
-    """The front-end's registers from a build's csr.json: {name without 'frontend_': (byte offset
-    from the front-end's base, 32-bit words, writable)}, in address order."""
-    try:
-        csr = json.loads(Path(csr_json).read_text())
-    except FileNotFoundError:
-        raise CLIError(f"{csr_json}: not found (the build directory's csr.json)") from None
-    except (OSError, ValueError) as e:
-        raise CLIError(f"{csr_json}: not a build's csr.json ({getattr(e, 'strerror', None) or e})") from None
-    try:
-        bases = csr["csr_bases"]
-        if "frontend" not in bases:
-            raise CLIError(f"{csr_json}: its build has no front-end registers (only {', '.join(bases) or 'none'}); "
-                           "was the board built with --frontend?")
-        base = bases["frontend"]
-        regs = {name[len("frontend_"):]: (r["addr"] - base, r["size"], r["type"] == "rw")
-                for name, r in csr["csr_registers"].items() if name.startswith("frontend_")}
-    except (KeyError, TypeError, AttributeError):
-        raise CLIError(f"{csr_json}: not a build's csr.json (no csr_bases and csr_registers as LiteX writes them)") from None
-    return dict(sorted(regs.items(), key=lambda kv: kv[1][0]))
-
-
 def _ctl_regs(client, args):
-    from ethdaq.host import protocol
+    from ethdaq.host import csrmap, protocol
     if not args.csr:
         raise CLIError("ethdaq ctl regs needs the build's register map: --csr OUTPUT_DIR/csr.json")
-    regs = frontend_registers(args.csr)
+    try:
+        regs = csrmap.frontend_registers(args.csr)
+    except ValueError as e:
+        raise CLIError(str(e)) from None
     writes, reads = [], []
     for word in args.settings:
         name, eq, value = word.partition("=")
         name = name.removeprefix("frontend_")
         if name not in regs:
             raise CLIError(f"no front-end register {name!r}; there are: {', '.join(regs)}")
-        offset, size, writable = regs[name]
+        reg = regs[name]
         if eq:
-            if not writable:
+            if not reg.writable:
                 raise CLIError(f"front-end register {name!r} is read-only")
             try:
                 v = int(value, 0)
             except ValueError:
                 raise CLIError(f"{word!r}: the value must be a number") from None
-            if not 0 <= v < 1 << 32*size:
-                raise CLIError(f"{word!r}: {name} holds {32*size} bits")
-            writes.append((name, offset, [(v >> 32*(size - 1 - i)) & 0xFFFFFFFF for i in range(size)]))
+            try:
+                writes.append((reg, reg.to_words(v)))
+            except ValueError as e:
+                raise CLIError(f"{word!r}: {e}") from None
         reads.append(name)
     ident = client.identify()
     if not ident.capabilities & protocol.CAP_FRONTEND:
         raise CLIError("this board's build has no front-end (build it with --frontend)")
-    for name, offset, words in writes:
-        client.reg_write(offset, words)
-    values = {}
-    for name in reads or regs:
-        offset, size, _ = regs[name]
-        words = client.reg_read(offset, size)
-        values[name] = sum(w << 32*(size - 1 - i) for i, w in enumerate(words))
+    for reg, words in writes:
+        client.reg_write(reg.offset, words)
+    values = {name: regs[name].from_words(client.reg_read(regs[name].offset, regs[name].words))
+              for name in reads or regs}
     if args.json:
         print(json.dumps(values))
         return
     for name, v in values.items():
-        print(f"  {name:<24} {v:>12}  0x{v:x}{'' if regs[name][2] else '  (read-only)'}")
+        print(f"  {name:<24} {v:>12}  0x{v:x}{'' if regs[name].writable else '  (read-only)'}")
 
 
 def _shared_options():
