@@ -116,3 +116,9 @@ def test_an_actions_option_before_the_action_is_one_line_saying_where_it_goes(op
     assert r.returncode == 2 and r.stdout == "", r.stderr
     assert r.stderr.splitlines() == [f"Error: {option} is for ethdaq ctl {owner} and comes after it: "
                                      f"ethdaq ctl {owner} {option} ... (see 'ethdaq ctl --help')"]
+
+
+def test_ctl_help_after_the_shared_options_is_ctls_help():
+    for argv in (["ctl", "--ip", "127.0.0.1", "-h"], ["ctl", "--ip", "127.0.0.1", "--port", "9", "--help"]):
+        r = run(*argv)
+        assert r.returncode == 0 and r.stdout.startswith("usage: ethdaq ctl [-h] ACTION ..."), (argv, r.stderr)

@@ -94,6 +94,8 @@ class Parser(OneLineParser):
             self.error(f"the following arguments are required: {self._subcommands.metavar}")
         if 0 < i < len(args) and args[i] in self._subcommands.choices:
             return [args[i], *args[:i], *args[i + 1:]]
+        if 0 < i < len(args) and args[i] in ("-h", "--help"):
+            return args[i:]          # Help: the shared options before it change nothing.
         return args
 
     def _owner(self, word):
