@@ -193,3 +193,16 @@ def test_the_full_periodic_ptp_line_is_a_build_option_from_the_cli_to_the_firmwa
     assert cli.build.soc_config(args(), get_board("sim")).ptp_status_full is False
     assert DAQSoC(get_board("sim"), SoCConfig(ptp_status_full=True)).constants["ETHDAQ_PTP_STATUS_FULL"] == 1
     assert DAQSoC(get_board("sim")).constants["ETHDAQ_PTP_STATUS_FULL"] == 0
+
+
+def test_the_add_steps_name_signals_as_one_constructor_would():
+    """Migen names a signal after the frames that made it, one level per frame with a `self`:
+    DAQSoC's constructor has none (its first argument is `soc`), so a part an add_* step makes
+    has the one DAQSoC level it had when the constructor made every part itself, and the
+    generated Verilog keeps its names (a second level renamed thousands of signals on ECP5)."""
+    soc = DAQSoC(get_board("sim"))
+    for signal, var in ((soc.netaddr.announce, "netaddr"), (soc.ptp_tx.fifo.level, "ptp_tx"),
+                        (soc.watchdog.reset, "watchdog")):
+        names = [name for name, _ in signal.backtrace]
+        i = names.index(var)
+        assert names[i - 1] == "daqsoc" and names[i - 2] != "daqsoc", names
