@@ -97,11 +97,12 @@ def main(argv=None):
     args = p.parse_args(argv)
     from ethdaq.boards import get_board
     from ethdaq.soc import build, sim
+    from ethdaq.soc.socconfig import SoCConfig
     board = get_board("sim")
     sim.check_can_run(NETNS)
     print("building the simulated board with the pin probe ...", flush=True)
-    result = build.build_sim(board, args.output_dir, tap=TAP, host_ip=HOST_IP, ip_address=BOARD_IP,
-                             with_pin_probe=True)
+    result = build.build_sim(board, args.output_dir, SoCConfig(ip_address=BOARD_IP, with_pin_probe=True),
+                             tap=TAP, host_ip=HOST_IP)
     gateware = Path(result.artifact).parent.parent
     with sim.SimSession(gateware, netns=NETNS, echo=False, log=Path(args.output_dir) / "console.log") as s:
         s.wait_for("ethdaq ready", timeout=180)

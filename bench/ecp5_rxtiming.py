@@ -48,7 +48,8 @@ from ethdaq.gateware.netaddr import NetAddress                            # noqa
 from ethdaq.gateware.rxaudit import RXAudit, insert_rx_audit              # noqa: E402
 from ethdaq.gateware.txpath import MACPHY                                 # noqa: E402
 from ethdaq.gateware.tsu import PTPTimestamper, tap                       # noqa: E402
-from ethdaq.soc.daqsoc import DEFAULT_CTL_PORT, PTP_IP_GROUPS, PTP_UDP_PORTS  # noqa: E402
+from ethdaq.soc.daqsoc import PTP_IP_GROUPS  # noqa: E402
+from ethdaq.soc.socconfig import DEFAULT_CTL_PORT, PTP_UDP_PORTS  # noqa: E402
 
 BOARD_MAC = 0x10e2d5000000
 BOARD_IP  = 0xc0a80132   # 192.168.1.50

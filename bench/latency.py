@@ -184,13 +184,14 @@ def main(argv=None):
     args = p.parse_args(argv)
     from ethdaq.boards import get_board
     from ethdaq.soc import build, sim
+    from ethdaq.soc.socconfig import SoCConfig
     board = get_board("sim")
     sim.check_can_run(NETNS)
     log = Path(args.output_dir) / "build.log"
     print(f"building the simulated board with the latency probes (log: {log}) ...", flush=True)
     with build.output_to(log):
-        result = build.build_sim(board, args.output_dir, tap=TAP, host_ip=HOST_IP, ip_address=BOARD_IP,
-                                 with_probes=True, fasttrack_ports=(FASTTRACK_PORT,))
+        result = build.build_sim(board, args.output_dir, SoCConfig(ip_address=BOARD_IP, with_probes=True,
+                                 fasttrack_ports=(FASTTRACK_PORT,)), tap=TAP, host_ip=HOST_IP)
     gateware = Path(result.artifact).parent.parent
     with sim.SimSession(gateware, netns=NETNS, echo=False, log=Path(args.output_dir) / "console.log") as s:
         s.wait_for("ethdaq ready", timeout=180)

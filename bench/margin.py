@@ -33,7 +33,8 @@ sys.path.insert(0, str(ROOT))
 from bench.seeds import BIN, nextpnr_command  # noqa: E402
 from bench.table import print_table  # noqa: E402
 from ethdaq.soc import pnr  # noqa: E402
-from ethdaq.soc.daqsoc import TIMING_MARGIN, git_hash  # noqa: E402
+from ethdaq.soc.daqsoc import TIMING_MARGIN  # noqa: E402
+from ethdaq.soc.gitrev import git_hash  # noqa: E402
 from ethdaq.soc.pnr import with_option  # noqa: E402
 
 

@@ -77,13 +77,14 @@ def build(output_dir, transport="udp", verbose=False, phy="gmii", tb=TB, boards=
     """Both boards' gateware + firmware, and the two-board Verilator binary of testbench `tb`.
     Returns the run directory (binary obj/Vtop; the ROM images it reads at start-up are there)."""
     from ethdaq.soc import build as socbuild
+    from ethdaq.soc.socconfig import SoCConfig
     board = sim_board(phy)
     output_dir = Path(output_dir).resolve()
     settings = {**DEFAULTS, **ptp_kwargs}
     sources = []
     for name, (role, ip, mac) in boards.items():
-        soc = socbuild.make_soc(board, ip_address=ip, mac_address=mac, ptp_role=role,
-            ptp_transport=transport, with_ptp_testbench=True, with_streamer=with_streamer, **settings)
+        soc = socbuild.make_soc(board, SoCConfig(ip_address=ip, mac_address=mac, ptp_role=role,
+            ptp_transport=transport, with_ptp_testbench=True, with_streamer=with_streamer, **settings))
         builder = socbuild.DAQBuilder(soc, output_dir=str(output_dir / name))
         config = board.sim_config(soc.sys_clk_freq, "unused", "192.168.1.100")
         with socbuild.output_to(output_dir / f"{name}.log", verbose=verbose), socbuild._path_prepended():

@@ -330,13 +330,13 @@ def summary_lines(results):
 # An ECP5 part's LUT4s and DP16KDs by its size (Lattice's ECP5 family data sheet, table 1.1).
 
 
-def synth_only(board, out, build_id=None, device=None, **soc_kwargs):
+def synth_only(board, out, config, device=None):
     """`board`'s SoC generated into `out` as `ethdaq build` generates it, then only Yosys (the
     build's own script): a report of the synthesised cells (LUT4 eq., FF, DP16KD, DSP) without
     clock figures."""
     from ethdaq.soc import tools
     from ethdaq.soc.build import build_hardware
-    build_hardware(board, out, run=False, **({"build_id": build_id} if build_id else {}), **soc_kwargs)
+    build_hardware(board, out, config, run=False)
     gw = Path(out).resolve() / "gateware"
     shims = tools.yowasp_shims(Path(out).resolve() / ".tools")
     r = subprocess.run([str(shims / "yosys"), "-q", "-l", f"{board.name}.rpt", f"{board.name}.ys"], cwd=gw,
@@ -393,6 +393,7 @@ def main(argv=None):
     from ethdaq.host.protocol import MAX_STREAMS
     from ethdaq.host.argtypes import int_in
     from ethdaq.soc.cli.common import build_id_arg, sample_width
+    from ethdaq.soc.socconfig import SoCConfig
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--board", action="append", help="board (repeatable; default: every hardware board)")
@@ -428,19 +429,19 @@ def main(argv=None):
     if args.from_build and len(names) != 1:
         p.error("--from-build needs exactly one --board (or --no-build for a directory of boards)")
     suffix = "-classifier" if args.with_classifier else ""
-    soc_kwargs = {"with_classifier": True} if args.with_classifier else {}
+    config = SoCConfig(with_classifier=args.with_classifier, build_id=args.build_id)
     if args.channels is not None:
         suffix += f"-{args.channels}ch"
-        soc_kwargs["nchannels"] = args.channels
+        config.nchannels = args.channels
     if args.sample_width is not None:
         suffix += f"-{args.sample_width}bit"
-        soc_kwargs["sample_width"] = args.sample_width
+        config.sample_width = args.sample_width
     if args.frontend:
         from ethdaq.gateware.frontend import FrontendError, load
         if args.channels is not None:
             p.error(f"--channels: a front-end's channels are those it drives ({args.frontend} decides)")
         try:
-            soc_kwargs["frontend"] = load(args.frontend)
+            config.frontend = load(args.frontend)
         except FrontendError as e:
             p.error(str(e))
         suffix += "-" + Path(args.frontend).stem
@@ -460,7 +461,7 @@ def main(argv=None):
         if args.synth_only:
             out = Path(args.build_dir) / (name + suffix + "-synth")
             t0 = time.monotonic()
-            report = synth_only(board, out, args.build_id, args.device, **soc_kwargs)
+            report = synth_only(board, out, config, args.device)
             elapsed = time.monotonic() - t0
         elif args.from_build:
             out = Path(args.from_build)
@@ -471,8 +472,7 @@ def main(argv=None):
         else:
             out = Path(args.build_dir) / (name + suffix)
             t0 = time.monotonic()
-            build_hardware(board, out, toolchain="yosys" if xilinx else "trellis",
-                           **({"build_id": args.build_id} if args.build_id else {}), **soc_kwargs)
+            build_hardware(board, out, config, toolchain="yosys" if xilinx else "trellis")
             elapsed = time.monotonic() - t0
         gw = out / "gateware"
         if xilinx:

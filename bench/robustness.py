@@ -333,13 +333,13 @@ def main(argv=None):
     from ethdaq.boards import get_board
     from ethdaq.host import protocol
     from ethdaq.soc import build, sim
-    from ethdaq.soc.daqsoc import DEFAULT_MAC
+    from ethdaq.soc.socconfig import DEFAULT_MAC, SoCConfig
     board = get_board("sim")
     sim.check_can_run(NETNS)
     log = Path(args.output_dir) / "build.log"
     print(f"building the simulated board (log: {log}) ...", flush=True)
     with build.output_to(log):
-        result = build.build_sim(board, args.output_dir, tap=TAP, host_ip=HOST_IP, ip_address=BOARD_IP)
+        result = build.build_sim(board, args.output_dir, SoCConfig(ip_address=BOARD_IP), tap=TAP, host_ip=HOST_IP)
     gateware = Path(result.artifact).parent.parent
     with sim.SimSession(gateware, netns=NETNS, echo=False, log=Path(args.output_dir) / "console.log") as session:
         session.wait_for("ethdaq ready", timeout=180)

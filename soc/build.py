@@ -66,7 +66,7 @@ class DAQBuilder(Builder):
         path = Path(self.generated_dir) / "ctl_protocol.h"
         if not path.exists() or path.read_text() != protocol.c_header():
             path.write_text(protocol.c_header())
-        write_key_header(self.generated_dir, getattr(self.soc, "ctl_key", None))
+        write_key_header(self.generated_dir, self.soc.soc_config.ctl_key)
 
     def _generate_rom_software(self, compile_bios=True):
         # Dependency files of an earlier build can name sources that have moved since (a build
@@ -191,8 +191,10 @@ class BuildResult:
     vivado_missing: bool = False
 
 
-def make_soc(board, toolchain=None, **soc_kwargs):
-    soc = DAQSoC(board, toolchain=toolchain, **soc_kwargs)
+def make_soc(board, config=None, toolchain=None):
+    """The DAQSoC of `board` with `config` (a SoCConfig; None: the defaults), its ROM to be
+    filled with the firmware once the build has compiled it."""
+    soc = DAQSoC(board, config, toolchain=toolchain)
     soc.init_mems = lambda **kwargs: _init_firmware(soc, **kwargs)
     return soc
 
@@ -220,8 +222,9 @@ def check_placement_options(board, toolchain, seed, tries=None):
         raise BuildError(f"--tries must be 1 to 20 placements, not {tries}")
 
 
-def build_hardware(board, output_dir, toolchain="trellis", run=True, seed=1, tries=None, **soc_kwargs):
-    """Build gateware + firmware + bitstream for a hardware board; return a BuildResult.
+def build_hardware(board, output_dir, config=None, toolchain="trellis", run=True, seed=1, tries=None):
+    """Build gateware + firmware + bitstream for a hardware board with the SoC options `config`
+    (a SoCConfig; None: the defaults); return a BuildResult.
 
     toolchain "trellis" (ECP5): Yosys + nextpnr + ecppack, all here; `seed` is nextpnr's first
     placement seed (placement and so timing vary with it, several MHz), and up to `tries`
@@ -239,7 +242,7 @@ def build_hardware(board, output_dir, toolchain="trellis", run=True, seed=1, tri
     # ECP5: state machines one-hot (gateware/onehot.py; Yosys leaves LiteX's binary otherwise).
     one_hot = one_hot_fsms() if toolchain == "trellis" else contextlib.nullcontext()
     with one_hot, _environ(**{TRIES_ENV: str(tries)}):
-        return _build_hardware(board, output_dir, shims, toolchain, run, seed, soc_kwargs)
+        return _build_hardware(board, output_dir, shims, toolchain, run, seed, config)
 
 
 # LiteX's trellis toolchain options for every ECP5 build. flow3: Yosys' abc9 maps with its
@@ -259,8 +262,8 @@ TRELLIS_OPTIONS = {"flow3": True}
 NEXTPNR_OPTIONS = ["--placer-heap-timingweight", "40", "--tmg-ripup"]
 
 
-def _build_hardware(board, output_dir, shims, toolchain, run, seed, soc_kwargs):
-    soc = make_soc(board, toolchain="vivado" if toolchain == "yosys" else toolchain, **soc_kwargs)
+def _build_hardware(board, output_dir, shims, toolchain, run, seed, config):
+    soc = make_soc(board, config, toolchain="vivado" if toolchain == "yosys" else toolchain)
     if toolchain == "trellis":
         soc.platform.toolchain._pnr_opts += f" --report {board.name}_report.json"
         soc.platform.toolchain._pnr_opts += "".join(
@@ -542,13 +545,14 @@ def write_sim_config(board, gateware_dir, tap, host_ip):
 NOTRACE = Path(ethdaq.gateware.__file__).resolve().parent / "verilog" / "ethdaq_notrace.vlt"
 
 
-def build_sim(board, output_dir, tap="ethdaq0", host_ip="192.168.1.100", opt_level="O3", **soc_kwargs):
-    """Build the simulated board: gateware, firmware and the Verilator binary. Returns the
+def build_sim(board, output_dir, config=None, tap="ethdaq0", host_ip="192.168.1.100", opt_level="O3"):
+    """Build the simulated board with the SoC options `config` (a SoCConfig; None: the
+    defaults): gateware, firmware and the Verilator binary. Returns the
     gateware directory (run obj_dir/Vsim from there). The Verilator compile (the slow step) is
     skipped when the generated sources are unchanged."""
     output_dir = preflight(board, output_dir)
     progress.mark(progress.SOC)
-    soc = make_soc(board, **soc_kwargs)
+    soc = make_soc(board, config)
     soc.platform.add_source(str(NOTRACE))
     builder = DAQBuilder(soc, output_dir=str(output_dir))
     config = board.sim_config(soc.sys_clk_freq, tap, host_ip)

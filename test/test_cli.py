@@ -151,13 +151,14 @@ def test_a_front_end_decides_its_own_channels(tmp_path):
 
 
 def test_the_data_path_profile_reaches_the_soc():
-    """--channels and --sample-width become the SoC's nchannels and sample_width (the default
-    build leaves the channel count to DAQSoC: 4, or what a front-end drives)."""
-    kwargs = cli.build.soc_kwargs(cli.make_parser().parse_args(["build", "--board", "sim", "--channels", "8",
-                                                            "--sample-width", "32"]))
-    assert (kwargs["nchannels"], kwargs["sample_width"]) == (8, 32)
-    kwargs = cli.build.soc_kwargs(cli.make_parser().parse_args(["build", "--board", "sim"]))
-    assert "nchannels" not in kwargs and kwargs["sample_width"] == 16
+    """--channels and --sample-width become the SoC's nchannels and sample_width (by default
+    SoCConfig's: 4 channels, or what a front-end drives, of 16 bits)."""
+    from ethdaq.boards import get_board
+    config = cli.build.soc_config(cli.make_parser().parse_args(["build", "--board", "sim", "--channels", "8",
+                                                                "--sample-width", "32"]), get_board("sim"))
+    assert (config.nchannels, config.sample_width) == (8, 32)
+    config = cli.build.soc_config(cli.make_parser().parse_args(["build", "--board", "sim"]), get_board("sim"))
+    assert (config.nchannels, config.sample_width) == (4, 16)
 
 
 def test_sim_board_clock_is_fixed():
@@ -314,20 +315,22 @@ def test_a_bad_allow_list_is_a_one_line_error(value, text, tmp_path):
 
 
 def test_the_netmask_is_a_prefix_or_a_mask_and_defaults_to_the_addresss_class():
-    from ethdaq.soc.daqsoc import classful_netmask, parse_netmask
+    from ethdaq.soc.socconfig import classful_netmask, parse_netmask
     assert parse_netmask("24") == parse_netmask("/24") == parse_netmask("255.255.255.0") == 0xFFFFFF00
     assert parse_netmask("0") == 0 and parse_netmask("32") == 0xFFFFFFFF
     assert [classful_netmask(int(ipaddress.IPv4Address(a))) for a in ("10.1.2.3", "172.16.0.9", "192.168.1.50")] == \
         [0xFF000000, 0xFFFF0000, 0xFFFFFF00]
+    from ethdaq.boards import get_board
     args = cli.make_parser().parse_args(["build", "--board", "sim", "--netmask", "/20"])
-    assert cli.build.soc_kwargs(args)["netmask"] == 0xFFFFF000
-    assert cli.build.soc_kwargs(cli.make_parser().parse_args(["build", "--board", "sim"]))["netmask"] is None
+    assert cli.build.soc_config(args, get_board("sim")).netmask == 0xFFFFF000
+    assert cli.build.soc_config(cli.make_parser().parse_args(["build", "--board", "sim"]), get_board("sim")).netmask is None
 
 
 def test_the_allow_list_reaches_the_firmware_as_networks():
     from ethdaq.boards import get_board
     from ethdaq.soc.daqsoc import DAQSoC
-    soc = DAQSoC(get_board("sim"), ctl_allow=["192.168.1.0/24", "10.0.0.7"])
+    from ethdaq.soc.socconfig import SoCConfig
+    soc = DAQSoC(get_board("sim"), SoCConfig(ctl_allow=["192.168.1.0/24", "10.0.0.7"]))
     c = {k: v.value if hasattr(v, "value") else v for k, v in soc.constants.items()}
     assert (c["ETHDAQ_CTL_ALLOW_0_NET"], c["ETHDAQ_CTL_ALLOW_0_MASK"]) == (0xC0A80100, 0xFFFFFF00)
     assert (c["ETHDAQ_CTL_ALLOW_1_NET"], c["ETHDAQ_CTL_ALLOW_1_MASK"]) == (0x0A000007, 0xFFFFFFFF)

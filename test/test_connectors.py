@@ -144,7 +144,8 @@ def user_frontend(tmp_path, extra=""):
 def constraints(tmp_path, board, frontend_path, suffix):
     """The LPF or XDC LiteX writes for `board` with the front-end (run=False: no tools run)."""
     from ethdaq.soc.daqsoc import DAQSoC
-    soc = DAQSoC(get_board(board), frontend=fe.load(frontend_path))
+    from ethdaq.soc.socconfig import SoCConfig
+    soc = DAQSoC(get_board(board), SoCConfig(frontend=fe.load(frontend_path)))
     soc.platform.build(soc, build_dir=str(tmp_path / "gateware"), build_name=board, run=False)
     return (tmp_path / "gateware" / f"{board}.{suffix}").read_text()
 

@@ -8,6 +8,7 @@ import pytest
 
 from ethdaq.boards import get_board
 from ethdaq.soc.daqsoc import DAQSoC
+from ethdaq.soc.socconfig import SoCConfig
 
 
 def test_no_raw_bus_access_by_default():
@@ -19,7 +20,7 @@ def test_no_raw_bus_access_by_default():
 
 def test_etherbone_debug_build_is_on_the_bus_and_says_so_loudly(caplog):
     with caplog.at_level(logging.WARNING):
-        soc = DAQSoC(get_board("sim"), with_etherbone=True, etherbone_port=1235)
+        soc = DAQSoC(get_board("sim"), SoCConfig(with_etherbone=True, etherbone_port=1235))
     assert "etherbone" in soc.bus.masters
     assert soc.constants["ETHDAQ_ETHERBONE_PORT"] == 1235
     assert any("anyone who can reach the board can read and write its whole bus" in r.getMessage()
@@ -29,7 +30,7 @@ def test_etherbone_debug_build_is_on_the_bus_and_says_so_loudly(caplog):
 @pytest.mark.parametrize("port, used", [(7000, "the control port"), (5000, "the DAQ data stream"), (319, "PTP")])
 def test_etherbone_port_must_be_free(port, used):
     with pytest.raises(ValueError, match=f"used by {used}"):
-        DAQSoC(get_board("sim"), with_etherbone=True, etherbone_port=port)
+        DAQSoC(get_board("sim"), SoCConfig(with_etherbone=True, etherbone_port=port))
 
 
 def test_the_audit_classifier_and_gate_sit_between_the_fcs_checker_and_the_rest_of_the_mac():
@@ -41,7 +42,7 @@ def test_the_audit_classifier_and_gate_sit_between_the_fcs_checker_and_the_rest_
     pipeline, crc = crc_index(plain)
     assert pipeline[crc + 1] is plain.rx_audit and pipeline[crc + 2] is plain.rx_gate
     assert "ETHDAQ_RX_AUDIT" in plain.constants
-    soc = DAQSoC(get_board("sim"), fasttrack_ports=(9000, 9001))
+    soc = DAQSoC(get_board("sim"), SoCConfig(fasttrack_ports=(9000, 9001)))
     pipeline, crc = crc_index(soc)
     assert pipeline[crc + 1] is soc.rx_audit
     assert pipeline[crc + 2] is soc.classifier and pipeline[crc + 3] is soc.rx_gate
@@ -50,10 +51,10 @@ def test_the_audit_classifier_and_gate_sit_between_the_fcs_checker_and_the_rest_
 
 def test_the_classifier_and_the_audit_need_the_8_bit_datapath():
     with pytest.raises(ValueError, match="eth_dw=8"):
-        DAQSoC(get_board("sim"), eth_dw=64, with_streamer=False, with_classifier=True)
+        DAQSoC(get_board("sim"), SoCConfig(eth_dw=64, with_streamer=False, with_classifier=True))
     with pytest.raises(ValueError, match="eth_dw=8"):
-        DAQSoC(get_board("sim"), eth_dw=64, with_streamer=False, with_rx_audit=True)
-    wide = DAQSoC(get_board("sim"), eth_dw=64, with_streamer=False)
+        DAQSoC(get_board("sim"), SoCConfig(eth_dw=64, with_streamer=False, with_rx_audit=True))
+    wide = DAQSoC(get_board("sim"), SoCConfig(eth_dw=64, with_streamer=False))
     assert not hasattr(wide, "rx_audit") and "ETHDAQ_RX_AUDIT" not in wide.constants
 
 
@@ -62,7 +63,7 @@ def test_the_launcher_is_the_first_transmit_class_with_the_lead_the_firmware_nee
     plain = DAQSoC(get_board("sim"))
     assert not hasattr(plain, "launcher") and "ETHDAQ_LAUNCHER_LEAD_CYCLES" not in plain.constants
     assert len(plain.txpath.scheduler.sinks) == 2
-    soc = DAQSoC(get_board("sim"), with_launcher=True)
+    soc = DAQSoC(get_board("sim"), SoCConfig(with_launcher=True))
     assert len(soc.txpath.scheduler.sinks) == 3
     # Lead on the simulated board's GMII PHY: the launcher, phy_reg, the PHY's output register.
     assert soc.constants["ETHDAQ_LAUNCHER_LEAD_CYCLES"] == LATENCY_CYCLES + 1 + 1
@@ -72,9 +73,9 @@ def test_the_launcher_is_the_first_transmit_class_with_the_lead_the_firmware_nee
 
 def test_the_launchers_default_guard_band_covers_the_longest_frame_of_the_other_classes():
     from ethdaq.gateware.launcher import guard_cycles
-    soc = DAQSoC(get_board("sim"), with_launcher=True, max_payload=8972)
+    soc = DAQSoC(get_board("sim"), SoCConfig(with_launcher=True, max_payload=8972))
     assert soc.constants["ETHDAQ_LAUNCHER_GUARD"] == guard_cycles(42 + 8972) == 8 + 9014 + 4 + 11
-    soc = DAQSoC(get_board("sim"), with_launcher=True, max_payload=1000)
+    soc = DAQSoC(get_board("sim"), SoCConfig(with_launcher=True, max_payload=1000))
     assert soc.constants["ETHDAQ_LAUNCHER_GUARD"] == guard_cycles(1514)   # LiteEth's longest.
 
 
@@ -82,7 +83,7 @@ def test_the_latency_probes_are_an_option_with_the_classes_the_firmware_reads():
     from ethdaq.gateware.probe import RX_CLASSES, TX_CLASSES
     plain = DAQSoC(get_board("sim"))
     assert not hasattr(plain, "probes") and "ETHDAQ_PROBE_TX_CLASSES" not in plain.constants
-    soc = DAQSoC(get_board("sim"), with_probes=True, with_launcher=True, fasttrack_ports=(9000,))
+    soc = DAQSoC(get_board("sim"), SoCConfig(with_probes=True, with_launcher=True, fasttrack_ports=(9000,)))
     assert soc.constants["ETHDAQ_PROBE_TX_CLASSES"] == len(TX_CLASSES) == 3
     assert soc.constants["ETHDAQ_PROBE_RX_CLASSES"] == len(RX_CLASSES) == 1
     # The transmit tap knows the scheduler's inputs: launcher 0, LiteEth 1, bulk 2.
@@ -94,7 +95,7 @@ def test_no_buffer_of_the_data_path_is_mapped_on_the_cpu_bus():
     bus, with one more port: a block RAM with a third (write) port, which Xilinx block RAMs do
     not have (yosys synth_xilinx stops), and CSR space and logic for nothing. The identifier's
     ROM is the only memory the CPU reads through the CSR bus."""
-    soc = DAQSoC(get_board("sim"), fasttrack_ports=(9000,))
+    soc = DAQSoC(get_board("sim"), SoCConfig(fasttrack_ports=(9000,)))
     mapped = {name: sub.get_memories() for name, sub in soc._submodules
               if name and hasattr(sub, "get_memories")}
     assert {name for name, memories in mapped.items() if memories} == {"identifier"}
@@ -188,7 +189,20 @@ def test_the_full_periodic_ptp_line_is_a_build_option_from_the_cli_to_the_firmwa
     board, built with it, shows what the console then prints); without it the constant is 0."""
     from ethdaq.soc import cli
     args = lambda *more: cli.make_parser().parse_args(["build", "--board", "sim", *more])  # noqa: E731
-    assert cli.build.soc_kwargs(args("--ptp-status-full"))["ptp_status_full"] is True
-    assert cli.build.soc_kwargs(args())["ptp_status_full"] is False
-    assert DAQSoC(get_board("sim"), ptp_status_full=True).constants["ETHDAQ_PTP_STATUS_FULL"] == 1
+    assert cli.build.soc_config(args("--ptp-status-full"), get_board("sim")).ptp_status_full is True
+    assert cli.build.soc_config(args(), get_board("sim")).ptp_status_full is False
+    assert DAQSoC(get_board("sim"), SoCConfig(ptp_status_full=True)).constants["ETHDAQ_PTP_STATUS_FULL"] == 1
     assert DAQSoC(get_board("sim")).constants["ETHDAQ_PTP_STATUS_FULL"] == 0
+
+
+def test_the_add_steps_name_signals_as_one_constructor_would():
+    """Migen names a signal after the frames that made it, one level per frame with a `self`:
+    DAQSoC's constructor has none (its first argument is `soc`), so a part an add_* step makes
+    has the one DAQSoC level it had when the constructor made every part itself, and the
+    generated Verilog keeps its names (a second level renamed thousands of signals on ECP5)."""
+    soc = DAQSoC(get_board("sim"))
+    for signal, var in ((soc.netaddr.announce, "netaddr"), (soc.ptp_tx.fifo.level, "ptp_tx"),
+                        (soc.watchdog.reset, "watchdog")):
+        names = [name for name, _ in signal.backtrace]
+        i = names.index(var)
+        assert names[i - 1] == "daqsoc" and names[i - 2] != "daqsoc", names

@@ -209,7 +209,8 @@ def test_the_triggered_adc_sends_what_its_model_says(pre, post, divider, stall, 
 
 def test_the_front_end_drives_the_channels_instead_of_the_emulators():
     from ethdaq.soc.daqsoc import DAQSoC
-    soc = DAQSoC(get_board("sim"), frontend=fe.load(EXAMPLE))
+    from ethdaq.soc.socconfig import SoCConfig
+    soc = DAQSoC(get_board("sim"), SoCConfig(frontend=fe.load(EXAMPLE)))
     assert soc.constants["ETHDAQ_NCHANNELS"] == 1 and len(soc.streamer.sinks) == 1
     assert not hasattr(soc, "emu0") and hasattr(soc.frontend, "threshold")
     # Its declared worst case, one sample every clock cycle, reaches the firmware (IDENTIFY).
@@ -329,7 +330,8 @@ def test_a_verilog_syntax_error_and_a_missing_description(tmp_path):
 
 def test_the_pulse_height_example_gives_the_soc_two_channels_and_its_registers():
     from ethdaq.soc.daqsoc import DAQSoC
-    soc = DAQSoC(get_board("sim"), frontend=fe.load(REPO / "examples" / "frontends" / "pulse_height.v"))
+    from ethdaq.soc.socconfig import SoCConfig
+    soc = DAQSoC(get_board("sim"), SoCConfig(frontend=fe.load(REPO / "examples" / "frontends" / "pulse_height.v")))
     assert soc.constants["ETHDAQ_NCHANNELS"] == 2
     # Half a sample per clock cycle on each channel (pulse_height.toml), in samples per second.
     assert soc.constants["ETHDAQ_MAX_RATE_0"] == soc.constants["ETHDAQ_MAX_RATE_1"] == 62_500_000

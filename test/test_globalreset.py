@@ -8,6 +8,7 @@ from migen.genlib.resetsync import AsyncResetSynchronizer
 from ethdaq.boards import get_board
 from ethdaq.gateware.globalreset import promote_resets
 from ethdaq.soc.daqsoc import DAQSoC
+from ethdaq.soc.socconfig import SoCConfig
 
 
 class CRG(Module):
@@ -50,7 +51,7 @@ def test_promotion_order_is_the_creation_order():
 
 
 def test_ecp5_socs_put_every_domain_reset_on_a_global_and_the_simulation_does_not():
-    soc = DAQSoC(get_board("colorlight_i5"), build_id="ci")
+    soc = DAQSoC(get_board("colorlight_i5"), SoCConfig(build_id="ci"))
     assert sorted(soc.global_resets) == ["eth_rx", "eth_tx", "sys"]
     verilog = str(soc.platform.get_verilog(soc))
     for cd in ("sys", "eth_rx", "eth_tx"):

@@ -14,7 +14,7 @@ from conftest import REPO, ethdaq_cmd, requires_root
 from ethdaq.boards import get_board
 from ethdaq.host import daqformat, protocol
 from ethdaq.soc import build, sim
-from ethdaq.soc.daqsoc import git_hash
+from ethdaq.soc.gitrev import git_hash
 
 pytestmark = [requires_root, pytest.mark.network]
 

@@ -263,5 +263,5 @@ def test_a_failed_toolchain_leaves_the_process_where_it_was(tmp_path, monkeypatc
     monkeypatch.setattr(build.DAQBuilder, "build", failing)
     monkeypatch.chdir(tmp_path)
     with pytest.raises(build.BuildError, match="digilent_arty build failed: Command '\\['yosys'\\]'"):
-        build._build_hardware(get_board("digilent_arty"), "out", None, "yosys", False, 1, {})
+        build._build_hardware(get_board("digilent_arty"), "out", None, "yosys", False, 1, None)
     assert os.getcwd() == str(tmp_path)

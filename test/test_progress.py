@@ -56,7 +56,7 @@ DRIVER = textwrap.dedent("""\
     from pathlib import Path
     from ethdaq.soc import build, cli, progress, tools
     flow = Path(sys.argv[1])
-    def build_hardware(board, output_dir, toolchain=None, seed=1, tries=None, **soc_kwargs):
+    def build_hardware(board, output_dir, config=None, toolchain=None, seed=1, tries=None, run=True):
         output_dir = build.preflight(board, output_dir)
         for stage in (progress.SOC, progress.FIRMWARE, progress.VERILOG):
             progress.mark(stage)

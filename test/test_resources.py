@@ -80,8 +80,8 @@ def test_build_id_option_reaches_the_build_and_is_checked(monkeypatch):
     seen = {}
     class Stop(Exception):
         pass
-    def fake_build(board, out, **kwargs):
-        seen.update(board=board.fpga, **kwargs)
+    def fake_build(board, out, config, **kwargs):
+        seen.update(board=board.fpga, build_id=config.build_id, **kwargs)
         raise Stop
     monkeypatch.setattr(build, "build_hardware", fake_build)
     with pytest.raises(Stop):
@@ -90,7 +90,7 @@ def test_build_id_option_reaches_the_build_and_is_checked(monkeypatch):
     seen.clear()
     with pytest.raises(Stop):
         resources.main(["--board", "colorlight_i5"])
-    assert "build_id" not in seen                       # Default: the git revision, as before.
+    assert seen["build_id"] is None                     # Default: the git revision, as before.
     with pytest.raises(SystemExit):
         resources.main(["--board", "colorlight_i5", "--build-id", "no spaces"])
 

@@ -3,7 +3,7 @@
 # SPDX-License-Identifier: BSD-2-Clause
 
 """`ethdaq build`: gateware, firmware and bitstream (or the simulation binary) from the SoC's
-options, which `ethdaq sim` shares (add_network_options, soc_kwargs)."""
+options, which `ethdaq sim` shares (add_network_options, soc_config)."""
 
 import argparse
 import os
@@ -18,7 +18,7 @@ from ethdaq.soc.cli.common import (CLIError, allow_arg, board_class, build_id_ar
 
 def add_network_options(p):
     from ethdaq.host.protocol import MAX_STREAMS
-    from ethdaq.soc.daqsoc import DEFAULT_CTL_PORT, DEFAULT_IP, DEFAULT_MAC
+    from ethdaq.soc.socconfig import DEFAULT_CTL_PORT, DEFAULT_ETHERBONE_PORT, DEFAULT_IP, DEFAULT_MAC
     p.add_argument("--ip",  type=ipv4,  default=DEFAULT_IP,  help=f"board IPv4 address (default {DEFAULT_IP})")
     p.add_argument("--netmask", type=netmask_arg, metavar="MASK",
                    help="the board's subnet, as a prefix length (24) or a mask (255.255.255.0): the board answers "
@@ -36,7 +36,8 @@ def add_network_options(p):
     p.add_argument("--with-etherbone", action="store_true",
                    help="DEBUG ONLY: raw bus access over UDP (LiteX's litex_server --udp) for anyone on the network, "
                         "past the controller, allow-list and key; the build, the firmware and identify say so")
-    p.add_argument("--etherbone-port", type=port_arg, default=1234, help="UDP port of --with-etherbone (default 1234)")
+    p.add_argument("--etherbone-port", type=port_arg, default=DEFAULT_ETHERBONE_PORT,
+                   help=f"UDP port of --with-etherbone (default {DEFAULT_ETHERBONE_PORT})")
     g = p.add_argument_group("real-time services (docs/realtime.md)")
     g.add_argument("--with-classifier", action="store_true",
                    help="receive rules and the frame gate in front of LiteEth (only whole, good frames reach the "
@@ -90,50 +91,37 @@ def add_output_options(p):
                         f"every {progress.PLAIN_INTERVAL_S} s; README.md)")
 
 
-def soc_kwargs(args):
-    from ethdaq.soc.daqsoc import check_ports
-    check_ports(args.ctl_port)
-    kwargs = dict(ip_address=args.ip, netmask=args.netmask, mac_address=args.mac, ctl_port=args.ctl_port,
-                  ctl_allow=args.ctl_allow,
-                  ctl_key=read_key(args.ctl_key_file) if args.ctl_key_file else None,
-                  ptp_role=args.ptp_role, ptp_transport=args.ptp_transport, ptp_domain=args.ptp_domain,
-                  ptp_log_sync=args.ptp_log_sync, ptp_log_announce=args.ptp_log_announce,
-                  ptp_log_delay_req=args.ptp_log_delay_req, ptp_status_full=args.ptp_status_full)
-    if getattr(args, "pin_probe", False):
-        kwargs["with_pin_probe"] = True
-    if args.with_classifier or args.fasttrack_port:
-        from ethdaq.soc.daqsoc import DEFAULT_DATA_PORT, check_fasttrack_ports
-        try:
-            check_fasttrack_ports(tuple(args.fasttrack_port), args.ctl_port, DEFAULT_DATA_PORT, 8)
-        except ValueError as e:
-            raise CLIError(str(e))
-        kwargs["with_classifier"] = True
-        kwargs["fasttrack_ports"] = tuple(args.fasttrack_port)
-    if getattr(args, "with_launcher", False):
-        kwargs["with_launcher"] = True
-    if getattr(args, "with_probes", False):
-        kwargs["with_probes"] = True
+def soc_config(args, board):
+    """The SoC's options (`ethdaq build`, `ethdaq sim`) as a SoCConfig, checked against `board`
+    before anything is built: a one-line error for what the build would refuse."""
+    from ethdaq.soc.socconfig import ETHERBONE_WARNING, SoCConfig
+    if getattr(args, "frontend", None) and args.channels is not None:
+        raise CLIError(f"--channels: a front-end's channels are those it drives ({args.frontend} decides)")
+    options = dict(ip_address=args.ip, netmask=args.netmask, mac_address=args.mac, ctl_port=args.ctl_port,
+                   ctl_allow=args.ctl_allow or (),
+                   ctl_key=read_key(args.ctl_key_file) if args.ctl_key_file else None,
+                   sample_width=args.sample_width,
+                   ptp_role=args.ptp_role, ptp_transport=args.ptp_transport, ptp_domain=args.ptp_domain,
+                   ptp_log_sync=args.ptp_log_sync, ptp_log_announce=args.ptp_log_announce,
+                   ptp_log_delay_req=args.ptp_log_delay_req, ptp_status_full=args.ptp_status_full,
+                   with_classifier=args.with_classifier, fasttrack_ports=tuple(args.fasttrack_port),
+                   with_launcher=args.with_launcher, with_probes=args.with_probes,
+                   with_etherbone=args.with_etherbone, etherbone_port=args.etherbone_port,
+                   with_pin_probe=args.pin_probe,
+                   sys_clk_freq=getattr(args, "sys_clk_freq", None), build_id=getattr(args, "build_id", None))
+    if args.channels is not None:
+        options["nchannels"] = args.channels
     if getattr(args, "frontend", None):
         from ethdaq.gateware.frontend import load
-        if args.channels is not None:
-            raise CLIError(f"--channels: a front-end's channels are those it drives ({args.frontend} decides)")
-        kwargs["frontend"] = load(args.frontend)
-    if args.channels is not None:
-        kwargs["nchannels"] = args.channels
-    kwargs["sample_width"] = args.sample_width
-    if args.with_etherbone:
-        from ethdaq.soc.daqsoc import ETHERBONE_WARNING, check_etherbone_port
-        try:
-            check_etherbone_port(args.etherbone_port, args.ctl_port)
-        except ValueError as e:
-            raise CLIError(str(e))
-        kwargs.update(with_etherbone=True, etherbone_port=args.etherbone_port)
-        print(ETHERBONE_WARNING.format(port=args.etherbone_port), file=sys.stderr, flush=True)
-    if getattr(args, "sys_clk_freq", None):
-        kwargs["sys_clk_freq"] = args.sys_clk_freq
-    if getattr(args, "build_id", None):
-        kwargs["build_id"] = args.build_id
-    return kwargs
+        options["frontend"] = load(args.frontend)
+    config = SoCConfig(**options)
+    try:
+        config.resolve(board)
+    except ValueError as e:
+        raise CLIError(str(e)) from None
+    if config.with_etherbone:
+        print(ETHERBONE_WARNING.format(port=config.etherbone_port), file=sys.stderr, flush=True)
+    return config
 
 
 def cmd_build(args):
@@ -144,11 +132,7 @@ def cmd_build(args):
         raise CLIError(f"toolchain for board {board.name} must be one of {', '.join(board.toolchains)}, not {toolchain!r}")
     output_dir = Path(args.output_dir or os.path.join("build", board.name))
     build.check_placement_options(board, toolchain, args.seed, args.tries)
-    if board.is_sim and args.sys_clk_freq:
-        raise CLIError("the simulated board's sys clock is fixed at 125 MHz (it is the GMII clock)")
-    kwargs = soc_kwargs(args)
-    if args.pin_probe and not board.is_sim:
-        raise CLIError(f"--pin-probe reports from the simulated board's pins; {board.name} is real hardware")
+    config = soc_config(args, board)
     if args.no_compile and board.is_sim:
         raise CLIError("--no-compile is for hardware boards; the simulated board's build is its Verilator binary")
     build.preflight(board, output_dir)
@@ -156,14 +140,14 @@ def cmd_build(args):
     print(f"building {board.name} in {output_dir} (log: {log}) ...", flush=True)
     if board.is_sim:
         with build.output_to(log, args.verbose, show_progress=not args.quiet):
-            result = build.build_sim(board, output_dir, **kwargs)
+            result = build.build_sim(board, output_dir, config=config)
         print(f"simulation binary: {result.artifact}")
         print(f"firmware:          {result.firmware}")
         print("run it with: sudo ethdaq sim")
         return 0
     with build.output_to(log, args.verbose, show_progress=not args.quiet):
-        result = build.build_hardware(board, output_dir, toolchain=toolchain, seed=args.seed, tries=args.tries,
-                                      run=not args.no_compile, **kwargs)
+        result = build.build_hardware(board, output_dir, config=config, toolchain=toolchain, seed=args.seed,
+                                      tries=args.tries, run=not args.no_compile)
     if args.no_compile:
         print(f"project:   {result.gateware} (self-contained: it can be moved or copied); to build it, "
               f"run: {build.project_command(result)}")

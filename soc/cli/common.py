@@ -121,7 +121,7 @@ class Parser(OneLineParser):
 
 
 def netmask_arg(text):
-    from ethdaq.soc.daqsoc import parse_netmask
+    from ethdaq.soc.socconfig import parse_netmask
     try:
         return parse_netmask(text)
     except ValueError as e:
@@ -129,7 +129,7 @@ def netmask_arg(text):
 
 
 def mac_arg(text):
-    from ethdaq.soc.daqsoc import parse_mac
+    from ethdaq.soc.socconfig import parse_mac
     try:
         parse_mac(text)
     except ValueError as e:
@@ -160,8 +160,8 @@ def read_key(path):
 
 
 def allow_arg(text):
-    """--ctl-allow, checked here for a one-line error; DAQSoC takes the text as it is."""
-    from ethdaq.soc.daqsoc import parse_allow
+    """--ctl-allow, checked here for a one-line error; SoCConfig takes the text as it is."""
+    from ethdaq.soc.socconfig import parse_allow
     try:
         parse_allow(text)
     except ValueError as e:

@@ -16,7 +16,7 @@ from ethdaq.host.protocol import EMULATOR_RATE_DEFAULT
 from ethdaq.host import argtypes
 from ethdaq.host.argtypes import ipv4
 from ethdaq.soc import ctlargs
-from ethdaq.soc.cli.build import add_network_options, add_output_options, soc_kwargs
+from ethdaq.soc.cli.build import add_network_options, add_output_options, soc_config
 from ethdaq.soc.cli.common import CLIError, board_class
 
 
@@ -78,12 +78,12 @@ def cmd_sim(args):
         _check_demo_stream(board, args)
     sim.check_can_run(args.netns)  # Fail before the (long) build.
     output_dir = Path(args.output_dir or os.path.join("build", "sim"))
-    kwargs = soc_kwargs(args)
+    config = soc_config(args, board)
     build.preflight(board, output_dir)
     log = output_dir / "build.log"
     print(f"building the simulated board in {output_dir} (log: {log}) ...", flush=True)
     with build.output_to(log, args.verbose, show_progress=not args.quiet):
-        result = build.build_sim(board, output_dir, **kwargs)
+        result = build.build_sim(board, output_dir, config=config)
     build.write_sim_config(board, result.artifact.parent.parent, args.tap, args.host_ip)
     print(f"starting the simulation in network namespace {args.netns!r} "
           f"(tap {args.tap} {args.host_ip}/24, board {args.ip})", flush=True)
