@@ -35,6 +35,7 @@ from litex.soc.interconnect.csr import CSRStatus
 from liteeth.common import eth_phy_description
 
 from ethdaq.gateware.bram import BlockRAMFIFO
+from ethdaq.gateware.regbuffer import RegisteredBuffer
 
 
 class FrameGate(LiteXModule):
@@ -60,7 +61,7 @@ class FrameGate(LiteXModule):
         # `ready`, it was thirteen logic levels with its level counter's carry chain (10.8 ns, the
         # eth_rx critical path of a full SoC on an LFE5U-45F-6, docs/boards/README.md).
         self.verdict_fifo = verdict_fifo = stream.SyncFIFO([("drop", 1)], frames, buffered=True)
-        self.out_buffer   = out_buffer   = stream.Buffer(eth_phy_description(8), pipe_valid=True, pipe_ready=True)
+        self.out_buffer   = out_buffer   = RegisteredBuffer(eth_phy_description(8))
 
         beat     = Signal()
         first    = Signal(reset=1)   # The next byte starts a frame.

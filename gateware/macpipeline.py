@@ -42,6 +42,7 @@ from liteeth.mac.preamble import LiteEthMACPreambleInserter
 from ethdaq.gateware.framefifo import FrameFIFO
 from ethdaq.gateware.mactx import MACTransmitter
 from ethdaq.gateware.fcschecker import FCSChecker
+from ethdaq.gateware.regbuffer import RegisteredBuffer
 
 
 def _tx_cdc_index(pipeline, who):
@@ -73,7 +74,7 @@ def insert_tx_buffer(mac_core):
     pipeline = mac_core.tx_datapath.pipeline
     i = _tx_cdc_index(pipeline, "insert_tx_buffer")
     dw = len(pipeline[i].source.data)
-    buf = ClockDomainsRenamer("eth_tx")(stream.Buffer(eth_phy_description(dw), pipe_valid=True, pipe_ready=True))
+    buf = ClockDomainsRenamer("eth_tx")(RegisteredBuffer(eth_phy_description(dw)))
     pipeline.insert(i + 1, buf)
     return buf
 

@@ -149,9 +149,9 @@ class TXPath(LiteXModule):
         # Registered `ready` too: the schedulers' ready chain then ends here instead of running
         # on through the framer into the streamer's buffer (eth_tx's critical path on ECP5 after
         # the schedulers' choice was registered, 12.9 ns).
-        self.framer_reg = framer_reg = r(stream.Buffer(eth_phy_description(dw), pipe_valid=True, pipe_ready=True))
+        self.framer_reg = framer_reg = r(RegisteredBuffer(eth_phy_description(dw)))
         # The ARP requester's frame multiplexer, registered (it fed the CRC in one cycle).
-        self.requester_reg = requester_reg = r(stream.Buffer(eth_phy_description(dw), pipe_valid=True, pipe_ready=True))
+        self.requester_reg = requester_reg = r(RegisteredBuffer(eth_phy_description(dw)))
         self.comb += [
             requester.source.connect(requester_reg.sink),
             requester_reg.source.connect(local.sinks[0]),
@@ -170,7 +170,7 @@ class TXPath(LiteXModule):
             # A register between the CRC and the preamble (one cycle): the preamble inserter's,
             # the schedulers' and the gap's valid/ready chain would otherwise run on through the
             # CRC into the local scheduler's inputs.
-            self.crc_buf  = crc_buf  = r(stream.Buffer(eth_phy_description(dw), pipe_valid=True, pipe_ready=True))
+            self.crc_buf  = crc_buf  = r(RegisteredBuffer(eth_phy_description(dw)))
             self.submodules += stream.Pipeline(local, crc, crc_buf, preamble)
             ours = preamble.source
         else:
@@ -184,7 +184,7 @@ class TXPath(LiteXModule):
         # Classes, highest first: time-triggered launches (if any), LiteEth (the CPU's control
         # and PTP messages, ARP and ICMP answers), the bulk DAQ data.
         sources = ([launcher.source] if launcher is not None else [])
-        self.mac_buffer = mac_buffer = r(stream.Buffer(eth_phy_description(dw), pipe_valid=True, pipe_ready=True))
+        self.mac_buffer = mac_buffer = r(RegisteredBuffer(eth_phy_description(dw)))
         sources += [mac_buffer.source, ours]
         self.scheduler = scheduler = r(FrameScheduler(len(sources), dw, idle_choice=len(sources) - 1))
         self.comb += mac_phy.sink.connect(mac_buffer.sink)
