@@ -87,7 +87,6 @@ import importlib.util
 import json
 import math
 import subprocess
-import sys
 import tomllib
 import traceback
 from pathlib import Path

@@ -10,7 +10,6 @@ import subprocess
 import uuid
 
 import h5py
-import numpy as np
 import pytest
 from nexusformat.nexus import nxload
 

@@ -10,7 +10,6 @@ emulators (the largest design the suite simulates)."""
 
 import random
 
-import pytest
 from migen import *
 from migen.fhdl.tools import list_signals
 from migen.genlib.fifo import AsyncFIFO
