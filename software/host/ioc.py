@@ -18,7 +18,7 @@ serves them over Channel Access and pvAccess. docs/epics.md has the table of PVs
   each, read with REG_READ every poll; a writable one is also a setpoint, FE:NAME, with its
   readback FE:NAME_RBV, and a put is one REG_WRITE (software/host/csrmap.py). Registers of
   up to 64 bits are 64-bit integer PVs, wider ones hexadecimal strings ("0x..."); a 64-bit value
-  of 2**63 or more does not fit a signed PV and is INVALID with status HW_LIMIT.
+  of 2**63 or more does not fit a signed PV and is INVALID with status UDF.
 - A write is sent while the put is processed (a put with callback, `caput -c`, returns after the
   board answered). A write the board refuses (another host controls it, a value out of its range),
   or that gets no answer, is not taken: the PV returns to its previous value with severity MAJOR
@@ -163,16 +163,19 @@ def frontend_pvs(registers):
         kind = "int64" if reg.words <= 2 else "text"
         desc = f"front-end register {reg.name}"[:DESC_MAX]
         if reg.writable:
-            pvs += [Pv(register_pv(reg), kind, desc=desc, write="register", register=reg),
-                    Pv(register_pv(reg) + "_RBV", kind, desc=desc, register=reg)]
-        else:
-            pvs.append(Pv(register_pv(reg), kind, desc=desc, register=reg))
+            pvs.append(Pv(register_pv(reg), kind, desc=desc, write="register", register=reg))
+        pvs.append(Pv(register_read_pv(reg), kind, desc=desc, register=reg))
     return pvs
 
 
 def register_pv(reg):
     """The name of a front-end register's PV (its setpoint's, when it has one)."""
     return f"FE:{reg.name.upper()}"
+
+
+def register_read_pv(reg):
+    """The name of the PV a poll sets for a front-end register: FE:NAME, or a setpoint's FE:NAME_RBV."""
+    return register_pv(reg) + ("_RBV" if reg.writable else "")
 
 
 def register_value(reg, value):
@@ -188,7 +191,7 @@ def read_registers(client, registers):
     out = {}
     for reg in registers.values():
         value = register_value(reg, reg.from_words(client.reg_read(reg.offset, reg.words)))
-        out[register_pv(reg) + ("_RBV" if reg.writable else "")] = value
+        out[register_read_pv(reg)] = value
     return out
 
 
@@ -336,7 +339,6 @@ class Board:
     ip:   str
     port: int = 7000
     name: str = ""
-    pvs:  dict = field(default_factory=dict, repr=False)   # Its records, by PV name after the prefix.
     registers: dict = field(default_factory=dict)          # Its front-end's, from --csr: {name: csrmap.Register}.
 
 
@@ -509,7 +511,7 @@ class BoardPvs:
         if not self.poll:
             return {}
         v = self.values
-        return {**{register_pv(r): v.get(register_pv(r) + "_RBV") for r in self.board.registers.values() if r.writable},
+        return {**{register_pv(r): v.get(register_read_pv(r)) for r in self.board.registers.values() if r.writable},
                 "RUN:CTRL": v["RUN:RUNNING"], "CFG:PAYLOAD": v["CFG:PAYLOAD_RBV"], "CFG:ENABLE": v["CFG:ENABLE_RBV"],
                 "CFG:DST_IP": v["CFG:DST_IP_RBV"], "CFG:DST_PORT": v["CFG:DST_PORT_RBV"],
                 "EMU:MODE": v["EMU:MODE_RBV"], "EMU:RATE": v["EMU:RATE_RBV"], "PTP:ROLE": v["PTP:ROLE_RBV"],
