@@ -261,14 +261,7 @@ int main(int argc, char **argv)
 		top->s_gmii_eth_rx_data = d;
 		top->s_gmii_eth_rx_dv = v;
 		top->s_gmii_eth_rx_er = 0;
-		top->sys_clk = 0;
-		top->eval();
-		if (top->m_serial_source_valid)
-			mc.put(top->m_serial_source_data);
-		if (top->s_serial_source_valid)
-			sc.put(top->s_serial_source_data);
-		top->sys_clk = 1;
-		top->eval();
+		clock_cycle(top, mc, sc);
 		sw.collect(0, top->m_gmii_eth_tx_data, top->m_gmii_eth_tx_en, top->m_gmii_eth_tx_er);
 		sw.collect(1, top->s_gmii_eth_tx_data, top->s_gmii_eth_tx_en, top->s_gmii_eth_tx_er);
 		if (sample && k % sample == 0) {

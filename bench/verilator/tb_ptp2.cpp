@@ -57,15 +57,7 @@ int main(int argc, char **argv)
 		top->s_gmii_eth_rx_data = m2s[slot].data;
 		top->s_gmii_eth_rx_dv   = m2s[slot].en;
 		top->s_gmii_eth_rx_er   = m2s[slot].er;
-		top->sys_clk = 0;
-		top->eval();
-		// A byte the UART offers before the edge is taken at the edge (ready is always 1).
-		if (top->m_serial_source_valid)
-			mc.put(top->m_serial_source_data);
-		if (top->s_serial_source_valid)
-			sc.put(top->s_serial_source_data);
-		top->sys_clk = 1;
-		top->eval();
+		clock_cycle(top, mc, sc);
 		m2s[slot] = Gmii{top->m_gmii_eth_tx_data, top->m_gmii_eth_tx_en, top->m_gmii_eth_tx_er};
 		s2m[slot] = Gmii{top->s_gmii_eth_tx_data, top->s_gmii_eth_tx_en, top->s_gmii_eth_tx_er};
 		if (k % sample == 0) {

@@ -55,3 +55,17 @@ template <class Top> static void power_on(Top *top, int32_t m_osc, int32_t s_osc
 	top->sim_trace = 0;
 	top->sys_rst = 1;
 }
+
+// One sys_clk cycle of boards m and s: the falling edge, the byte each console's UART offers
+// before the rising edge (taken at it: ready is always 1), then the rising edge.
+template <class Top> static void clock_cycle(Top *top, Console &mc, Console &sc)
+{
+	top->sys_clk = 0;
+	top->eval();
+	if (top->m_serial_source_valid)
+		mc.put(top->m_serial_source_data);
+	if (top->s_serial_source_valid)
+		sc.put(top->s_serial_source_data);
+	top->sys_clk = 1;
+	top->eval();
+}
