@@ -122,3 +122,20 @@ def test_ctl_help_after_the_shared_options_is_ctls_help():
     for argv in (["ctl", "--ip", "127.0.0.1", "-h"], ["ctl", "--ip", "127.0.0.1", "--port", "9", "--help"]):
         r = run(*argv)
         assert r.returncode == 0 and r.stdout.startswith("usage: ethdaq ctl [-h] ACTION ..."), (argv, r.stderr)
+
+
+def test_a_key_file_that_cannot_be_read_or_is_not_a_key_is_one_line(tmp_path):
+    """ctl and build read key files with the same function as the IOC: the same one-line errors,
+    before anything is sent or built."""
+    bad = tmp_path / "bad.key"
+    bad.write_text("not hex\n")
+    for argv, text in ((["ctl", "status", "--ip", "127.0.0.1", "--key-file", str(tmp_path / "missing")],
+                        f"cannot read key file {tmp_path / 'missing'}: No such file or directory"),
+                       (["ctl", "status", "--ip", "127.0.0.1", "--key-file", str(bad)],
+                        f"key file {bad}: a key file holds the key as hex digits"),
+                       (["build", "--board", "sim", "--ctl-key-file", str(bad), "--output-dir", str(tmp_path / "b")],
+                        f"key file {bad}: a key file holds the key as hex digits")):
+        r = run(*argv)
+        assert r.returncode == 2 and len(r.stderr.splitlines()) == 1 and r.stderr.startswith(f"Error: {text}"), \
+            (argv, r.stderr)
+    assert not (tmp_path / "b").exists()

@@ -10,7 +10,6 @@ import argparse
 import json
 import re
 import sys
-from pathlib import Path
 
 from ethdaq.host.argtypes import OneLineParser, int_in, port
 from ethdaq.soc import ctlargs
@@ -150,13 +149,11 @@ def dst_mac_arg(text):
 
 def read_key(path):
     """A key file (hex), or a one-line error."""
-    from ethdaq.host.protocol import parse_key
+    from ethdaq.host.protocol import read_key_file
     try:
-        return parse_key(Path(path).read_text())
-    except OSError as e:
-        raise CLIError(f"cannot read key file {path}: {e.strerror}") from None
+        return read_key_file(path)
     except ValueError as e:
-        raise CLIError(f"key file {path}: {e}") from None
+        raise CLIError(str(e)) from None
 
 
 def allow_arg(text):

@@ -438,13 +438,10 @@ def check_boards(boards, prefix):
 
 
 def read_key(path):
-    from pathlib import Path
     try:
-        return protocol.parse_key(Path(path).read_text())
-    except OSError as e:
-        raise IocError(f"cannot read key file {path}: {e.strerror}") from None
+        return protocol.read_key_file(path)
     except ValueError as e:
-        raise IocError(f"key file {path}: {e}") from None
+        raise IocError(str(e)) from None
 
 
 def main(args, err=sys.stderr):

@@ -651,6 +651,17 @@ def parse_key(text):
     return key
 
 
+def read_key_file(path):
+    """The key in a key file (parse_key); ValueError as one line naming the file otherwise."""
+    from pathlib import Path
+    try:
+        return parse_key(Path(path).read_text())
+    except OSError as e:
+        raise ValueError(f"cannot read key file {path}: {e.strerror}") from None
+    except ValueError as e:
+        raise ValueError(f"key file {path}: {e}") from None
+
+
 def claim_request(seq, lease_s=0):
     return pack_header(MSG_CLAIM, seq) + CLAIM.pack(lease_s)
 
