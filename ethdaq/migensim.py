@@ -22,6 +22,10 @@ nothing changes, as in Migen. The one step left out: after a falling edge with n
 when the combinational logic reads no clock, Migen runs a combinational pass that cannot change
 anything; here the clock's new value is committed without it.
 
+A domain whose clock is another domain's (``cd.clk.eq(ClockSignal(source))``, as a domain with a
+reset of its own on the same clock has) is ticked with its source: Migen's simulator clocks only
+the domains it is given (``AliasClockSimulator``, under both simulators).
+
 test/test_migensim.py runs designs under both simulators and compares every signal in every
 cycle. ``install()`` makes ``migen.sim.run_simulation`` use this simulator (the test suite does,
 unless ETHDAQ_MIGEN_SIM=interpreted).
@@ -35,7 +39,7 @@ from migen.fhdl.specials import _MemoryLocation
 from migen.fhdl.structure import (Constant, Signal, ClockSignal, ResetSignal, Cat, Replicate, If, Case,
                                   _Operator, _Slice, _Part, _ArrayProxy, _Assign)
 
-__all__ = ["CompiledSimulator", "MigenSimulator", "install", "uninstall"]
+__all__ = ["AliasClockSimulator", "CompiledSimulator", "MigenSimulator", "clock_aliases", "install", "uninstall"]
 
 # Python's parser limits the nesting of parentheses; deeper expressions go through locals.
 _MAX_DEPTH = 40
@@ -322,7 +326,50 @@ class _Compiler:
         return key
 
 
-class CompiledSimulator(migen_sim.Simulator):
+def clock_aliases(fragment):
+    """{domain: source domain} for each domain whose clock is assigned combinationally from
+    another's (``cd.clk.eq(ClockSignal(source))``): a domain of its own on the same clock, such as
+    one with a reset of its own."""
+    clocks = {cd.clk: cd.name for cd in fragment.clock_domains}
+    aliases = {}
+    for statement in fragment.comb:
+        if isinstance(statement, _Assign) and isinstance(statement.l, Signal) and statement.l in clocks:
+            source = statement.r
+            if isinstance(source, ClockSignal):
+                aliases[clocks[statement.l]] = source.cd
+            elif isinstance(source, Signal) and source in clocks:
+                aliases[clocks[source]] = clocks[statement.l]
+    return aliases
+
+
+class AliasClockSimulator(migen_sim.Simulator):
+    """migen.sim.Simulator that ticks a domain whose clock is another domain's clock with that
+    domain. Migen's simulator ticks only the domains its `clocks` name and drives each clock
+    itself; an alias's clock is then given its source's period and phase, and the assignment
+    (the simulator drives that clock now) is taken out of the combinational list."""
+
+    def __init__(self, fragment_or_module, generators, clocks={"sys": 10}, **kwargs):
+        fragment = fragment_or_module
+        if not isinstance(fragment, migen_sim._Fragment):
+            fragment = fragment_or_module.get_fragment()
+        clocks = clocks if isinstance(clocks, dict) else {"sys": clocks}
+        aliases = {cd: source for cd, source in clock_aliases(fragment).items() if cd not in clocks}
+        clocks = dict(clocks)
+        while aliases:
+            ready = {cd: source for cd, source in aliases.items() if source in clocks}
+            if not ready:
+                raise ValueError(f"clock domains {sorted(aliases)} take their clocks from domains the "
+                                 f"simulation does not clock ({sorted(set(aliases.values()))})")
+            for cd, source in ready.items():
+                clocks[cd] = clocks[source]
+                del aliases[cd]
+        driven = {cd.clk for cd in fragment.clock_domains if cd.name in clocks}
+        fragment.comb = [s for s in fragment.comb
+                         if not (isinstance(s, _Assign) and isinstance(s.l, Signal) and s.l in driven)]
+        super().__init__(fragment, generators, clocks, **kwargs)
+
+
+class CompiledSimulator(AliasClockSimulator):
     """migen.sim.Simulator, with the synchronous and combinational passes compiled."""
 
     def __init__(self, *args, **kwargs):
@@ -376,9 +423,12 @@ MigenSimulator = migen_sim.Simulator
 
 
 def install():
-    """Make migen.sim.run_simulation (which looks its Simulator up at each call) compile."""
+    """Make migen.sim.run_simulation (which looks its Simulator up at each call) compile; with
+    ETHDAQ_MIGEN_SIM=interpreted, Migen's interpreter, with clock aliases ticked."""
     if os.environ.get("ETHDAQ_MIGEN_SIM", "compiled") != "interpreted":
         migen_sim.Simulator = CompiledSimulator
+    else:
+        migen_sim.Simulator = AliasClockSimulator
 
 
 def uninstall():

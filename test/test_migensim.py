@@ -13,7 +13,7 @@ import random
 from migen import *
 from migen.fhdl.tools import list_signals
 from migen.genlib.fifo import AsyncFIFO
-from ethdaq.migensim import CompiledSimulator, MigenSimulator
+from ethdaq.migensim import AliasClockSimulator, CompiledSimulator, MigenSimulator
 
 
 def recording(base):
@@ -188,6 +188,43 @@ def test_an_asynchronous_fifo_between_two_clocks_matches():
         return {"sys": writer(), "rd": reader()}
     traces, names = both(Top, stimulus, clocks={"sys": 10, "rd": 16})
     assert_same(traces, names)
+
+
+def test_a_domain_on_another_domains_clock_ticks_with_it():
+    """A domain whose clock is sys's and whose reset is a register (as the PTP parsers' is) runs
+    as the same logic written in sys with that reset as an If does under Migen's own simulator."""
+    class Aliased(Module):
+        def __init__(self):
+            self.clear, self.count = Signal(), Signal(8)
+            self.clock_domains.cd_local = ClockDomain()
+            clear_q = Signal(reset_less=True)
+            self.sync += clear_q.eq(self.clear)
+            self.comb += [self.cd_local.clk.eq(ClockSignal("sys")), self.cd_local.rst.eq(clear_q)]
+            self.sync.local += self.count.eq(self.count + 3)
+
+    class Reference(Module):
+        def __init__(self):
+            self.clear, self.count = Signal(), Signal(8)
+            clear_q = Signal(reset_less=True)
+            self.sync += [clear_q.eq(self.clear), self.count.eq(self.count + 3), If(clear_q, self.count.eq(0))]
+
+    def counts(design, base):
+        seen = []
+
+        def gen():
+            rng = random.Random(5)
+            for _ in range(200):
+                yield design.clear.eq(rng.random() < 0.1)
+                yield
+                seen.append((yield design.count))
+        with base(design, gen(), clocks={"sys": 10}) as sim:
+            sim.run()
+        return seen
+
+    expected = counts(Reference(), MigenSimulator)
+    assert len(set(expected)) > 20 and expected.count(0) > 5
+    assert counts(Aliased(), AliasClockSimulator) == expected
+    assert counts(Aliased(), CompiledSimulator) == expected
 
 
 def test_the_streamer_and_its_emulators_match():
