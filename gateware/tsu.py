@@ -147,7 +147,20 @@ class PTPTimestamper(LiteXModule):
 
         # # #
 
-        self.parser  = parser  = ClockDomainsRenamer(cd)(PTPParser(with_preamble))
+        if cd == "sys":
+            self.parser = parser = PTPParser(with_preamble)
+        else:
+            # The parser's state machine is one-hot on the ECP5, and Yosys' recoding folds a sync
+            # reset into its next-state LUTs: its reset comes from a flip-flop beside it (a domain
+            # of its own on the same clock), not from the domain's global reset line, whose route
+            # out of the clock buffer costs eth 4 ns (docs/liteeth-notes.md).
+            local     = ClockDomain(f"{cd}_ptpparser")
+            rst_local = Signal(reset_less=True)
+            sync = getattr(self.sync, cd)
+            sync += rst_local.eq(ResetSignal(cd, allow_reset_less=True))
+            self.clock_domains += local
+            self.comb += [local.clk.eq(ClockSignal(cd)), local.rst.eq(rst_local)]
+            self.parser = parser = ClockDomainsRenamer(local.name)(PTPParser(with_preamble))
         self.capture = capture = TimeCapture(clock, cd, cd_clock)
         self.comb += [
             sink.connect(parser.sink, omit={"ready"}),  # Observed, never driven.
