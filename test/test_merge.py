@@ -208,7 +208,9 @@ def test_nexus_reader_opens_the_file(kafka_broker, tmp_path):
 
 def test_other_producers_timestamps(kafka_broker, tmp_path):
     """se00 from the ESS library's own serialiser: timestamp location End (packet_timestamp is the
-    last sample's time) and per-sample timestamps; run start and stop from its pl72 and 6s4t."""
+    last sample's time), per-sample timestamps, and per-sample timestamps out of order (each
+    message's samples shuffled, reaching over slice bounds: they come out in time order); run start
+    and stop from its pl72 and 6s4t."""
     from confluent_kafka import Producer
     from streaming_data_types import serialise_6s4t, serialise_pl72, serialise_se00
     from streaming_data_types.fbschemas.array_1d_se00.Location import Location
@@ -221,6 +223,9 @@ def test_other_producers_timestamps(kafka_broker, tmp_path):
         ts = T0 + 3 + np.arange(k * 16, (k + 1) * 16) * PERIOD
         p.produce(topic, serialise_se00("explicit", 2, int(ts[0]), 0, k, v, Location.Start, value_timestamps=ts),
                   b"explicit")
+        shuffle = np.random.default_rng(k).permutation(16)
+        p.produce(topic, serialise_se00("shuffled", 3, int(ts[0]), 0, k, v[shuffle], Location.Start,
+                                        value_timestamps=ts[shuffle] + 2), b"shuffled")
     p.produce(topic, serialise_6s4t("job-x", stop_time=2_000), b"run")
     p.produce(topic, b"not a flatbuffer", b"junk")
     assert p.flush(30) == 0
@@ -228,14 +233,14 @@ def test_other_producers_timestamps(kafka_broker, tmp_path):
     assert r.returncode == 0, r.stderr
     sources, late, attrs, _ = merged(tmp_path / "merged.h5")
     want_v = np.arange(160, dtype=np.int32) - 50
-    for name, offset, channel in (("end", 0, 1), ("explicit", 3, 2)):
+    for name, offset, channel in (("end", 0, 1), ("explicit", 3, 2), ("shuffled", 5, 3)):
         times, samples, log, a = sources[name]
         check_slices(times, samples, log)
         np.testing.assert_array_equal(times, T0 + offset + np.arange(160) * PERIOD)
         np.testing.assert_array_equal(samples, want_v)
         assert samples.dtype == np.int32 and a["channel"] == channel
-    assert (attrs["se00_messages"], attrs["run_messages"], attrs["other_messages"]) == (20, 2, 1)
-    assert attrs["consumed_messages"] == 23 and not late
+    assert (attrs["se00_messages"], attrs["run_messages"], attrs["other_messages"]) == (30, 2, 1)
+    assert attrs["consumed_messages"] == 33 and not late
     with h5py.File(tmp_path / "merged.h5") as f:
         run = f["merged/runs/job-x"].attrs
         assert (run["run_name"], run["start_time_ms"], run["stop_time_ms"]) == ("other", 1_000, 2_000)

@@ -47,7 +47,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ethdaq.host import argtypes, publisher
+from ethdaq.host import argtypes, publisher, se00
 from ethdaq.host.pubworker import ClientErrors
 from ethdaq.host.protocol import format_duration_ns, parse_duration_ns
 
@@ -259,40 +259,55 @@ class Merger:
 
     def _place(self, src, ts, location, counter, values, value_ts, period=None):
         """A message's samples to their open slices, or to `late` where their slice has closed."""
-        times = sample_times(ts, src.period if period is None else period, location, len(values), value_ts)
+        delta = src.period if period is None else period
+        times = sample_times(ts, delta, location, len(values), value_ts)
         if not len(times):
             return
-        tmin, tmax = int(times.min()), int(times.max())
+        # Samples in time order (a period, or timestamps that rise) go to their slices as they are;
+        # others are sorted by slice first, and their slices' samples by time when the slice closes.
+        ordered = bool((times[1:] >= times[:-1]).all())
+        tmin, tmax = (int(times[0]), int(times[-1])) if ordered else (int(times.min()), int(times.max()))
         src.first = tmin if src.first is None else min(src.first, tmin)
         src.latest = tmax if src.latest is None else max(src.latest, tmax)
         self._note(src, tmax)
         ks = times // self.slice_ns
-        late = (ks + 1) * self.slice_ns <= self.watermark if self.watermark is not None else np.zeros(len(ks), bool)
-        if late.any():
-            self.out.add_late(src.group, times[late], values[late], counter)
-            n = int(late.sum())
-            src.n["late_samples"] += n
-            src.n["late_messages"] += 1
-            self.c["late_samples"] += n
-            self.c["late_messages"] += 1
-            times, values, ks = times[~late], values[~late], ks[~late]
+        # Late: the sample's slice has closed, (k + 1) * W <= watermark, that is k < watermark // W.
+        closed = None if self.watermark is None else self.watermark // self.slice_ns
+        if ordered:
+            late = 0 if closed is None else int(np.searchsorted(ks, closed))
+            self._late(src, times[:late], values[:late], counter)
+            times, values, ks = times[late:], values[late:], ks[late:]
+        else:
+            if closed is not None:
+                late = ks < closed
+                self._late(src, times[late], values[late], counter)
+                times, values, ks = times[~late], values[~late], ks[~late]
+            order = np.argsort(ks, kind="stable")
+            times, values, ks = times[order], values[order], ks[order]
         if not len(ks):
             return
-        if ks[0] == ks[-1] and (ks == ks[0]).all():
-            self._put(int(ks[0]), src.group, times, values)
+        if ks[0] == ks[-1]:
+            self._put(int(ks[0]), src.group, times, values, ordered)
             return
-        order = np.argsort(ks, kind="stable")
-        ks, times, values = ks[order], times[order], values[order]
         cuts = np.flatnonzero(np.diff(ks)) + 1
         for k, t, v in zip(ks[np.r_[0, cuts]], np.split(times, cuts), np.split(values, cuts)):
-            self._put(int(k), src.group, t, v)
+            self._put(int(k), src.group, t, v, ordered)
 
-    def _put(self, k, group, times, values):
+    def _late(self, src, times, values, counter):
+        """Samples whose slice has closed, in arrival order: counted, into the file's `late`."""
+        if len(times):
+            self.out.add_late(src.group, times, values, counter)
+            src.n["late_samples"] += len(times)
+            src.n["late_messages"] += 1
+            self.c["late_samples"] += len(times)
+            self.c["late_messages"] += 1
+
+    def _put(self, k, group, times, values, ordered):
         slot = self.open.get(k)
         if slot is None:
             slot = self.open[k] = {}
             heapq.heappush(self.heap, k)
-        slot.setdefault(group, []).append((times, values))
+        slot.setdefault(group, []).append((times, values, ordered))
 
     def _status(self, s):
         self.c["status_messages"] += 1
@@ -347,10 +362,11 @@ class Merger:
                 continue          # No sample yet: the source's records start with its first slice.
             parts = slot.get(src.group, [])
             if parts:
-                times = np.concatenate([t for t, _ in parts])
-                values = np.concatenate([v for _, v in parts])
-                order = np.argsort(times, kind="stable")
-                times, values = times[order], values[order]
+                times = np.concatenate([t for t, _, _ in parts])
+                values = np.concatenate([v for _, v, _ in parts])
+                if not _in_order(parts):
+                    order = np.argsort(times, kind="stable")
+                    times, values = times[order], values[order]
             else:
                 times, values = np.zeros(0, np.int64), np.zeros(0, src.dtype)
             expected = src.expected(start, end)
@@ -378,9 +394,14 @@ class Merger:
 
 @functools.cache
 def _decoders():
-    from streaming_data_types import deserialise_6s4t, deserialise_pl72, deserialise_se00, deserialise_x5f2
-    return {b"se00": deserialise_se00, b"x5f2": deserialise_x5f2, b"pl72": deserialise_pl72,
+    from streaming_data_types import deserialise_6s4t, deserialise_pl72, deserialise_x5f2
+    return {b"se00": se00.decode, b"x5f2": deserialise_x5f2, b"pl72": deserialise_pl72,
             b"6s4t": deserialise_6s4t}
+
+
+def _in_order(parts):
+    """True when the (times, values, ordered) parts, one after another, are in time order."""
+    return all(o for _, _, o in parts) and all(a[0][-1] <= b[0][0] for a, b in zip(parts, parts[1:]))
 
 
 def _held_period(held):

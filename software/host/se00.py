@@ -21,6 +21,7 @@ Layout (little-endian, every field written, so the vtable never changes):
     so that the samples are aligned to their size, the vector's length and the samples.
 """
 
+import functools
 import struct
 
 import numpy as np
@@ -105,3 +106,90 @@ class Encoder:
 
 
 _LITTLE = np.little_endian
+
+
+# Decoding --------------------------------------------------------------------------------------
+#
+# A FlatBuffers reader for se00 alone: the root table's vtable gives each field's place, every
+# offset is checked against the buffer, and the values come out as a numpy view of the message.
+# It returns what the library's deserialise_se00 returns for any message (ours, the library's own
+# serialiser's, another producer's) and raises ValueError where a field lies outside the buffer;
+# its per-message cost is a few struct reads instead of the library's generic accessors.
+
+_U16, _I32, _U32 = struct.Struct("<H"), struct.Struct("<i"), struct.Struct("<I")
+_SCALARS = {1: (struct.Struct("<i"), 0), 2: (struct.Struct("<q"), 0), 3: (struct.Struct("<d"), 0.0),
+            4: (struct.Struct("<b"), 0), 5: (struct.Struct("<B"), 0), 8: (struct.Struct("<q"), 0)}
+_INT64 = np.dtype("<i8")
+
+
+@functools.cache
+def _library():
+    """The library's result type, and values_type -> numpy dtype as its flag map gives them."""
+    from streaming_data_types.array_1d_se00 import Response, flag_map
+    from flatbuffers.number_types import to_numpy_type
+    return Response, {k: np.dtype(to_numpy_type(flags)) for k, flags in flag_map.items()}
+
+
+class _Reader:
+    """Bounds-checked reads of one buffer."""
+
+    def __init__(self, buf):
+        self.buf, self.size = buf, len(buf)
+
+    def unpack(self, s, at):
+        if at < 0 or at + s.size > self.size:
+            raise ValueError(f"se00: a field at byte {at} lies outside the {self.size}-byte message")
+        return s.unpack_from(self.buf, at)[0]
+
+    def table(self, at):
+        """{slot: absolute position} of the fields present in the table at `at`."""
+        vtable = at - self.unpack(_I32, at)
+        slots = (self.unpack(_U16, vtable) - 3) // 2      # Entries that start inside the vtable.
+        if vtable + 4 + 2 * slots > self.size:
+            raise ValueError(f"se00: the vtable at byte {vtable} runs past the {self.size}-byte message")
+        offsets = struct.unpack_from(f"<{slots}H", self.buf, vtable + 4) if slots > 0 else ()
+        return {slot: at + off for slot, off in enumerate(offsets) if off}
+
+    def target(self, at):
+        """Where the uoffset at `at` points."""
+        return at + self.unpack(_U32, at)
+
+    def vector(self, at, itemsize):
+        """(position, length) of the vector the uoffset at `at` points to."""
+        start = self.target(at)
+        n = self.unpack(_U32, start)
+        if start + 4 + n * itemsize > self.size:
+            raise ValueError(f"se00: a vector of {n} items at byte {start} runs past the {self.size}-byte message")
+        return start + 4, n
+
+    def array(self, at, dtype):
+        """The vector the uoffset at `at` points to, as a numpy view."""
+        start, n = self.vector(at, dtype.itemsize)
+        return np.frombuffer(self.buf, dtype=dtype, count=n, offset=start)
+
+
+def decode(buf):
+    """se00 message -> the library's SampleEnvironmentData (its deserialise_se00's result)."""
+    Response, types = _library()
+    r = _Reader(buf)
+    if bytes(buf[4:8]) != b"se00":
+        raise ValueError(f"se00: file identifier {bytes(buf[4:8])!r}, not b'se00'")
+    fields = r.table(r.target(0))
+    scalars = {slot: r.unpack(fmt, fields[slot]) if slot in fields else default
+               for slot, (fmt, default) in _SCALARS.items()}
+    if 0 not in fields:
+        raise ValueError("se00: the message has no name")
+    start, n = r.vector(fields[0], 1)
+    name = bytes(buf[start:start + n]).decode()
+    dtype = types.get(scalars[5])
+    if dtype is None or 6 not in fields:
+        raise ValueError(f"se00: values of type {scalars[5]}, not a type the schema has")
+    union_at = r.target(fields[6])
+    if r.table(union_at).get(0) != union_at + 4:    # Where every builder puts it, and the library reads it.
+        raise ValueError("se00: the values vector is not the values table's first field")
+    values = r.array(union_at + 4, dtype)
+    value_ts = r.array(fields[7], _INT64) if 7 in fields else None
+    return Response(name=name, channel=scalars[1], timestamp_unix_ns=scalars[2],
+                    sample_ts_delta=scalars[3], ts_location=scalars[4],
+                    message_counter=scalars[8], values=values, value_ts=value_ts)
+
