@@ -4,6 +4,9 @@
  *
  * udpblast: sends valid DAQ datagrams (one stream, seq 0, 1, 2, ...; 16-bit counter samples)
  * with sendmmsg, at a fixed rate or as fast as it can. bench/recvrate.py builds and runs it.
+ * Each datagram's timestamp is its first sample's time on a 125 MHz sample clock (seq times the
+ * samples per datagram times 8 ns), as a board's stream carries it whatever the sending rate, so
+ * a merge of what it sent places every sample once in its slice.
  *
  *   udpblast --port P [--host 127.0.0.1] [--payload 1472] [--rate PPS, 0: unpaced]
  *            [--seconds S | --count N] [--cpu N] [--stream-id N] [--batch 64] [--gso 1]
@@ -34,6 +37,7 @@
 #include "daq_format.h"
 
 #define MAX_BATCH 1024
+#define SAMPLE_PERIOD_NS 8u   /* The stream's sample clock: 125 MHz. */
 
 static uint64_t now_ns(void)
 {
@@ -193,7 +197,7 @@ int main(int argc, char **argv)
 		for (uint64_t k = 0; k < want; k++) {
 			uint8_t *d = bufs + k * (uint64_t)payload;
 			put_be(d + DAQ_SEQ_OFFSET, sent + k, 8);
-			put_be(d + DAQ_TIMESTAMP_OFFSET, now - start, 8);
+			put_be(d + DAQ_TIMESTAMP_OFFSET, (sent + k) * samples * SAMPLE_PERIOD_NS, 8);
 		}
 		unsigned nmsg = (unsigned)((want + (uint64_t)gso - 1) / (uint64_t)gso);
 		for (unsigned m = 0; m < nmsg; m++) {  /* The last message may carry fewer datagrams. */

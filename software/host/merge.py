@@ -140,6 +140,11 @@ def sample_times(ts, delta, location, n, value_ts=None):
     if value_ts is not None and len(value_ts) == n:
         return np.asarray(value_ts, dtype=np.int64)
     shift = _LOCATION_SHIFT.get(int(location), 0.0) * (n - 1) * delta
+    if float(delta).is_integer() and float(shift).is_integer():    # Whole ns: integer arithmetic, the same values.
+        times = np.arange(n, dtype=np.int64)
+        times *= int(delta)
+        times += ts - int(shift)
+        return times
     return ts + np.round(np.arange(n) * delta - shift).astype(np.int64)
 
 
