@@ -390,18 +390,17 @@ def on_device(board, device):
 def main(argv=None):
     from ethdaq.boards import BOARDS, get_board
     from ethdaq.soc.build import build_hardware, nextpnr_summary, xilinx_cell_summary
-    from ethdaq.host.protocol import MAX_STREAMS
-    from ethdaq.host.argtypes import int_in
-    from ethdaq.soc.cli.common import build_id_arg, sample_width
-    from ethdaq.soc.socconfig import SoCConfig
+    from ethdaq.soc.cli.build import add_network_options, soc_config
+    from ethdaq.soc.cli.common import CLIError, build_id_arg
 
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                epilog="Every SoC option of `ethdaq build` applies (those after --synth-only); a build "
+                                       "with --with-classifier, --channels, --sample-width other than 16 or "
+                                       "--frontend goes to BUILD_DIR/BOARD with a suffix for each (-classifier, "
+                                       "-Nch, -BITSbit, -NAME), --synth-only's to BOARD...-synth.")
     p.add_argument("--board", action="append", help="board (repeatable; default: every hardware board)")
     p.add_argument("--build-dir", default=str(ROOT / "build" / "resources"))
     p.add_argument("--from-build", help="report on an existing build directory (one board) instead of building")
-    p.add_argument("--with-classifier", action="store_true",
-                   help="build the SoC with the receive classifier (the fast-track sink, as `ethdaq build "
-                        "--with-classifier`), in BUILD_DIR/BOARD-classifier")
     p.add_argument("--no-build", action="store_true",
                    help="report on the builds already in --build-dir (BUILD_DIR/BOARD) instead of building")
     p.add_argument("--device", help="ECP5 only: build on this part instead of the board's (same package and "
@@ -410,16 +409,8 @@ def main(argv=None):
                    "revision), as `ethdaq build --build-id`: the identifier is logic, so a fixed id keeps the netlist "
                    "(and nextpnr's result) the same from commit to commit; CI's builds use 'ci'")
     p.add_argument("--synth-only", action="store_true",
-                   help="ECP5 only: stop after Yosys (LUT4 eq., FF, BRAM and the per-core table; no timing), in "
-                        "BUILD_DIR/BOARD-synth")
-    p.add_argument("--channels", type=int_in(1, MAX_STREAMS, "channels"), metavar="N",
-                   help="build the SoC with N stream channels (as `ethdaq build --channels`), in BUILD_DIR/BOARD-Nch")
-    p.add_argument("--frontend", metavar="PATH",
-                   help="build the SoC with this detector front-end instead of the emulators (as `ethdaq build "
-                        "--frontend`, pins included), in BUILD_DIR/BOARD-NAME (NAME: the file's name without suffix)")
-    p.add_argument("--sample-width", type=sample_width, metavar="BITS",
-                   help="build the SoC with BITS-bit samples (as `ethdaq build --sample-width`), in "
-                        "BUILD_DIR/BOARD-BITSbit")
+                   help="ECP5 only: stop after Yosys (LUT4 eq., FF, BRAM and the per-core table; no timing)")
+    add_network_options(p)
     args = p.parse_args(argv)
     names = args.board or [n for n, b in BOARDS.items() if not b.is_sim]
     if args.synth_only and (args.from_build or args.no_build):
@@ -428,26 +419,17 @@ def main(argv=None):
         p.error("--device needs exactly one --board")
     if args.from_build and len(names) != 1:
         p.error("--from-build needs exactly one --board (or --no-build for a directory of boards)")
-    suffix = "-classifier" if args.with_classifier else ""
-    config = SoCConfig(with_classifier=args.with_classifier, build_id=args.build_id)
-    if args.channels is not None:
-        suffix += f"-{args.channels}ch"
-        config.nchannels = args.channels
-    if args.sample_width is not None:
-        suffix += f"-{args.sample_width}bit"
-        config.sample_width = args.sample_width
-    if args.frontend:
-        from ethdaq.gateware.frontend import FrontendError, load
-        if args.channels is not None:
-            p.error(f"--channels: a front-end's channels are those it drives ({args.frontend} decides)")
-        try:
-            config.frontend = load(args.frontend)
-        except FrontendError as e:
-            p.error(str(e))
-        suffix += "-" + Path(args.frontend).stem
+    suffix = ("-classifier" if args.with_classifier else "") \
+        + (f"-{args.channels}ch" if args.channels is not None else "") \
+        + (f"-{args.sample_width}bit" if args.sample_width != 16 else "") \
+        + (f"-{Path(args.frontend).stem}" if args.frontend else "")
     results = []
     for name in names:
         board = get_board(name)
+        try:
+            config = soc_config(args, board)
+        except (CLIError, ValueError) as e:
+            p.error(str(e))
         if args.device:
             try:
                 board = on_device(board, args.device)
@@ -484,7 +466,8 @@ def main(argv=None):
             table = attribute(gw / f"{name}.json", gw / f"{name}.v")
         label = name + (f" on {args.device}" if args.device else "") + (" + classifier" if args.with_classifier else "") \
             + (f", {args.channels} channels" if args.channels is not None else "") \
-            + (f", {args.sample_width}-bit samples" if args.sample_width is not None else "")
+            + (f", {args.sample_width}-bit samples" if args.sample_width != 16 else "") \
+            + (f", {Path(args.frontend).name}" if args.frontend else "")
         family = "xc7" if xilinx else "ecp5"
         print_tables(label, board.fpga, report, table, elapsed, family=family)
         results.append((label, board.fpga, report, table, family))

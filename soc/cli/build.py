@@ -107,7 +107,7 @@ def soc_config(args, board):
                    with_classifier=args.with_classifier, fasttrack_ports=tuple(args.fasttrack_port),
                    with_launcher=args.with_launcher, with_probes=args.with_probes,
                    with_etherbone=args.with_etherbone, etherbone_port=args.etherbone_port,
-                   with_pin_probe=args.pin_probe,
+                   with_pin_probe=getattr(args, "pin_probe", False),
                    sys_clk_freq=getattr(args, "sys_clk_freq", None), build_id=getattr(args, "build_id", None))
     if args.channels is not None:
         options["nchannels"] = args.channels
