@@ -5,16 +5,17 @@
 from setuptools import Extension, setup
 
 # Install editable (`pip install -e .`, as the Makefile does): the firmware sources and the
-# repository layout (soc/, gateware/, boards/, software/) are used in place.
+# repository layout (wire/, gateware/, soc/, boards/, software/) are used in place.
 setup(
     name        = "ethdaq",
     version     = "0.1.0",
     description = "Open data-acquisition reference platform on LiteX/LiteEth",
     license     = "BSD-2-Clause",
     python_requires = ">=3.9",
-    packages    = ["ethdaq", "ethdaq.soc", "ethdaq.soc.cli", "ethdaq.gateware", "ethdaq.boards", "ethdaq.host"],
+    packages    = ["ethdaq", "ethdaq.wire", "ethdaq.soc", "ethdaq.soc.cli", "ethdaq.gateware", "ethdaq.boards", "ethdaq.host"],
     package_dir = {
         "ethdaq":          "ethdaq",
+        "ethdaq.wire":     "wire",
         "ethdaq.soc":      "soc",
         "ethdaq.gateware": "gateware",
         "ethdaq.boards":   "boards",

@@ -34,7 +34,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.table import print_table  # noqa: E402
-from ethdaq.host import protocol  # noqa: E402
+from ethdaq.wire import protocol  # noqa: E402
 
 FW = REPO / "software" / "firmware"
 SANITIZE = ["-fsanitize=fuzzer,address,undefined", "-fno-sanitize-recover=all"]

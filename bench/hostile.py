@@ -245,7 +245,7 @@ def labelled(kind, net, rng, count=8):
                 out.append((with_fcs(_pad(raw(Ether(src=net.host_mac, dst="01:1b:19:00:00:00", type=0x88F7) /
                                               Raw(bytes(msg))))), "rx_ok" if net.ptp_transport == "l2" else "ethertype"))
         elif kind == "ctl_malformed":
-            from ethdaq.host import protocol
+            from ethdaq.wire import protocol
             good = bytearray(protocol.status_request(i))
             variant = i % 4
             if variant == 0:

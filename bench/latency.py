@@ -68,9 +68,9 @@ ROWS = [
 # Runs inside the namespace: every measurement through the control protocol and Linux sockets.
 INSIDE = r"""
 import json, socket, sys, time
-from ethdaq.host import protocol
 from ethdaq.host.ctl import ControlClient
 from ethdaq.host.receiver import Receiver
+from ethdaq.wire import protocol
 
 board, ctl_port, ft_port, data_port, frames = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
 sizes = [int(s) for s in sys.argv[6].split(",")]

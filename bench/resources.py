@@ -334,11 +334,10 @@ def synth_only(board, out, config, device=None):
     """`board`'s SoC generated into `out` as `ethdaq build` generates it, then only Yosys (the
     build's own script): a report of the synthesised cells (LUT4 eq., FF, DP16KD, DSP) without
     clock figures."""
-    from ethdaq.soc import tools
-    from ethdaq.soc.build import build_hardware
+    from ethdaq.soc.build import build_hardware, yowasp_shims
     build_hardware(board, out, config, run=False)
     gw = Path(out).resolve() / "gateware"
-    shims = tools.yowasp_shims(Path(out).resolve() / ".tools")
+    shims = yowasp_shims(Path(out).resolve() / ".tools")
     r = subprocess.run([str(shims / "yosys"), "-q", "-l", f"{board.name}.rpt", f"{board.name}.ys"], cwd=gw,
                        capture_output=True, text=True)
     if r.returncode != 0:

@@ -56,9 +56,9 @@ BACKGROUND = ("rx_ok", "icmp_type")   # Audit counters Linux's own traffic adds 
 # datagrams came), with a ping flood and a STATUS loop beside it when asked. One JSON line out.
 STREAM = r"""
 import json, os, subprocess, sys, threading, time
-from ethdaq.host import daqformat
 from ethdaq.host.ctl import ControlClient
 from ethdaq.host.receiver import Receiver
+from ethdaq.wire import daqformat
 
 board, ctl_port, data_port = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 rate, payload, packets, stop, flood = float(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6]), sys.argv[7], sys.argv[8] == "1"
@@ -331,9 +331,9 @@ def main(argv=None):
     args = p.parse_args(argv)
     from bench.hostile import Network
     from ethdaq.boards import get_board
-    from ethdaq.host import protocol
     from ethdaq.soc import build, sim
     from ethdaq.soc.socconfig import DEFAULT_MAC, SoCConfig
+    from ethdaq.wire import protocol
     board = get_board("sim")
     sim.check_can_run(NETNS)
     log = Path(args.output_dir) / "build.log"

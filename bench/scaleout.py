@@ -53,7 +53,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 from bench.recvrate import build_sender                                      # noqa: E402
 from bench.table import print_table                                          # noqa: E402
-from ethdaq.host.daqformat import HEADER_LEN                                 # noqa: E402
+from ethdaq.wire.daqformat import HEADER_LEN                                 # noqa: E402
 
 CLI = [sys.executable, "-m", "ethdaq.soc.cli"]
 PERIOD_NS = 8

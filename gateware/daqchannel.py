@@ -24,7 +24,7 @@ from litex.gen import *
 from litex.soc.interconnect import stream
 
 from ethdaq.gateware.cdcfifo import LevelFIFO
-from ethdaq.host import daqformat
+from ethdaq.wire import daqformat
 
 # Helpers ------------------------------------------------------------------------------------------
 

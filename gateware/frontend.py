@@ -99,7 +99,7 @@ from litex.soc.interconnect import stream
 from litex.soc.interconnect.csr import CSRStatus, CSRStorage
 
 from ethdaq.gateware.connectors import ConnectorPins, PinError
-from ethdaq.soc import tools
+from ethdaq import tools
 
 
 class FrontendError(ValueError):

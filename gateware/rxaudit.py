@@ -62,7 +62,7 @@ from litex.soc.interconnect.csr import CSRStatus, CSRStorage
 from liteeth.common import eth_phy_description
 
 from ethdaq.gateware.ptpparser import ETHERTYPE_IPV4, IP_PROTO_UDP
-from ethdaq.host.protocol import MSG_IDENTIFY, RX_AUDIT_CAUSES
+from ethdaq.wire.protocol import MSG_IDENTIFY, RX_AUDIT_CAUSES
 
 CAUSE = {name: i for i, name in enumerate(RX_AUDIT_CAUSES)}
 COUNTER_BITS = 48   # 2**48 frames: 5 years of minimum-size frames at 1 Gb/s.

@@ -3,7 +3,7 @@
 # SPDX-License-Identifier: BSD-2-Clause
 
 """DAQ serializer: round-robin over the channels' complete datagrams, each sent as its DAQ header
-(ethdaq.host.daqformat) and then its samples, as UDP user datagrams for the framer.
+(ethdaq.wire.daqformat) and then its samples, as UDP user datagrams for the framer.
 
 The serializer's parts are module-level functions of the serializer rather than methods: Migen
 names a signal after the Python frames above its creation, and a method's frame would add a level
@@ -30,7 +30,7 @@ from liteeth.common import eth_udp_user_description
 
 from ethdaq.gateware.daqchannel import descriptor_layout
 from ethdaq.gateware.framer import field_bytes, mux_tree
-from ethdaq.host import daqformat
+from ethdaq.wire import daqformat
 
 # Helpers ------------------------------------------------------------------------------------------
 

@@ -2,7 +2,7 @@
 # This file is part of ethdaq.
 # SPDX-License-Identifier: BSD-2-Clause
 
-"""DAQ streamer: detector channels framed into UDP datagrams (header: ethdaq.host.daqformat).
+"""DAQ streamer: detector channels framed into UDP datagrams (header: ethdaq.wire.daqformat).
 
 Each channel collects samples into its own buffer and only starts a datagram when the buffer
 can hold a whole one, so every datagram holds consecutive samples and is complete before it is
@@ -47,7 +47,7 @@ from ethdaq.gateware.daqchannel import DAQChannel
 from ethdaq.gateware.resolver import ARPResolver
 from ethdaq.gateware.serializer import Serializer
 from ethdaq.gateware.streamstats import StreamCounters
-from ethdaq.host import daqformat, protocol
+from ethdaq.wire import daqformat, protocol
 
 # Streamer -----------------------------------------------------------------------------------------
 

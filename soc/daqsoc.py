@@ -50,9 +50,9 @@ from ethdaq.gateware.tsu import PHY_FPGA_LATENCY_CYCLES, TX_TAP_CYCLES, PTPTimes
 from ethdaq.gateware.launcher import LATENCY_CYCLES as LAUNCHER_LATENCY_CYCLES, Launcher, guard_cycles
 from ethdaq.gateware.txpath import TXPath, connect_streamer
 from ethdaq.gateware.watchdog import Watchdog
-from ethdaq.host import daqformat, protocol
 from ethdaq.soc.socconfig import (CLASSIFIER_RULES, ETHERBONE_WARNING, PTP_ROLES, PTP_TRANSPORTS, PTP_UDP_PORTS,
                                   SoCConfig, parse_allow)
+from ethdaq.wire import daqformat, protocol
 
 # Helpers ------------------------------------------------------------------------------------------
 

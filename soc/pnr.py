@@ -21,7 +21,7 @@ nextpnr_opts) runs nextpnr unchanged.
 Which router made the bitstream is written beside nextpnr's report (`<report>.router`) for the
 build summary.
 
-Usage (the `nextpnr-ecp5` shim of soc/tools.py runs this):
+Usage (the `nextpnr-ecp5` shim of soc/build.py runs this):
     python -m ethdaq.soc.pnr NEXTPNR [nextpnr options]
 """
 

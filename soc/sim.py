@@ -17,7 +17,7 @@ import threading
 import time
 from pathlib import Path
 
-from ethdaq.soc import tools
+from ethdaq import tools
 
 # Lines the simulator's modules print at start-up that say nothing about the board.
 _NOISE = ("[warn] Epoll ADD", "loaded (", "[clocker]", "[clocker] loaded")

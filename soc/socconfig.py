@@ -14,8 +14,8 @@ import dataclasses
 import ipaddress
 from dataclasses import dataclass
 
-from ethdaq.host import protocol
 from ethdaq.soc.gitrev import git_hash
+from ethdaq.wire import protocol
 
 # Defaults -----------------------------------------------------------------------------------------
 

@@ -17,8 +17,8 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
 from ethdaq.host.batch import stream_name
-from ethdaq.host.daqformat import FLAG_TS_PTP, pack_header
 from ethdaq.kafkabroker import BrokerError, KafkaBroker
+from ethdaq.wire.daqformat import FLAG_TS_PTP, pack_header
 
 
 @contextlib.contextmanager

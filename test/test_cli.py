@@ -262,7 +262,7 @@ def test_ctl_config_arguments_are_checked_before_anything_is_sent(args, message)
 
 
 def test_config_assignments_parse_names_numbers_and_addresses():
-    from ethdaq.host import protocol
+    from ethdaq.wire import protocol
     parse = protocol.parse_config_assignment
     assert parse("ptp_role=slave") == ("ptp_role", 2)
     assert parse("emulator_mode=pulse") == ("emulator_mode", 3)
@@ -277,7 +277,7 @@ def test_config_assignments_parse_names_numbers_and_addresses():
 
 
 def test_durations_print_as_they_parse():
-    from ethdaq.host.protocol import format_duration_ns, parse_duration_ns
+    from ethdaq.wire.protocol import format_duration_ns, parse_duration_ns
     for ns in (1000, 250_000, 1_000_000, 1_500_000, 10**9, 1234):
         assert parse_duration_ns(format_duration_ns(ns)) == ns
     assert format_duration_ns(1_000_000) == "1ms" and format_duration_ns(250_000) == "250us"
@@ -338,8 +338,8 @@ def test_the_allow_list_reaches_the_firmware_as_networks():
 
 
 def test_probe_table_prints_each_class_in_ns_and_its_histogram():
-    from ethdaq.host import protocol
     from ethdaq.soc.cli.ctl import probe_table
+    from ethdaq.wire import protocol
     bins = [0] * protocol.PROBE_NBINS
     bins[4], bins[5] = 3, 1                      # 16-31 and 32-63 cycles.
     report = protocol.ProbeReport(8000, 1, 0, 0, 2, {
@@ -355,9 +355,9 @@ def test_probe_table_prints_each_class_in_ns_and_its_histogram():
 
 
 def test_rules_set_arguments_become_match_bits_and_bad_rules_are_one_line_errors():
-    from ethdaq.host import protocol
     from ethdaq.soc.cli.common import CLIError
     from ethdaq.soc.cli.ctl import parse_rule
+    from ethdaq.wire import protocol
     r = parse_rule(["1", "action=drop", "port=9100", "proto=17", "src=10.0.0.7"], ctl_port=7000)
     assert r == dict(index=1, enable=1, action=protocol.RULE_ACTIONS["drop"], port=9100, proto=17, src_ip=0x0A000007,
                      match=protocol.RULE_MATCH_PORT | protocol.RULE_MATCH_PROTO | protocol.RULE_MATCH_SRC)
@@ -414,7 +414,7 @@ def test_sim_with_a_broken_front_end_stops_before_building_and_leaves_no_namespa
 
 def test_ctl_rx_prints_each_counter_with_what_it_counts_and_misuse_is_one_line():
     from test_ctl_client import ScriptedBoard, seq_of
-    from ethdaq.host import protocol
+    from ethdaq.wire import protocol
     records = [(0x00, 1234), (0x06, 0), (0x10, 3), (0x41, 2), (0x7E, 5)]   # 0x7E: a newer board's counter.
 
     def answer(req):
@@ -480,7 +480,7 @@ def test_ctl_config_set_with_options_first_sends_the_same_request_to_a_board():
     dst_port=6000` is, byte for byte past the seq, that of the same words with the options last."""
     from test_ctl_client import ScriptedBoard, config_answer
     from test_ctl_values import identify_answer
-    from ethdaq.host import protocol
+    from ethdaq.wire import protocol
     # payload: checked against IDENTIFY first, then the link budget asks IDENTIFY for the front-end's rates.
     board = ScriptedBoard([identify_answer, config_answer, identify_answer] * 2)
     opts = ["--ip", "127.0.0.1", "--port", str(board.port), "--json"]
@@ -524,7 +524,7 @@ def test_a_ctl_table_into_a_closed_pipe_ends_quietly_and_head_gets_its_line():
     """`ethdaq ctl rx` against a board on loopback: into a pipe whose reader has gone, and through
     the real `head -1` (which reads one line and exits) in a shell pipeline."""
     from test_ctl_client import ScriptedBoard, seq_of
-    from ethdaq.host import protocol
+    from ethdaq.wire import protocol
     records = [(code, 1000 + code) for code, _, _ in protocol.RX_COUNTERS]
 
     def answer(req):
@@ -549,7 +549,7 @@ def test_discover_lists_each_board_that_answers_once():
     to 127.255.255.255 (a broadcast, SO_BROADCAST) three times; the board answers every one, and
     is listed once. With nobody there: a one-line message on stderr, exit 1."""
     from test_ctl_client import ScriptedBoard, seq_of
-    from ethdaq.host import protocol
+    from ethdaq.wire import protocol
     ident = protocol.Identity(mac=bytes.fromhex("10e2d5000001"), ip=0x7F000001, ctl_port=7000, sys_clk_hz=125_000_000,
                               eth_dw=8, nchannels=4, sample_bits=16, max_payload=1472, capabilities=0x3,
                               board="sim", build_id="0123456789ab", ident="ethdaq sim test")

@@ -8,8 +8,8 @@ import threading
 
 import pytest
 
-from ethdaq.host import protocol
 from ethdaq.host.ctl import ControlClient, ControlTimeout
+from ethdaq.wire import protocol
 
 
 class ScriptedBoard:

@@ -10,8 +10,9 @@ import struct
 
 import pytest
 
-from ethdaq.host import daqformat, linkbudget, protocol
+from ethdaq.host import linkbudget
 from ethdaq.soc import cli
+from ethdaq.wire import daqformat, protocol
 from test_cli import assert_one_line_error, run
 from test_ctl_client import ScriptedBoard, seq_of
 

@@ -9,7 +9,7 @@ import pytest
 
 from conftest import REPO
 from ethdaq.gateware.serializer import header_bytes
-from ethdaq.host import daqformat
+from ethdaq.wire import daqformat
 
 VECTORS = json.loads((REPO / "test" / "vectors" / "daq_header.json").read_text())["vectors"]
 

@@ -26,7 +26,7 @@ PLACEHOLDER = re.compile(r"^(?:[A-Z][A-Z0-9_]*|NAME=VALUE|\.\.\.)$")
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 # Repository paths named in prose (not a link's target, which is relative to its page): a top-level
 # directory of the tree, then a file with an extension.
-TOP_DIRS = ("bench", "boards", "docs", "examples", "gateware", "soc", "software", "test")
+TOP_DIRS = ("bench", "boards", "docs", "ethdaq", "examples", "gateware", "soc", "software", "test", "wire")
 PATH = re.compile(r"(?<![\w/.~\[-])(?<!\]\()((?:%s)/[\w./-]*\w\.(?:md|py|c|h|v|sv|toml|lua|json|txt|tcl))\b" % "|".join(TOP_DIRS))
 # Paths that a build or a run writes (not in the tree), named as examples.
 GENERATED = re.compile(r"^(?:build|test/c/build)/|/build/")

@@ -15,7 +15,7 @@ from migen import Module, passive, run_simulation
 
 from ethdaq.gateware.streamer import DAQStreamer
 from ethdaq.gateware.timebase import Timebase
-from ethdaq.host import daqformat
+from ethdaq.wire import daqformat
 
 F_ = daqformat
 

@@ -13,9 +13,9 @@ import h5py
 import pytest
 from nexusformat.nexus import nxload
 
-from ethdaq.host import daqformat
 from ethdaq.host.batch import Batch
 from ethdaq.host.h5file import CHUNK_BYTES, PACKETS_DTYPE, RunFileError, Writer, open_run, set_board
+from ethdaq.wire import daqformat
 from test_h5file import NAMES, S8, S16, S24, S32, batch, datagram, traffic
 
 H5DUMP = shutil.which("h5dump")

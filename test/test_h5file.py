@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 from ethdaq.host.batch import PACKET_DTYPE, Batch, stream_key
-from ethdaq.host.daqformat import FLAG_FIRST, FLAG_LAST, FLAG_OVERFLOW, FLAG_TS_PTP
 from ethdaq.host.h5file import (PACKETS_DTYPE, RunFileError, Writer, open_run, sample_storage_dtype,
                                 write_summary_json)
+from ethdaq.wire.daqformat import FLAG_FIRST, FLAG_LAST, FLAG_OVERFLOW, FLAG_TS_PTP
 
 A = int(ipaddress.IPv4Address("192.168.1.50"))
 B = int(ipaddress.IPv4Address("10.0.0.2"))

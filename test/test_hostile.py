@@ -84,7 +84,7 @@ def test_each_kind_is_what_it_says(decoded, kind):
 
 
 def test_malformed_control_datagrams_are_refused_by_our_own_parser_too():
-    from ethdaq.host import protocol
+    from ethdaq.wire import protocol
     for f in frames("ctl_malformed", NET, random.Random(3), count=12):
         udp_len = int.from_bytes(f[38:40], "big") - 8
         body = f[42:42 + udp_len]

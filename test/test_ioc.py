@@ -11,7 +11,8 @@ import sys
 import pytest
 
 from conftest import REPO
-from ethdaq.host import csrmap, ioc, protocol
+from ethdaq.host import csrmap, ioc
+from ethdaq.wire import protocol
 
 
 def poll(datagrams=100, s0=(0, 10, 14720, 3), rx=None):

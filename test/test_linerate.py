@@ -12,7 +12,7 @@ from scapy.layers.l2 import Ether
 from bench import gmii, linerate
 from conftest import REPO, tshark_frame_checks
 from ethdaq.gateware.emulator import MODE_PULSE
-from ethdaq.host import daqformat
+from ethdaq.wire import daqformat
 
 PREAMBLE = b"\x55"*7 + b"\xd5"
 

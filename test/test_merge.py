@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 
 from ethdaq.host.batch import PACKET_DTYPE, Batch, stream_name
-from ethdaq.host.daqformat import FLAG_TS_PTP
 from ethdaq.host.merge import EXIT_KAFKA, EXIT_NO_DATA
 from ethdaq.host.publisher import Publisher
+from ethdaq.wire.daqformat import FLAG_TS_PTP
 from kafka_helpers import CLI
 
 SAMPLES = 32                      # per datagram, 16 bits

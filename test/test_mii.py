@@ -15,7 +15,7 @@ from scapy.layers.l2 import ARP, Ether
 
 from bench import gmii
 from conftest import REPO, tshark_frame_checks
-from ethdaq.host import daqformat
+from ethdaq.wire import daqformat
 
 PREAMBLE = b"\x55"*7 + b"\xd5"
 CYCLE_NS = 40                 # MII at 100 Mb/s: a nibble per 25 MHz cycle.

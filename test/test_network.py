@@ -12,9 +12,9 @@ import pytest
 
 from conftest import REPO, ethdaq_cmd, requires_root
 from ethdaq.boards import get_board
-from ethdaq.host import daqformat, protocol
 from ethdaq.soc import build, sim
 from ethdaq.soc.gitrev import git_hash
+from ethdaq.wire import daqformat, protocol
 
 pytestmark = [requires_root, pytest.mark.network]
 
@@ -230,9 +230,9 @@ def test_sim_command_stops_cleanly_on_sigterm_and_removes_its_namespace():
 
 STREAM_CHECK = """
 import json, sys
-from ethdaq.host import daqformat
 from ethdaq.host.ctl import ControlClient
 from ethdaq.host.receiver import Receiver
+from ethdaq.wire import daqformat
 
 board, ctl_port, rate, count = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
 last = {}
@@ -569,8 +569,8 @@ def test_only_the_controller_changes_the_board_and_retransmissions_run_once(boar
     board.ns_run(["ip", "addr", "add", f"{SECOND_IP}/24", "dev", TAP], check=True)
     code = f"""
 import json, socket
-from ethdaq.host import daqformat, protocol
 from ethdaq.host.ctl import ControlClient, ControlRefused
+from ethdaq.wire import daqformat, protocol
 out = {{}}
 with ControlClient({BOARD_IP!r}, {CTL_PORT}, bind={HOST_IP!r}) as me, \\
         ControlClient({BOARD_IP!r}, {CTL_PORT}, bind={SECOND_IP!r}) as other:
@@ -617,8 +617,8 @@ def test_the_boards_refusal_names_the_field_the_value_and_its_range(board):
     says so."""
     code = f"""
 import json
-from ethdaq.host import protocol as P
 from ethdaq.host.ctl import ControlClient, ControlRefused
+from ethdaq.wire import protocol as P
 out = {{}}
 with ControlClient({BOARD_IP!r}, {CTL_PORT}) as ctl:
     ident = ctl.identify()
@@ -766,7 +766,7 @@ def test_a_burst_leaves_by_the_flush_time_not_at_the_stop(board):
     assert r.returncode == 0 and json.loads(r.stdout)["flush"] == "250us", r.stderr
     code = f"""
 import json, socket, subprocess, time
-from ethdaq.host import daqformat
+from ethdaq.wire import daqformat
 rx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 rx.bind(("0.0.0.0", 5000))
 rx.settimeout(60)
@@ -962,7 +962,7 @@ for i in range(3):
         assert r.returncode == 2 and "control port" in r.stderr, r.stderr
         out = ns_python(board, f"""
 import socket
-from ethdaq.host import daqformat, protocol
+from ethdaq.wire import daqformat, protocol
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(10)
 s.sendto(protocol.rule_set_request(777, 2, 1, 2, protocol.RULE_MATCH_PORT, port={CTL_PORT}), ({BOARD_IP!r}, {CTL_PORT}))
 print(protocol.parse_response(s.recvfrom(2048)[0], expect_seq=777)[2])
@@ -980,7 +980,7 @@ NEW_IP, NEW_MAC = "192.168.77.51", "02:ab:00:00:00:42"
 
 ADDRESS_CHANGE = """
 import json, socket, sys
-from ethdaq.host import daqformat, protocol
+from ethdaq.wire import daqformat, protocol
 old, port, new_ip, new_mac = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.settimeout(10)
@@ -1396,7 +1396,7 @@ def test_discovery_on_the_subnets_directed_broadcast_gets_the_board_and_nothing_
     answers = ns_python(board, f"""
 import socket
 from scapy.all import IP, UDP, Ether, Raw, sendp
-from ethdaq.host import daqformat, protocol
+from ethdaq.wire import daqformat, protocol
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.setsockopt(socket.SOL_SOCKET, socket.SO_BROADCAST, 1)
 s.settimeout(4)
@@ -1442,8 +1442,8 @@ def test_reboot_resets_the_board_once_and_it_comes_back(board):
     # The same REBOOT again, as a retry whose first answer was lost: answered, not executed.
     code = f"""
 import json
-from ethdaq.host import daqformat, protocol
 from ethdaq.host.ctl import ControlClient
+from ethdaq.wire import daqformat, protocol
 with ControlClient({BOARD_IP!r}, {CTL_PORT}) as c:
     print(json.dumps(c._expect(lambda seq: protocol.reboot_request(seq, 0), protocol.MSG_REBOOT)))
 """

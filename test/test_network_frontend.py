@@ -62,9 +62,9 @@ def board():
 
 RECEIVE = """
 import json, sys
-from ethdaq.host import daqformat
 from ethdaq.host.ctl import ControlClient
 from ethdaq.host.receiver import Receiver
+from ethdaq.wire import daqformat
 board, ctl_port, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 datagrams = []
 
@@ -240,7 +240,7 @@ def test_an_epics_ioc_serves_the_front_ends_registers_as_pvs(board, tmp_path):
 
 
 def test_registers_outside_the_front_end_are_refused(board):
-    from ethdaq.host import protocol
+    from ethdaq.wire import protocol
     code = board.ns_run([sys.executable, "-c", f"""
 from ethdaq.host.ctl import ControlClient, ControlRefused
 with ControlClient("{BOARD_IP}", {CTL_PORT}) as c:

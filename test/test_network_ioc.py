@@ -14,7 +14,8 @@ import time
 import pytest
 
 from conftest import ethdaq_cmd, requires_root
-from ethdaq.host import ioc, protocol
+from ethdaq.host import ioc
+from ethdaq.wire import protocol
 from test_network import BOARD_IP, CTL_PORT, HOST_IP, MAC, NETNS, SECOND_IP, TAP, board, ns_python_args  # noqa: F401
 
 # The simulated board of test_network (the same build and namespace, made again for this module).

@@ -14,8 +14,8 @@ import pytest
 
 from conftest import REPO, background_build, requires_root
 from ethdaq.boards import get_board
-from ethdaq.host import protocol
 from ethdaq.soc import build, sim
+from ethdaq.wire import protocol
 
 NETNS    = "ethdaq-test-launch"
 TAP      = "ethdaq2"
@@ -42,8 +42,8 @@ def board():
 
 LAUNCH_CHECK = """
 import json, socket, subprocess, sys
-from ethdaq.host import protocol
 from ethdaq.host.ctl import ControlClient
+from ethdaq.wire import protocol
 board, ctl_port, host_ip, tap, port, period, count, with_bulk = sys.argv[1:9]
 port, period, count, with_bulk = int(port), int(period), int(count), with_bulk == "1"
 link = json.loads(subprocess.run(["ip", "-j", "link", "show", tap], capture_output=True, text=True, check=True).stdout)

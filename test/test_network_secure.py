@@ -14,8 +14,8 @@ import pytest
 
 from conftest import REPO, background_build, ethdaq_cmd, requires_root
 from ethdaq.boards import get_board
-from ethdaq.host import protocol
 from ethdaq.soc import build, sim
+from ethdaq.wire import protocol
 
 NETNS    = "ethdaq-test-sec"
 TAP      = "ethdaq1"
@@ -57,8 +57,8 @@ def run_client(board, body, bind=HOST_IP, key=None):
     again, as it is not kept in the reply cache."""
     code = f"""
 import json
-from ethdaq.host import protocol
 from ethdaq.host.ctl import ControlClient, ControlRefused
+from ethdaq.wire import protocol
 out = {{}}
 def refused(fn):
     try:
@@ -180,8 +180,8 @@ def test_eight_channels_of_32_bit_samples_arrive_whole_and_in_order(board):
     datagrams and bytes what the board counted sending."""
     assert "streamer : 8 channels x 32-bit samples" in "\n".join(board.lines)
     out = run_client(board, """
-    from ethdaq.host import daqformat
     from ethdaq.host.receiver import Receiver
+    from ethdaq.wire import daqformat
     ident = c.identify()
     out["ident"] = [ident.nchannels, ident.sample_bits]
     problems, last, received = [], {}, {}

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from ethdaq.host import plot
-from ethdaq.host.daqformat import FLAG_OVERFLOW
 from ethdaq.host.h5file import Writer, open_run
+from ethdaq.wire.daqformat import FLAG_OVERFLOW
 from test_h5file import S16, S24, batch, datagram
 
 MS = 1_000_000

@@ -8,7 +8,7 @@ import textwrap
 
 import pytest
 
-from ethdaq.soc import pnr, tools
+from ethdaq.soc import build, pnr
 
 # A stand-in nextpnr: places, then routes. With router1 it converges only if told to
 # (--converge), else spins printing progress like router1 stuck at thousands of arcs (and fails
@@ -101,7 +101,7 @@ def test_a_router_chosen_by_the_build_is_left_alone(fake, tmp_path):
 
 
 def test_the_nextpnr_shim_runs_through_pnr(tmp_path):
-    shims = tools.yowasp_shims(tmp_path)
+    shims = build.yowasp_shims(tmp_path)
     assert "-m ethdaq.soc.pnr" in (shims / "nextpnr-ecp5").read_text()
     assert "ethdaq.soc.pnr" not in (shims / "yosys").read_text()
 

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from ethdaq.soc import progress, tools
+from ethdaq import tools
+from ethdaq.soc import progress
 from ethdaq.soc.progress import (BITSTREAM, FIRMWARE, PLACEMENT, ROUTING, SOC, SYNTHESIS, VERILOG, BuildLog,
                                  Console)
 
@@ -54,13 +55,13 @@ FLOW = textwrap.dedent("""\
 DRIVER = textwrap.dedent("""\
     import os, subprocess, sys
     from pathlib import Path
-    from ethdaq.soc import build, cli, progress, tools
+    from ethdaq.soc import build, cli, progress
     flow = Path(sys.argv[1])
     def build_hardware(board, output_dir, config=None, toolchain=None, seed=1, tries=None, run=True):
         output_dir = build.preflight(board, output_dir)
         for stage in (progress.SOC, progress.FIRMWARE, progress.VERILOG):
             progress.mark(stage)
-        shims = tools.yowasp_shims(output_dir / ".tools")
+        shims = build.yowasp_shims(output_dir / ".tools")
         cwd = os.getcwd()
         os.chdir(flow)   # As LiteX runs its build script: from the gateware directory.
         try:

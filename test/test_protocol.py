@@ -1,5 +1,5 @@
 """Control protocol: the firmware's C parser (built for the host, with sanitizers) against the
-Python definition in ethdaq.host.protocol, byte for byte, plus malformed and random input."""
+Python definition in ethdaq.wire.protocol, byte for byte, plus malformed and random input."""
 
 import random
 import re
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ethdaq.host import protocol
+from ethdaq.wire import protocol
 
 IDENTITY = protocol.Identity(mac=bytes([0x10, 0xe2, 0xd5, 0, 0, 1]), ip=0xC0A80132, ctl_port=7000,
     sys_clk_hz=125_000_000, eth_dw=8, nchannels=4, sample_bits=16, max_payload=8972, capabilities=0x2B,

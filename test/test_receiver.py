@@ -10,9 +10,10 @@ import threading
 
 import pytest
 
-from ethdaq.host import daqformat, receiver
-from ethdaq.host.daqformat import FLAG_LAST, FLAG_OVERFLOW, pack_header
+from ethdaq.host import receiver
+from ethdaq.wire.daqformat import FLAG_LAST, FLAG_OVERFLOW, pack_header
 from ethdaq.host.receiver import PortInUse, Receiver, format_stats, main
+from ethdaq.wire import daqformat
 
 SAFETY = 5.0  # Idle timeout that only ends a run when a test is broken.
 

@@ -16,7 +16,7 @@ from nexusformat.nexus import nxload
 
 from ethdaq.host import h5file, recv
 from ethdaq.host.batch import stream_name
-from ethdaq.host.daqformat import FLAG_OVERFLOW, pack_header
+from ethdaq.wire.daqformat import FLAG_OVERFLOW, pack_header
 
 CLI = [sys.executable, "-m", "ethdaq.soc.cli"]
 
@@ -208,7 +208,7 @@ def test_plot_of_a_recorded_run(tmp_path):
 
 def table_header(**values):
     """A DAQ header built from the field table's offsets and sizes alone (not the packer's struct)."""
-    from ethdaq.host import daqformat
+    from ethdaq.wire import daqformat
     out = bytearray(daqformat.FIELDS[-1].offset + daqformat.FIELDS[-1].size)
     values = dict(magic=0xDA7A, version=1, header_len=len(out), reserved=0, **values)
     for f in daqformat.FIELDS:

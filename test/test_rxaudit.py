@@ -16,7 +16,7 @@ from litex.gen import LiteXModule
 
 from bench.hostile import KINDS, Network, _pad, fcs_ok, labelled, with_fcs
 from ethdaq.gateware.rxaudit import CAUSE, RXAudit
-from ethdaq.host.protocol import RX_AUDIT_CAUSES
+from ethdaq.wire.protocol import RX_AUDIT_CAUSES
 
 NET = Network(board_mac="10:e2:d5:00:00:77", board_ip="192.168.77.50", host_mac="02:00:00:00:00:01",
               host_ip="192.168.77.1")

@@ -20,11 +20,12 @@ import numpy as np
 import pytest
 
 from conftest import REPO
-from ethdaq.host import daqformat, rxcore
+from ethdaq.host import rxcore
 from ethdaq.host.batch import PACKET_DTYPE, stream_key
-from ethdaq.host.daqformat import FLAG_LAST, FLAG_OVERFLOW, pack_header
+from ethdaq.wire.daqformat import FLAG_LAST, FLAG_OVERFLOW, pack_header
 from ethdaq.host.receiver import PortInUse, Receiver, ReceiverError
 from ethdaq.host.rxcore import RcvbufWarning, RxCore, RxCoreMissing
+from ethdaq.wire import daqformat
 
 LOCAL = "127.0.0.1"
 LOCAL_INT = 0x7F000001

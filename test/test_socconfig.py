@@ -5,8 +5,8 @@ message `ethdaq build` prints (test_cli.py runs the command line for the same me
 import pytest
 
 from ethdaq.boards import get_board
-from ethdaq.host import protocol
 from ethdaq.soc.socconfig import SoCConfig
+from ethdaq.wire import protocol
 
 
 def test_the_defaults_are_the_boards_where_the_config_leaves_them_open():

@@ -10,7 +10,7 @@ from scapy.layers.l2 import Ether
 
 from bench import xgmii
 from conftest import REPO
-from ethdaq.host import daqformat
+from ethdaq.wire import daqformat
 
 
 @pytest.fixture(scope="module")

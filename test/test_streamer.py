@@ -1,5 +1,5 @@
 """DAQ streamer (gateware/streamer.py) fed by the detector emulator, in Migen simulation.
-Datagrams are decoded with ethdaq.host.daqformat and checked against invariants that break if
+Datagrams are decoded with ethdaq.wire.daqformat and checked against invariants that break if
 a sample is lost silently, duplicated, reordered or truncated."""
 
 import pytest
@@ -8,7 +8,7 @@ from migen import Module, passive, run_simulation
 from ethdaq.gateware.emulator import MODE_COUNTER, MODE_PULSE, add_emulators
 from ethdaq.gateware.streamer import DAQStreamer
 from ethdaq.gateware.timebase import Timebase
-from ethdaq.host import daqformat
+from ethdaq.wire import daqformat
 
 
 class DUT(Module):

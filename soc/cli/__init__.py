@@ -91,7 +91,7 @@ def _main(argv):
     from ethdaq.boards import UnknownBoard
     from ethdaq.soc.build import BuildError
     from ethdaq.soc.sim import SimError
-    from ethdaq.soc.tools import ToolMissing
+    from ethdaq.tools import ToolMissing
     try:
         return args.func(args)
     except (CLIError, UnknownBoard, BuildError, SimError, ToolMissing, ValueError) as e:

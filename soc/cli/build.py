@@ -17,8 +17,8 @@ from ethdaq.soc.cli.common import (CLIError, allow_arg, board_class, build_id_ar
 
 
 def add_network_options(p):
-    from ethdaq.host.protocol import MAX_STREAMS
     from ethdaq.soc.socconfig import DEFAULT_CTL_PORT, DEFAULT_ETHERBONE_PORT, DEFAULT_IP, DEFAULT_MAC
+    from ethdaq.wire.protocol import MAX_STREAMS
     p.add_argument("--ip",  type=ipv4,  default=DEFAULT_IP,  help=f"board IPv4 address (default {DEFAULT_IP})")
     p.add_argument("--netmask", type=netmask_arg, metavar="MASK",
                    help="the board's subnet, as a prefix length (24) or a mask (255.255.255.0): the board answers "

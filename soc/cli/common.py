@@ -137,7 +137,7 @@ def mac_arg(text):
 
 
 def dst_mac_arg(text):
-    from ethdaq.host.protocol import parse_mac
+    from ethdaq.wire.protocol import parse_mac
     try:
         mac = parse_mac(text)
     except ValueError as e:
@@ -149,7 +149,7 @@ def dst_mac_arg(text):
 
 def read_key(path):
     """A key file (hex), or a one-line error."""
-    from ethdaq.host.protocol import read_key_file
+    from ethdaq.wire.protocol import read_key_file
     try:
         return read_key_file(path)
     except ValueError as e:
@@ -194,7 +194,7 @@ def freq_arg(text):
 
 def duration_ns(text):
     """'2ms', '500us', '1.5s', '800ns' -> ns."""
-    from ethdaq.host.protocol import parse_duration_ns
+    from ethdaq.wire.protocol import parse_duration_ns
     try:
         return parse_duration_ns(text)
     except ValueError as e:
@@ -203,7 +203,7 @@ def duration_ns(text):
 
 def flush_ns(text):
     """--flush: a duration from 1us to 1s, or 0/off -> ns."""
-    from ethdaq.host.protocol import parse_flush
+    from ethdaq.wire.protocol import parse_flush
     try:
         return parse_flush(text)
     except ValueError as e:
@@ -216,7 +216,7 @@ def board_class(name):
 
 
 def identity_fields(ident):
-    from ethdaq.host import protocol
+    from ethdaq.wire import protocol
     return {"board": ident.board, "build_id": ident.build_id, "ident": ident.ident,
               "mac": ident.mac_str, "ip": ident.ip_str, "ctl_port": ident.ctl_port,
               "sys_clk_hz": ident.sys_clk_hz, "eth_dw": ident.eth_dw, "nchannels": ident.nchannels,
@@ -226,7 +226,7 @@ def identity_fields(ident):
 
 
 def print_identity(ident, as_json):
-    from ethdaq.host.protocol import CAP_FRONTEND
+    from ethdaq.wire.protocol import CAP_FRONTEND
     fields = identity_fields(ident)
     if as_json:
         print(json.dumps(fields))

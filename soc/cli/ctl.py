@@ -16,15 +16,15 @@ from typing import Callable, NamedTuple, Optional
 
 from ethdaq.host import argtypes
 from ethdaq.host.argtypes import int_in, ipv4
-from ethdaq.host.protocol import EMULATOR_RATE_DEFAULT
 from ethdaq.soc import ctlargs
 from ethdaq.soc.cli.common import (CLIError, Parser, dst_mac_arg, duration_ns, flush_ns, port_arg, print_identity,
                                    read_key, say)
+from ethdaq.wire.protocol import EMULATOR_RATE_DEFAULT
 
 
 def cmd_ctl(args):
-    from ethdaq.host import protocol
     from ethdaq.host.ctl import ControlClient, ControlRefused, ControlTimeout
+    from ethdaq.wire import protocol
     key = read_key(args.key_file) if args.key_file else None
     with ControlClient(args.ip, args.port, timeout=args.timeout, key=key) as client:
         try:
@@ -52,7 +52,7 @@ def _ctl_identify(client, args):
 
 
 def _ctl_status(client, args):
-    from ethdaq.host.protocol import format_mac
+    from ethdaq.wire.protocol import format_mac
     status = client.status()
     st = status.__dict__
     st["dst_mac"] = format_mac(st["dst_mac"])
@@ -77,7 +77,7 @@ def _ctl_status(client, args):
 
 
 def _ctl_ptp(client, args):
-    from ethdaq.host import protocol
+    from ethdaq.wire import protocol
     p = client.ptp_status()
     d = dict(p.__dict__, state=p.state_name, servo_state=p.servo_name,
              role=protocol.PTP_ROLES.get(p.role, p.role), transport="l2" if p.transport else "udp4",
@@ -89,7 +89,7 @@ def _ctl_ptp(client, args):
 
 
 def _ctl_emulator(client, args):
-    from ethdaq.host import protocol
+    from ethdaq.wire import protocol
     client.emulator(args.mode, protocol.emulator_rate_fixed(args.rate), args.seed)
     say(args, f"emulator: {args.mode}, {args.rate:g} samples/cycle per channel",
         mode=args.mode, rate=args.rate, seed=args.seed)
@@ -124,7 +124,7 @@ def _ctl_reboot(client, args):
 
 
 def _ctl_config(client, args):
-    from ethdaq.host import protocol
+    from ethdaq.wire import protocol
     verb = args.settings[0] if args.settings else "get"
     if verb == "get" and len(args.settings) <= 1:
         cfg = client.config()
@@ -138,7 +138,7 @@ def _ctl_config(client, args):
 
 def _config_set(client, assignments):
     """CONFIG_SET of NAME=VALUE words, checked against the board first; the board's settings after it."""
-    from ethdaq.host import protocol
+    from ethdaq.wire import protocol
     try:
         fields = dict(protocol.parse_config_assignment(t) for t in assignments)
     except ValueError as e:
@@ -178,7 +178,7 @@ def _warn_budget(client, cfg=None, **settings):
     """On stderr, the link budget's warning for the board's settings (`cfg`, else CONFIG_GET's)
     with `settings` (rate, payload, enable) in their place, if they do not fit its link: the
     emulators' rate, or on a board whose front-end declares its rates, those."""
-    from ethdaq.host.protocol import EMULATOR_MODES
+    from ethdaq.wire.protocol import EMULATOR_MODES
     cfg = cfg or client.config()
     ident = client.identify()
     if "rate" not in settings and any(ident.max_rates):
@@ -197,7 +197,7 @@ def _check_on_board(client, fields, options=False):
     """The settings whose range depends on the board (payload, channel masks), checked against its
     IDENTIFY before they are sent: a one-line error naming the field (as an option with
     `options`) and the board's range."""
-    from ethdaq.host import protocol
+    from ethdaq.wire import protocol
     names = [name for name in ("payload", "enable", "backpressure") if fields.get(name) is not None]
     if not names:
         return
@@ -234,8 +234,8 @@ def _ctl_stop(client, args):
 
 
 def _ctl_start(client, args):
-    from ethdaq.host import protocol
-    from ethdaq.host.protocol import format_mac
+    from ethdaq.wire.protocol import format_mac
+    from ethdaq.wire import protocol
     given, cfg = _start_settings(client, args)
     run, used = client.stream_start(**given)
     started = f"run {run} started: datagrams of {given['payload']} bytes to {ipaddress.IPv4Address(used)}:{given['dst_port']}"
@@ -259,7 +259,7 @@ def _ctl_start(client, args):
 
 
 def _ctl_launch(client, args):
-    from ethdaq.host import protocol
+    from ethdaq.wire import protocol
     verb = args.settings[0] if args.settings else "status"
     if verb not in ("arm", "stop", "status") or len(args.settings) > 1:
         raise CLIError("usage: ethdaq ctl launch [arm|stop|status] --board ADDR (arm: --to HOST:PORT --to-mac MAC "
@@ -307,7 +307,7 @@ def _ctl_launch(client, args):
 def probe_table(report):
     """The latency probes' report as the lines `ethdaq ctl probe` prints: per class count, min,
     mean, max in ns and cycles, then the histogram."""
-    from ethdaq.host import protocol
+    from ethdaq.wire import protocol
     ns = report.cycle_ps / 1000
     lines = [f"latency per frame class, {ns:g} ns cycles (docs/realtime.md: where each starts and ends)",
              f"  {'class':<14} {'frames':>10} {'min':>14} {'mean':>16} {'3 sigma':>14} {'max':>14}"]
@@ -331,7 +331,7 @@ def probe_table(report):
 
 
 def _ctl_probe(client, args):
-    from ethdaq.host import protocol
+    from ethdaq.wire import protocol
     verb = args.settings[0] if args.settings else "read"
     if verb not in ("read", "clear") or len(args.settings) > 1:
         raise CLIError("usage: ethdaq ctl probe [read|clear] --board ADDR")
@@ -360,7 +360,7 @@ RULES_USAGE = ("usage: ethdaq ctl rules [set INDEX [action=cpu|fasttrack|drop] [
 def parse_rule(words, ctl_port):
     """`ethdaq ctl rules set` arguments: INDEX NAME=VALUE ... -> rule_set keyword arguments (the
     match bits from the names given); CLIError with the reason."""
-    from ethdaq.host import protocol
+    from ethdaq.wire import protocol
     if not words:
         raise CLIError(RULES_USAGE)
     try:
@@ -397,7 +397,7 @@ def parse_rule(words, ctl_port):
 
 
 def _ctl_rules(client, args):
-    from ethdaq.host import protocol
+    from ethdaq.wire import protocol
     verb = args.settings[0] if args.settings else "show"
     if verb not in ("show", "set") or (verb == "show" and len(args.settings) > 1):
         raise CLIError(RULES_USAGE)
@@ -428,7 +428,7 @@ def _ctl_rules(client, args):
 
 def format_rx_stats(stats):
     """RX_STATS' counters ({name: value}, protocol.RxStats), one line each: name, value, what it counts."""
-    from ethdaq.host import protocol
+    from ethdaq.wire import protocol
     if not stats:
         return ["  (no counter to show)"]
     return [f"  {name:<16} {value:>14}  "
@@ -437,7 +437,8 @@ def format_rx_stats(stats):
 
 
 def _ctl_regs(client, args):
-    from ethdaq.host import csrmap, protocol
+    from ethdaq.host import csrmap
+    from ethdaq.wire import protocol
     if not args.csr:
         raise CLIError("ethdaq ctl regs needs the build's register map: --csr OUTPUT_DIR/csr.json")
     try:

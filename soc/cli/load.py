@@ -12,7 +12,7 @@ from ethdaq.soc.cli.common import CLIError, board_class
 
 
 def cmd_load(args):
-    from ethdaq.soc import tools
+    from ethdaq import tools
     board = board_class(args.board)
     if board.is_sim:
         raise CLIError("board 'sim' is simulated and cannot be loaded; run 'sudo ethdaq sim'")

@@ -12,12 +12,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ethdaq.host.protocol import EMULATOR_RATE_DEFAULT
 from ethdaq.host import argtypes
 from ethdaq.host.argtypes import ipv4
 from ethdaq.soc import ctlargs
 from ethdaq.soc.cli.build import add_network_options, add_output_options, soc_config
 from ethdaq.soc.cli.common import CLIError, board_class
+from ethdaq.wire.protocol import EMULATOR_RATE_DEFAULT
 
 
 def _sigterm_as_interrupt(signum, frame):
@@ -56,7 +56,7 @@ def _check_demo_stream(board, args):
     """--stream's settings against the simulated board, before its build: the payload it takes,
     and a warning when the emulators would make more than its link carries."""
     from ethdaq.host import linkbudget
-    from ethdaq.host.protocol import MIN_PAYLOAD
+    from ethdaq.wire.protocol import MIN_PAYLOAD
     if args.payload > board.max_payload:
         raise CLIError(f"--payload must be from {MIN_PAYLOAD} to {board.max_payload} (the simulated board's max payload), "
                        f"not {args.payload}")

@@ -31,8 +31,8 @@ newest poll, never the board itself.
 import threading
 import time
 
-from ethdaq.host import protocol
 from ethdaq.host.metrics import serve
+from ethdaq.wire import protocol
 
 # prometheus_client is imported where metrics are collected: `ethdaq ioc` polls boards with poll()
 # and serves no metrics.

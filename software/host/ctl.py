@@ -2,14 +2,14 @@
 # This file is part of ethdaq.
 # SPDX-License-Identifier: BSD-2-Clause
 
-"""Control client: talks to a board's control port (see ethdaq.host.protocol)."""
+"""Control client: talks to a board's control port (see ethdaq.wire.protocol)."""
 
 import ipaddress
 import os
 import socket
 import time
 
-from ethdaq.host import protocol
+from ethdaq.wire import protocol
 
 
 class ControlTimeout(TimeoutError):

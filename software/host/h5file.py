@@ -84,8 +84,8 @@ from typing import NamedTuple
 import h5py
 import numpy as np
 
-from ethdaq.host import daqformat
 from ethdaq.host.batch import PACKET_DTYPE, Batch, stream_name
+from ethdaq.wire import daqformat
 
 FORMAT         = "ethdaq-run"
 FORMAT_VERSION = 2

@@ -36,8 +36,9 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from ethdaq.host import argtypes, csrmap, protocol
+from ethdaq.host import argtypes, csrmap
 from ethdaq.host.boardmetrics import PTP_COUNTERS, STATUS_COUNTERS
+from ethdaq.wire import protocol
 
 HELP = "EPICS IOC of boards: their counters and state as PVs, run start/stop and settings to write"
 EPILOG = """\

@@ -16,7 +16,7 @@ A user's front-end declares each channel's worst-case samples per second instead
 
 from dataclasses import dataclass
 
-from ethdaq.host import daqformat
+from ethdaq.wire import daqformat
 
 # Bytes on the wire besides the UDP payload: UDP 8, IPv4 20, Ethernet 14, FCS 4, preamble and
 # start-of-frame 8, inter-frame gap 12.

@@ -49,7 +49,7 @@ import numpy as np
 
 from ethdaq.host import argtypes, publisher, se00
 from ethdaq.host.pubworker import ClientErrors
-from ethdaq.host.protocol import format_duration_ns, parse_duration_ns
+from ethdaq.wire.protocol import format_duration_ns, parse_duration_ns
 
 DEFAULT_SLICE = "1ms"
 DEFAULT_LATENESS = "50ms"

@@ -86,7 +86,7 @@ def _check_output(out):
 
 def _stream_data(run, name, t0, bin_ns, nbins, excerpt, kind):
     import numpy as np
-    from ethdaq.host.daqformat import FLAG_OVERFLOW
+    from ethdaq.wire.daqformat import FLAG_OVERFLOW
 
     info = run.streams[name]
     nbytes = info.sample_bits // 8

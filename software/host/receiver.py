@@ -2,7 +2,7 @@
 # This file is part of ethdaq.
 # SPDX-License-Identifier: BSD-2-Clause
 
-"""DAQ receiver: takes the streamer's UDP datagrams (ethdaq.host.daqformat) and accounts for every
+"""DAQ receiver: takes the streamer's UDP datagrams (ethdaq.wire.daqformat) and accounts for every
 loss, wherever it happened:
 
 - on the board: the `dropped` header field (cumulative samples dropped per stream and run) and
@@ -32,7 +32,8 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Dict, Optional
 
-from ethdaq.host import argtypes, daqformat
+from ethdaq.host import argtypes
+from ethdaq.wire import daqformat
 
 DEFAULT_PORT   = 5000
 DEFAULT_RCVBUF = 32 * 2**20  # Bytes; ~0.25 s of a saturated 1 Gb/s link.

@@ -59,7 +59,7 @@ def record_board(writer, ip, port, replies, err):
     """Ask the board and write its replies into the run file's board group. A board that does not
     answer costs a warning, never the run: the data is what the file is for."""
     from ethdaq.host.ctl import ControlClient, ControlRefused, ControlTimeout
-    from ethdaq.host.protocol import ProtocolError
+    from ethdaq.wire.protocol import ProtocolError
     missing = []
     try:
         with ControlClient(ip, port, timeout=1.0, retries=2) as c:

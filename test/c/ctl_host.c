@@ -1,7 +1,7 @@
 /*
  * Host harness for software/firmware/protocol/ctl.c: reads one request datagram from stdin, writes the
  * response (possibly empty) to stdout and the counters and the board calls it made to stderr,
- * so tests in Python can check the firmware's parser byte for byte against ethdaq.host.protocol.
+ * so tests in Python can check the firmware's parser byte for byte against ethdaq.wire.protocol.
  * Usage: ctl_host [response capacity] [src ip] [stub error code] [SoC identifier string]
  *                 [allow-list: NET/MASK,... as numbers] [shared key as hex]
  *

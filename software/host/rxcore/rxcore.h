@@ -5,7 +5,7 @@
  * rxcore: the receive hot loop of the host receiver (ethdaq.host.rxcore is its Python front end).
  *
  * One UDP socket, read with recvmmsg into a preallocated ring of buffers; every datagram parsed
- * with explicit lengths and byte order (daq_format.h, generated from ethdaq.host.daqformat);
+ * with explicit lengths and byte order (daq_format.h, generated from ethdaq.wire.daqformat);
  * sequence accounting per stream keyed by (source IPv4, source UDP port, stream_id) with the
  * semantics of ethdaq.host.receiver (the Python reference model); datagrams that bring new data
  * copied out as packet records (laid out as ethdaq.host.batch.PACKET_DTYPE) plus their samples.
