@@ -87,7 +87,7 @@ class Assembler:
         """The whole events that end in one datagram's `samples`: (times ns as uint64, ids as
         int32). A datagram that does not follow the last one fed (another run, a seq gap, samples
         dropped between them, or a late one) discards the unfinished event carried over."""
-        samples = np.asarray(samples).astype(np.uint64)
+        samples = samples.astype(np.uint64) if isinstance(samples, np.ndarray) else np.array(samples, np.uint64)
         if self._after != (run, seq - 1, dropped) and len(self._carry):
             self.discarded_words += len(self._carry)
             self._carry = self._carry[:0]
@@ -106,7 +106,7 @@ class Assembler:
         if len(words) - last < n:                       # The last event is unfinished: carried.
             whole[-1] = False
             self._carry = words[last:].copy()
-            used = len(words) - last
+            used = int(len(words) - last)
         else:
             self._carry = words[:0]
             used = 0
