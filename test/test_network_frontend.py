@@ -290,9 +290,9 @@ def test_the_verilog_front_ends_results_reach_linux_as_its_model_made_them(vboar
     finally:
         sys.path.pop(0)
     res = receive(vboard, V_BOARD_IP, 12)
-    assert res["nchannels"] == 2 and res["missing"] == 0 and res["malformed"] == 0
+    assert res["nchannels"] == 3 and res["missing"] == 0 and res["malformed"] == 0
     dgrams = res["datagrams"]
-    assert {d["stream"] for d in dgrams} == {0, 1} and all(d["dropped"] == 0 for d in dgrams)
+    assert {d["stream"] for d in dgrams} == {0, 1, 2} and all(d["dropped"] == 0 for d in dgrams)
     heights = [w for d in dgrams if d["stream"] == 0 for w in d["samples"]]
     widths  = [w for d in dgrams if d["stream"] == 1 for w in d["samples"]]
     n = min(len(heights), len(widths))
@@ -320,8 +320,10 @@ def test_the_verilog_front_ends_registers_through_the_control_protocol(vboard):
 
 
 def test_the_verilog_front_ends_declared_rates_reach_the_host(vboard):
-    """pulse_height.toml declares half a sample per clock cycle on each channel: 62.5 Msamples/s
-    at the simulated board's 125 MHz, in IDENTIFY."""
+    """pulse_height.toml declares half a sample per clock cycle on each sample channel: 62.5
+    Msamples/s at the simulated board's 125 MHz, and a word every cycle on the event channel, in
+    IDENTIFY, and that channel 2 carries events with 12-bit ids."""
     code, out, err = ctl(vboard, V_BOARD_IP, "identify", "--json")
     assert code == 0, err
-    assert json.loads(out)["max_rates"] == [62_500_000, 62_500_000]
+    assert json.loads(out)["max_rates"] == [62_500_000, 62_500_000, 125_000_000]
+    assert json.loads(out)["event_id_bits"] == [0, 0, 12]
