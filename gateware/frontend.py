@@ -158,31 +158,30 @@ class FrontendContext:
 def declared_rates(fe, ctx, nchannels):
     """The front-end's declared worst-case samples per second of each of its `nchannels` channels
     (its `max_rates`), rounded up to whole samples; 0 for a channel it declares none for."""
-    rates = getattr(fe, "max_rates", None)
-    if rates is None:
-        return (0,) * nchannels
-    if isinstance(rates, (str, bytes, dict)) or not hasattr(rates, "__len__"):
-        raise FrontendError(f"{ctx.path}: 'max_rates' must be a list of samples per second, one per channel "
-                            f"(None for an unknown one), not {rates!r}")
-    if len(rates) != nchannels:
-        raise FrontendError(f"{ctx.path}: 'max_rates' must have {nchannels} entr{'ies' if nchannels > 1 else 'y'}, "
-                            f"one per channel (None for an unknown one), not {len(rates)}")
-    return tuple(check_rate(ctx.path, f"max_rates[{i}]", r, ctx.sys_clk_freq) or 0 for i, r in enumerate(rates))
+    return _per_channel(fe, ctx, nchannels, "max_rates", "samples per second", "an unknown one",
+                        lambda what, r: check_rate(ctx.path, what, r, ctx.sys_clk_freq))
 
 
 def declared_events(fe, ctx, nchannels):
     """The front-end's event channels (its `event_id_bits`): per channel, the bits of its events'
     id, 0 for a channel of samples."""
-    bits = getattr(fe, "event_id_bits", None)
-    if bits is None:
+    return _per_channel(fe, ctx, nchannels, "event_id_bits", "id widths in bits", "a channel of samples",
+                        lambda what, b: check_event_id_bits(ctx.path, what, b))
+
+
+def _per_channel(fe, ctx, nchannels, attr, unit, none_is, check):
+    """The front-end's list `attr`, one entry per channel, each checked by check(name, value)
+    (None for None); 0 for None, all 0 without the list."""
+    values = getattr(fe, attr, None)
+    if values is None:
         return (0,) * nchannels
-    if isinstance(bits, (str, bytes, dict)) or not hasattr(bits, "__len__"):
-        raise FrontendError(f"{ctx.path}: 'event_id_bits' must be a list, one entry per channel (None for a "
-                            f"channel of samples), not {bits!r}")
-    if len(bits) != nchannels:
-        raise FrontendError(f"{ctx.path}: 'event_id_bits' must have {nchannels} entr{'ies' if nchannels > 1 else 'y'}, "
-                            f"one per channel (None for a channel of samples), not {len(bits)}")
-    return tuple(check_event_id_bits(ctx.path, f"event_id_bits[{i}]", b) or 0 for i, b in enumerate(bits))
+    if isinstance(values, (str, bytes, dict)) or not hasattr(values, "__len__"):
+        raise FrontendError(f"{ctx.path}: '{attr}' must be a list of {unit}, one per channel "
+                            f"(None for {none_is}), not {values!r}")
+    if len(values) != nchannels:
+        raise FrontendError(f"{ctx.path}: '{attr}' must have {nchannels} entr{'ies' if nchannels > 1 else 'y'}, "
+                            f"one per channel (None for {none_is}), not {len(values)}")
+    return tuple(check(f"{attr}[{i}]", v) or 0 for i, v in enumerate(values))
 
 
 def check_event_id_bits(path, what, bits):

@@ -114,7 +114,7 @@ def test_an_unknown_pad_is_named_with_the_pads_the_board_has(tmp_path):
     assert str(path) in msg and "has no free pad 'adc_data'" in msg and "ptp_pps" in msg, msg
 
 
-@pytest.mark.parametrize("rates, expected", [
+@pytest.mark.parametrize("attr, value, expected", [("max_rates", value, expected) for value, expected in [
     ("[-1]", "max_rates[0] must be a positive number of samples per second, not -1"),
     ("[0]", "max_rates[0] must be a positive number of samples per second, not 0"),
     ("[1e6, 2e6]", "'max_rates' must have 1 entry, one per channel (None for an unknown one), not 2"),
@@ -124,13 +124,20 @@ def test_an_unknown_pad_is_named_with_the_pads_the_board_has(tmp_path):
     ("1e6", "'max_rates' must be a list of samples per second, one per channel"),
     ("[126e6]", "max_rates[0] must be at most one sample per clock cycle, what a channel takes (125 Msamples/s "
                 "at this build's clock), not 1.26e+08 samples per second"),
-])
-def test_wrong_declared_rates_are_named(tmp_path, rates, expected):
+]] + [("event_id_bits", value, expected) for value, expected in [
+    ("[0]", "event_id_bits[0] must be a whole number of bits from 1 to 31 (an event's id is ev44's int32 "
+            "pixel_id), not 0"),
+    ("[True]", "event_id_bits[0] must be a whole number of bits from 1 to 31"),
+    ("[12, None]", "'event_id_bits' must have 1 entry, one per channel (None for a channel of samples), not 2"),
+    ("12", "'event_id_bits' must be a list of id widths in bits, one per channel (None for a channel of samples), "
+           "not 12"),
+]])
+def test_wrong_declared_rates_and_event_channels_are_named(tmp_path, attr, value, expected):
     path = user_file(tmp_path, f"""\
         class ADC(LiteXModule):
             def __init__(self, ctx):
                 self.sources = [stream.Endpoint([("data", 16)])]
-                self.max_rates = {rates}
+                self.{attr} = {value}
 
         def frontend(ctx):
             return ADC(ctx)
@@ -155,27 +162,6 @@ def test_declared_rates_are_rounded_up_and_a_channel_may_leave_its_rate_out(tmp_
     assert fe.declared_rates(module, ctx, len(sources)) == (1, 0, 41_666_667)
     module.max_rates = None   # Nothing declared.
     assert fe.declared_rates(module, ctx, len(sources)) == (0, 0, 0)
-
-
-@pytest.mark.parametrize("bits, expected", [
-    ("[0]", "event_id_bits[0] must be a whole number of bits from 1 to 31 (an event's id is ev44's int32 "
-            "pixel_id), not 0"),
-    ("[True]", "event_id_bits[0] must be a whole number of bits from 1 to 31"),
-    ("[12, None]", "'event_id_bits' must have 1 entry, one per channel (None for a channel of samples), not 2"),
-    ("12", "'event_id_bits' must be a list, one entry per channel (None for a channel of samples), not 12"),
-])
-def test_wrong_event_channels_are_named(tmp_path, bits, expected):
-    path = user_file(tmp_path, f"""\
-        class ADC(LiteXModule):
-            def __init__(self, ctx):
-                self.sources = [stream.Endpoint([("data", 16)])]
-                self.event_id_bits = {bits}
-
-        def frontend(ctx):
-            return ADC(ctx)
-        """)
-    msg = error_of(path)
-    assert msg.startswith(f"{path}: ") and expected in msg, msg
 
 
 def test_event_channels_are_declared_per_channel_and_a_toml_channel_declares_its_own(tmp_path):
