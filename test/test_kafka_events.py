@@ -174,3 +174,6 @@ def test_recv_publishes_an_event_channel_named_by_identify_as_ev44(kafka_broker,
     final = [s for s in status if s["stream"] == name][-1]
     assert final["events"] == len(whole) and final["published"] == len(event_dgrams)
     assert final["event_words_discarded"] == len(words) - SAMPLES * len(skip) - 6 * len(whole)
+    # The totals line says it too.
+    assert (f"published {len(event_dgrams) + 3}, unpublished 0; events {len(whole)} (ev44), words of no whole "
+            f"event {final['event_words_discarded']}") in out

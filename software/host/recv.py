@@ -260,6 +260,8 @@ def kafka_text(pub):
         text += f" ({refused} refused: local queue full)"
     if t["pending"]:
         text += f", pending {t['pending']}"
+    if t["events"] or t["event_words_discarded"]:
+        text += f"; events {t['events']} (ev44), words of no whole event {t['event_words_discarded']}"
     if t["client_errors"]:
         text += f"; client errors {t['client_errors']}, newest: {t['last_client_error']}"
     return text
