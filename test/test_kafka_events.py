@@ -177,3 +177,43 @@ def test_recv_publishes_an_event_channel_named_by_identify_as_ev44(kafka_broker,
     # The totals line says it too.
     assert (f"published {len(event_dgrams) + 3}, unpublished 0; events {len(whole)} (ev44), words of no whole "
             f"event {final['event_words_discarded']}") in out
+
+
+def test_a_late_datagram_gives_its_own_whole_events_and_leaves_the_streams_carry_alone():
+    """Datagrams 0, 2, 3, then 1 (late, filling the gap), then 4: 1's whole events are published
+    with it, and the event from 3 into 4 is whole, as without the late one."""
+    from streaming_data_types import deserialise_ev44
+
+    from ethdaq.host import pubworker
+    from ethdaq.host.batch import PACKET_DTYPE, Batch
+    evs, words = model_events(40)
+    order = [0, 2, 3, 1, 4]
+    p = np.zeros(len(order), PACKET_DTYPE)
+    p["src_ip"], p["src_port"], p["stream_id"], p["sample_bits"], p["sample_count"] = 0x7F000001, 5001, 2, 16, SAMPLES
+    p["seq"], p["late"] = order, [seq == 1 for seq in order]
+    p["timestamp"] = [T0 + seq * STAMP_NS for seq in order]
+    p["offset"] = np.arange(len(order)) * SAMPLES * 2
+    payload = b"".join(np.array(words[seq * SAMPLES:(seq + 1) * SAMPLES], ">u2").tobytes() for seq in order)
+    sent = []
+
+    class Producer:
+        def produce(self, topic, value, key, headers, on_delivery):
+            sent.append(deserialise_ev44(value))
+            on_delivery(None, None)
+    sender = pubworker.Sender.__new__(pubworker.Sender)   # No Kafka client: its messages only.
+    sender.datagrams_per_message, sender.sent, sender._names, sender._producer, sender.topic = 1, {}, {}, Producer(), "t"
+    sender._event_ids = {(0x7F000001, 2): model.EVENT_ID_BITS}
+    batch = Batch(p, np.frombuffer(payload, np.uint8))
+    sender._publish_now(batch, [(key, batch.select(key)) for key in batch.keys()], {})
+    got = {e.message_id: [(int(e.reference_time[0]) + int(t), int(i)) for t, i in zip(e.time_of_flight, e.pixel_id)]
+           for e in sent}
+    starts = [STRAY + 6 * j for j in range(len(evs))]
+
+    def ending_in(seq, first):
+        """The events whose last word is in datagram `seq` and first in `first` or later."""
+        return [e for e, s in zip(evs, starts) if s >= first * SAMPLES and seq * SAMPLES <= s + 5 < (seq + 1) * SAMPLES]
+    assert [e.message_id for e in sent] == order
+    assert got[0] == ending_in(0, 0) and got[2] == ending_in(2, 2) and got[3] == ending_in(3, 2)
+    assert got[1] == ending_in(1, 1)                     # Late: its own whole events only.
+    assert got[4] == ending_in(4, 3)                     # The event from 3 into 4 is whole.
+    assert len(got[4]) == len(ending_in(4, 0))

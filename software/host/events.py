@@ -83,6 +83,11 @@ class Assembler:
         self._carry = np.zeros(0, np.uint64)
         self._after = None            # (run, seq, dropped) of the datagram the carry ends.
 
+    def drop_carry(self):
+        """Discards (and counts) the unfinished event carried over, as at the end of a stream."""
+        self.discarded_words += len(self._carry)
+        self._carry = self._carry[:0]
+
     def feed(self, samples, run, seq, dropped):
         """The whole events that end in one datagram's `samples`: (times ns as uint64, ids as
         int32). A datagram that does not follow the last one fed (another run, a seq gap, samples

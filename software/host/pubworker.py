@@ -229,7 +229,14 @@ class Sender:
                 discarded = c.assembler.discarded_words if c.assembler else 0
                 c.assembler = Assembler(bits[k], id_bits)
                 c.assembler.discarded_words = discarded
-            times, ids = c.assembler.feed(samples(offset[k:k + 1], count[k:k + 1], bits[k]), run[k], seq[k], dropped[k])
+            words = samples(offset[k:k + 1], count[k:k + 1], bits[k])
+            if late[k]:      # A datagram that filled a gap: its own whole events; the stream's carry stays.
+                alone = Assembler(bits[k], id_bits)
+                times, ids = alone.feed(words, run[k], seq[k], dropped[k])
+                alone.drop_carry()
+                c.assembler.discarded_words += alone.discarded_words
+            else:
+                times, ids = c.assembler.feed(words, run[k], seq[k], dropped[k])
             parts.append((ts[k], times, ids))
             if k + 1 == len(p) or k + 1 - start >= most or late[k + 1] or late[start] \
                     or run[k + 1] != run[start] or seq[k + 1] != seq[k] + 1:
