@@ -36,6 +36,11 @@ What the module gives the platform:
             clock cycle). The build rounds them up to whole samples and IDENTIFY carries them;
             `ethdaq ctl start` warns, with the arithmetic, when the enabled channels' sum does
             not fit the link at the run's payload. A channel without one is not checked.
+  event_id_bits optional: a list, one entry per channel in the order of `sources`: None for a
+            channel of samples, or the bits (1 to 31) of the id of a channel of events. An event
+            is its PTP time in ns (64 bits) and its id, in words of the sample width whose top
+            bit marks an event's first word (ethdaq.host.events has the layout); IDENTIFY
+            carries the declaration and `ethdaq recv --kafka` publishes such a channel as ev44.
 What the context gives the module (FrontendContext below): the sample width, how many channels
 it may drive, the system clock frequency, the PTP clock's time in ns, the board's name,
 `ctx.request(name)` for the board's pads, and `ctx.pins(name, connector, pins, iostandard)` for
@@ -58,6 +63,8 @@ same name beside it (`--frontend adc.v` reads `adc.toml`; `--frontend adc.toml` 
     ready = "height_ready"            # optional input (without it the module cannot be stalled)
     max_rate_per_cycle = 0.5          # optional: its worst case (max_rates above), in samples per
                                       # clock cycle (0 to 1), or `max_rate` in samples per second
+    event_id_bits = 12                # optional: a channel of events with ids of 12 bits
+                                      # (event_id_bits above)
 
     [[register]]                      # optional: a CSR per port, frontend_<name> in the register map
     name = "threshold"                # CSR name
@@ -100,6 +107,7 @@ from litex.soc.interconnect.csr import CSRStatus, CSRStorage
 
 from ethdaq.gateware.connectors import ConnectorPins, PinError
 from ethdaq import tools
+from ethdaq.wire.protocol import EVENT_ID_BITS_MAX
 
 
 class FrontendError(ValueError):
@@ -150,16 +158,40 @@ class FrontendContext:
 def declared_rates(fe, ctx, nchannels):
     """The front-end's declared worst-case samples per second of each of its `nchannels` channels
     (its `max_rates`), rounded up to whole samples; 0 for a channel it declares none for."""
-    rates = getattr(fe, "max_rates", None)
-    if rates is None:
+    return _per_channel(fe, ctx, nchannels, "max_rates", "samples per second", "an unknown one",
+                        lambda what, r: check_rate(ctx.path, what, r, ctx.sys_clk_freq))
+
+
+def declared_events(fe, ctx, nchannels):
+    """The front-end's event channels (its `event_id_bits`): per channel, the bits of its events'
+    id, 0 for a channel of samples."""
+    return _per_channel(fe, ctx, nchannels, "event_id_bits", "id widths in bits", "a channel of samples",
+                        lambda what, b: check_event_id_bits(ctx.path, what, b))
+
+
+def _per_channel(fe, ctx, nchannels, attr, unit, none_is, check):
+    """The front-end's list `attr`, one entry per channel, each checked by check(name, value)
+    (None for None); 0 for None, all 0 without the list."""
+    values = getattr(fe, attr, None)
+    if values is None:
         return (0,) * nchannels
-    if isinstance(rates, (str, bytes, dict)) or not hasattr(rates, "__len__"):
-        raise FrontendError(f"{ctx.path}: 'max_rates' must be a list of samples per second, one per channel "
-                            f"(None for an unknown one), not {rates!r}")
-    if len(rates) != nchannels:
-        raise FrontendError(f"{ctx.path}: 'max_rates' must have {nchannels} entr{'ies' if nchannels > 1 else 'y'}, "
-                            f"one per channel (None for an unknown one), not {len(rates)}")
-    return tuple(check_rate(ctx.path, f"max_rates[{i}]", r, ctx.sys_clk_freq) or 0 for i, r in enumerate(rates))
+    if isinstance(values, (str, bytes, dict)) or not hasattr(values, "__len__"):
+        raise FrontendError(f"{ctx.path}: '{attr}' must be a list of {unit}, one per channel "
+                            f"(None for {none_is}), not {values!r}")
+    if len(values) != nchannels:
+        raise FrontendError(f"{ctx.path}: '{attr}' must have {nchannels} entr{'ies' if nchannels > 1 else 'y'}, "
+                            f"one per channel (None for {none_is}), not {len(values)}")
+    return tuple(check(f"{attr}[{i}]", v) or 0 for i, v in enumerate(values))
+
+
+def check_event_id_bits(path, what, bits):
+    """A declared event channel's id width, checked: 1 to EVENT_ID_BITS_MAX, None for None."""
+    if bits is None:
+        return None
+    if isinstance(bits, bool) or not isinstance(bits, int) or not 1 <= bits <= EVENT_ID_BITS_MAX:
+        raise FrontendError(f"{path}: {what} must be a whole number of bits from 1 to {EVENT_ID_BITS_MAX} "
+                            f"(an event's id is ev44's int32 pixel_id), not {bits!r}")
+    return bits
 
 
 def check_rate(path, what, rate, sys_clk_freq, unit="samples per second"):
@@ -248,13 +280,14 @@ def instantiate(factory, ctx):
             raise FrontendError(f"{path}: {port}.data is {len(ep.data)} bits; the channels take "
                                 f"{ctx.sample_width}-bit samples")
     declared_rates(fe, ctx, len(sources))  # Checked here, with the rest of the interface.
+    declared_events(fe, ctx, len(sources))
     return fe, sources
 
 
 # Verilog front-ends ------------------------------------------------------------------------------
 
 _DESCRIPTION_KEYS = {"module", "sources", "clock", "reset", "time", "channel", "register", "pad", "pins"}
-_CHANNEL_KEYS = {"data", "valid", "ready", "max_rate", "max_rate_per_cycle"}
+_CHANNEL_KEYS = {"data", "valid", "ready", "max_rate", "max_rate_per_cycle", "event_id_bits"}
 _REGISTER_KEYS = {"name", "port", "reset"}
 _PAD_KEYS = {"pad", "port", "number", "subsignal"}
 _PINS_KEYS = {"board", "port", "connector", "pins", "iostandard", "misc"}
@@ -362,6 +395,8 @@ def load_verilog(path):
                 conns["i_" + ch["ready"]] = ep.ready
             fe.sources.append(ep)
         fe.max_rates = [_channel_rate(desc_path, i, ch, ctx.sys_clk_freq) for i, ch in enumerate(channels)]
+        fe.event_id_bits = [check_event_id_bits(desc_path, f"channel {i} event_id_bits", ch.get("event_id_bits"))
+                            for i, ch in enumerate(channels)]
         for i, reg in enumerate(registers):
             name = need(reg, "name", f"register {i}")
             pname = need(reg, "port", f"register {name!r}")

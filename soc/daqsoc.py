@@ -33,7 +33,7 @@ from ethdaq.gateware.cpuport import CPUMACPort, CPUUDPPort, connect_udp_ports
 from ethdaq.gateware.emulator import add_emulators
 from ethdaq.gateware.globalreset import promote_resets
 from ethdaq.gateware.ipchecksum import replace_ip_checksums
-from ethdaq.gateware.frontend import FrontendContext, declared_rates, instantiate as instantiate_frontend
+from ethdaq.gateware.frontend import FrontendContext, declared_events, declared_rates, instantiate as instantiate_frontend
 from ethdaq.gateware.classifier import FastTrackSink, RXClassifier, insert_classifier
 from ethdaq.gateware.framegate import FrameGate, FrameGateCounters
 from ethdaq.gateware.macpipeline import (insert_ip_rx_buffer, insert_tx_buffer, replace_rx_crc, replace_tx_cdc,
@@ -397,6 +397,8 @@ class DAQSoC(SoCCore):
             nchannels = len(frontend_sources)
             # Each channel's declared worst-case samples/s, for IDENTIFY (the host's link budget).
             self.frontend_rates = declared_rates(self.frontend, ctx, nchannels)
+            # Each channel's event layout (0: samples), for IDENTIFY (the host's ev44 publishing).
+            self.frontend_events = declared_events(self.frontend, ctx, nchannels)
         self.streamer = DAQStreamer(nchannels=nchannels, sample_width=config.sample_width,
             timestamp=self.ptp.clock.time_ns, timestamp_next=self.ptp.clock.time_ns_next, ts_flags=Mux(self.ptp.synced, daqformat.FLAG_TS_PTP, 0),
             src_port=config.data_port, max_payload=config.max_payload,
@@ -484,6 +486,12 @@ class DAQSoC(SoCCore):
             for i, rate in enumerate(self.frontend_rates):
                 if rate:
                     add(f"ETHDAQ_MAX_RATE_{i}", rate)
+            # Each event channel's id bits: IDENTIFY sends the layouts when there is one.
+            if any(self.frontend_events):
+                add("ETHDAQ_EVENT_CHANNELS")
+                for i, bits in enumerate(self.frontend_events):
+                    if bits:
+                        add(f"ETHDAQ_EVENT_ID_BITS_{i}", bits)
             # The bytes its registers take from its CSR base (32-bit words, in order): the
             # firmware lets REG_READ and REG_WRITE reach these and nothing else.
             dw, csrs = self.csr.data_width, getattr(self.frontend, "get_csrs", list)()

@@ -381,3 +381,18 @@ def test_a_boards_value_refusal_names_the_fields_and_the_ranges_it_takes():
         board.close()
     assert_one_line_error(r, "board refused the request: value out of range: this board takes dst_port 1..65535, "
                              "payload 64..8954, enable 0x1..0xf, backpressure 0x0..0xf, flush 0 (off) or 1us..1s")
+
+
+def test_ctl_identify_shows_the_event_channels():
+    board = fake_board(2, ident=dataclasses.replace(FRONTEND, event_id_bits=(0, 12, 0, 31)))
+    plain = fake_board(1, ident=FRONTEND)
+    try:
+        r = run("ctl", "identify", "--ip", "127.0.0.1", "--port", str(board.port))
+        rj = run("ctl", "identify", "--json", "--ip", "127.0.0.1", "--port", str(board.port))
+        samples = run("ctl", "identify", "--ip", "127.0.0.1", "--port", str(plain.port))
+    finally:
+        board.close()
+        plain.close()
+    assert "events        channel 1: 12-bit ids, channel 3: 31-bit ids (published as ev44)\n" in r.stdout, r.stdout
+    assert json.loads(rj.stdout)["event_id_bits"] == [0, 12, 0, 31]
+    assert samples.returncode == 0 and "events" not in samples.stdout, samples.stdout

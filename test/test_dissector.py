@@ -268,9 +268,11 @@ def response(payload, port=CLIENT_PORT):
     if isinstance(body, (protocol.Identity, protocol.Status, protocol.PtpStatus, protocol.Config, protocol.LaunchStatus)):
         fields = dict(vars(body))
         if isinstance(body, protocol.Identity):  # One field per channel's rate, if it has them.
-            rates = fields.pop("max_rates")
+            rates, event_bits = fields.pop("max_rates"), fields.pop("event_id_bits")
             if len(payload) > len(protocol.pack_identify_response(0, dataclasses.replace(body, nchannels=0))):
                 fields.update({f"max_rate{i}": r for i, r in enumerate(rates)})
+            if any(event_bits):
+                fields.update({f"event_id_bits{i}": b for i, b in enumerate(event_bits)})
     elif isinstance(body, protocol.Rules):  # Flat; records past the build's rules 0.
         fields = dict(nrules=len(body.rules), unmatched=body.unmatched, gate_error=body.gate_error,
                       gate_full=body.gate_full, gate_oversize=body.gate_oversize)
@@ -315,6 +317,7 @@ def response(payload, port=CLIENT_PORT):
 P = protocol
 MAC = bytes.fromhex("10e2d5000001")
 IDENT_RSP = P.pack_identify_response(11, IDENTITY)
+IDENT_RSP_EVENTS = P.pack_identify_response(12, dataclasses.replace(IDENTITY, event_id_bits=(0, 12, 0, 31)))
 STATUS_RSP = P.pack_header(P.MSG_STATUS | R, 15) + STATUS
 PROBE_RECORD = lambda i: (100 + i, 2**40 + 7 * i, 2**50 + i, 20 + i, 900 + i, *range(i, i + P.PROBE_NBINS))
 PROBE_RSP = P.pack_header(P.MSG_PROBE | R, 24) + P.PROBE_RSP.pack(
@@ -366,6 +369,7 @@ CTL_GOOD = [
              dict(CONFIG_SET_VALUES, mask=0b10010000000010100)),
     response(IDENT_RSP),
     response(IDENT_RSP[:-4 * 4]),   # No rates declared.
+    response(IDENT_RSP_EVENTS),     # Rates and event layouts.
     response(P.pack_header(P.MSG_STREAM_START | R, 12) + P.STREAM_START_RSP.pack(9, 0xC0A80164)),
     response(P.pack_header(P.MSG_STREAM_STOP | R, 13) + P.STREAM_STOP_RSP.pack(9)),
     response(P.pack_header(P.MSG_EMULATOR | R, 14)),
@@ -402,7 +406,9 @@ CTL_BAD = [  # (datagram, expert); protocol.parse_response refuses the responses
     (from_board(STATUS_RSP + b"\x00", port=HEUR_PORT), "bad_length"),
     (from_board(IDENT_RSP[:-4 * 4 - 2]), "bad_length"),   # The last string runs past the end.
     (from_board(IDENT_RSP[:-2]), "bad_length"),   # Half a channel's rate.
-    (from_board(IDENT_RSP + b"zz"), "bad_length"),  # Trailing bytes.
+    (from_board(IDENT_RSP + b"zz"), "bad_length"),  # Trailing bytes: half of the event layouts.
+    (from_board(IDENT_RSP_EVENTS[:-1]), "bad_length"),  # Three of four event layouts.
+    (from_board(IDENT_RSP_EVENTS + b"z"), "bad_length"),  # Trailing bytes.
     (from_board(IDENT_RSP[:P.HEADER.size + P.IDENTIFY_FIXED.size - 1]), "bad_length"),  # No room for the strings.
     (from_board(P.pack_header(P.MSG_ERROR_RSP, 1)), "bad_length"),  # No error code.
     (from_board(P.pack_error_response(1, P.ERR_BAD_VALUE, P.Refusal(1, 9000, 64, 8954))[:-1]), "bad_length"),  # A reason cut short.
@@ -420,7 +426,7 @@ CTL_BODY_FIELDS = sorted({f"ethdaqctl.{name.lower()}.{field}"
                          | {f"ethdaqctl.{dissector.ctl_messages()[t][0].lower()}.{field}"
                             for t, fields in dissector.ctl_optional().items() for field, _, _ in fields}
                          | {f"ethdaqctl.{dissector.ctl_messages()[t][0].lower()}.{field}"
-                            for t, (names, _, _) in dissector.ctl_tails().items() for field in names}
+                            for t, parts in dissector.ctl_tails().items() for names, _, _ in parts for field in names}
                          | {f"ethdaqctl.{dissector.ctl_messages()[t][0].lower()}.{field}"
                             for t, (_, _, names, other) in dissector.ctl_records().items()
                             for field in [*names.values(), other]})

@@ -114,7 +114,7 @@ def test_an_unknown_pad_is_named_with_the_pads_the_board_has(tmp_path):
     assert str(path) in msg and "has no free pad 'adc_data'" in msg and "ptp_pps" in msg, msg
 
 
-@pytest.mark.parametrize("rates, expected", [
+@pytest.mark.parametrize("attr, value, expected", [("max_rates", value, expected) for value, expected in [
     ("[-1]", "max_rates[0] must be a positive number of samples per second, not -1"),
     ("[0]", "max_rates[0] must be a positive number of samples per second, not 0"),
     ("[1e6, 2e6]", "'max_rates' must have 1 entry, one per channel (None for an unknown one), not 2"),
@@ -124,13 +124,20 @@ def test_an_unknown_pad_is_named_with_the_pads_the_board_has(tmp_path):
     ("1e6", "'max_rates' must be a list of samples per second, one per channel"),
     ("[126e6]", "max_rates[0] must be at most one sample per clock cycle, what a channel takes (125 Msamples/s "
                 "at this build's clock), not 1.26e+08 samples per second"),
-])
-def test_wrong_declared_rates_are_named(tmp_path, rates, expected):
+]] + [("event_id_bits", value, expected) for value, expected in [
+    ("[0]", "event_id_bits[0] must be a whole number of bits from 1 to 31 (an event's id is ev44's int32 "
+            "pixel_id), not 0"),
+    ("[True]", "event_id_bits[0] must be a whole number of bits from 1 to 31"),
+    ("[12, None]", "'event_id_bits' must have 1 entry, one per channel (None for a channel of samples), not 2"),
+    ("12", "'event_id_bits' must be a list of id widths in bits, one per channel (None for a channel of samples), "
+           "not 12"),
+]])
+def test_wrong_declared_rates_and_event_channels_are_named(tmp_path, attr, value, expected):
     path = user_file(tmp_path, f"""\
         class ADC(LiteXModule):
             def __init__(self, ctx):
                 self.sources = [stream.Endpoint([("data", 16)])]
-                self.max_rates = {rates}
+                self.{attr} = {value}
 
         def frontend(ctx):
             return ADC(ctx)
@@ -155,6 +162,30 @@ def test_declared_rates_are_rounded_up_and_a_channel_may_leave_its_rate_out(tmp_
     assert fe.declared_rates(module, ctx, len(sources)) == (1, 0, 41_666_667)
     module.max_rates = None   # Nothing declared.
     assert fe.declared_rates(module, ctx, len(sources)) == (0, 0, 0)
+
+
+def test_event_channels_are_declared_per_channel_and_a_toml_channel_declares_its_own(tmp_path):
+    path = user_file(tmp_path, """\
+        class ADC(LiteXModule):
+            def __init__(self, ctx):
+                self.sources = [stream.Endpoint([("data", 16)]) for _ in range(3)]
+                self.event_id_bits = [None, 12, 31]
+
+        def frontend(ctx):
+            return ADC(ctx)
+        """)
+    factory = fe.load(path)
+    ctx = context(factory.path)
+    module, sources = fe.instantiate(factory, ctx)
+    assert fe.declared_events(module, ctx, len(sources)) == (0, 12, 31)
+    module.event_id_bits = None   # Every channel carries samples.
+    assert fe.declared_events(module, ctx, len(sources)) == (0, 0, 0)
+    (tmp_path / "adc.v").write_text(VERILOG)
+    (tmp_path / "adc.toml").write_text(GOOD_TOML.replace('ready = "r"', 'ready = "r"\nevent_id_bits = 9'))
+    factory = fe.load(tmp_path / "adc.v")
+    ctx = context(factory.path, platform=get_board("sim").platform())
+    module, sources = fe.instantiate(factory, ctx)
+    assert fe.declared_events(module, ctx, len(sources)) == (9,)
 
 
 # The example against its model -------------------------------------------------------------------
@@ -314,6 +345,13 @@ def test_a_verilog_front_end_is_wrapped_with_its_channels_and_registers(tmp_path
     (GOOD_TOML.replace('ready = "r"', 'ready = "r"\nmax_rate = 1e6\nmax_rate_per_cycle = 0.1'),
      "channel 0 has both max_rate (samples per second) and max_rate_per_cycle: give one"),
     (GOOD_TOML.replace('ready = "r"', 'ready = "r"\nmax_rates = 1e6'), "channel 0: unknown key(s) max_rates"),
+    (GOOD_TOML.replace('ready = "r"', 'ready = "r"\nevent_id_bits = 0'),
+     "channel 0 event_id_bits must be a whole number of bits from 1 to 31 (an event's id is ev44's int32 "
+     "pixel_id), not 0"),
+    (GOOD_TOML.replace('ready = "r"', 'ready = "r"\nevent_id_bits = 32'), "channel 0 event_id_bits must be a whole "
+                                                                          "number of bits from 1 to 31"),
+    (GOOD_TOML.replace('ready = "r"', 'ready = "r"\nevent_id_bits = "peak"'), "not 'peak'"),
+    (GOOD_TOML.replace('ready = "r"', 'ready = "r"\nevent_id_bits = 12.0'), "not 12.0"),
 ])
 def test_verilog_front_end_mistakes_are_named(tmp_path, toml, expected):
     msg = verilog_error(tmp_path, toml)
@@ -328,11 +366,16 @@ def test_a_verilog_syntax_error_and_a_missing_description(tmp_path):
         fe.load(tmp_path / "lonely.v")
 
 
-def test_the_pulse_height_example_gives_the_soc_two_channels_and_its_registers():
+def test_the_pulse_height_example_gives_the_soc_three_channels_one_of_events_and_its_registers():
     from ethdaq.soc.daqsoc import DAQSoC
     from ethdaq.soc.socconfig import SoCConfig
     soc = DAQSoC(get_board("sim"), SoCConfig(frontend=fe.load(REPO / "examples" / "frontends" / "pulse_height.v")))
-    assert soc.constants["ETHDAQ_NCHANNELS"] == 2
-    # Half a sample per clock cycle on each channel (pulse_height.toml), in samples per second.
+    assert soc.constants["ETHDAQ_NCHANNELS"] == 3
+    # Half a sample per clock cycle on the two sample channels, a word every cycle on the event
+    # channel (pulse_height.toml), in samples per second.
     assert soc.constants["ETHDAQ_MAX_RATE_0"] == soc.constants["ETHDAQ_MAX_RATE_1"] == 62_500_000
+    assert soc.constants["ETHDAQ_MAX_RATE_2"] == 125_000_000
+    # Channel 2 carries events with 12-bit ids (the peaks), for IDENTIFY.
+    assert "ETHDAQ_EVENT_CHANNELS" in soc.constants and soc.constants["ETHDAQ_EVENT_ID_BITS_2"] == 12
+    assert "ETHDAQ_EVENT_ID_BITS_0" not in soc.constants and "ETHDAQ_EVENT_ID_BITS_1" not in soc.constants
     assert soc.constants["ETHDAQ_FRONTEND_CSR_BYTES"] == 16  # threshold, rate, pulses, lost.

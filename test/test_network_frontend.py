@@ -290,9 +290,9 @@ def test_the_verilog_front_ends_results_reach_linux_as_its_model_made_them(vboar
     finally:
         sys.path.pop(0)
     res = receive(vboard, V_BOARD_IP, 12)
-    assert res["nchannels"] == 2 and res["missing"] == 0 and res["malformed"] == 0
+    assert res["nchannels"] == 3 and res["missing"] == 0 and res["malformed"] == 0
     dgrams = res["datagrams"]
-    assert {d["stream"] for d in dgrams} == {0, 1} and all(d["dropped"] == 0 for d in dgrams)
+    assert {d["stream"] for d in dgrams} == {0, 1, 2} and all(d["dropped"] == 0 for d in dgrams)
     heights = [w for d in dgrams if d["stream"] == 0 for w in d["samples"]]
     widths  = [w for d in dgrams if d["stream"] == 1 for w in d["samples"]]
     n = min(len(heights), len(widths))
@@ -320,8 +320,95 @@ def test_the_verilog_front_ends_registers_through_the_control_protocol(vboard):
 
 
 def test_the_verilog_front_ends_declared_rates_reach_the_host(vboard):
-    """pulse_height.toml declares half a sample per clock cycle on each channel: 62.5 Msamples/s
-    at the simulated board's 125 MHz, in IDENTIFY."""
+    """pulse_height.toml declares half a sample per clock cycle on each sample channel: 62.5
+    Msamples/s at the simulated board's 125 MHz, and a word every cycle on the event channel, in
+    IDENTIFY, and that channel 2 carries events with 12-bit ids."""
     code, out, err = ctl(vboard, V_BOARD_IP, "identify", "--json")
     assert code == 0, err
-    assert json.loads(out)["max_rates"] == [62_500_000, 62_500_000]
+    assert json.loads(out)["max_rates"] == [62_500_000, 62_500_000, 125_000_000]
+    assert json.loads(out)["event_id_bits"] == [0, 0, 12]
+
+
+READ_EVENTS = """
+import json, sys
+sys.path.insert(0, sys.argv[3])
+from kafka_helpers import read_topic
+from streaming_data_types import deserialise_ev44, deserialise_se00, deserialise_x5f2
+got = read_topic(sys.argv[1], sys.argv[2], lambda m: any(x.value()[4:8] == b"6s4t" for x in m))
+out = dict(ev44=[], se00={}, status={})
+for m in got:
+    schema = m.value()[4:8]
+    if schema == b"ev44":
+        e = deserialise_ev44(m.value())
+        out["ev44"].append(dict(name=e.source_name, id=e.message_id, ref=e.reference_time.tolist(),
+                                index=e.reference_time_index.tolist(), tof=e.time_of_flight.tolist(),
+                                pixel=e.pixel_id.tolist()))
+    elif schema == b"se00":
+        s = deserialise_se00(m.value())
+        out["se00"].setdefault(s.channel, []).extend(s.values.tolist())
+    elif schema == b"x5f2":
+        s = json.loads(deserialise_x5f2(m.value()).status_json)
+        out["status"][s["stream"]] = s
+print(json.dumps(out))
+"""
+
+
+def test_the_verilog_front_ends_events_reach_kafka_as_ev44_as_its_model_made_them(vboard):
+    """The whole chain: the board's event channel (pulse_height.v's channel 2), named by its
+    IDENTIFY, through `ethdaq recv --kafka --board-ip` in the namespace to a broker there, read
+    back with ess-streaming-data-types' deserialise_ev44: each event's id is the pulse's peak
+    (the same pulses as the heights channel's se00 samples and the model's), its time the PTP
+    time at the threshold crossing, 8 ns per cycle apart as the model's crossing cycles are."""
+    from ethdaq.kafkabroker import KafkaBroker
+    sys.path.insert(0, str(REPO / "examples" / "frontends"))
+    try:
+        import pulse_height_model as model
+    finally:
+        sys.path.pop(0)
+    topic = "ethdaq-test-events"
+    with KafkaBroker(netns=vboard.netns) as broker:
+        recv = vboard.ns_popen(ethdaq_cmd("recv", "--port", "5000", "--kafka", broker.bootstrap, "--topic", topic,
+                                          "--board-ip", V_BOARD_IP, "--board-port", str(CTL_PORT),
+                                          "--count", "30", "--progress", "off"),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            assert "receiving on UDP" in recv.stderr.readline()
+            assert recv.stderr.readline() == f"event channels of {V_BOARD_IP}, published as ev44: 2 (12-bit ids)\n"
+            code, out, err = ctl(vboard, V_BOARD_IP, "start", "--dst-port", "5000")
+            assert code == 0, err
+            out, err = recv.communicate(timeout=600)
+        finally:
+            if recv.poll() is None:
+                recv.kill()
+            ctl(vboard, V_BOARD_IP, "stop")
+        assert recv.returncode == 0, out + err
+        r = vboard.ns_run([sys.executable, "-c", READ_EVENTS, broker.bootstrap, topic, str(REPO / "test")],
+                          capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout.strip().splitlines()[-1])
+    msgs = got["ev44"]
+    assert len(msgs) > 3 and [m["id"] for m in msgs] == list(range(len(msgs)))
+    assert all(m["index"] == [0] and len(m["ref"]) == 1 for m in msgs)
+    times = [m["ref"][0] + tof for m in msgs for tof in m["tof"]]
+    pixels = [p for m in msgs for p in m["pixel"]]
+    assert len(pixels) > 200
+    # The run starts at a pulse on every channel: the heights channel's samples are the events' ids.
+    heights = got["se00"]["0"]
+    n = min(len(heights), len(pixels))
+    assert pixels[:n] == heights[:n]
+    # Find the run's first pulse in the model's (the analyser ran since reset) by its first 16 ids.
+    pulses = []
+    for pulse in itertools.islice(model.pulses(), 200_000):
+        pulses.append(pulse)
+        if [p for p, _, _ in pulses[-16:]] == pixels[:16]:
+            break
+    else:
+        pytest.fail("the first events' ids are nowhere in the model's first 200,000 pulses")
+    expected = list(itertools.islice(model.pulses(), len(pulses) - 16, len(pulses) - 16 + len(pixels)))
+    assert pixels == [peak for peak, _, _ in expected]
+    # Each event's PTP time is the board's clock at its crossing cycle: 8 ns a cycle (125 MHz).
+    at_reset = {t - 8 * crossing for t, (_, _, crossing) in zip(times, expected)}
+    assert len(at_reset) == 1, sorted(at_reset)[:5]
+    status = got["status"][msgs[0]["name"]]
+    # At most the words of one event cut by the run's start are discarded.
+    assert status["events"] == len(pixels) and status["event_words_discarded"] < 6

@@ -1,6 +1,7 @@
 """Control protocol: the firmware's C parser (built for the host, with sanitizers) against the
 Python definition in ethdaq.wire.protocol, byte for byte, plus malformed and random input."""
 
+import dataclasses
 import random
 import re
 import shutil
@@ -15,7 +16,8 @@ from ethdaq.wire import protocol
 
 IDENTITY = protocol.Identity(mac=bytes([0x10, 0xe2, 0xd5, 0, 0, 1]), ip=0xC0A80132, ctl_port=7000,
     sys_clk_hz=125_000_000, eth_dw=8, nchannels=4, sample_bits=16, max_payload=8972, capabilities=0x2B,
-    board="sim", build_id="0123456789ab", ident="ethdaq sim test", max_rates=(1_000_000, 0, 2**32 - 1, 1))
+    board="sim", build_id="0123456789ab", ident="ethdaq sim test", max_rates=(1_000_000, 0, 2**32 - 1, 1),
+    event_id_bits=(0, 12, 0, 31))
 
 
 @pytest.fixture(scope="module")
@@ -54,15 +56,30 @@ def test_identify_response_matches_python_definition_byte_for_byte(ctl_host):
 
 def test_identify_carries_the_declared_rates_after_the_strings_and_a_reply_without_them_parses():
     full = protocol.pack_identify_response(5, IDENTITY)
-    # The last 4 x 4 bytes: the channels' rates, big-endian, channel 0 first.
-    assert struct.unpack(">4I", full[-16:]) == (1_000_000, 0, 2**32 - 1, 1)
-    _, _, ident = protocol.parse_response(full[:-16])
+    # Before the 4 event layouts, the last 4 x 4 bytes: the channels' rates, big-endian, channel 0 first.
+    assert struct.unpack(">4I", full[-20:-4]) == (1_000_000, 0, 2**32 - 1, 1)
+    _, _, ident = protocol.parse_response(full[:-20])
     assert ident.max_rates == (0, 0, 0, 0) and ident.board == "sim"
     assert protocol.parse_response(full)[2].max_rates == IDENTITY.max_rates
-    with pytest.raises(protocol.ProtocolError, match="none or 4 channel rates"):
-        protocol.parse_response(full[:-4])
+    with pytest.raises(protocol.ProtocolError, match="none, 4 channel rates"):
+        protocol.parse_response(full[:-8])
     # An Identity made without rates has every channel's undeclared.
     assert protocol.Identity(**dict(IDENTITY.__dict__, max_rates=())).max_rates == (0, 0, 0, 0)
+
+
+def test_identify_carries_the_event_layouts_after_the_rates_only_from_a_board_with_an_event_channel():
+    full = protocol.pack_identify_response(5, IDENTITY)
+    assert full[-4:] == bytes([0, 12, 0, 31])
+    ident = protocol.parse_response(full)[2]
+    assert ident.event_id_bits == (0, 12, 0, 31) and ident.event_channels == {1: 12, 3: 31}
+    # A reply with the rates and without the layouts (every board without an event channel, and
+    # every board built before them) parses: every channel carries samples.
+    ident = protocol.parse_response(full[:-4])[2]
+    assert ident.event_id_bits == (0, 0, 0, 0) and ident.event_channels == {} and ident.max_rates == IDENTITY.max_rates
+    samples_only = dataclasses.replace(IDENTITY, event_id_bits=())
+    assert protocol.pack_identify_response(5, samples_only) == full[:-4]
+    with pytest.raises(protocol.ProtocolError, match="or those and 4 event layouts of 1 byte"):
+        protocol.parse_response(full[:-1])
 
 
 def test_header_layout_is_big_endian_as_documented():
@@ -126,7 +143,7 @@ def test_python_parser_rejects_truncated_and_trailing_data():
     for cut in (len(full) - 1, protocol.HEADER.size + 5):
         with pytest.raises(protocol.ProtocolError):
             protocol.parse_response(full[:cut])
-    with pytest.raises(protocol.ProtocolError, match="17 bytes after its strings"):
+    with pytest.raises(protocol.ProtocolError, match="21 bytes after its strings"):
         protocol.parse_response(full + b"\x00")
     with pytest.raises(protocol.ProtocolError, match="sequence number must be 4, not 3"):
         protocol.parse_response(full, expect_seq=4)

@@ -28,7 +28,7 @@ class _Producer:
 def _sender(datagrams_per_message):
     s = pubworker.Sender.__new__(pubworker.Sender)     # No Kafka client: its message cutting only.
     s.datagrams_per_message, s.sent, s._names, s._last, s._period, s._how = datagrams_per_message, {}, {}, {}, {}, {}
-    s._encode, s._producer, s.topic = pubworker.Encoder(), _Producer(), "t"
+    s._encode, s._producer, s.topic, s._event_ids = pubworker.Encoder(), _Producer(), "t", {}
     return s
 
 

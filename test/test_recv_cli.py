@@ -324,4 +324,5 @@ def test_board_ip_without_a_file_is_a_usage_error(tmp_path):
     r = subprocess.run(CLI + ["recv", "--bind", "127.0.0.1", "--port", str(free_port()), "--board-ip", "127.0.0.1",
                               "--duration", "0.1"], capture_output=True, text=True, cwd=tmp_path)
     assert r.returncode == 2 and r.stderr.strip().splitlines() == [
-        "Error: --board-ip records the board's replies in the run file: give the file with -o FILE.h5"], r.stderr
+        "Error: --board-ip records the board's replies in the run file and names its event channels for --kafka: "
+        "give the file with -o FILE.h5, or --kafka"], r.stderr

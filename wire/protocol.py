@@ -194,6 +194,12 @@ IDENTIFY_FIXED = struct.Struct(">6sIHIBBBHI")
 # rounded up; 0: undeclared, as on boards with the emulators). A reply that ends after the
 # strings declares no rate.
 IDENTIFY_RATE  = struct.Struct(">I")
+# Then, after the rates and only from a board with an event channel, one IDENTIFY_EVENT per
+# channel: 0 for a channel of samples; 1 to EVENT_ID_BITS_MAX for a channel of events, each its
+# PTP time in ns and an id of that many bits (gateware/frontend.py's event_id_bits: the words'
+# layout is ethdaq.host.events'). Values above EVENT_ID_BITS_MAX are reserved for other layouts.
+IDENTIFY_EVENT = struct.Struct(">B")
+EVENT_ID_BITS_MAX = 31   # ev44's pixel_id is an int32: a 31-bit id is never negative.
 CAP_STREAMER = 0x01  # DAQ streamer (nchannels channels).
 CAP_PTP      = 0x02  # PTP clock, timestamp unit and the firmware's IEEE 1588 port (PTP_STATUS).
 CAP_AUTH     = 0x04  # Built with a shared key: state changes need signed requests.
@@ -541,11 +547,18 @@ class Identity:
     build_id:   str
     ident:      str
     max_rates:  tuple = ()   # Samples/s per channel its front-end declares, 0 undeclared (IDENTIFY_RATE).
+    event_id_bits: tuple = ()  # Per channel: 0 samples, else events with an id of this many bits (IDENTIFY_EVENT).
 
     def __post_init__(self):
-        # One per channel: the missing ones undeclared.
-        rates = tuple(self.max_rates)[:self.nchannels]
-        self.max_rates = rates + (0,) * (self.nchannels - len(rates))
+        # One per channel: the missing ones undeclared (rates) or channels of samples (events).
+        for name in ("max_rates", "event_id_bits"):
+            values = tuple(getattr(self, name))[:self.nchannels]
+            setattr(self, name, values + (0,) * (self.nchannels - len(values)))
+
+    @property
+    def event_channels(self):
+        """{channel: id bits} of the channels that carry events."""
+        return {i: bits for i, bits in enumerate(self.event_id_bits) if bits}
 
     @property
     def mac_str(self):
@@ -1263,6 +1276,9 @@ def pack_identify_response(seq, identity):
         out += bytes([len(raw)]) + raw
     for rate in identity.max_rates:
         out += IDENTIFY_RATE.pack(rate)
+    if any(identity.event_id_bits):   # Only a board with an event channel sends them.
+        for bits in identity.event_id_bits:
+            out += IDENTIFY_EVENT.pack(bits)
     return out
 
 
@@ -1292,12 +1308,15 @@ def parse_response(data, expect_seq=None):
         build_id, offset = _take_string(data, offset)
         ident,    offset = _take_string(data, offset)
         nchannels = fixed[list(Identity.__dataclass_fields__).index("nchannels")]
-        rates = len(data) - offset
-        if rates not in (0, nchannels * IDENTIFY_RATE.size):
-            raise ProtocolError(f"identify response has {rates} bytes after its strings; it takes none or "
-                                f"{nchannels} channel rates of {IDENTIFY_RATE.size} bytes")
-        max_rates = tuple(r for r, in IDENTIFY_RATE.iter_unpack(data[offset:]))
-        return msg_type, seq, Identity(*fixed, board, build_id, ident, max_rates)
+        rates, events = nchannels * IDENTIFY_RATE.size, nchannels * IDENTIFY_EVENT.size
+        tail = len(data) - offset
+        if tail not in (0, rates, rates + events):
+            raise ProtocolError(f"identify response has {tail} bytes after its strings; it takes none, "
+                                f"{nchannels} channel rates of {IDENTIFY_RATE.size} bytes, or those and "
+                                f"{nchannels} event layouts of {IDENTIFY_EVENT.size} byte")
+        max_rates = tuple(r for r, in IDENTIFY_RATE.iter_unpack(data[offset:offset + rates]))
+        event_id_bits = tuple(data[offset + rates:])
+        return msg_type, seq, Identity(*fixed, board, build_id, ident, max_rates, event_id_bits)
     fixed = {
         MSG_STREAM_START | RESPONSE: STREAM_START_RSP,
         MSG_STREAM_STOP  | RESPONSE: STREAM_STOP_RSP,
@@ -1497,6 +1516,7 @@ def c_header():
         f"#define CTL_ERR_BAD_LENGTH   {ERR_BAD_LENGTH}u",
         f"#define CTL_IDENTIFY_FIXED_SIZE {IDENTIFY_FIXED.size}u",
         f"#define CTL_IDENTIFY_RATE_SIZE  {IDENTIFY_RATE.size}u",
+        f"#define CTL_IDENTIFY_EVENT_SIZE {IDENTIFY_EVENT.size}u",
         f"#define CTL_MAX_STRING       {MAX_STRING}u",
         f"#define CTL_IDENTIFY_REQ_LENGTH {REQUEST_LENGTH[MSG_IDENTIFY]}u",
         "#endif",

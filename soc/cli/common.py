@@ -222,7 +222,7 @@ def identity_fields(ident):
               "sys_clk_hz": ident.sys_clk_hz, "eth_dw": ident.eth_dw, "nchannels": ident.nchannels,
               "sample_bits": ident.sample_bits, "max_payload": ident.max_payload,
               "capabilities": [name for bit, name in protocol.CAP_NAMES.items() if ident.capabilities & bit],
-              "max_rates": list(ident.max_rates)}
+              "max_rates": list(ident.max_rates), "event_id_bits": list(ident.event_id_bits)}
 
 
 def print_identity(ident, as_json):
@@ -242,3 +242,6 @@ def print_identity(ident, as_json):
     rates = ctlargs.declared_rates_text(ident)
     if rates or ident.capabilities & CAP_FRONTEND:
         print(f"{'max rates':<14}{rates or 'undeclared by the front-end (ctl start cannot check it against the link)'}")
+    if ident.event_channels:
+        print(f"{'events':<14}" + ", ".join(f"channel {ch}: {bits}-bit ids" for ch, bits
+                                            in sorted(ident.event_channels.items())) + " (published as ev44)")

@@ -116,6 +116,57 @@ static const uint32_t max_rates[8] = {
 #endif
 };
 _Static_assert(ETHDAQ_NCHANNELS <= sizeof(max_rates) / sizeof(max_rates[0]), "a rate per channel");
+
+#ifdef ETHDAQ_EVENT_CHANNELS
+/* Each channel's event layout its front-end declares: 0 samples, else the bits of its events' id
+ * (IDENTIFY; only a build with an event channel sends them). */
+static const uint8_t event_id_bits[8] = {
+#ifdef ETHDAQ_EVENT_ID_BITS_0
+	ETHDAQ_EVENT_ID_BITS_0,
+#else
+	0,
+#endif
+#ifdef ETHDAQ_EVENT_ID_BITS_1
+	ETHDAQ_EVENT_ID_BITS_1,
+#else
+	0,
+#endif
+#ifdef ETHDAQ_EVENT_ID_BITS_2
+	ETHDAQ_EVENT_ID_BITS_2,
+#else
+	0,
+#endif
+#ifdef ETHDAQ_EVENT_ID_BITS_3
+	ETHDAQ_EVENT_ID_BITS_3,
+#else
+	0,
+#endif
+#ifdef ETHDAQ_EVENT_ID_BITS_4
+	ETHDAQ_EVENT_ID_BITS_4,
+#else
+	0,
+#endif
+#ifdef ETHDAQ_EVENT_ID_BITS_5
+	ETHDAQ_EVENT_ID_BITS_5,
+#else
+	0,
+#endif
+#ifdef ETHDAQ_EVENT_ID_BITS_6
+	ETHDAQ_EVENT_ID_BITS_6,
+#else
+	0,
+#endif
+#ifdef ETHDAQ_EVENT_ID_BITS_7
+	ETHDAQ_EVENT_ID_BITS_7,
+#else
+	0,
+#endif
+};
+_Static_assert(ETHDAQ_NCHANNELS <= sizeof(event_id_bits), "an event layout per channel");
+#define EVENT_ID_BITS event_id_bits
+#else
+#define EVENT_ID_BITS 0
+#endif
 static struct ctlport_stats port_stats;
 
 static void read_ident(void)
@@ -216,6 +267,7 @@ int main(void)
 	id.sample_bits = ETHDAQ_SAMPLE_BITS;
 	id.max_payload = ETHDAQ_MAX_PAYLOAD;
 	id.max_rates  = max_rates;
+	id.event_id_bits = EVENT_ID_BITS;
 	daq_ops(&ops, &port_stats);
 	ops.ptp_status = ptpsvc_ctl_status;
 	ops.link       = phy_link;

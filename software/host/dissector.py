@@ -337,10 +337,13 @@ def ctl_records():
 
 
 def ctl_tails():
-    """{type: (names, count field, struct)}: values after a message's strings, as many as its count
-    field says or none: IDENTIFY_RSP's channel rates (IDENTIFY_RATE, one per channel)."""
+    """{type: [(names, count field, struct), ...]}: parts after a message's strings, in order, each
+    as many values as its count field says, each present only after the one before it (the message
+    may end before any part): IDENTIFY_RSP's channel rates (IDENTIFY_RATE, one per channel), then
+    its channels' event layouts (IDENTIFY_EVENT)."""
     P = protocol
-    return {P.MSG_IDENTIFY_RSP: ([f"max_rate{i}" for i in range(P.MAX_STREAMS)], "nchannels", P.IDENTIFY_RATE)}
+    return {P.MSG_IDENTIFY_RSP: [([f"max_rate{i}" for i in range(P.MAX_STREAMS)], "nchannels", P.IDENTIFY_RATE),
+                                 ([f"event_id_bits{i}" for i in range(P.MAX_STREAMS)], "nchannels", P.IDENTIFY_EVENT)]}
 
 
 def ctl_optional():
@@ -442,12 +445,14 @@ def _lua_ctl():
             out += [f"        {line}," for line in fields[len(body):]]
             out.append("    }" + ("," if t in tails else " },"))
         if t in tails:
-            names, count, st = tails[t]
-            count_at = P.HEADER.size + sum(_size(n, c) for name, n, c in body[:[b[0] for b in body].index(count)])
-            out.append(f"    tail = {{ count_at = {count_at}, size = {st.size}, fields = {{")
-            out += [f"        {_lua_ctl_field(f'ethdaqctl.{msg.lower()}.{name}', name, 1, st.format[-1])},"
-                    for name in names]
-            out.append("    } } },")
+            out.append("    tails = {")
+            for names, count, st in tails[t]:
+                count_at = P.HEADER.size + sum(_size(n, c) for name, n, c in body[:[b[0] for b in body].index(count)])
+                out.append(f"        {{ count_at = {count_at}, size = {st.size}, fields = {{")
+                out += [f"            {_lua_ctl_field(f'ethdaqctl.{msg.lower()}.{name}', name, 1, st.format[-1])},"
+                        for name in names]
+                out.append("        } },")
+            out.append("    } },")
         if t in records:
             most, size, names, other = records[t]
             prefix = f"ethdaqctl.{msg.lower()}."
@@ -475,7 +480,9 @@ for _, msg in pairs(CTL_MESSAGES) do
     end
     for _, sf in ipairs(msg.strings) do ctl_fields[#ctl_fields + 1] = sf end
     for _, fd in ipairs(msg.optional or {}) do ctl_fields[#ctl_fields + 1] = fd.f end
-    for _, tf in ipairs(msg.tail and msg.tail.fields or {}) do ctl_fields[#ctl_fields + 1] = tf end
+    for _, tail in ipairs(msg.tails or {}) do
+        for _, tf in ipairs(tail.fields) do ctl_fields[#ctl_fields + 1] = tf end
+    end
     if msg.records then
         for _, rf in pairs(msg.records.known) do ctl_fields[#ctl_fields + 1] = rf end
         ctl_fields[#ctl_fields + 1] = msg.records.other
@@ -624,17 +631,18 @@ local function ctl_dissect(tvb, pinfo, tree)
                 t:add(sf, tvb(off, 1 + n), n > 0 and tvb(off + 1, n):string() or "")
                 off = off + 1 + n
             end
-            local tail = msg.tail
-            if ok and tail and off ~= length and tail.count_at < caplen then
-                -- After the strings: none, or one value per count (a field before them).
+            -- After the strings: parts in order, each one value per count (a field before them),
+            -- each only after the one before it; the message may end before any part.
+            for _, tail in ipairs(msg.tails or {}) do
+                if not ok or off == length or tail.count_at >= caplen then break end
                 local n = tvb(tail.count_at, 1):uint()
-                if n <= #tail.fields and length == off + n * tail.size then
+                if n <= #tail.fields and off + n * tail.size <= length then
                     for i = 1, n do
                         if off + tail.size <= caplen then t:add(tail.fields[i], tvb(off, tail.size)) end
                         off = off + tail.size
                     end
                 else
-                    fail("bad_length", t, "%s has %d bytes after its strings; it takes none or %d of %d bytes",
+                    fail("bad_length", t, "%s has %d bytes left after its strings; its next part takes %d of %d bytes",
                          name, length - off, n, tail.size)
                     ok = false
                 end

@@ -348,16 +348,28 @@ local CTL_MESSAGES = {
         ProtoField.string("ethdaqctl.identify_rsp.build_id", "build_id"),
         ProtoField.string("ethdaqctl.identify_rsp.ident", "ident"),
     },
-    tail = { count_at = 25, size = 4, fields = {
-        ProtoField.uint32("ethdaqctl.identify_rsp.max_rate0", "max_rate0", base.DEC, nil),
-        ProtoField.uint32("ethdaqctl.identify_rsp.max_rate1", "max_rate1", base.DEC, nil),
-        ProtoField.uint32("ethdaqctl.identify_rsp.max_rate2", "max_rate2", base.DEC, nil),
-        ProtoField.uint32("ethdaqctl.identify_rsp.max_rate3", "max_rate3", base.DEC, nil),
-        ProtoField.uint32("ethdaqctl.identify_rsp.max_rate4", "max_rate4", base.DEC, nil),
-        ProtoField.uint32("ethdaqctl.identify_rsp.max_rate5", "max_rate5", base.DEC, nil),
-        ProtoField.uint32("ethdaqctl.identify_rsp.max_rate6", "max_rate6", base.DEC, nil),
-        ProtoField.uint32("ethdaqctl.identify_rsp.max_rate7", "max_rate7", base.DEC, nil),
-    } } },
+    tails = {
+        { count_at = 25, size = 4, fields = {
+            ProtoField.uint32("ethdaqctl.identify_rsp.max_rate0", "max_rate0", base.DEC, nil),
+            ProtoField.uint32("ethdaqctl.identify_rsp.max_rate1", "max_rate1", base.DEC, nil),
+            ProtoField.uint32("ethdaqctl.identify_rsp.max_rate2", "max_rate2", base.DEC, nil),
+            ProtoField.uint32("ethdaqctl.identify_rsp.max_rate3", "max_rate3", base.DEC, nil),
+            ProtoField.uint32("ethdaqctl.identify_rsp.max_rate4", "max_rate4", base.DEC, nil),
+            ProtoField.uint32("ethdaqctl.identify_rsp.max_rate5", "max_rate5", base.DEC, nil),
+            ProtoField.uint32("ethdaqctl.identify_rsp.max_rate6", "max_rate6", base.DEC, nil),
+            ProtoField.uint32("ethdaqctl.identify_rsp.max_rate7", "max_rate7", base.DEC, nil),
+        } },
+        { count_at = 25, size = 1, fields = {
+            ProtoField.uint8("ethdaqctl.identify_rsp.event_id_bits0", "event_id_bits0", base.DEC, nil),
+            ProtoField.uint8("ethdaqctl.identify_rsp.event_id_bits1", "event_id_bits1", base.DEC, nil),
+            ProtoField.uint8("ethdaqctl.identify_rsp.event_id_bits2", "event_id_bits2", base.DEC, nil),
+            ProtoField.uint8("ethdaqctl.identify_rsp.event_id_bits3", "event_id_bits3", base.DEC, nil),
+            ProtoField.uint8("ethdaqctl.identify_rsp.event_id_bits4", "event_id_bits4", base.DEC, nil),
+            ProtoField.uint8("ethdaqctl.identify_rsp.event_id_bits5", "event_id_bits5", base.DEC, nil),
+            ProtoField.uint8("ethdaqctl.identify_rsp.event_id_bits6", "event_id_bits6", base.DEC, nil),
+            ProtoField.uint8("ethdaqctl.identify_rsp.event_id_bits7", "event_id_bits7", base.DEC, nil),
+        } },
+    } },
     [0x82] = { name = "STREAM_START_RSP", fields = {
         { f = ProtoField.uint32("ethdaqctl.stream_start_rsp.run", "run", base.DEC, nil), size = 4, },
         { f = ProtoField.ipv4("ethdaqctl.stream_start_rsp.dst_ip", "dst_ip"), size = 4, },
@@ -814,7 +826,9 @@ for _, msg in pairs(CTL_MESSAGES) do
     end
     for _, sf in ipairs(msg.strings) do ctl_fields[#ctl_fields + 1] = sf end
     for _, fd in ipairs(msg.optional or {}) do ctl_fields[#ctl_fields + 1] = fd.f end
-    for _, tf in ipairs(msg.tail and msg.tail.fields or {}) do ctl_fields[#ctl_fields + 1] = tf end
+    for _, tail in ipairs(msg.tails or {}) do
+        for _, tf in ipairs(tail.fields) do ctl_fields[#ctl_fields + 1] = tf end
+    end
     if msg.records then
         for _, rf in pairs(msg.records.known) do ctl_fields[#ctl_fields + 1] = rf end
         ctl_fields[#ctl_fields + 1] = msg.records.other
@@ -963,17 +977,18 @@ local function ctl_dissect(tvb, pinfo, tree)
                 t:add(sf, tvb(off, 1 + n), n > 0 and tvb(off + 1, n):string() or "")
                 off = off + 1 + n
             end
-            local tail = msg.tail
-            if ok and tail and off ~= length and tail.count_at < caplen then
-                -- After the strings: none, or one value per count (a field before them).
+            -- After the strings: parts in order, each one value per count (a field before them),
+            -- each only after the one before it; the message may end before any part.
+            for _, tail in ipairs(msg.tails or {}) do
+                if not ok or off == length or tail.count_at >= caplen then break end
                 local n = tvb(tail.count_at, 1):uint()
-                if n <= #tail.fields and length == off + n * tail.size then
+                if n <= #tail.fields and off + n * tail.size <= length then
                     for i = 1, n do
                         if off + tail.size <= caplen then t:add(tail.fields[i], tvb(off, tail.size)) end
                         off = off + tail.size
                     end
                 else
-                    fail("bad_length", t, "%s has %d bytes after its strings; it takes none or %d of %d bytes",
+                    fail("bad_length", t, "%s has %d bytes left after its strings; its next part takes %d of %d bytes",
                          name, length - off, n, tail.size)
                     ok = false
                 end

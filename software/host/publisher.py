@@ -14,6 +14,11 @@ FlatBuffers conventions (the `ess-streaming-data-types` schemas), with librdkafk
 
 Messages on the topic (docs/scaleout.md has the whole layout):
 
+- ev44 instead of se00 for the datagrams of an event channel (`events`; ethdaq.host.events has
+  the words' layout): source_name = the stream's name, message_id = the (first) DAQ sequence
+  number, one reference_time per datagram (its header timestamp) with the index of the first
+  event that ends in it, time_of_flight = each event's time - its reference (ns), pixel_id = the
+  event's id;
 - se00 for every datagram with new data (or, with datagrams_per_message N, for every run of up to
   N consecutive datagrams of one stream in a Batch), keyed by its stream's name (`stream_name`:
   board address, UDP port, stream id), so one stream's messages share a partition and stay in
@@ -46,6 +51,7 @@ The publishing process never outlives the receiver: it ignores SIGINT and SIGTER
 ends the run) and exits when the receiver's process has gone (ethdaq.host.pubworker).
 """
 
+import ipaddress
 import json
 import os
 import pickle
@@ -60,6 +66,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from ethdaq.host.batch import PACKET_DTYPE, stream_key, stream_name
+from ethdaq.wire.protocol import EVENT_ID_BITS_MAX
 from ethdaq.host.pubring import RingWriter
 
 DEFAULT_TOPIC = "ethdaq"
@@ -104,6 +111,8 @@ class StreamCounters:
     queue_full: int = 0     # Unpublished: the ring to the publishing process had no room for their Batch.
     buffer_full: int = 0    # Unpublished: librdkafka's queue had no room for their message.
     failed: int = 0         # Unpublished: delivery failed, or still queued when close() gave up.
+    events: int = 0         # An event channel's events in delivered ev44 messages.
+    event_words_discarded: int = 0   # An event channel's words that made no whole event (ethdaq.host.events).
 
     @property
     def unpublished(self):
@@ -131,6 +140,23 @@ def read_config(path):
             raise PublishError(f"{path}:{n}: expected key=value, not {line!r}")
         settings[key.strip()] = value.strip()
     return settings
+
+
+def event_channels(board_ip, identity):
+    """Publisher's `events` for one board: its IDENTIFY (a protocol.Identity) names its event
+    channels and the bits of their ids."""
+    ip = int(ipaddress.IPv4Address(board_ip))
+    return {(ip, channel): bits for channel, bits in identity.event_channels.items()}
+
+
+def _event_list(events):
+    """`events` as the publishing process takes them: [source address, stream id, id bits]."""
+    out = []
+    for (ip, channel), bits in (events or {}).items():
+        if isinstance(bits, bool) or not isinstance(bits, int) or not 1 <= bits <= EVENT_ID_BITS_MAX:
+            raise PublishError(f"an event channel's id has 1 to {EVENT_ID_BITS_MAX} bits, not {bits!r}")
+        out.append([int(ipaddress.IPv4Address(ip)), int(channel), bits])
+    return out
 
 
 def parse_option(text):
@@ -169,11 +195,13 @@ class Publisher:
     bootstrap.servers. `queue_datagrams` bounds the ring to the publishing process; `nice` is how
     many steps nicer than this process it runs (0..19). `encoder` is
     the class that builds se00 messages there (ethdaq.host.se00.Encoder; it must be importable by
-    name in a new process)."""
+    name in a new process). `events` names the event channels, published as ev44:
+    {(board IPv4 address, stream id): bits of the events' id}, as event_channels() makes it from
+    the board's IDENTIFY."""
 
     def __init__(self, bootstrap, topic=DEFAULT_TOPIC, settings=None, run_name=None, job_id=None,
                  filename="", metadata=None, status_interval=STATUS_INTERVAL_S, flush_timeout=FLUSH_TIMEOUT_S,
-                 datagrams_per_message=1, queue_datagrams=QUEUE_DATAGRAMS, encoder=None, nice=NICE):
+                 datagrams_per_message=1, queue_datagrams=QUEUE_DATAGRAMS, encoder=None, nice=NICE, events=None):
         for what, value in (("datagrams per message", datagrams_per_message), ("queue datagrams", queue_datagrams)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise PublishError(f"{what} must be a positive integer, not {value!r}")
@@ -208,7 +236,7 @@ class Publisher:
                 "service_id": self.service_id, "pid": os.getpid(), "bootstrap": bootstrap, "filename": filename,
                 "metadata": metadata or {}, "started_ms": int(time.time() * 1000), "status_interval": status_interval,
                 "flush_timeout": flush_timeout, "datagrams_per_message": datagrams_per_message, "encoder": encoder,
-                "nice": nice}
+                "nice": nice, "events": _event_list(events)}
         self._ring = RingWriter(queue_datagrams * RING_BYTES_PER_DATAGRAM, queue_datagrams)
         self._reports = None
         try:
@@ -301,9 +329,9 @@ class Publisher:
             self._process_ended()
 
     def _take(self, report):
-        for key, (published, buffer_full, failed) in report["streams"].items():
+        for key, row in report["streams"].items():
             c = self._stream(key)
-            c.published, c.buffer_full, c.failed = published, buffer_full, failed
+            c.published, c.buffer_full, c.failed, c.events, c.event_words_discarded = row
         self.control_unpublished = report["control_unpublished"] + self._status_refused
         self.errors.count, self.errors.last = report["client_errors"], report["last_client_error"]
         self.process_cpu_s = report["cpu_s"]

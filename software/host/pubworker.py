@@ -3,7 +3,7 @@
 # SPDX-License-Identifier: BSD-2-Clause
 
 """The publishing process: Batches from the ring (ethdaq.host.pubring) to Kafka as se00
-messages, with librdkafka (confluent-kafka). ethdaq.host.publisher.Publisher starts it with
+messages (ev44 for event channels: ethdaq.host.events), with librdkafka (confluent-kafka). ethdaq.host.publisher.Publisher starts it with
 `serve` and is the only thing that talks to it; the message layout is described there.
 
 The process reads the ring's records in order: a Batch is cut into messages, each built from the
@@ -38,6 +38,7 @@ import numpy as np
 
 from ethdaq import __version__
 from ethdaq.host.batch import decode_samples, sample_dtype, stream_name
+from ethdaq.host.events import Assembler
 from ethdaq.host.pubring import KIND_CONTROL, KIND_DATA, KIND_EOF, RingReader
 from ethdaq.host.se00 import Encoder
 
@@ -79,14 +80,17 @@ class SetupError(Exception):
 
 
 class _Sent:
-    """One stream's datagrams as this process counts them."""
-    __slots__ = ("published", "buffer_full", "failed")
+    """One stream's datagrams as this process counts them; for an event channel, its events
+    delivered and the words that made no whole event (ethdaq.host.events)."""
+    __slots__ = ("published", "buffer_full", "failed", "events", "assembler")
 
     def __init__(self):
-        self.published = self.buffer_full = self.failed = 0
+        self.published = self.buffer_full = self.failed = self.events = 0
+        self.assembler = None
 
     def row(self):
-        return (self.published, self.buffer_full, self.failed)
+        discarded = self.assembler.discarded_words if self.assembler else 0
+        return (self.published, self.buffer_full, self.failed, self.events, discarded)
 
 
 class Sender:
@@ -117,6 +121,8 @@ class Sender:
         self._period = {}             # stream key -> sample period, ns
         self._encode = (conf.get("encoder") or Encoder)()
         self._how = {}                # (stream key, datagrams) -> (Kafka key, headers, on_delivery, counters)
+        # Event channels: (source address, stream id) -> the bits of their events' id.
+        self._event_ids = {(ip, sid): bits for ip, sid, bits in conf.get("events", ())}
         self._control(RUN_KEY, self._run_start())
         self.cpu0 = time.process_time()   # CPU seconds reported: from here, the run's.
 
@@ -163,6 +169,10 @@ class Sender:
         for key, idx in groups:
             self._stream(key)
             p = batch.packets[idx]
+            id_bits = self._event_ids.get((key[0], key[2]))
+            if id_bits:
+                self._publish_events(key, id_bits, p, samples, handed)
+                continue
             if _consecutive(p):
                 self._publish_consecutive(key, p, samples, handed)
                 continue
@@ -205,6 +215,56 @@ class Sender:
             values = samples(offset[start:end], count[start:end], bits)
             self._send(key, end - start, ts[start], period[end - 1], seq[start], values)
             handed[key] = end
+
+    def _publish_events(self, key, id_bits, p, samples, handed):
+        """_publish_now for an event channel: ev44 messages of runs of up to datagrams_per_message
+        consecutive datagrams, the events that end in each datagram referred to its timestamp."""
+        c, most = self.sent[key], self.datagrams_per_message
+        seq, run, late = p["seq"].tolist(), p["run"].tolist(), p["late"].tolist()
+        ts, count, dropped = p["timestamp"].tolist(), p["sample_count"].tolist(), p["dropped"].tolist()
+        bits, offset = p["sample_bits"].tolist(), p["offset"].tolist()
+        start, parts = 0, []
+        for k in range(len(p)):
+            if c.assembler is None or c.assembler.sample_bits != bits[k]:
+                discarded = c.assembler.discarded_words if c.assembler else 0
+                c.assembler = Assembler(bits[k], id_bits)
+                c.assembler.discarded_words = discarded
+            words = samples(offset[k:k + 1], count[k:k + 1], bits[k])
+            if late[k]:      # A datagram that filled a gap: its own whole events; the stream's carry stays.
+                alone = Assembler(bits[k], id_bits)
+                times, ids = alone.feed(words, run[k], seq[k], dropped[k])
+                alone.drop_carry()
+                c.assembler.discarded_words += alone.discarded_words
+            else:
+                times, ids = c.assembler.feed(words, run[k], seq[k], dropped[k])
+            parts.append((ts[k], times, ids))
+            if k + 1 == len(p) or k + 1 - start >= most or late[k + 1] or late[start] \
+                    or run[k + 1] != run[start] or seq[k + 1] != seq[k] + 1:
+                self._send_events(key, k + 1 - start, seq[start], parts)
+                start, parts = k + 1, []
+                handed[key] = start
+
+    def _send_events(self, key, n, seq, parts):
+        """One ev44 message of `n` consecutive datagrams of an event channel; `parts` is each
+        datagram's (timestamp, event times, ids)."""
+        from streaming_data_types.eventdata_ev44 import serialise_ev44
+        c = self.sent[key]
+        ref, index, tof = ev44_times([(t, times) for t, times, _ in parts])
+        ids = np.concatenate([i for _, _, i in parts]) if parts else np.zeros(0, np.int32)
+        value = serialise_ev44(self._names[key], seq, ref, index, tof, ids)
+        try:
+            self._producer.produce(self.topic, value, self._names[key].encode(), headers=[("datagrams", str(n))],
+                                   on_delivery=functools.partial(self._events_delivered, c, n, len(ids)))
+        except BufferError:
+            c.buffer_full += n
+
+    @staticmethod
+    def _events_delivered(c, n, events, err, msg):
+        if err is None:
+            c.published += n
+            c.events += events
+        else:
+            c.failed += n
 
     def _send(self, key, n, timestamp, period, seq, values):
         """One se00 message of `n` consecutive datagrams of one stream."""
@@ -255,9 +315,12 @@ class Sender:
         key = tuple(key)
         c = self.sent.get(key) or _Sent()
         unpublished = queue_full + c.buffer_full + c.failed
-        return {"stream": stream_name(key), "stream_id": key[2], "received": received, "lost": lost,
-                "duplicates": duplicates, "board_dropped": board_dropped, "published": c.published,
-                "unpublished": unpublished, "pending": received - c.published - unpublished}
+        status = {"stream": stream_name(key), "stream_id": key[2], "received": received, "lost": lost,
+                  "duplicates": duplicates, "board_dropped": board_dropped, "published": c.published,
+                  "unpublished": unpublished, "pending": received - c.published - unpublished}
+        if (key[0], key[2]) in self._event_ids:   # An event channel: its events too.
+            _, _, _, status["events"], status["event_words_discarded"] = c.row()
+        return status
 
     def send_status(self, rows):
         """One x5f2 message per stream of `rows` (the receive loop's, see status())."""
@@ -295,6 +358,34 @@ class Sender:
                 "control_unpublished": self.control_unpublished,
                 "client_errors": self.errors.count, "last_client_error": self.errors.last,
                 "cpu_s": time.process_time() - self.cpu0, "final": final}
+
+
+INT32 = (-2**31, 2**31 - 1)
+
+
+def ev44_times(parts):
+    """ev44's reference_time, reference_time_index and time_of_flight for datagrams `parts`, each
+    (its header timestamp, its events' times in ns): one reference per datagram, its timestamp,
+    and each event's time of flight from it. An event too far from it for ev44's int32 (2.1 s:
+    a datagram that stayed open that long) starts a reference of its own, its own time."""
+    refs, index, tofs, n = [], [], [], 0
+    for stamp, times in parts:
+        tof = times.astype(np.int64) - np.int64(stamp)
+        refs.append(stamp)
+        index.append(n)
+        if len(tof) and (tof.min() < INT32[0] or tof.max() > INT32[1]):
+            ref, out = stamp, []
+            for j, t in enumerate(times.tolist()):
+                if not INT32[0] <= t - ref <= INT32[1]:
+                    ref = t
+                    refs.append(ref)
+                    index.append(n + j)
+                out.append(t - ref)
+            tof = np.array(out, np.int64)
+        tofs.append(tof)
+        n += len(times)
+    tof = np.concatenate(tofs).astype(np.int32) if tofs else np.zeros(0, np.int32)
+    return np.array(refs, np.int64), np.array(index, np.int32), tof
 
 
 def _consecutive(p):

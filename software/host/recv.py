@@ -101,7 +101,8 @@ def add_arguments(p):
                    help="share the port with other receivers (SO_REUSEPORT; the kernel spreads sources over them)")
     p.add_argument("--board-ip", type=argtypes.ipv4, metavar="IP",
                    help="the board sending the run: with -o, its IDENTIFY, settings, STATUS and PTP state are "
-                        "asked at the start and at the end and written into the file's board group")
+                        "asked at the start and at the end and written into the file's board group; with "
+                        "--kafka, the event channels its IDENTIFY names are published as ev44")
     p.add_argument("--board-port", type=argtypes.port(1), default=7000, metavar="PORT",
                    help="the board's control port, with --board-ip (default 7000)")
     p.add_argument("--progress", choices=["auto", "on", "off"], default="auto",
@@ -259,6 +260,8 @@ def kafka_text(pub):
         text += f" ({refused} refused: local queue full)"
     if t["pending"]:
         text += f", pending {t['pending']}"
+    if t["events"] or t["event_words_discarded"]:
+        text += f"; events {t['events']} (ev44), words of no whole event {t['event_words_discarded']}"
     if t["client_errors"]:
         text += f"; client errors {t['client_errors']}, newest: {t['last_client_error']}"
     return text
@@ -437,16 +440,39 @@ def _check_kafka_args(args):
     return settings
 
 
-def _open_publisher(args, settings, core, output, writer):
-    """The run's Kafka publisher (its pl72 run start queued), or None without --kafka."""
+def board_events(ip, port):
+    """The event channels of the board at `ip` from its IDENTIFY, for the publisher (ev44), and a
+    line saying which; none, with a warning, when it does not answer (its channels are then
+    published as samples)."""
+    from ethdaq.host.ctl import ControlClient, ControlRefused, ControlTimeout
+    from ethdaq.wire.protocol import ProtocolError
+    try:
+        with ControlClient(ip, port, timeout=1.0, retries=2) as c:
+            ident = c.identify()
+    except (ControlTimeout, ControlRefused, ProtocolError, OSError) as e:
+        return {}, (f"warning: the board at {ip}:{port} did not answer IDENTIFY ({e}): its channels are "
+                    f"published as samples (se00)")
+    note = (f"event channels of {ip}, published as ev44: " + ", ".join(
+        f"{ch} ({bits}-bit ids)" for ch, bits in sorted(ident.event_channels.items()))) if ident.event_channels else ""
+    return publisher.event_channels(ip, ident), note
+
+
+def _open_publisher(args, settings, core, output, writer, notes):
+    """The run's Kafka publisher (its pl72 run start queued), or None without --kafka. With
+    --board-ip, the board's event channels (its IDENTIFY) are published as ev44 (a line about them
+    added to `notes`)."""
     if settings is None:
         return None
     meta = {"receiver_host": socket.gethostname(), "bind": core.bind, "port": core.port}
+    events = None
+    if args.board_ip:
+        events, note = board_events(args.board_ip, args.board_port)
+        notes += [note] if note else []
     try:
         return publisher.Publisher(args.kafka, topic=args.topic, settings=settings, filename=str(output or ""),
                                    job_id=writer.run_uuid if writer is not None else None, metadata=meta,
                                    datagrams_per_message=args.kafka_batch, queue_datagrams=args.kafka_queue,
-                                   nice=args.kafka_nice)
+                                   nice=args.kafka_nice, events=events)
     except publisher.PublishError as e:
         raise RecvError(str(e)) from None
 
@@ -455,9 +481,10 @@ def run(args, out=sys.stdout, err=sys.stderr):
     """`ethdaq recv`. Returns the exit status; raises RecvError for one-line errors."""
     from ethdaq.host import h5file
     output = Path(args.output) if args.output else None
-    if args.board_ip and output is None:
-        raise RecvError("--board-ip records the board's replies in the run file: give the file with -o FILE.h5")
     kafka_settings = _check_kafka_args(args)
+    if args.board_ip and output is None and kafka_settings is None:
+        raise RecvError("--board-ip records the board's replies in the run file and names its event channels "
+                        "for --kafka: give the file with -o FILE.h5, or --kafka")
     if output is not None:
         if output.exists() and not args.overwrite:
             raise RecvError(f"{output} exists: choose another name or add --overwrite")
@@ -488,7 +515,8 @@ def run(args, out=sys.stdout, err=sys.stderr):
                 raise RecvError(str(e)) from None
         metrics = _serve_metrics(args, writer, output)
         try:
-            pub = _open_publisher(args, kafka_settings, core, output, writer)
+            notes = []
+            pub = _open_publisher(args, kafka_settings, core, output, writer, notes)
         except RecvError:
             if writer is not None:
                 writer.close()
@@ -496,6 +524,8 @@ def run(args, out=sys.stdout, err=sys.stderr):
             raise
         err.write(f"receiving on UDP {core.bind}:{core.port}" + (f", writing {output}" if output else "") +
                   (f", publishing to Kafka {args.kafka} topic {args.topic}" if pub else "") + "; Ctrl-C stops\n")
+        for note in notes:
+            err.write(note + "\n")
         err.flush()
         if writer is not None and args.board_ip:   # Datagrams arriving meanwhile wait in the socket.
             record_board(writer, args.board_ip, args.board_port, BOARD_REPLIES_START, err)

@@ -197,11 +197,14 @@ int main(int argc, char **argv)
 	struct ctl_request rq;
 	/* Declared front-end rates: one undeclared, one at the u32's top. */
 	static const uint32_t max_rates[4] = { 1000000u, 0u, 4294967295u, 1u };
+	/* Event layouts: channels 1 and 3 carry events, with 12-bit and 31-bit ids. */
+	static const uint8_t event_id_bits[4] = { 0u, 12u, 0u, 31u };
 	struct ctl_identity id = {
 		.mac = {0x10, 0xe2, 0xd5, 0x00, 0x00, 0x01},
 		.ip = 0xC0A80132u, .ctl_port = 7000, .sys_clk_hz = 125000000u, .eth_dw = 8,
 		.nchannels = 4, .sample_bits = 16, .max_payload = 8972, .capabilities = 0x2B,
 		.board = "sim", .build_id = "0123456789ab", .ident = "ethdaq sim test", .max_rates = max_rates,
+		.event_id_bits = event_id_bits,
 		.boots = 3, .reset_cause = 2, .watchdog_resets = 1,
 	};
 	struct ctl_ops ops = { stream_start, stream_stop, emulator, status, ptp_status, ptp_config, link, streams, launch,

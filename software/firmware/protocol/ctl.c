@@ -364,8 +364,10 @@ size_t ctl_request_length(uint8_t type)
 	}
 }
 
-/* IDENTIFY's answer after the header: the fixed part, the strings, the channels' declared rates. */
+/* IDENTIFY's answer after the header: the fixed part, the strings, the channels' declared rates,
+ * and from a board with an event channel each channel's event layout. */
 _Static_assert(CTL_IDENTIFY_RATE_SIZE == 4, "IDENTIFY's channel rates are written as 32-bit words");
+_Static_assert(CTL_IDENTIFY_EVENT_SIZE == 1, "IDENTIFY's event layouts are written as bytes");
 static void put_identity(struct writer *w, const struct ctl_identity *id)
 {
 	unsigned i;
@@ -383,6 +385,9 @@ static void put_identity(struct writer *w, const struct ctl_identity *id)
 	put_string(w, id->ident);
 	for (i = 0; i < id->nchannels; i++)
 		put_be32(w, id->max_rates ? id->max_rates[i] : 0u);
+	if (id->event_id_bits)
+		for (i = 0; i < id->nchannels; i++)
+			put_u8(w, id->event_id_bits[i]);
 }
 
 int ctl_handle(struct ctl_state *st, const struct ctl_request *rq, uint8_t *rsp, size_t rsp_cap,

@@ -29,6 +29,10 @@ struct ctl_identity {
 	/* nchannels worst-case samples/s its front-end declares, channel 0 first (0: undeclared);
 	 * NULL: none declared. Sent after the strings (CTL_IDENTIFY_RATE_SIZE bytes each). */
 	const uint32_t *max_rates;
+	/* nchannels event layouts, channel 0 first: 0 a channel of samples, else a channel of events
+	 * whose id has this many bits (docs/frontends.md); NULL: every channel carries samples. Sent
+	 * after the rates (CTL_IDENTIFY_EVENT_SIZE bytes each), only when not NULL. */
+	const uint8_t  *event_id_bits;
 	/* This boot (gateware/watchdog.py; constant until the next reset). */
 	uint16_t    boots;          /* Resets since power-on. */
 	uint8_t     reset_cause;    /* Why the last one happened: 0 power-on, 1 watchdog, 2 reboot. */
