@@ -40,7 +40,7 @@ from ethdaq.gateware.macpipeline import (insert_ip_rx_buffer, insert_tx_buffer, 
                                          replace_tx_framing)
 from ethdaq.gateware.macstats import MACErrors
 from ethdaq.gateware.rxaudit import RXAudit, insert_rx_audit
-from ethdaq.gateware.netaddr import NetAddress
+from ethdaq.gateware.netaddr import NetAddress, route_ip_tx
 from ethdaq.gateware.probe import DAQProbes, MAILBOX_CLASSES, RX_CLASSES, STAMP_BITS as PROBE_STAMP_BITS, TX_CLASSES
 from ethdaq.gateware.streamer import DAQStreamer
 from ethdaq.gateware.streamstats import COUNTER_BITS
@@ -177,7 +177,8 @@ class DAQSoC(SoCCore):
         config = self.soc_config
         # The board's addresses are the build's until the control protocol changes them
         # (gateware/netaddr.py): LiteEth's MAC filter, ARP and IP layers take them as signals.
-        self.netaddr = NetAddress(config.ip_address, config.mac_address, cd_tx="eth_tx",
+        self.netaddr = NetAddress(config.ip_address, config.mac_address, netmask=config.netmask,
+                                  gateway=config.gateway, cd_tx="eth_tx",
                                   cd_rx="eth_rx" if (config.with_classifier or config.with_rx_audit) else None)
         # PTP hardware clock (sys): before the transmit path, whose time-triggered launcher reads it.
         self.ptp    = PTPClockCSR(PTPClock(self.sys_clk_freq, with_osc_error=config.with_ptp_testbench))
@@ -220,6 +221,9 @@ class DAQSoC(SoCCore):
         self.comb += cut
         # Its IPv4 header checksums, one adder each instead of a pipeline (gateware/ipchecksum.py).
         replace_ip_checksums(self.ethcore.ip)
+        # Off-subnet destinations of the CPU's datagrams go to the gateway's MAC (gateware/netaddr.py).
+        route_ip_tx(self.ethcore.ip.tx, self.ethcore.arp.table, self.netaddr.ip, self.netaddr.netmask,
+                    self.netaddr.gateway)
         if eth_dw == 8:   # LiteEth's transmit ready chain, cut after its crossing (gateware/macpipeline.py).
             self.eth_tx_buffer = insert_tx_buffer(self.ethcore.mac.core)
             self.eth_tx_cdc    = replace_tx_cdc(self.ethcore.mac.core)
@@ -506,6 +510,7 @@ class DAQSoC(SoCCore):
         add("ETHDAQ_BUILD_ID", config.build_id)
         add("ETHDAQ_IP",       config.ip_address)
         add("ETHDAQ_NETMASK",  config.netmask)
+        add("ETHDAQ_GATEWAY",  config.gateway)
         add("ETHDAQ_MAC_HI",   config.mac_address >> 32)
         add("ETHDAQ_MAC_LO",   config.mac_address & 0xffffffff)
         add("ETHDAQ_CTL_PORT", config.ctl_port)

@@ -47,16 +47,19 @@ def parse_ip(text):
 
 
 def parse_netmask(text):
-    """'255.255.255.0', '/24' or '24' -> the mask as an int; ValueError with a clear message."""
+    """'255.255.255.0', '/24' or '24' -> the mask as an int (protocol.parse_netmask)."""
+    return protocol.parse_netmask(text)
+
+
+def parse_gateway(text):
+    """'192.168.1.254' -> int, '' or 'none' -> 0 (no gateway); ValueError with a clear message."""
     text = str(text).strip()
+    if text.lower() in ("", "none"):
+        return 0
     try:
-        prefix = text.removeprefix("/")
-        if prefix.isdigit():
-            return int(ipaddress.IPv4Network(f"0.0.0.0/{prefix}").netmask)
-        return int(ipaddress.IPv4Network(f"0.0.0.0/{text}").netmask)
+        return int(ipaddress.IPv4Address(text))
     except ValueError:
-        raise ValueError(f"netmask must be a prefix length 0..32 like 24 (or /24) or a mask like 255.255.255.0, "
-                         f"not {text!r}") from None
+        raise ValueError(f"gateway must be dotted IPv4 like 192.168.1.254 (or none), not {text!r}") from None
 
 
 def classful_netmask(ip):
@@ -156,6 +159,7 @@ class SoCConfig:
     # Addresses (text, or the integers they parse to).
     ip_address   : str   = DEFAULT_IP
     netmask      : str   = None    # Prefix length or mask; None: the address's class (classful_netmask).
+    gateway      : str   = 0       # Default gateway, a host of the subnet; 0 or "none": none (all on-link).
     mac_address  : str   = DEFAULT_MAC
 
     # Control port (docs/protocol.md).
@@ -205,6 +209,9 @@ class SoCConfig:
         # The subnet's mask: which directed broadcast the board takes (gateware/rxaudit.py).
         netmask = classful_netmask(ip_address) if self.netmask is None else self.netmask
         netmask = parse_netmask(netmask) if isinstance(netmask, str) else netmask
+        # The default gateway (0: none, every destination on-link): what streams and answers to
+        # addresses outside the subnet are sent to (gateware/netaddr.py, firmware protocol/route.h).
+        gateway = parse_gateway(self.gateway) if isinstance(self.gateway, str) else (self.gateway or 0)
         eth_dw  = self.eth_dw or board.eth_dw
         fasttrack_ports = tuple(self.fasttrack_ports)
         # PTP intervals: the board's (the simulated board runs about 1000x slower than real
@@ -218,6 +225,7 @@ class SoCConfig:
             build_id          = self.build_id or git_hash(),
             ip_address        = ip_address,
             netmask           = netmask,
+            gateway           = gateway,
             mac_address       = mac_address,
             max_payload       = self.max_payload or board.max_payload,
             ptp_log_sync      = board_or("ptp_log_sync",      0),
@@ -234,6 +242,10 @@ class SoCConfig:
 
     def _check(self, board):
         """The checks of resolve(), on a resolved configuration."""
+        if not protocol.gateway_valid(self.ip_address, self.netmask, self.gateway):
+            net = ipaddress.IPv4Network((self.ip_address, bin(self.netmask).count("1")), strict=False)
+            raise ValueError(f"gateway must be a host of the board's subnet {net} other than the board "
+                             f"({ipaddress.IPv4Address(self.ip_address)}), not {ipaddress.IPv4Address(self.gateway)}")
         parse_allow(self.ctl_allow)
         if self.ctl_key is not None and not (isinstance(self.ctl_key, bytes) and
                                              protocol.KEY_MIN <= len(self.ctl_key) <= protocol.KEY_MAX):

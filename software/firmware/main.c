@@ -16,6 +16,7 @@
 #include <generated/ctl_key.h>
 
 #include "protocol/ctl.h"
+#include "protocol/route.h"
 #include "drivers/ctlport.h"
 #include "drivers/daq.h"
 #include "drivers/console.h"
@@ -139,16 +140,20 @@ static void print_ip(uint32_t ip)
 	       (unsigned)(ip >> 8) & 0xff, (unsigned)ip & 0xff);
 }
 
-static unsigned prefix_length(uint32_t netmask)
+/* "192.168.1.50/24 via 192.168.1.254" (or "..., no gateway"). */
+static void print_route(uint32_t ip, uint32_t netmask, uint32_t gateway)
 {
-	unsigned n = 0;
-
-	for (; netmask & 0x80000000u; netmask <<= 1)
-		n++;
-	return n;
+	print_ip(ip);
+	printf("/%u", route_prefix_length(netmask));
+	if (gateway == ROUTE_NO_GATEWAY) {
+		printf(", no gateway");
+		return;
+	}
+	printf(" via ");
+	print_ip(gateway);
 }
 
-/* CONFIG_SET changed ip or mac (ctl.net_pending) and its answer is on its way: switch the board to
+/* CONFIG_SET changed ip, mac, netmask or gateway (ctl.net_pending) and its answer is on its way: switch the board to
  * them, announce them, and restart PTP under the identity made from a new MAC. IDENTIFY tells
  * the new ones from now on; a reboot returns to the build's. */
 static void apply_addresses(struct ctl_identity *id, struct ctl_state *c, uint32_t by)
@@ -156,7 +161,7 @@ static void apply_addresses(struct ctl_identity *id, struct ctl_state *c, uint32
 	int new_mac = memcmp(id->mac, c->config.mac, sizeof(id->mac)) != 0;
 
 	c->net_pending = 0;
-	netaddr_apply(c->config.ip, c->config.mac, ptpsvc_uptime_ns());
+	netaddr_apply(c->config.ip, c->config.mac, c->config.netmask, c->config.gateway, ptpsvc_uptime_ns());
 	id->ip = c->config.ip;
 	memcpy(id->mac, c->config.mac, sizeof(id->mac));
 	printf("net: now ");
@@ -165,6 +170,9 @@ static void apply_addresses(struct ctl_identity *id, struct ctl_state *c, uint32
 	       id->mac[4], id->mac[5]);
 	print_ip(by);
 	printf("), announced by ARP\n");
+	printf("net: route ");
+	print_route(id->ip, c->config.netmask, c->config.gateway);
+	printf("\n");
 	if (new_mac)
 		ptpsvc_set_mac(id->mac, &c->config.ptp);
 }
@@ -176,6 +184,8 @@ static void build_config(struct ctl_config *c, const struct ctl_identity *id)
 	memset(c, 0, sizeof(*c));
 	c->ip = id->ip;
 	memcpy(c->mac, id->mac, sizeof(c->mac));
+	c->netmask = ETHDAQ_NETMASK;
+	c->gateway = ETHDAQ_GATEWAY;
 	c->stream.dst_port = 5000;
 	c->stream.payload  = id->max_payload < 1472 ? id->max_payload : 1472;
 	c->stream.enable   = (uint8_t)((1u << id->nchannels) - 1u);
@@ -246,7 +256,15 @@ int main(void)
 	printf("  ip       : ");
 	print_ip(id.ip);
 	/* The subnet: the directed broadcast the board answers IDENTIFY on (build option --netmask). */
-	printf("/%u\n", prefix_length(ETHDAQ_NETMASK));
+	printf("/%u\n", route_prefix_length(ETHDAQ_NETMASK));
+	/* Where datagrams to addresses outside the subnet go (build option --gateway). */
+	printf("  gateway  : ");
+	if (ETHDAQ_GATEWAY == ROUTE_NO_GATEWAY)
+		printf("none (every destination on-link)\n");
+	else {
+		print_ip(ETHDAQ_GATEWAY);
+		printf("\n");
+	}
 	printf("  control  : udp/%u\n", (unsigned)id.ctl_port);
 	printf("  sys clock: %u Hz\n", (unsigned)CONFIG_CLOCK_FREQUENCY);
 	printf("  reset    : %s (boot %u since power-on, %u by the watchdog)\n", watchdog_cause_name(boot.cause),
