@@ -51,8 +51,8 @@ from ethdaq.gateware.launcher import LATENCY_CYCLES as LAUNCHER_LATENCY_CYCLES, 
 from ethdaq.gateware.txpath import TXPath, connect_streamer
 from ethdaq.gateware.watchdog import Watchdog
 from ethdaq.host import daqformat, protocol
-from ethdaq.soc.socconfig import (CLASSIFIER_RULES, ETHERBONE_WARNING, PTP_ROLES, PTP_TRANSPORTS, PTP_UDP_PORTS,
-                                  SoCConfig, parse_allow)
+from ethdaq.soc.socconfig import (CLASSIFIER_RULES, DHCP_CLIENT_PORT, ETHERBONE_WARNING, PTP_ROLES, PTP_TRANSPORTS,
+                                  PTP_UDP_PORTS, SoCConfig, parse_allow)
 
 # Helpers ------------------------------------------------------------------------------------------
 
@@ -137,6 +137,8 @@ class DAQSoC(SoCCore):
 
         options = (f"ip={ipaddress.IPv4Address(config.ip_address)} ctl={config.ctl_port} eth_dw={config.eth_dw} "
                    f"sys={sys_clk_freq/1e6:g}MHz")
+        if config.with_dhcp:
+            options += " dhcp"
         if config.with_etherbone:
             options += f" ETHERBONE=udp/{config.etherbone_port}"
         kwargs.setdefault("cpu_type",             "vexriscv")
@@ -247,6 +249,7 @@ class DAQSoC(SoCCore):
             # rule takes it (rules change at run time); the audit asks the classifier (`claimed`).
             udp = config.ptp_transport == "udp"
             udp_ports = (config.ctl_port, *(PTP_UDP_PORTS if udp else ()),
+                         *((DHCP_CLIENT_PORT,) if config.with_dhcp else ()),
                          *((config.etherbone_port,) if config.with_etherbone else ()))
             self.rx_audit = RXAudit(max_frame=1514, udp_ports=udp_ports,
                 ethertypes=(PTP_ETHERTYPE,) if not udp else (),
@@ -333,7 +336,8 @@ class DAQSoC(SoCCore):
         # buffer instead of three saves about 2000 LUTs, which the colorlight_i5 does not have.
         config = self.soc_config
         self.ctlport = CPUUDPPort(udp_port=config.ctl_port, rx_datagrams=8,
-            extra_ports=PTP_UDP_PORTS if config.ptp_transport == "udp" else (),
+            extra_ports=(*(PTP_UDP_PORTS if config.ptp_transport == "udp" else ()),
+                         *((DHCP_CLIENT_PORT,) if config.with_dhcp else ())),
             probe_stamp_bits=PROBE_STAMP_BITS if config.with_probes and config.with_classifier else 0)
         self.comb += connect_udp_ports(self.ethcore.udp.crossbar, self.ctlport)
 
@@ -511,6 +515,9 @@ class DAQSoC(SoCCore):
         add("ETHDAQ_IP",       config.ip_address)
         add("ETHDAQ_NETMASK",  config.netmask)
         add("ETHDAQ_GATEWAY",  config.gateway)
+        if config.with_dhcp:   # The DHCP client (services/dhcpsvc.c), ETHDAQ_IP its fallback.
+            add("ETHDAQ_DHCP")
+            add("ETHDAQ_DHCP_TIME_SCALE", config.dhcp_time_scale)
         add("ETHDAQ_MAC_HI",   config.mac_address >> 32)
         add("ETHDAQ_MAC_LO",   config.mac_address & 0xffffffff)
         add("ETHDAQ_CTL_PORT", config.ctl_port)

@@ -29,6 +29,7 @@ DEFAULT_ETHERBONE_PORT = 1234  # LiteX's (litex_server --udp)
 PTP_ROLES      = {"auto": 0, "master": 1, "slave": 2}   # enum ptp_role
 PTP_TRANSPORTS = {"udp": 0, "l2": 1}                    # enum ptp_transport
 PTP_UDP_PORTS  = (319, 320)
+DHCP_CLIENT_PORT = 68   # The DHCP client's port (--dhcp), served by the control mailbox.
 
 CLASSIFIER_RULES = protocol.MAX_RULES   # The control protocol carries this many (RULES).
 
@@ -161,6 +162,8 @@ class SoCConfig:
     netmask      : str   = None    # Prefix length or mask; None: the address's class (classful_netmask).
     gateway      : str   = 0       # Default gateway, a host of the subnet; 0 or "none": none (all on-link).
     mac_address  : str   = DEFAULT_MAC
+    with_dhcp    : bool  = False   # DHCP client in the firmware; ip_address is its fallback.
+    dhcp_time_scale : int = None   # Lease seconds per board second; None: the board's (1 on hardware).
 
     # Control port (docs/protocol.md).
     ctl_port     : int   = DEFAULT_CTL_PORT
@@ -232,6 +235,7 @@ class SoCConfig:
             ptp_log_announce  = board_or("ptp_log_announce",  1),
             ptp_log_delay_req = board_or("ptp_log_delay_req", 0),
             ptp_status_log    = board_or("ptp_status_log",    0),
+            dhcp_time_scale   = board_or("dhcp_time_scale", 1),
             with_classifier   = self.with_classifier or bool(fasttrack_ports),
             fasttrack_ports   = fasttrack_ports,
             # The receive audit (gateware/rxaudit.py) reads LiteEth's 8-bit receive datapath: every
@@ -259,6 +263,15 @@ class SoCConfig:
             "status interval": self.ptp_status_log})
         if not (0 <= self.ptp_domain <= 255):
             raise ValueError(f"PTP domain must be 0..255, not {self.ptp_domain!r}")
+        if not (isinstance(self.dhcp_time_scale, int) and 1 <= self.dhcp_time_scale <= 100000):
+            raise ValueError(f"DHCP time scale must be an integer 1..100000, not {self.dhcp_time_scale!r}")
+        if self.dhcp_time_scale != getattr(board, "dhcp_time_scale", 1) and not board.is_sim:
+            raise ValueError(f"--dhcp-time-scale shortens leases on the simulated board; {board.name} is real hardware")
+        if self.with_dhcp:
+            for name, port in (("control", self.ctl_port), ("data", data_port),
+                               ("Etherbone", self.etherbone_port if self.with_etherbone else None)):
+                if port == DHCP_CLIENT_PORT:
+                    raise ValueError(f"{name} port {port} is the DHCP client's (--dhcp)")
         if self.with_pin_probe and not board.is_sim:
             raise ValueError(f"--pin-probe reports from the simulated board's pins; {board.name} is real hardware")
         if self.with_ptp_testbench and not board.is_sim:

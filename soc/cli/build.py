@@ -28,6 +28,12 @@ def add_network_options(p):
     p.add_argument("--gateway", type=gateway_arg, default=0, metavar="IP",
                    help="default gateway, a host of the board's subnet: streams and answers to addresses outside "
                         "the subnet go to its MAC (default none: every destination is asked for by ARP directly)")
+    p.add_argument("--dhcp", action="store_true",
+                   help="the firmware asks a DHCP server for its address, netmask and gateway, renews the lease and "
+                        "keeps --ip (--netmask, --gateway) until it has one and after one ends (docs/protocol.md)")
+    p.add_argument("--dhcp-time-scale", type=int_in(1, 100000, "DHCP time scale"), metavar="N",
+                   help="simulated board only: lease seconds per simulated second (default 1000: a lease second "
+                        "is 1 ms of simulated time, about a wall-clock second)")
     p.add_argument("--mac", type=mac_arg, default=DEFAULT_MAC, help=f"board MAC address (default {DEFAULT_MAC})")
     p.add_argument("--ctl-port", type=port_arg, default=DEFAULT_CTL_PORT,
                    help=f"firmware control UDP port (default {DEFAULT_CTL_PORT})")
@@ -101,7 +107,8 @@ def soc_config(args, board):
     from ethdaq.soc.socconfig import ETHERBONE_WARNING, SoCConfig
     if getattr(args, "frontend", None) and args.channels is not None:
         raise CLIError(f"--channels: a front-end's channels are those it drives ({args.frontend} decides)")
-    options = dict(ip_address=args.ip, netmask=args.netmask, gateway=args.gateway, mac_address=args.mac, ctl_port=args.ctl_port,
+    options = dict(ip_address=args.ip, netmask=args.netmask, gateway=args.gateway, mac_address=args.mac,
+                   with_dhcp=args.dhcp, dhcp_time_scale=args.dhcp_time_scale, ctl_port=args.ctl_port,
                    ctl_allow=args.ctl_allow or (),
                    ctl_key=read_key(args.ctl_key_file) if args.ctl_key_file else None,
                    sample_width=args.sample_width,

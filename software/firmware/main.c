@@ -29,6 +29,7 @@
 #include "drivers/probe.h"
 #include "drivers/frontend.h"
 #include "services/rxstats.h"
+#include "services/dhcpsvc.h"
 
 #define IDENT_SIZE 256
 
@@ -177,6 +178,23 @@ static void apply_addresses(struct ctl_identity *id, struct ctl_state *c, uint32
 		ptpsvc_set_mac(id->mac, &c->config.ptp);
 }
 
+/* The DHCP client decided on an address (a lease's, or the build's when a lease ended): switch the
+ * board to it as CONFIG_SET would, so IDENTIFY and CONFIG_GET report it. */
+static void use_lease(struct ctl_identity *id, struct ctl_state *c, const struct dhcp_lease *l)
+{
+	c->config.ip = l->ip;
+	c->config.netmask = l->netmask;
+	c->config.gateway = l->gateway;
+	netaddr_apply(l->ip, id->mac, l->netmask, l->gateway, ptpsvc_uptime_ns());
+	id->ip = l->ip;
+	printf("net: now ");
+	print_ip(id->ip);
+	printf(" (dhcp), announced by ARP\n");
+	printf("net: route ");
+	print_route(id->ip, l->netmask, l->gateway);
+	printf("\n");
+}
+
 /* The build's settings: what CONFIG_GET reports until CONFIG_SET (or EMULATOR, its emulator part)
  * changes them, and again after a reboot. */
 static void build_config(struct ctl_config *c, const struct ctl_identity *id)
@@ -265,6 +283,8 @@ int main(void)
 		print_ip(ETHDAQ_GATEWAY);
 		printf("\n");
 	}
+	if (dhcpsvc_enabled())
+		printf("  dhcp     : on (the address above until a server leases one, and after a lease ends)\n");
 	printf("  control  : udp/%u\n", (unsigned)id.ctl_port);
 	printf("  sys clock: %u Hz\n", (unsigned)CONFIG_CLOCK_FREQUENCY);
 	printf("  reset    : %s (boot %u since power-on, %u by the watchdog)\n", watchdog_cause_name(boot.cause),
@@ -310,6 +330,12 @@ int main(void)
 		id.capabilities |= CTL_CAP_RULES;
 	if (frontend_present())
 		id.capabilities |= CTL_CAP_FRONTEND;
+	if (dhcpsvc_enabled()) {
+		struct dhcp_lease fallback = { ETHDAQ_IP, ETHDAQ_NETMASK, ETHDAQ_GATEWAY, 0, 0, 0, 0 };
+
+		id.capabilities |= CTL_CAP_DHCP;
+		dhcpsvc_init(id.mac, &fallback, boot.boots ^ (uint32_t)ptpsvc_uptime_ns(), ptpsvc_uptime_ns(), &port_stats);
+	}
 	ctl.key = ethdaq_ctl_key;
 	ctl.key_len = ETHDAQ_CTL_KEY_LEN;
 	/* The last signed request's counter survives a reboot: one recorded before it stays old. */
@@ -319,6 +345,7 @@ int main(void)
 	for (;;) {
 		struct ctlport_datagram d;
 		struct ctl_request rq;
+		struct dhcp_lease lease;
 		uint64_t auth_counter;
 		int n;
 
@@ -327,8 +354,16 @@ int main(void)
 		ptpsvc_poll();
 		phy_poll(ptpsvc_uptime_ns());
 		netaddr_poll(ptpsvc_uptime_ns());
+		if (dhcpsvc_poll(ptpsvc_uptime_ns(), &lease))
+			use_lease(&id, &ctl, &lease);
 		if (!ctlport_receive(&d, rx_buf, sizeof(rx_buf), &port_stats))
 			continue;
+		if (d.local_port == DHCP_CLIENT_PORT) {
+			/* Only a --dhcp build's mailbox takes port 68. */
+			if (dhcpsvc_input(rx_buf, d.length, ptpsvc_uptime_ns(), &lease))
+				use_lease(&id, &ctl, &lease);
+			continue;
+		}
 		if (d.local_port != ETHDAQ_CTL_PORT) {
 			/* PTP's ports share the mailbox (ETHDAQ_PTP_UDP); anything else cannot arrive. */
 			ptpsvc_input(d.local_port, rx_buf, d.length);
@@ -345,8 +380,10 @@ int main(void)
 			ctlport_send(d.ip, d.port, tx_buf, (size_t)n, &port_stats);
 		if (ctl.auth_counter != auth_counter)  /* A signed request was accepted. */
 			watchdog_retain(ctl.auth_counter);
-		if (ctl.net_pending)
+		if (ctl.net_pending) {
+			dhcpsvc_stop();   /* Addresses set by hand are kept: DHCP would replace them. */
 			apply_addresses(&id, &ctl, d.ip);
+		}
 		if (ctl.reboot_pending) {
 			printf("control: reboot requested by ");
 			print_ip(d.ip);

@@ -212,10 +212,12 @@ CAP_LAUNCHER   = 0x40  # Time-triggered transmission (LAUNCH; gateware/launcher.
 CAP_PROBES     = 0x80  # Latency probes on every frame (PROBE; gateware/probe.py).
 CAP_RULES      = 0x100 # Receive classifier: its rules and counters (RULES, RULE_SET; gateware/classifier.py).
 CAP_FRONTEND   = 0x200 # A user's front-end (--frontend): its registers (REG_READ, REG_WRITE; gateware/frontend.py).
+CAP_DHCP       = 0x400 # A DHCP client (--dhcp): ip, and CONFIG's netmask and gateway, are a lease's while it has one.
 CAP_NAMES    = {CAP_STREAMER: "streamer", CAP_PTP: "ptp", CAP_AUTH: "signed requests", CAP_ALLOW: "allow-list",
                 CAP_ETHERBONE: "ETHERBONE (raw bus access for anyone: debug build)",
                 CAP_NET_CONFIG: "address change", CAP_LAUNCHER: "time-triggered launch",
-                CAP_PROBES: "latency probes", CAP_RULES: "receive rules", CAP_FRONTEND: "front-end registers"}
+                CAP_PROBES: "latency probes", CAP_RULES: "receive rules", CAP_FRONTEND: "front-end registers",
+                CAP_DHCP: "dhcp client"}
 MAX_STRING     = 255
 
 # STREAM_START request: dst_ip (0: the requester's address), dst_port, payload bytes per datagram
@@ -1460,6 +1462,7 @@ def c_header():
         f"#define CTL_CAP_PROBES       0x{CAP_PROBES:02X}u",
         f"#define CTL_CAP_RULES        0x{CAP_RULES:03X}u",
         f"#define CTL_CAP_FRONTEND     0x{CAP_FRONTEND:03X}u",
+        f"#define CTL_CAP_DHCP         0x{CAP_DHCP:03X}u",
         f"#define CTL_MSG_REG_READ     0x{MSG_REG_READ:02X}u",
         f"#define CTL_MSG_REG_WRITE    0x{MSG_REG_WRITE:02X}u",
         f"#define CTL_REG_READ_REQ_LENGTH  {REQUEST_LENGTH[MSG_REG_READ]}u",
