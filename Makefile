@@ -14,7 +14,7 @@ DEBS := python3 python3-venv python3-dev git make gcc g++ \
         verilator gcc-riscv64-unknown-elf libevent-dev libjson-c-dev zlib1g-dev \
         iproute2 iputils-ping arping tcpdump tshark openfpgaloader linuxptp ethtool \
         clang libclang-rt-14-dev libcmocka-dev ccache hdf5-tools \
-        openjdk-17-jre-headless prometheus
+        openjdk-17-jre-headless prometheus dnsmasq-base
 
 .PHONY: all deps venv kafka demo test test-fast clean
 

@@ -10,14 +10,16 @@ builds them, with AddressSanitizer and UndefinedBehaviorSanitizer:
   a conversation of several requesters (test/c/ctl_fuzz.c, whose comment lists the invariants).
 - ptp: software/firmware/services/ptp/, the PTP stack; each input is a script of received messages,
   time steps and TX timestamps (test/c/ptp_fuzz.c).
+- dhcp: software/firmware/protocol/dhcp.c, the DHCP client; each input is a conversation of server
+  replies and clock steps with one client (test/c/dhcp_fuzz.c).
 
 Each harness starts from a small corpus of valid inputs written here, runs --runs inputs (default
 10 million) and the table says how many ran, how fast, the coverage libFuzzer reached and how
 many crashed (any crash stops libFuzzer: the input is kept in build/fuzz/<harness>/ and the exit
 status is 1). Needs clang with libFuzzer (Debian: clang libclang-rt-14-dev; `make test` installs
-them). CI runs short versions of both (test/test_protocol.py, test/test_ptp_fw.py).
+them). CI runs short versions of each (test/test_protocol.py, test/test_ptp_fw.py, test/test_dhcp.py).
 
-    .venv/bin/python bench/fuzz.py [--runs 10000000] [--harness ctl,ptp] [--markdown]
+    .venv/bin/python bench/fuzz.py [--runs 10000000] [--harness ctl,ptp,dhcp] [--markdown]
 """
 
 import argparse
@@ -54,6 +56,9 @@ def build(harness, out):
         (gen / "ctl_protocol.h").write_text(protocol.c_header())
         cmd = [clang, "-g", "-O1", *SANITIZE, "-DCTL_FUZZ_LIBFUZZER", f"-I{out}", f"-I{FW / 'protocol'}",
                str(FW / "protocol" / "ctl.c"), str(FW / "protocol" / "hmac_sha256.c"), str(REPO / "test" / "c" / "ctl_fuzz.c"), "-o", str(exe)]
+    elif harness == "dhcp":
+        cmd = [clang, "-g", "-O1", *SANITIZE, "-DDHCP_FUZZ_LIBFUZZER", f"-I{FW / 'protocol'}",
+               str(FW / "protocol" / "dhcp.c"), str(REPO / "test" / "c" / "dhcp_fuzz.c"), "-o", str(exe)]
     else:
         ptp = FW / "services" / "ptp"
         cmd = [clang, "-g", "-O1", *SANITIZE, "-DPTP_FUZZ_LIBFUZZER", f"-I{ptp}",
@@ -74,6 +79,20 @@ def ctl_seeds():
     return {"conversation": one, "retransmission": retry}
 
 
+def dhcp_seeds():
+    """An offer, its ack, the clock to T1 and a renewal's ack, then the clock past the lease (the
+    harness sets xid and MAC: kind 0x40 plus the length's high bits)."""
+    from scapy.layers.dhcp import BOOTP, DHCP
+    def reply(kind):
+        opts = [("message-type", kind), ("server_id", "192.168.78.1"), ("lease_time", 100),
+                ("subnet_mask", "255.255.255.0"), ("router", "192.168.78.254"), "end"]
+        m = bytes(BOOTP(op=2, yiaddr="192.168.78.120") / DHCP(options=opts))
+        return bytes([0x40 | len(m) >> 8, len(m) & 0xFF]) + m
+    wait = lambda quarter_s: bytes([0x80, quarter_s])
+    return {"lease": reply("offer") + reply("ack") + wait(200) + reply("ack") + wait(250) + wait(250),
+            "nak": reply("offer") + reply("nak") + wait(20)}
+
+
 def ptp_seeds(exe):
     """The standalone harness' own scripts are not written out; an empty corpus is fine for
     libFuzzer, and a few bytes of each operation give it a start."""
@@ -83,7 +102,7 @@ def ptp_seeds(exe):
 def run(harness, exe, runs, seed, timeout, workdir):
     corpus = workdir / "corpus"
     corpus.mkdir(parents=True, exist_ok=True)
-    seeds = ctl_seeds() if harness == "ctl" else ptp_seeds(exe)
+    seeds = ctl_seeds() if harness == "ctl" else dhcp_seeds() if harness == "dhcp" else ptp_seeds(exe)
     for name, data in seeds.items():
         (corpus / name).write_bytes(data)
     cmd = [str(exe), f"-runs={runs}", f"-seed={seed}", f"-timeout={timeout}", "-print_final_stats=1",
@@ -109,16 +128,16 @@ def run(harness, exe, runs, seed, timeout, workdir):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--runs", type=int, default=10_000_000, help="inputs per harness (default 10,000,000)")
-    p.add_argument("--harness", default="ctl,ptp", help="comma-separated: ctl, ptp (default both)")
+    p.add_argument("--harness", default="ctl,ptp,dhcp", help="comma-separated: ctl, ptp, dhcp (default all)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--timeout", type=int, default=10, help="seconds one input may take (default 10)")
     p.add_argument("--build-dir", default=str(REPO / "build" / "fuzz"))
     p.add_argument("--markdown", action="store_true")
     args = p.parse_args(argv)
     harnesses = [h.strip() for h in args.harness.split(",") if h.strip()]
-    bad = [h for h in harnesses if h not in ("ctl", "ptp")]
+    bad = [h for h in harnesses if h not in ("ctl", "ptp", "dhcp")]
     if bad or not harnesses:
-        p.error(f"--harness takes ctl and/or ptp, not {args.harness!r}")
+        p.error(f"--harness takes ctl, ptp and/or dhcp, not {args.harness!r}")
     if args.runs < 1:
         p.error("--runs must be at least 1")
     results = []

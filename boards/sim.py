@@ -86,6 +86,9 @@ class Board:
     ptp_log_announce  = -7
     ptp_log_delay_req = -7
     ptp_status_log    = -6
+    # DHCP lease seconds per simulated second (--dhcp): a lease second is 1 ms of simulated time,
+    # about a second of wall-clock time at the simulation's speed (hardware boards: 1).
+    dhcp_time_scale   = 1000
     ptp_phy      = "gmii"  # gateware/tsu.py PHY_FPGA_LATENCY_CYCLES: timestamp corrections
     # The simulation runs ~250x slower than real time while Linux answers ARP at once, so the
     # data path's ARP timeouts are scaled down (hardware boards use 100 ms x 3, then every 1 s)

@@ -94,6 +94,7 @@ class RXAudit(LiteXModule):
             raise ValueError(f"ctl_port must be one of udp_ports {udp_ports!r}, not {ctl_port!r}")
         if host_bits < 3:
             host_bits = 0xFFFFFFFF   # /31 and /32: no directed broadcast (RFC 3021), the limited one only.
+        self.udp_ports = udp_ports   # The UDP ports passed to the stack (the others are dropped, counted).
         self.sink   = sink   = stream.Endpoint(eth_phy_description(8))   # cd_rx, from the FCS checker.
         self.source = source = stream.Endpoint(eth_phy_description(8))   # cd_rx, on to the gate.
         self.mac    = Signal(48)                                         # cd_rx: the board's MAC...

@@ -122,6 +122,7 @@ class DAQStreamer(LiteXModule):
         self._backpressure = CSRConfig(nchannels, description="Per-channel: stall the detector instead of dropping.")
         self._payload      = CSRConfig(16, reset=1472, description="UDP payload bytes per datagram (header included), 64..max_payload.")
         self._dst_ip       = CSRConfig(32, reset=0xC0A80164, description="Destination IPv4 address (set while stopped).")
+        self._next_hop     = CSRConfig(32, description="The address whose MAC the stream goes to: the destination on-link, else the gateway (0: the destination; set while stopped, before dst_ip).")
         self._dst_port     = CSRConfig(16, reset=5000, description="Destination UDP port (set while stopped).")
         self._dst_mac      = CSRConfig(48, description="Destination MAC when mac_mode is fixed.")
         self._mac_mode     = CSRConfig(1, description="0: resolve the destination MAC by ARP (broadcast and multicast IPs by rule); 1: use dst_mac.")
@@ -235,10 +236,14 @@ def _add_destination(st, resolver, active, running, dst_ip, dst_port, gap, same,
     # Resolve once a destination is set (by the firmware, before a run) or a run starts, not
     # for the reset default: no ARP broadcasts from an idle board.
     st.sync += If(st._dst_ip.re | st._control.fields.start, active.eq(1))
+    # The resolver asks for the next hop: the gateway for a destination outside the subnet,
+    # whose IP header still names the destination (the firmware decides: protocol/route.h).
+    hop, hop_tx = Signal(32), Signal(32)
+    st.comb += hop.eq(Mux(st._next_hop.storage != 0, st._next_hop.storage, st._dst_ip.storage))
     st.comb += [
         resolver.active.eq(active),
         resolver.running.eq(running),
-        resolver.ip.eq(st._dst_ip.storage),
+        resolver.ip.eq(hop),
         resolver.mode.eq(st._mac_mode.storage),
         resolver.fixed_mac.eq(st._dst_mac.storage),
         resolver.resolve.eq(st._control.fields.resolve),
@@ -253,12 +258,14 @@ def _add_destination(st, resolver, active, running, dst_ip, dst_port, gap, same,
     if same:
         st.comb += [
             dst_ip.eq(st._dst_ip.storage), dst_port.eq(st._dst_port.storage), gap.eq(st._gap.storage),
+            hop_tx.eq(hop),
             Cat(st.dst_mac, st.dst_valid).eq(Cat(resolver.mac, resolver.valid)),
             st.arp_request.eq(resolver.request),
         ]
     else:
         st.specials += [
             MultiReg(st._dst_ip.storage,   dst_ip,   cd_tx),
+            MultiReg(hop,                  hop_tx,   cd_tx),
             MultiReg(st._dst_port.storage, dst_port, cd_tx),
             MultiReg(st._gap.storage,      gap,      cd_tx),
         ]
@@ -270,7 +277,7 @@ def _add_destination(st, resolver, active, running, dst_ip, dst_port, gap, same,
             st.req_sync.i.eq(resolver.request),
             st.arp_request.eq(st.req_sync.o),
         ]
-    st.comb += st.arp_target.eq(dst_ip)
+    st.comb += st.arp_target.eq(hop_tx)
 
 
 def _add_serializer_links(st, run, dst_ip, dst_port, gap, stale, sent, same, cd_tx, with_stream_counters):

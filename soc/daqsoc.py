@@ -40,7 +40,7 @@ from ethdaq.gateware.macpipeline import (insert_ip_rx_buffer, insert_tx_buffer, 
                                          replace_tx_framing)
 from ethdaq.gateware.macstats import MACErrors
 from ethdaq.gateware.rxaudit import RXAudit, insert_rx_audit
-from ethdaq.gateware.netaddr import NetAddress
+from ethdaq.gateware.netaddr import NetAddress, route_ip_tx
 from ethdaq.gateware.probe import DAQProbes, MAILBOX_CLASSES, RX_CLASSES, STAMP_BITS as PROBE_STAMP_BITS, TX_CLASSES
 from ethdaq.gateware.streamer import DAQStreamer
 from ethdaq.gateware.streamstats import COUNTER_BITS
@@ -50,8 +50,8 @@ from ethdaq.gateware.tsu import PHY_FPGA_LATENCY_CYCLES, TX_TAP_CYCLES, PTPTimes
 from ethdaq.gateware.launcher import LATENCY_CYCLES as LAUNCHER_LATENCY_CYCLES, Launcher, guard_cycles
 from ethdaq.gateware.txpath import TXPath, connect_streamer
 from ethdaq.gateware.watchdog import Watchdog
-from ethdaq.soc.socconfig import (CLASSIFIER_RULES, ETHERBONE_WARNING, PTP_ROLES, PTP_TRANSPORTS, PTP_UDP_PORTS,
-                                  SoCConfig, parse_allow)
+from ethdaq.soc.socconfig import (CLASSIFIER_RULES, DHCP_CLIENT_PORT, ETHERBONE_WARNING, PTP_ROLES, PTP_TRANSPORTS,
+                                  PTP_UDP_PORTS, SoCConfig, parse_allow)
 from ethdaq.wire import daqformat, protocol
 
 # Helpers ------------------------------------------------------------------------------------------
@@ -137,6 +137,8 @@ class DAQSoC(SoCCore):
 
         options = (f"ip={ipaddress.IPv4Address(config.ip_address)} ctl={config.ctl_port} eth_dw={config.eth_dw} "
                    f"sys={sys_clk_freq/1e6:g}MHz")
+        if config.with_dhcp:
+            options += " dhcp"
         if config.with_etherbone:
             options += f" ETHERBONE=udp/{config.etherbone_port}"
         kwargs.setdefault("cpu_type",             "vexriscv")
@@ -177,7 +179,8 @@ class DAQSoC(SoCCore):
         config = self.soc_config
         # The board's addresses are the build's until the control protocol changes them
         # (gateware/netaddr.py): LiteEth's MAC filter, ARP and IP layers take them as signals.
-        self.netaddr = NetAddress(config.ip_address, config.mac_address, cd_tx="eth_tx",
+        self.netaddr = NetAddress(config.ip_address, config.mac_address, netmask=config.netmask,
+                                  gateway=config.gateway, cd_tx="eth_tx",
                                   cd_rx="eth_rx" if (config.with_classifier or config.with_rx_audit) else None)
         # PTP hardware clock (sys): before the transmit path, whose time-triggered launcher reads it.
         self.ptp    = PTPClockCSR(PTPClock(self.sys_clk_freq, with_osc_error=config.with_ptp_testbench))
@@ -220,6 +223,9 @@ class DAQSoC(SoCCore):
         self.comb += cut
         # Its IPv4 header checksums, one adder each instead of a pipeline (gateware/ipchecksum.py).
         replace_ip_checksums(self.ethcore.ip)
+        # Off-subnet destinations of the CPU's datagrams go to the gateway's MAC (gateware/netaddr.py).
+        route_ip_tx(self.ethcore.ip.tx, self.ethcore.arp.table, self.netaddr.ip, self.netaddr.netmask,
+                    self.netaddr.gateway)
         if eth_dw == 8:   # LiteEth's transmit ready chain, cut after its crossing (gateware/macpipeline.py).
             self.eth_tx_buffer = insert_tx_buffer(self.ethcore.mac.core)
             self.eth_tx_cdc    = replace_tx_cdc(self.ethcore.mac.core)
@@ -243,6 +249,7 @@ class DAQSoC(SoCCore):
             # rule takes it (rules change at run time); the audit asks the classifier (`claimed`).
             udp = config.ptp_transport == "udp"
             udp_ports = (config.ctl_port, *(PTP_UDP_PORTS if udp else ()),
+                         *((DHCP_CLIENT_PORT,) if config.with_dhcp else ()),
                          *((config.etherbone_port,) if config.with_etherbone else ()))
             self.rx_audit = RXAudit(max_frame=1514, udp_ports=udp_ports,
                 ethertypes=(PTP_ETHERTYPE,) if not udp else (),
@@ -329,7 +336,8 @@ class DAQSoC(SoCCore):
         # buffer instead of three saves about 2000 LUTs, which the colorlight_i5 does not have.
         config = self.soc_config
         self.ctlport = CPUUDPPort(udp_port=config.ctl_port, rx_datagrams=8,
-            extra_ports=PTP_UDP_PORTS if config.ptp_transport == "udp" else (),
+            extra_ports=(*(PTP_UDP_PORTS if config.ptp_transport == "udp" else ()),
+                         *((DHCP_CLIENT_PORT,) if config.with_dhcp else ())),
             probe_stamp_bits=PROBE_STAMP_BITS if config.with_probes and config.with_classifier else 0)
         self.comb += connect_udp_ports(self.ethcore.udp.crossbar, self.ctlport)
 
@@ -514,6 +522,10 @@ class DAQSoC(SoCCore):
         add("ETHDAQ_BUILD_ID", config.build_id)
         add("ETHDAQ_IP",       config.ip_address)
         add("ETHDAQ_NETMASK",  config.netmask)
+        add("ETHDAQ_GATEWAY",  config.gateway)
+        if config.with_dhcp:   # The DHCP client (services/dhcpsvc.c), ETHDAQ_IP its fallback.
+            add("ETHDAQ_DHCP")
+            add("ETHDAQ_DHCP_TIME_SCALE", config.dhcp_time_scale)
         add("ETHDAQ_MAC_HI",   config.mac_address >> 32)
         add("ETHDAQ_MAC_LO",   config.mac_address & 0xffffffff)
         add("ETHDAQ_CTL_PORT", config.ctl_port)

@@ -29,6 +29,7 @@ DEFAULT_ETHERBONE_PORT = 1234  # LiteX's (litex_server --udp)
 PTP_ROLES      = {"auto": 0, "master": 1, "slave": 2}   # enum ptp_role
 PTP_TRANSPORTS = {"udp": 0, "l2": 1}                    # enum ptp_transport
 PTP_UDP_PORTS  = (319, 320)
+DHCP_CLIENT_PORT = 68   # The DHCP client's port (--dhcp), served by the control mailbox.
 
 CLASSIFIER_RULES = protocol.MAX_RULES   # The control protocol carries this many (RULES).
 
@@ -47,16 +48,19 @@ def parse_ip(text):
 
 
 def parse_netmask(text):
-    """'255.255.255.0', '/24' or '24' -> the mask as an int; ValueError with a clear message."""
+    """'255.255.255.0', '/24' or '24' -> the mask as an int (protocol.parse_netmask)."""
+    return protocol.parse_netmask(text)
+
+
+def parse_gateway(text):
+    """'192.168.1.254' -> int, '' or 'none' -> 0 (no gateway); ValueError with a clear message."""
     text = str(text).strip()
+    if text.lower() in ("", "none"):
+        return 0
     try:
-        prefix = text.removeprefix("/")
-        if prefix.isdigit():
-            return int(ipaddress.IPv4Network(f"0.0.0.0/{prefix}").netmask)
-        return int(ipaddress.IPv4Network(f"0.0.0.0/{text}").netmask)
+        return int(ipaddress.IPv4Address(text))
     except ValueError:
-        raise ValueError(f"netmask must be a prefix length 0..32 like 24 (or /24) or a mask like 255.255.255.0, "
-                         f"not {text!r}") from None
+        raise ValueError(f"gateway must be dotted IPv4 like 192.168.1.254 (or none), not {text!r}") from None
 
 
 def classful_netmask(ip):
@@ -156,7 +160,10 @@ class SoCConfig:
     # Addresses (text, or the integers they parse to).
     ip_address   : str   = DEFAULT_IP
     netmask      : str   = None    # Prefix length or mask; None: the address's class (classful_netmask).
+    gateway      : str   = 0       # Default gateway, a host of the subnet; 0 or "none": none (all on-link).
     mac_address  : str   = DEFAULT_MAC
+    with_dhcp    : bool  = False   # DHCP client in the firmware; ip_address is its fallback.
+    dhcp_time_scale : int = None   # Lease seconds per board second; None: the board's (1 on hardware).
 
     # Control port (docs/protocol.md).
     ctl_port     : int   = DEFAULT_CTL_PORT
@@ -205,6 +212,9 @@ class SoCConfig:
         # The subnet's mask: which directed broadcast the board takes (gateware/rxaudit.py).
         netmask = classful_netmask(ip_address) if self.netmask is None else self.netmask
         netmask = parse_netmask(netmask) if isinstance(netmask, str) else netmask
+        # The default gateway (0: none, every destination on-link): what streams and answers to
+        # addresses outside the subnet are sent to (gateware/netaddr.py, firmware protocol/route.h).
+        gateway = parse_gateway(self.gateway) if isinstance(self.gateway, str) else (self.gateway or 0)
         eth_dw  = self.eth_dw or board.eth_dw
         fasttrack_ports = tuple(self.fasttrack_ports)
         # PTP intervals: the board's (the simulated board runs about 1000x slower than real
@@ -218,12 +228,14 @@ class SoCConfig:
             build_id          = self.build_id or git_hash(),
             ip_address        = ip_address,
             netmask           = netmask,
+            gateway           = gateway,
             mac_address       = mac_address,
             max_payload       = self.max_payload or board.max_payload,
             ptp_log_sync      = board_or("ptp_log_sync",      0),
             ptp_log_announce  = board_or("ptp_log_announce",  1),
             ptp_log_delay_req = board_or("ptp_log_delay_req", 0),
             ptp_status_log    = board_or("ptp_status_log",    0),
+            dhcp_time_scale   = board_or("dhcp_time_scale", 1),
             with_classifier   = self.with_classifier or bool(fasttrack_ports),
             fasttrack_ports   = fasttrack_ports,
             # The receive audit (gateware/rxaudit.py) reads LiteEth's 8-bit receive datapath: every
@@ -234,6 +246,10 @@ class SoCConfig:
 
     def _check(self, board):
         """The checks of resolve(), on a resolved configuration."""
+        if not protocol.gateway_valid(self.ip_address, self.netmask, self.gateway):
+            net = ipaddress.IPv4Network((self.ip_address, bin(self.netmask).count("1")), strict=False)
+            raise ValueError(f"gateway must be a host of the board's subnet {net} other than the board "
+                             f"({ipaddress.IPv4Address(self.ip_address)}), not {ipaddress.IPv4Address(self.gateway)}")
         parse_allow(self.ctl_allow)
         if self.ctl_key is not None and not (isinstance(self.ctl_key, bytes) and
                                              protocol.KEY_MIN <= len(self.ctl_key) <= protocol.KEY_MAX):
@@ -247,6 +263,15 @@ class SoCConfig:
             "status interval": self.ptp_status_log})
         if not (0 <= self.ptp_domain <= 255):
             raise ValueError(f"PTP domain must be 0..255, not {self.ptp_domain!r}")
+        if not (isinstance(self.dhcp_time_scale, int) and 1 <= self.dhcp_time_scale <= 100000):
+            raise ValueError(f"DHCP time scale must be an integer 1..100000, not {self.dhcp_time_scale!r}")
+        if self.dhcp_time_scale != getattr(board, "dhcp_time_scale", 1) and not board.is_sim:
+            raise ValueError(f"--dhcp-time-scale shortens leases on the simulated board; {board.name} is real hardware")
+        if self.with_dhcp:
+            for name, port in (("control", self.ctl_port), ("data", data_port),
+                               ("Etherbone", self.etherbone_port if self.with_etherbone else None)):
+                if port == DHCP_CLIENT_PORT:
+                    raise ValueError(f"{name} port {port} is the DHCP client's (--dhcp)")
         if self.with_pin_probe and not board.is_sim:
             raise ValueError(f"--pin-probe reports from the simulated board's pins; {board.name} is real hardware")
         if self.with_ptp_testbench and not board.is_sim:

@@ -113,6 +113,10 @@ def test_unsupported_toolchain(tmp_path):
     (["--netmask", "33"], "netmask must be a prefix length 0..32 like 24 (or /24) or a mask like 255.255.255.0, not '33'"),
     (["--netmask", "255.0.255.0"], "netmask must be a prefix length 0..32"),
     (["--mac", "11:e2:d5:00:00:00"], "MAC address must be unicast"),
+    (["--gateway", "192.168.1"], "gateway must be dotted IPv4 like 192.168.1.254 (or none), not '192.168.1'"),
+    (["--gateway", "192.168.2.1"], "gateway must be a host of the board's subnet 192.168.1.0/24 other than the board "
+                                   "(192.168.1.50), not 192.168.2.1"),
+    (["--gateway", "192.168.1.50"], "gateway must be a host of the board's subnet 192.168.1.0/24"),
     (["--ctl-port", "70000"], "port must be an integer in 1..65535, not '70000'"),
     (["--sys-clk-freq", "5"], "frequency must be in Hz between 1e6 and 500e6, like 60e6, not '5'"),
     (["--ptp-log-sync", "9"], "log2 interval must be an integer from -10 to 6, not '9'"),
@@ -130,6 +134,8 @@ def test_unsupported_toolchain(tmp_path):
     (["--fasttrack-port", "9000", "--fasttrack-port", "9000"], "fast-track ports must be distinct"),
     (["--fasttrack-port", "1"] * 1 + ["--fasttrack-port", "2", "--fasttrack-port", "3", "--fasttrack-port", "4",
                                       "--fasttrack-port", "6"], "at most 4 fast-track ports"),
+    (["--dhcp", "--ctl-port", "68"], "control port 68 is the DHCP client's (--dhcp)"),
+    (["--dhcp-time-scale", "0"], "DHCP time scale must be an integer from 1 to 100000, not '0'"),
 ])
 def test_bad_addresses(args, text):
     assert_one_line_error(run("build", "--board", "sim", *args), text)
@@ -335,6 +341,43 @@ def test_the_allow_list_reaches_the_firmware_as_networks():
     assert (c["ETHDAQ_CTL_ALLOW_0_NET"], c["ETHDAQ_CTL_ALLOW_0_MASK"]) == (0xC0A80100, 0xFFFFFF00)
     assert (c["ETHDAQ_CTL_ALLOW_1_NET"], c["ETHDAQ_CTL_ALLOW_1_MASK"]) == (0x0A000007, 0xFFFFFFFF)
     assert "ETHDAQ_CTL_ALLOW_2_NET" not in c
+
+
+def test_the_gateway_reaches_the_firmware_and_the_gateware_and_defaults_to_none():
+    from ethdaq.boards import get_board
+    from ethdaq.soc.daqsoc import DAQSoC
+    from ethdaq.soc.socconfig import SoCConfig
+    board = get_board("sim")
+    args = cli.make_parser().parse_args(["build", "--board", "sim", "--ip", "10.1.2.3", "--netmask", "16",
+                                         "--gateway", "10.1.0.1"])
+    config = cli.build.soc_config(args, board).resolve(board)
+    assert (config.netmask, config.gateway) == (0xFFFF0000, 0x0A010001)
+    assert cli.build.soc_config(cli.make_parser().parse_args(["build", "--board", "sim"]), board).gateway == 0
+    soc = DAQSoC(board, SoCConfig(ip_address="10.1.2.3", netmask="16", gateway="10.1.0.1"))
+    c = {k: v.value if hasattr(v, "value") else v for k, v in soc.constants.items()}
+    assert (c["ETHDAQ_NETMASK"], c["ETHDAQ_GATEWAY"]) == (0xFFFF0000, 0x0A010001)
+    assert (soc.netaddr._netmask.storage.reset.value, soc.netaddr._gateway.storage.reset.value) == (0xFFFF0000, 0x0A010001)
+
+
+def test_the_dhcp_client_is_off_by_default_and_its_build_serves_port_68():
+    """--dhcp: the firmware's constants, port 68 in the control mailbox and the receive audit; a
+    lease-time scale for the simulated board only. Without it, none of them."""
+    from ethdaq.boards import get_board
+    from ethdaq.soc.daqsoc import DAQSoC
+    from ethdaq.soc.socconfig import SoCConfig
+    board = get_board("sim")
+    args = cli.make_parser().parse_args(["build", "--board", "sim", "--dhcp", "--dhcp-time-scale", "4000"])
+    config = cli.build.soc_config(args, board)
+    soc = DAQSoC(board, config)
+    c = {k: v.value if hasattr(v, "value") else v for k, v in soc.constants.items()}
+    assert "ETHDAQ_DHCP" in c and c["ETHDAQ_DHCP_TIME_SCALE"] == 4000
+    assert 68 in soc.ctlport.udp_ports and 68 in soc.rx_audit.udp_ports
+    plain = DAQSoC(board, SoCConfig())
+    c = {k: v.value if hasattr(v, "value") else v for k, v in plain.constants.items()}
+    assert "ETHDAQ_DHCP" not in c and 68 not in plain.ctlport.udp_ports and 68 not in plain.rx_audit.udp_ports
+    with pytest.raises(ValueError, match="--dhcp-time-scale shortens leases on the simulated board; colorlight_i5"):
+        SoCConfig(with_dhcp=True, dhcp_time_scale=1000).resolve(get_board("colorlight_i5"))
+    assert SoCConfig(with_dhcp=True).resolve(get_board("colorlight_i5")).dhcp_time_scale == 1
 
 
 def test_probe_table_prints_each_class_in_ns_and_its_histogram():

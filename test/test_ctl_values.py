@@ -73,7 +73,8 @@ def test_every_ctl_action_refuses_every_out_of_range_value_in_one_line_before_se
 
 
 @pytest.mark.parametrize("field", [n for n in protocol.CONFIG_FIELDS
-                                   if n not in ("ip", "mac", "dst_ip", "dst_mac", "flush") + protocol.CONFIG_FIXED])
+                                   if n not in ("ip", "mac", "dst_ip", "dst_mac", "flush", "netmask", "gateway")
+                                   + protocol.CONFIG_FIXED])
 def test_config_set_refuses_each_number_outside_its_fields_wire_range(field):
     if field == "emulator_rate":
         bad = ["-1", "1.01", "4294967295"]
@@ -164,7 +165,7 @@ def test_the_emulator_rate_is_set_and_shown_as_the_fraction_users_type():
     with pytest.raises(ValueError, match="emulator_rate must be a fraction from 0 to 1"):
         protocol.parse_config_assignment("emulator_rate=2147483648")
     values = dict(zip(protocol.CONFIG_FIELDS, [0, bytes(6), 0, 5000, 1472, 15, 0, 0, bytes(6), 0, 1,
-                                               429496730, 1, 0, 0, 0, 0, 1, 0, 128, 128]))
+                                               429496730, 1, 0, 0, 0, 0, 1, 0, 128, 128, 0xFFFFFF00, 0]))
     cfg = protocol.parse_response(protocol.pack_header(protocol.MSG_CONFIG_GET | protocol.RESPONSE, 1) +
                                   protocol.CONFIG.pack(*values.values()))[2]
     assert protocol.format_config(cfg)["emulator_rate"] == 0.1
@@ -172,6 +173,24 @@ def test_the_emulator_rate_is_set_and_shown_as_the_fraction_users_type():
     cfg = protocol.parse_response(protocol.pack_header(protocol.MSG_CONFIG_GET | protocol.RESPONSE, 1) +
                                   protocol.CONFIG.pack(*values.values()))[2]
     assert protocol.format_config(cfg)["emulator_rate"] == 0.5
+    assert (protocol.format_config(cfg)["netmask"], protocol.format_config(cfg)["gateway"]) == ("255.255.255.0", "none")
+    values["gateway"] = 0xC0A801FE
+    cfg = protocol.parse_response(protocol.pack_header(protocol.MSG_CONFIG_GET | protocol.RESPONSE, 1) +
+                                  protocol.CONFIG.pack(*values.values()))[2]
+    assert protocol.format_config(cfg)["gateway"] == "192.168.1.254"
+
+
+def test_the_netmask_and_gateway_are_set_as_users_write_them():
+    assert protocol.parse_config_assignment("netmask=24") == ("netmask", 0xFFFFFF00)
+    assert protocol.parse_config_assignment("netmask=/20") == ("netmask", 0xFFFFF000)
+    assert protocol.parse_config_assignment("netmask=255.255.0.0") == ("netmask", 0xFFFF0000)
+    with pytest.raises(ValueError, match=r"netmask must be a prefix length 0..32 like 24 \(or /24\) or a mask like "
+                                         r"255.255.255.0, not '255.0.255.0'"):
+        protocol.parse_config_assignment("netmask=255.0.255.0")
+    assert protocol.parse_config_assignment("gateway=192.168.1.254") == ("gateway", 0xC0A801FE)
+    assert protocol.parse_config_assignment("gateway=0.0.0.0") == ("gateway", 0)
+    with pytest.raises(ValueError, match=r"gateway must be dotted IPv4 like 192.168.1.254 \(0.0.0.0: none\), not 'router'"):
+        protocol.parse_config_assignment("gateway=router")
 
 
 # The link budget -----------------------------------------------------------------------------
@@ -204,7 +223,7 @@ def fake_board(requests, link_speed=1000, emulator_mode=1, emulator_rate=2**30, 
     (every field 0). start_error refuses STREAM_START with that code, and with the reason
     start_refusal (a protocol.Refusal) if given."""
     config = [0, bytes(6), 0, 5000, payload, enable, 0, 0, bytes(6), 0, emulator_mode, emulator_rate, 1,
-              0, 0, 0, 0, 1, 0, 128, 128]
+              0, 0, 0, 0, 1, 0, 128, 128, 0xFFFFFF00, 0]
     status = [0] * len(protocol.struct_codes(protocol.STATUS_RSP))
     status[10], status[9], status[22], status[0], status[1] = bytes(6), protocol.DST_VALID, link_speed, running, run
     codes = protocol.struct_codes(protocol.PTP_STATUS_RSP)

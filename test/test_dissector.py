@@ -333,7 +333,7 @@ STREAMS_RSP = P.pack_header(P.MSG_STREAMS | R, 16) + protocol.STREAMS_RSP.pack(
 CONFIG_VALUES = dict(ip=0xC0A80132, mac=MAC, dst_ip=0, dst_port=5000, payload=1472, enable=0xF, backpressure=0,
                      gap=7, dst_mac=bytes(6), flush=250_000, emulator_mode=1, emulator_rate=1 << 31, emulator_seed=1, ptp_role=0,
                      ptp_transport=0, ptp_domain=4, ptp_log_sync=-7, ptp_log_announce=1, ptp_log_delay_req=-2,
-                     ptp_priority1=128, ptp_priority2=127)
+                     ptp_priority1=128, ptp_priority2=127, netmask=0xFFFFFF00, gateway=0xC0A801FE)
 CONFIG_SET_VALUES = dict({k: (bytes(6) if isinstance(v, bytes) else 0) for k, v in CONFIG_VALUES.items()},
                          dst_ip=0xC0A80107, payload=1024, ptp_role=2, ptp_log_sync=-3)
 CTL_GOOD = [

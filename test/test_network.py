@@ -1,8 +1,10 @@
 """The simulated board on a tap inside a private network namespace, against real Linux programs:
 ping, arping, UDP sockets, tcpdump + tshark as independent decoders."""
 
+import contextlib
 import ipaddress
 import json
+import os
 import re
 import subprocess
 import sys
@@ -22,6 +24,7 @@ NETNS    = "ethdaq-test"
 TAP      = "ethdaq0"
 BOARD_IP = "192.168.77.50"
 HOST_IP  = "192.168.77.1"
+GATEWAY  = "192.168.77.254"  # The router to other subnets (test_network_gateway.py): none answers here.
 MAC      = "10:e2:d5:00:00:77"
 CTL_PORT = 7001
 FASTTRACK_PORT = 9000
@@ -35,7 +38,8 @@ def board():
     # With the receive classifier and frame gate (--fasttrack-port), so every test here also
     # runs through them, and with the latency probes (--with-probes). Its console's periodic PTP
     # line has the full status line after it (--ptp-status-full).
-    r = subprocess.run(ethdaq_cmd("build", "--board", "sim", "--ip", BOARD_IP, "--mac", MAC, "--ctl-port",
+    r = subprocess.run(ethdaq_cmd("build", "--board", "sim", "--ip", BOARD_IP, "--netmask", "24", "--gateway", GATEWAY,
+                                  "--mac", MAC, "--ctl-port",
                                   str(CTL_PORT), "--pin-probe", "--fasttrack-port", str(FASTTRACK_PORT),
                                   "--with-probes", "--ptp-status-full", "--output-dir", str(REPO / "build" / "test-sim")),
                        capture_output=True, text=True, timeout=900)
@@ -111,7 +115,8 @@ def test_firmware_prints_banner_with_board_build_and_addresses(board):
     assert "ethdaq firmware" in console
     assert "board    : sim" in console
     assert f"build    : {git_hash()}" in console
-    assert f"ip       : {BOARD_IP}" in console
+    assert f"ip       : {BOARD_IP}/24" in console
+    assert f"gateway  : {GATEWAY}" in console
     assert f"mac      : {MAC}" in console
     assert f"control  : udp/{CTL_PORT}" in console
 
@@ -203,7 +208,7 @@ def test_sim_command_stops_cleanly_on_sigterm_and_removes_its_namespace():
     binary = REPO / "build" / "test-sim" / "gateware" / "obj_dir" / "Vsim"
     built = binary.stat().st_mtime_ns
     proc = subprocess.Popen(ethdaq_cmd("sim", "--netns", ns, "--tap", TAP, "--ip", BOARD_IP, "--host-ip", HOST_IP,
-                                       "--mac", MAC, "--ctl-port", str(CTL_PORT), "--pin-probe",
+                                       "--netmask", "24", "--gateway", GATEWAY, "--mac", MAC, "--ctl-port", str(CTL_PORT), "--pin-probe",
                                        "--fasttrack-port", str(FASTTRACK_PORT), "--with-probes", "--ptp-status-full",
                                        "--output-dir", str(REPO / "build" / "test-sim")),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -629,7 +634,7 @@ with ControlClient({BOARD_IP!r}, {CTL_PORT}) as ctl:
     emulator = lambda seq: P.pack_header(P.MSG_EMULATOR, seq) + P.EMULATOR.pack(P.field_range("emulator_mode")[1] + 1, 1, 1)
     config = lambda seq: P.pack_header(P.MSG_CONFIG_SET, seq) + P.CONFIG_SET.pack(
         1 << P.CONFIG_FIELDS.index("ptp_log_sync"), 0, bytes(6), 0, 0, 0, 0, 0, 0, bytes(6), 0, 0, 0, 0, 0, 0, 0,
-        P.PTP_LOG_MAX + 1, 0, 0, 0, 0)
+        P.PTP_LOG_MAX + 1, 0, 0, 0, 0, 0, 0)
     for name, fn in [("payload", start(payload=ident.max_payload + 1)), ("enable", start(enable=1 << ident.nchannels)),
                      ("emulator", emulator), ("config", config)]:
         msg_type, _, body = ctl.request(fn)
@@ -1089,6 +1094,140 @@ def check_moved_board(board, pcap):
     assert "2 packets transmitted, 2 received" in r.stdout, r.stdout
     r = ctl(board, "config", "set", "ip=224.0.0.9")
     assert r.returncode == 2 and "unicast host address" in r.stderr
+
+
+# --- A host on another subnet, behind a router -------------------------------------------------
+
+ROUTED_HOST = "10.99.0.2"  # Namespace B's address, behind the router (the board's namespace).
+ROUTER_B    = "10.99.0.1"  # The router's address on B's side.
+
+
+@contextlib.contextmanager
+def routed_host(board):
+    """A namespace B on 10.99.0.0/24 behind a Linux router: the board's namespace forwards
+    (ip_forward) between the tap, where it also has the board's gateway address, and a veth pair
+    to B. B, the veth pair, the address and forwarding are removed afterwards, even on failure."""
+    ns = f"ethdaq-routed-{os.getpid()}"
+
+    def run(*cmd):
+        subprocess.run(cmd, check=True, capture_output=True, timeout=30)
+
+    def in_router(*cmd):
+        run("ip", "netns", "exec", NETNS, *cmd)
+
+    def in_b(*cmd):
+        run("ip", "netns", "exec", ns, *cmd)
+
+    run("ip", "netns", "add", ns)
+    try:
+        in_router("ip", "addr", "add", f"{GATEWAY}/24", "dev", TAP)
+        in_router("sysctl", "-qw", "net.ipv4.ip_forward=1")
+        in_router("ip", "link", "add", "ethdaq-rt0", "type", "veth", "peer", "name", "ethdaq-rt1", "netns", ns)
+        in_router("ip", "addr", "add", f"{ROUTER_B}/24", "dev", "ethdaq-rt0")
+        in_router("ip", "link", "set", "ethdaq-rt0", "up")
+        in_b("ip", "link", "set", "lo", "up")
+        in_b("ip", "addr", "add", f"{ROUTED_HOST}/24", "dev", "ethdaq-rt1")
+        in_b("ip", "link", "set", "ethdaq-rt1", "up")
+        in_b("ip", "route", "add", "default", "via", ROUTER_B)
+        yield ns
+    finally:
+        subprocess.run(["ip", "netns", "del", ns], check=False)   # Takes the veth pair with it.
+        subprocess.run(["ip", "netns", "exec", NETNS, "ip", "addr", "del", f"{GATEWAY}/24", "dev", TAP],
+                       check=False, capture_output=True)
+        subprocess.run(["ip", "netns", "exec", NETNS, "sysctl", "-qw", "net.ipv4.ip_forward=0"], check=False)
+    assert ns not in sim.list_netns()
+
+
+def ctl_from(ns, *args, timeout=60):
+    return subprocess.run(["ip", "netns", "exec", ns, *ethdaq_cmd("ctl", *args, "--ip", BOARD_IP, "--port", str(CTL_PORT))],
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def arp_requests(pcap):
+    """The addresses the board asked for by ARP in a capture (scapy decodes it)."""
+    from scapy.layers.l2 import ARP
+    from scapy.utils import rdpcap
+    return {p[ARP].pdst for p in rdpcap(str(pcap)) if ARP in p and p[ARP].op == 1 and p[ARP].psrc == BOARD_IP}
+
+
+def test_a_host_behind_a_router_controls_the_board_and_gets_every_sample(board, tmp_path):
+    """B (10.99.0.2) is outside the board's 192.168.77.0/24: the board's answers and its stream go
+    to the gateway's MAC (the board asks ARP for the gateway, never for B), Linux forwards them,
+    and every sample arrives in order with the board's counts. Without the route in LiteEth's IP
+    layer the answers would never reach B; without it in the stream's resolver, no sample would."""
+    assert ctl(board, "release").returncode == 0   # B becomes the controller.
+    pcap = tmp_path / "arp.pcap"
+    with routed_host(board) as ns:
+        dump = subprocess.Popen(["ip", "netns", "exec", NETNS, "tcpdump", "-i", TAP, "-U", "-n", "-w", str(pcap), "arp"],
+                                stderr=subprocess.PIPE, text=True)
+        try:
+            dump.stderr.readline()
+            r = ctl_from(ns, "identify")
+            assert r.returncode == 0 and BOARD_IP in r.stdout, r.stdout + r.stderr
+            r = ctl_from(ns, "config", "--json")
+            assert r.returncode == 0, r.stderr
+            cfg = json.loads(r.stdout)
+            assert (cfg["netmask"], cfg["gateway"]) == ("255.255.255.0", GATEWAY)
+            r = subprocess.run(["ip", "netns", "exec", ns, sys.executable, "-c", STREAM_CHECK, BOARD_IP, str(CTL_PORT),
+                                "0.02", "60"], capture_output=True, text=True, timeout=240)
+            assert r.returncode == 0, r.stderr
+            res = json.loads(r.stdout.strip().splitlines()[-1])
+        finally:
+            dump.terminate()
+            dump.wait(timeout=10)
+            ctl_from(ns, "release")
+    assert res["problems"] == []
+    assert res["streams"] == [0, 1, 2, 3]
+    assert res["datagrams"] >= 60 and res["missing"] == 0 and res["malformed"] == 0 and res["kernel"] == 0
+    assert res["board_dropped"] == 0 and res["flags"]["first"] == 4 and res["flags"]["last"] == 4
+    assert res["counters_run"] == res["run"] and res["counters"] == res["received"]
+    asked = arp_requests(pcap)
+    assert GATEWAY in asked and ROUTED_HOST not in asked, asked
+
+
+def test_the_gateway_is_set_at_run_time_and_checked(board):
+    """CONFIG_SET gateway: 0.0.0.0 takes the board back to asking ARP for every destination (B,
+    behind the router, does not answer: the start says so); a gateway outside the subnet is
+    refused; the build's gateway back, the stream to B resolves through it again."""
+    def wait_route(text, before):
+        deadline = time.monotonic() + 120
+        while console_text(board).count(text) <= before:
+            assert time.monotonic() < deadline, f"the console did not print {text!r}"
+            time.sleep(0.2)
+
+    none, via = f"net: route {BOARD_IP}/24, no gateway", f"net: route {BOARD_IP}/24 via {GATEWAY}"
+    seen = console_text(board)
+    with routed_host(board):
+        try:
+            r = ctl(board, "config", "set", "gateway=0.0.0.0")
+            assert r.returncode == 0, r.stdout + r.stderr
+            wait_route(none, seen.count(none))
+            assert status(board)["running"] == 0
+            assert ctl(board, "emulator", "--mode", "counter", "--rate", "0.01").returncode == 0
+            r = ctl(board, "start", "--dst-ip", ROUTED_HOST, "--dst-port", "5000", "--payload", "256")
+            assert r.returncode == 1 and f"{ROUTED_HOST} does not answer ARP" in r.stderr, r.stdout + r.stderr
+            assert ctl(board, "stop").returncode == 0
+            r = ctl(board, "config", "set", f"gateway={ROUTER_B}")
+            assert r.returncode != 0 and f"gateway must be a host of the board's subnet 192.168.77.0/24 other " \
+                f"than the board ({BOARD_IP}), or 0.0.0.0 for none, not {ROUTER_B}" in r.stderr, r.stdout + r.stderr
+            # The board's own check, past the command line's.
+            r = ns_python(board, f"""
+from ethdaq.host.ctl import ControlClient, ControlRefused
+with ControlClient({BOARD_IP!r}, {CTL_PORT}) as c:
+    try:
+        c.config_set(gateway={int(ipaddress.IPv4Address(ROUTER_B))})
+    except ControlRefused as e:
+        print("refused", e.code)
+""")
+            assert r.split() == ["refused", str(protocol.ERR_BAD_VALUE)], r
+        finally:
+            r = ctl(board, "config", "set", f"gateway={GATEWAY}")
+            assert r.returncode == 0, r.stdout + r.stderr
+        wait_route(via, seen.count(via))
+        r = ctl(board, "start", "--dst-ip", ROUTED_HOST, "--dst-port", "5000", "--payload", "256")
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert status(board)["dst_flags"] & protocol.DST_VALID
+        assert ctl(board, "stop").returncode == 0
 
 
 def test_phy_link_is_watched_and_a_pulled_cable_is_logged_and_counted(board):

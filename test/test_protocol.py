@@ -928,6 +928,33 @@ def test_address_change_is_taken_after_the_answer_and_bad_addresses_change_nothi
     assert (ident.ip, ident.mac) == (0xC0A80132, bytes.fromhex("10e2d5000001"))   # The build's again.
 
 
+def test_the_route_changes_like_the_addresses_and_the_gateway_stays_in_the_subnet(ctl_session):
+    """The board at 192.168.1.50/24 without a gateway: a gateway outside the subnet, the board's
+    own address, the subnet's broadcast, a netmask with holes, and an ip or netmask that would
+    leave the gateway outside are refused and change nothing; a good gateway, and ip and gateway
+    moved together, are taken after the answer, like an address change."""
+    answers, _, calls = ctl_session([
+        (CONTROLLER, protocol.config_set_request(1, gateway=0xC0A802FE)),              # another subnet
+        (CONTROLLER, protocol.config_set_request(2, gateway=0xC0A80132)),              # the board itself
+        (CONTROLLER, protocol.config_set_request(3, gateway=0xC0A801FF)),              # the broadcast
+        (CONTROLLER, protocol.config_set_request(4, netmask=0xFF00FF00)),              # holes
+        (CONTROLLER, protocol.config_set_request(5, gateway=0xC0A801FE)),              # 192.168.1.254
+        (CONTROLLER, protocol.config_set_request(6, ip=0x0A000005)),                   # leaves it outside
+        (CONTROLLER, protocol.config_set_request(7, netmask=0xFFFFFF80)),              # .254 outside .0/25
+        (CONTROLLER, protocol.config_set_request(8, ip=0x0A000005, netmask=0xFFFF0000, gateway=0x0A000001)),
+        (CONTROLLER, protocol.config_set_request(9, gateway=0)),
+        (CONTROLLER, protocol.config_get_request(10)),
+    ])
+    refused = [1, 2, 3, 4, 6, 7]
+    assert [error_of(answers[s - 1], s) for s in refused] == [protocol.ERR_BAD_VALUE] * len(refused)
+    assert (config_of(answers[4], 5).netmask, config_of(answers[4], 5).gateway) == (0xFFFFFF00, 0xC0A801FE)
+    c = config_of(answers[7], 8)
+    assert (c.ip, c.netmask, c.gateway) == (0x0A000005, 0xFFFF0000, 0x0A000001)
+    c = config_of(answers[9], 10)
+    assert (c.ip, c.netmask, c.gateway) == (0x0A000005, 0xFFFF0000, 0)
+    assert calls == ["net"] * 3
+
+
 def test_config_set_builder_names_unknown_fields():
     with pytest.raises(ValueError, match="not colour"):
         protocol.config_set_request(1, colour=3)

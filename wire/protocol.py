@@ -153,10 +153,18 @@ PTP_ROLES    = {0: "auto", 1: "master", 2: "slave"}
 # CONFIG_FIELDS[i]; other fields keep their value. Nothing is applied unless everything is
 # valid: ERR_BAD_VALUE for a value out of range, ERR_UNSUPPORTED for a fixed field (CONFIG_FIXED)
 # or a part the build lacks. Settings live in RAM: a reboot returns to the build's.
-CONFIG = struct.Struct(">I6sIHHBBI6sIBIIBBBbbbBB")
+# The board's subnet and default gateway (netmask, gateway: the build's, --netmask --gateway, until
+# CONFIG_SET changes them like ip and mac): destinations outside ip/netmask are sent to the
+# gateway's MAC; gateway 0.0.0.0 is none (every destination on-link). A gateway must be a host of
+# the board's subnet other than the board (route_gateway_valid).
+CONFIG = struct.Struct(">I6sIHHBBI6sIBIIBBBbbbBBII")
 CONFIG_FIELDS = ("ip", "mac", "dst_ip", "dst_port", "payload", "enable", "backpressure", "gap", "dst_mac",
                  "flush", "emulator_mode", "emulator_rate", "emulator_seed", "ptp_role", "ptp_transport", "ptp_domain",
-                 "ptp_log_sync", "ptp_log_announce", "ptp_log_delay_req", "ptp_priority1", "ptp_priority2")
+                 "ptp_log_sync", "ptp_log_announce", "ptp_log_delay_req", "ptp_priority1", "ptp_priority2",
+                 "netmask", "gateway")
+# The fields a change of which moves the board on the network (CONFIG_SET applies them after its
+# answer has left, gateware/netaddr.py).
+CONFIG_NET     = ("ip", "mac", "netmask", "gateway")
 CONFIG_SET     = struct.Struct(">I" + CONFIG.format[1:])
 CONFIG_FIXED   = ("ptp_transport",)
 # Networks a board's own address may not be in: "this network", loopback, multicast, reserved
@@ -210,10 +218,12 @@ CAP_LAUNCHER   = 0x40  # Time-triggered transmission (LAUNCH; gateware/launcher.
 CAP_PROBES     = 0x80  # Latency probes on every frame (PROBE; gateware/probe.py).
 CAP_RULES      = 0x100 # Receive classifier: its rules and counters (RULES, RULE_SET; gateware/classifier.py).
 CAP_FRONTEND   = 0x200 # A user's front-end (--frontend): its registers (REG_READ, REG_WRITE; gateware/frontend.py).
+CAP_DHCP       = 0x400 # A DHCP client (--dhcp): ip, and CONFIG's netmask and gateway, are a lease's while it has one.
 CAP_NAMES    = {CAP_STREAMER: "streamer", CAP_PTP: "ptp", CAP_AUTH: "signed requests", CAP_ALLOW: "allow-list",
                 CAP_ETHERBONE: "ETHERBONE (raw bus access for anyone: debug build)",
                 CAP_NET_CONFIG: "address change", CAP_LAUNCHER: "time-triggered launch",
-                CAP_PROBES: "latency probes", CAP_RULES: "receive rules", CAP_FRONTEND: "front-end registers"}
+                CAP_PROBES: "latency probes", CAP_RULES: "receive rules", CAP_FRONTEND: "front-end registers",
+                CAP_DHCP: "dhcp client"}
 MAX_STRING     = 255
 
 # STREAM_START request: dst_ip (0: the requester's address), dst_port, payload bytes per datagram
@@ -631,6 +641,45 @@ def board_ip_valid(ip):
                    for net, bits in BOARD_IP_INVALID)
 
 
+def parse_netmask(text):
+    """'255.255.255.0', '/24' or '24' -> the mask as an int; ValueError with a clear message."""
+    text = str(text).strip()
+    try:
+        prefix = text.removeprefix("/")
+        if prefix.isdigit():
+            return int(ipaddress.IPv4Network(f"0.0.0.0/{prefix}").netmask)
+        return int(ipaddress.IPv4Network(f"0.0.0.0/{text}").netmask)
+    except ValueError:
+        raise ValueError(f"netmask must be a prefix length 0..32 like 24 (or /24) or a mask like 255.255.255.0, "
+                         f"not {text!r}") from None
+
+
+def netmask_valid(mask):
+    """Whether a 32-bit netmask is ones, then zeros."""
+    host_bits = ~mask & 0xFFFFFFFF
+    return 0 <= mask < 2**32 and host_bits & (host_bits + 1) == 0
+
+
+def gateway_valid(ip, netmask, gateway):
+    """Whether a board at ip/netmask can use `gateway` (ints): 0 (none), or a host of its subnet
+    other than the board, not the subnet's network or broadcast address (a /31 and /32 have none).
+    The firmware's route_gateway_valid (software/firmware/protocol/route.h) decides the same."""
+    if gateway == 0:
+        return True
+    if not netmask_valid(netmask) or (gateway ^ ip) & netmask or gateway == ip:
+        return False
+    host = gateway & ~netmask & 0xFFFFFFFF
+    return bin(netmask).count("1") >= 31 or host not in (0, ~netmask & 0xFFFFFFFF)
+
+
+def next_hop(ip, netmask, gateway, dst):
+    """The address whose MAC a datagram to `dst` goes to: dst itself when it is on-link (no
+    gateway, broadcast or multicast, or inside ip/netmask), else the gateway."""
+    if gateway == 0 or dst == 0xFFFFFFFF or dst >> 28 == 0xE or not (dst ^ ip) & netmask:
+        return dst
+    return gateway
+
+
 def board_mac_valid(mac):
     """Whether a board may take this MAC (6 bytes) as its own: unicast, not all zero."""
     return len(mac) == 6 and not (mac[0] & 1) and any(mac)
@@ -706,6 +755,8 @@ class Config:
     ptp_log_delay_req: int
     ptp_priority1:  int
     ptp_priority2:  int
+    netmask:        int
+    gateway:        int
 
 
 assert tuple(f for f in Config.__dataclass_fields__) == CONFIG_FIELDS
@@ -1078,6 +1129,14 @@ def parse_config_assignment(text):
             raise ValueError(f"mac must be a unicast address (bit 0 of the first byte clear) and not all "
                              f"zero, not {value}")
         return name, mac
+    if name == "netmask":
+        return name, parse_netmask(value)
+    if name == "gateway":
+        try:
+            return name, int(ipaddress.IPv4Address(value))
+        except ValueError:
+            raise ValueError(f"gateway must be dotted IPv4 like 192.168.1.254 (0.0.0.0: none), "
+                             f"not {value!r}") from None
     if name == "dst_ip":
         try:
             return name, int(ipaddress.IPv4Address(value))
@@ -1105,6 +1164,8 @@ def format_config(config):
     """A Config as a dict of readable values (addresses as text, role and mode by name)."""
     d = dict(config.__dict__)
     d["ip"] = str(ipaddress.IPv4Address(d["ip"]))
+    d["netmask"] = str(ipaddress.IPv4Address(d["netmask"]))
+    d["gateway"] = str(ipaddress.IPv4Address(d["gateway"])) if d["gateway"] else "none"
     d["dst_ip"] = str(ipaddress.IPv4Address(d["dst_ip"])) if d["dst_ip"] else "requester"
     d["mac"] = format_mac(d["mac"])
     d["dst_mac"] = format_mac(d["dst_mac"]) if any(d["dst_mac"]) else "arp"
@@ -1420,6 +1481,7 @@ def c_header():
         f"#define CTL_CAP_PROBES       0x{CAP_PROBES:02X}u",
         f"#define CTL_CAP_RULES        0x{CAP_RULES:03X}u",
         f"#define CTL_CAP_FRONTEND     0x{CAP_FRONTEND:03X}u",
+        f"#define CTL_CAP_DHCP         0x{CAP_DHCP:03X}u",
         f"#define CTL_MSG_REG_READ     0x{MSG_REG_READ:02X}u",
         f"#define CTL_MSG_REG_WRITE    0x{MSG_REG_WRITE:02X}u",
         f"#define CTL_REG_READ_REQ_LENGTH  {REQUEST_LENGTH[MSG_REG_READ]}u",

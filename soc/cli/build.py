@@ -12,8 +12,9 @@ from pathlib import Path
 
 from ethdaq.host.argtypes import int_in, ipv4
 from ethdaq.soc import pnr, progress
-from ethdaq.soc.cli.common import (CLIError, allow_arg, board_class, build_id_arg, freq_arg, log_interval,
-                                   mac_arg, netmask_arg, port_arg, ptp_domain, read_key, sample_width)
+from ethdaq.soc.cli.common import (CLIError, allow_arg, board_class, build_id_arg, freq_arg, gateway_arg,
+                                   log_interval, mac_arg, netmask_arg, port_arg, ptp_domain, read_key,
+                                   sample_width)
 
 
 def add_network_options(p):
@@ -24,6 +25,15 @@ def add_network_options(p):
                    help="the board's subnet, as a prefix length (24) or a mask (255.255.255.0): the board answers "
                         "discovery on its directed broadcast, e.g. 192.168.1.255 (default: the address's class, "
                         "as ifconfig's: /8 below 128.0.0.0, /16 below 192.0.0.0, else /24)")
+    p.add_argument("--gateway", type=gateway_arg, default=0, metavar="IP",
+                   help="default gateway, a host of the board's subnet: streams and answers to addresses outside "
+                        "the subnet go to its MAC (default none: every destination is asked for by ARP directly)")
+    p.add_argument("--dhcp", action="store_true",
+                   help="the firmware asks a DHCP server for its address, netmask and gateway, renews the lease and "
+                        "keeps --ip (--netmask, --gateway) until it has one and after one ends (docs/protocol.md)")
+    p.add_argument("--dhcp-time-scale", type=int_in(1, 100000, "DHCP time scale"), metavar="N",
+                   help="simulated board only: lease seconds per simulated second (default 1000: a lease second "
+                        "is 1 ms of simulated time, about a wall-clock second)")
     p.add_argument("--mac", type=mac_arg, default=DEFAULT_MAC, help=f"board MAC address (default {DEFAULT_MAC})")
     p.add_argument("--ctl-port", type=port_arg, default=DEFAULT_CTL_PORT,
                    help=f"firmware control UDP port (default {DEFAULT_CTL_PORT})")
@@ -97,7 +107,8 @@ def soc_config(args, board):
     from ethdaq.soc.socconfig import ETHERBONE_WARNING, SoCConfig
     if getattr(args, "frontend", None) and args.channels is not None:
         raise CLIError(f"--channels: a front-end's channels are those it drives ({args.frontend} decides)")
-    options = dict(ip_address=args.ip, netmask=args.netmask, mac_address=args.mac, ctl_port=args.ctl_port,
+    options = dict(ip_address=args.ip, netmask=args.netmask, gateway=args.gateway, mac_address=args.mac,
+                   with_dhcp=args.dhcp, dhcp_time_scale=args.dhcp_time_scale, ctl_port=args.ctl_port,
                    ctl_allow=args.ctl_allow or (),
                    ctl_key=read_key(args.ctl_key_file) if args.ctl_key_file else None,
                    sample_width=args.sample_width,

@@ -127,6 +127,14 @@ def netmask_arg(text):
         raise argparse.ArgumentTypeError(str(e))
 
 
+def gateway_arg(text):
+    from ethdaq.soc.socconfig import parse_gateway
+    try:
+        return parse_gateway(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e))
+
+
 def mac_arg(text):
     from ethdaq.soc.socconfig import parse_mac
     try:

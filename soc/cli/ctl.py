@@ -198,6 +198,8 @@ def _check_on_board(client, fields, options=False):
     IDENTIFY before they are sent: a one-line error naming the field (as an option with
     `options`) and the board's range."""
     from ethdaq.wire import protocol
+    if {"ip", "netmask", "gateway"} & set(fields):
+        _check_route(client.config(), fields)
     names = [name for name in ("payload", "enable", "backpressure") if fields.get(name) is not None]
     if not names:
         return
@@ -207,6 +209,17 @@ def _check_on_board(client, fields, options=False):
             protocol.check_field(name, fields[name], ident)
         except ValueError as e:
             raise CLIError(f"--{name}: {e}" if options else str(e)) from None
+
+
+def _check_route(cfg, fields):
+    """A change of ip, netmask or gateway must leave the gateway a host of the board's subnet (the
+    board refuses it too): a one-line error naming the subnet and the gateway."""
+    from ethdaq.wire import protocol
+    ip, netmask, gateway = (fields.get(n, getattr(cfg, n)) for n in ("ip", "netmask", "gateway"))
+    if not protocol.gateway_valid(ip, netmask, gateway):
+        net = ipaddress.IPv4Network((ip, bin(netmask).count("1")), strict=False)
+        raise CLIError(f"gateway must be a host of the board's subnet {net} other than the board "
+                       f"({ipaddress.IPv4Address(ip)}), or 0.0.0.0 for none, not {ipaddress.IPv4Address(gateway)}")
 
 
 def _start_settings(client, args):

@@ -16,6 +16,7 @@
 #include <generated/ctl_key.h>
 
 #include "protocol/ctl.h"
+#include "protocol/route.h"
 #include "drivers/ctlport.h"
 #include "drivers/daq.h"
 #include "drivers/console.h"
@@ -28,6 +29,7 @@
 #include "drivers/probe.h"
 #include "drivers/frontend.h"
 #include "services/rxstats.h"
+#include "services/dhcpsvc.h"
 
 #define IDENT_SIZE 256
 
@@ -190,16 +192,20 @@ static void print_ip(uint32_t ip)
 	       (unsigned)(ip >> 8) & 0xff, (unsigned)ip & 0xff);
 }
 
-static unsigned prefix_length(uint32_t netmask)
+/* "192.168.1.50/24 via 192.168.1.254" (or "..., no gateway"). */
+static void print_route(uint32_t ip, uint32_t netmask, uint32_t gateway)
 {
-	unsigned n = 0;
-
-	for (; netmask & 0x80000000u; netmask <<= 1)
-		n++;
-	return n;
+	print_ip(ip);
+	printf("/%u", route_prefix_length(netmask));
+	if (gateway == ROUTE_NO_GATEWAY) {
+		printf(", no gateway");
+		return;
+	}
+	printf(" via ");
+	print_ip(gateway);
 }
 
-/* CONFIG_SET changed ip or mac (ctl.net_pending) and its answer is on its way: switch the board to
+/* CONFIG_SET changed ip, mac, netmask or gateway (ctl.net_pending) and its answer is on its way: switch the board to
  * them, announce them, and restart PTP under the identity made from a new MAC. IDENTIFY tells
  * the new ones from now on; a reboot returns to the build's. */
 static void apply_addresses(struct ctl_identity *id, struct ctl_state *c, uint32_t by)
@@ -207,7 +213,7 @@ static void apply_addresses(struct ctl_identity *id, struct ctl_state *c, uint32
 	int new_mac = memcmp(id->mac, c->config.mac, sizeof(id->mac)) != 0;
 
 	c->net_pending = 0;
-	netaddr_apply(c->config.ip, c->config.mac, ptpsvc_uptime_ns());
+	netaddr_apply(c->config.ip, c->config.mac, c->config.netmask, c->config.gateway, ptpsvc_uptime_ns());
 	id->ip = c->config.ip;
 	memcpy(id->mac, c->config.mac, sizeof(id->mac));
 	printf("net: now ");
@@ -216,8 +222,28 @@ static void apply_addresses(struct ctl_identity *id, struct ctl_state *c, uint32
 	       id->mac[4], id->mac[5]);
 	print_ip(by);
 	printf("), announced by ARP\n");
+	printf("net: route ");
+	print_route(id->ip, c->config.netmask, c->config.gateway);
+	printf("\n");
 	if (new_mac)
 		ptpsvc_set_mac(id->mac, &c->config.ptp);
+}
+
+/* The DHCP client decided on an address (a lease's, or the build's when a lease ended): switch the
+ * board to it as CONFIG_SET would, so IDENTIFY and CONFIG_GET report it. */
+static void use_lease(struct ctl_identity *id, struct ctl_state *c, const struct dhcp_lease *l)
+{
+	c->config.ip = l->ip;
+	c->config.netmask = l->netmask;
+	c->config.gateway = l->gateway;
+	netaddr_apply(l->ip, id->mac, l->netmask, l->gateway, ptpsvc_uptime_ns());
+	id->ip = l->ip;
+	printf("net: now ");
+	print_ip(id->ip);
+	printf(" (dhcp), announced by ARP\n");
+	printf("net: route ");
+	print_route(id->ip, l->netmask, l->gateway);
+	printf("\n");
 }
 
 /* The build's settings: what CONFIG_GET reports until CONFIG_SET (or EMULATOR, its emulator part)
@@ -227,6 +253,8 @@ static void build_config(struct ctl_config *c, const struct ctl_identity *id)
 	memset(c, 0, sizeof(*c));
 	c->ip = id->ip;
 	memcpy(c->mac, id->mac, sizeof(c->mac));
+	c->netmask = ETHDAQ_NETMASK;
+	c->gateway = ETHDAQ_GATEWAY;
 	c->stream.dst_port = 5000;
 	c->stream.payload  = id->max_payload < 1472 ? id->max_payload : 1472;
 	c->stream.enable   = (uint8_t)((1u << id->nchannels) - 1u);
@@ -298,7 +326,17 @@ int main(void)
 	printf("  ip       : ");
 	print_ip(id.ip);
 	/* The subnet: the directed broadcast the board answers IDENTIFY on (build option --netmask). */
-	printf("/%u\n", prefix_length(ETHDAQ_NETMASK));
+	printf("/%u\n", route_prefix_length(ETHDAQ_NETMASK));
+	/* Where datagrams to addresses outside the subnet go (build option --gateway). */
+	printf("  gateway  : ");
+	if (ETHDAQ_GATEWAY == ROUTE_NO_GATEWAY)
+		printf("none (every destination on-link)\n");
+	else {
+		print_ip(ETHDAQ_GATEWAY);
+		printf("\n");
+	}
+	if (dhcpsvc_enabled())
+		printf("  dhcp     : on (the address above until a server leases one, and after a lease ends)\n");
 	printf("  control  : udp/%u\n", (unsigned)id.ctl_port);
 	printf("  sys clock: %u Hz\n", (unsigned)CONFIG_CLOCK_FREQUENCY);
 	printf("  reset    : %s (boot %u since power-on, %u by the watchdog)\n", watchdog_cause_name(boot.cause),
@@ -344,6 +382,12 @@ int main(void)
 		id.capabilities |= CTL_CAP_RULES;
 	if (frontend_present())
 		id.capabilities |= CTL_CAP_FRONTEND;
+	if (dhcpsvc_enabled()) {
+		struct dhcp_lease fallback = { ETHDAQ_IP, ETHDAQ_NETMASK, ETHDAQ_GATEWAY, 0, 0, 0, 0 };
+
+		id.capabilities |= CTL_CAP_DHCP;
+		dhcpsvc_init(id.mac, &fallback, boot.boots ^ (uint32_t)ptpsvc_uptime_ns(), ptpsvc_uptime_ns(), &port_stats);
+	}
 	ctl.key = ethdaq_ctl_key;
 	ctl.key_len = ETHDAQ_CTL_KEY_LEN;
 	/* The last signed request's counter survives a reboot: one recorded before it stays old. */
@@ -353,6 +397,7 @@ int main(void)
 	for (;;) {
 		struct ctlport_datagram d;
 		struct ctl_request rq;
+		struct dhcp_lease lease;
 		uint64_t auth_counter;
 		int n;
 
@@ -361,8 +406,16 @@ int main(void)
 		ptpsvc_poll();
 		phy_poll(ptpsvc_uptime_ns());
 		netaddr_poll(ptpsvc_uptime_ns());
+		if (dhcpsvc_poll(ptpsvc_uptime_ns(), &lease))
+			use_lease(&id, &ctl, &lease);
 		if (!ctlport_receive(&d, rx_buf, sizeof(rx_buf), &port_stats))
 			continue;
+		if (d.local_port == DHCP_CLIENT_PORT) {
+			/* Only a --dhcp build's mailbox takes port 68. */
+			if (dhcpsvc_input(rx_buf, d.length, ptpsvc_uptime_ns(), &lease))
+				use_lease(&id, &ctl, &lease);
+			continue;
+		}
 		if (d.local_port != ETHDAQ_CTL_PORT) {
 			/* PTP's ports share the mailbox (ETHDAQ_PTP_UDP); anything else cannot arrive. */
 			ptpsvc_input(d.local_port, rx_buf, d.length);
@@ -379,8 +432,10 @@ int main(void)
 			ctlport_send(d.ip, d.port, tx_buf, (size_t)n, &port_stats);
 		if (ctl.auth_counter != auth_counter)  /* A signed request was accepted. */
 			watchdog_retain(ctl.auth_counter);
-		if (ctl.net_pending)
+		if (ctl.net_pending) {
+			dhcpsvc_stop();   /* Addresses set by hand are kept: DHCP would replace them. */
 			apply_addresses(&id, &ctl, d.ip);
+		}
 		if (ctl.reboot_pending) {
 			printf("control: reboot requested by ");
 			print_ip(d.ip);

@@ -281,6 +281,8 @@ local CTL_MESSAGES = {
         { f = ProtoField.int8("ethdaqctl.config_set.ptp_log_delay_req", "ptp_log_delay_req", base.DEC), size = 1, },
         { f = ProtoField.uint8("ethdaqctl.config_set.ptp_priority1", "ptp_priority1", base.DEC, nil), size = 1, },
         { f = ProtoField.uint8("ethdaqctl.config_set.ptp_priority2", "ptp_priority2", base.DEC, nil), size = 1, },
+        { f = ProtoField.uint32("ethdaqctl.config_set.netmask", "netmask", base.DEC, nil), size = 4, },
+        { f = ProtoField.uint32("ethdaqctl.config_set.gateway", "gateway", base.DEC, nil), size = 4, },
     }, strings = {} },
     [0x0C] = { name = "STREAMS", fields = {}, strings = {} },
     [0x0D] = { name = "LAUNCH", fields = {
@@ -467,6 +469,8 @@ local CTL_MESSAGES = {
         { f = ProtoField.int8("ethdaqctl.config_get_rsp.ptp_log_delay_req", "ptp_log_delay_req", base.DEC), size = 1, },
         { f = ProtoField.uint8("ethdaqctl.config_get_rsp.ptp_priority1", "ptp_priority1", base.DEC, nil), size = 1, },
         { f = ProtoField.uint8("ethdaqctl.config_get_rsp.ptp_priority2", "ptp_priority2", base.DEC, nil), size = 1, },
+        { f = ProtoField.uint32("ethdaqctl.config_get_rsp.netmask", "netmask", base.DEC, nil), size = 4, },
+        { f = ProtoField.uint32("ethdaqctl.config_get_rsp.gateway", "gateway", base.DEC, nil), size = 4, },
     }, strings = {} },
     [0x8B] = { name = "CONFIG_SET_RSP", fields = {
         { f = ProtoField.ipv4("ethdaqctl.config_set_rsp.ip", "ip"), size = 4, },
@@ -490,6 +494,8 @@ local CTL_MESSAGES = {
         { f = ProtoField.int8("ethdaqctl.config_set_rsp.ptp_log_delay_req", "ptp_log_delay_req", base.DEC), size = 1, },
         { f = ProtoField.uint8("ethdaqctl.config_set_rsp.ptp_priority1", "ptp_priority1", base.DEC, nil), size = 1, },
         { f = ProtoField.uint8("ethdaqctl.config_set_rsp.ptp_priority2", "ptp_priority2", base.DEC, nil), size = 1, },
+        { f = ProtoField.uint32("ethdaqctl.config_set_rsp.netmask", "netmask", base.DEC, nil), size = 4, },
+        { f = ProtoField.uint32("ethdaqctl.config_set_rsp.gateway", "gateway", base.DEC, nil), size = 4, },
     }, strings = {} },
     [0x8C] = { name = "STREAMS_RSP", fields = {
         { f = ProtoField.uint32("ethdaqctl.streams_rsp.run", "run", base.DEC, nil), size = 4, },

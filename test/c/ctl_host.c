@@ -187,6 +187,7 @@ static const struct ctl_config boot_config = {
 	.emulator = { .mode = 0, .rate = 0x80000000u, .seed = 1 },
 	.ptp = { .role = 0, .transport = 0, .domain = 0, .log_sync = 0, .log_announce = 1, .log_delay_req = 0,
 		 .priority1 = 128, .priority2 = 128 },
+	.netmask = 0xFFFFFF00u, .gateway = 0,
 };
 
 int main(int argc, char **argv)

@@ -6,6 +6,7 @@
 #include <generated/soc.h>
 
 #include "daq.h"
+#include "netaddr.h"
 
 #ifdef CSR_STREAMER_BASE
 
@@ -127,6 +128,8 @@ static int stream_start(const struct ctl_stream_cfg *cfg, uint32_t *run)
 	for (unsigned i = 0; i < ETHDAQ_NCHANNELS; i++)
 		read_counters(i, &base_datagrams[i], &base_bytes[i], &dropped);
 	run_enable = cfg->enable;
+	/* The next hop first: the resolver asks for it as soon as the destination is written. */
+	streamer_next_hop_write(netaddr_next_hop(cfg->dst_ip));
 	streamer_dst_ip_write(cfg->dst_ip);
 	streamer_dst_port_write(cfg->dst_port);
 	streamer_payload_write(cfg->payload);

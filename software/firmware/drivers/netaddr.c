@@ -7,6 +7,15 @@
 
 #include "ctlport.h"
 #include "netaddr.h"
+#include "protocol/route.h"
+
+/* The route in use: the build's until an apply. */
+static uint32_t route_ip = ETHDAQ_IP, route_netmask = ETHDAQ_NETMASK, route_gateway = ETHDAQ_GATEWAY;
+
+uint32_t netaddr_next_hop(uint32_t dst)
+{
+	return route_next_hop(route_ip, route_netmask, route_gateway, dst);
+}
 
 #ifdef CSR_NETADDR_BASE
 
@@ -34,11 +43,16 @@ int netaddr_available(void)
 	return 1;
 }
 
-void netaddr_apply(uint32_t ip, const uint8_t mac[6], uint64_t now_ns)
+void netaddr_apply(uint32_t ip, const uint8_t mac[6], uint32_t netmask, uint32_t gateway, uint64_t now_ns)
 {
 	unsigned i;
 
 	ctlport_wait_sent(SEND_WAIT_CYCLES);
+	route_ip = ip;
+	route_netmask = netmask;
+	route_gateway = gateway;
+	netaddr_netmask_write(netmask);
+	netaddr_gateway_write(gateway);
 	cur_ip = ip;
 	cur_mac = 0;
 	for (i = 0; i < 6; i++)
@@ -60,7 +74,10 @@ void netaddr_poll(uint64_t now_ns)
 #else
 
 int netaddr_available(void) { return 0; }
-void netaddr_apply(uint32_t ip, const uint8_t mac[6], uint64_t now_ns) { (void)ip; (void)mac; (void)now_ns; }
+void netaddr_apply(uint32_t ip, const uint8_t mac[6], uint32_t netmask, uint32_t gateway, uint64_t now_ns)
+{
+	(void)ip; (void)mac; (void)netmask; (void)gateway; (void)now_ns;
+}
 void netaddr_poll(uint64_t now_ns) { (void)now_ns; }
 
 #endif

@@ -9,6 +9,7 @@
 
 #include "ctl.h"
 #include "hmac_sha256.h"
+#include "route.h"
 
 static uint16_t get_be16(const uint8_t *p) { return (uint16_t)((p[0] << 8) | p[1]); }
 static uint32_t get_be32(const uint8_t *p)
@@ -811,6 +812,8 @@ static void put_config(struct writer *w, const struct ctl_config *c)
 	put_u8(w, (uint8_t)c->ptp.log_delay_req);
 	put_u8(w, c->ptp.priority1);
 	put_u8(w, c->ptp.priority2);
+	put_be32(w, c->netmask);
+	put_be32(w, c->gateway);
 }
 
 static void get_config(const uint8_t *p, struct ctl_config *c)
@@ -829,10 +832,12 @@ static void get_config(const uint8_t *p, struct ctl_config *c)
 	c->ptp.log_delay_req = (int8_t)p[48];
 	c->ptp.priority1 = p[49];
 	c->ptp.priority2 = p[50];
+	c->netmask = get_be32(p + 51);
+	c->gateway = get_be32(p + 55);
 }
-_Static_assert(CTL_CONFIG_SIZE == 51, "get_config/put_config follow protocol.py CONFIG");
+_Static_assert(CTL_CONFIG_SIZE == 59, "get_config/put_config follow protocol.py CONFIG");
 
-#define CFG_NET (CTL_CFG_IP | CTL_CFG_MAC)
+#define CFG_NET (CTL_CFG_IP | CTL_CFG_MAC | CTL_CFG_NETMASK | CTL_CFG_GATEWAY)
 #define CFG_STREAM (CTL_CFG_DST_IP | CTL_CFG_DST_PORT | CTL_CFG_PAYLOAD | CTL_CFG_ENABLE | \
 		    CTL_CFG_BACKPRESSURE | CTL_CFG_GAP | CTL_CFG_DST_MAC | CTL_CFG_FLUSH)
 #define CFG_EMULATOR (CTL_CFG_EMULATOR_MODE | CTL_CFG_EMULATOR_RATE | CTL_CFG_EMULATOR_SEED)
@@ -897,8 +902,14 @@ static int config_set(struct ctl_config *conf, const uint8_t *p, const struct ct
 	TAKE(CTL_CFG_PTP_LOG_DELAY_REQ, ptp.log_delay_req);
 	TAKE(CTL_CFG_PTP_PRIORITY1, ptp.priority1);
 	TAKE(CTL_CFG_PTP_PRIORITY2, ptp.priority2);
+	TAKE(CTL_CFG_NETMASK, netmask);
+	TAKE(CTL_CFG_GATEWAY, gateway);
 #undef TAKE
+	/* The gateway must stay a host of the subnet whichever of ip, netmask and gateway changes. */
 	if (((mask & CTL_CFG_IP) && !board_ip_valid(next.ip)) || ((mask & CTL_CFG_MAC) && !board_mac_valid(next.mac)) ||
+	    ((mask & CTL_CFG_NETMASK) && !route_netmask_valid(next.netmask)) ||
+	    ((mask & (CTL_CFG_IP | CTL_CFG_NETMASK | CTL_CFG_GATEWAY)) &&
+	     !route_gateway_valid(next.ip, next.netmask, next.gateway)) ||
 	    ((mask & CFG_STREAM) && !stream_cfg_valid(&next.stream, id, r)) ||
 	    out_of(r, CTL_FIELD_EMULATOR_MODE, next.emulator.mode, 0, CTL_EMULATOR_MODE_MAX) ||
 	    out_of(r, CTL_FIELD_PTP_ROLE, next.ptp.role, 0, CTL_PTP_ROLE_MAX) ||

@@ -137,6 +137,8 @@ struct ctl_config {
 	struct ctl_stream_cfg   stream;     /* dst_ip 0: the requester of the start. Not changed by STREAM_START. */
 	struct ctl_emulator_cfg emulator;
 	struct ctl_ptp_config   ptp;
+	uint32_t netmask;       /* The board's subnet (route.h). */
+	uint32_t gateway;       /* Default gateway; 0: none, every destination on-link. */
 };
 
 /* The link as the PHY reports it over MDIO (STATUS). */
@@ -235,7 +237,7 @@ struct ctl_state {
 	uint64_t            auth_counter; /* The last counter accepted. */
 	/* Set by an accepted REBOOT: the caller sends the answer, then resets the board. */
 	uint8_t             reboot_pending;
-	/* Set by an accepted CONFIG_SET of ip or mac (config holds them): the caller sends the
+	/* Set by an accepted CONFIG_SET of ip, mac, netmask or gateway (config holds them): the caller sends the
 	 * answer, then switches the board to them and announces them. */
 	uint8_t             net_pending;
 	struct ctl_config   config;
