@@ -75,7 +75,7 @@ def _add_rx_reader(port, rx_data, rx_meta, skip=None):
     )
 
 
-def _add_tx_path(port, source, tx_depth, header, max_length=None, in_flight=0):
+def _add_tx_path(port, source, tx_depth, header, max_length=None, in_flight=0, with_count=True):
     """Transmit buffer: ``tx_data`` appends a byte; ``tx_send`` streams the buffered payload as
     one packet on ``source`` (dw=8) without a pause inside it, or discards it and counts it in
     ``tx_dropped`` if it overflowed ``tx_depth``. Drives ``tx_busy``, ``tx_count`` and
@@ -86,6 +86,7 @@ def _add_tx_path(port, source, tx_depth, header, max_length=None, in_flight=0):
     overflow even though the buffered FIFO holds one byte more than ``tx_depth`` (its output
     register); without it, payloads of up to tx_depth + 1 bytes are sent. ``in_flight``: beats
     still on their way after ``source`` (a buffer behind it) keep ``tx_busy`` set.
+    ``with_count``: drive ``tx_count`` (packets sent); without it the port has no such CSR.
     """
     port.tx_data = tx_data = stream.SyncFIFO([("data", 8)], depth=tx_depth, buffered=True)
     tx_length   = Signal(16)
@@ -133,7 +134,7 @@ def _add_tx_path(port, source, tx_depth, header, max_length=None, in_flight=0):
             NextValue(tx_sent, tx_sent_next),
             If(source.last,
                 NextValue(tx_length, 0),
-                NextValue(tx_count, tx_count + 1),
+                NextValue(tx_count, tx_count + 1) if with_count else [],
                 NextState("IDLE")
             )
         )
@@ -148,7 +149,7 @@ def _add_tx_path(port, source, tx_depth, header, max_length=None, in_flight=0):
     )
     port.comb += [
         port._tx_busy.status.eq(~tx_fsm.ongoing("IDLE") | in_flight),
-        port._tx_count.status.eq(tx_count),
+        port._tx_count.status.eq(tx_count) if with_count else [],
         port._tx_dropped.status.eq(tx_dropped),
     ]
 
@@ -184,8 +185,15 @@ class CPUUDPPort(LiteXModule):
         probe's stamp of its last byte on the wire) and keeps it with the datagram;
         `probe_seen` pulses when the CPU first reads rx_ready as 1 for it, with its stamp in
         `probe_seen_stamp`/`probe_seen_stamped`.
+    with_counters : bool
+        The CSRs rx_count, rx_errors and tx_count (datagrams accepted, discarded as flagged by the
+        MAC, sent). Off in the SoC: the firmware does not read them, the MAC counts the frames
+        with a bad FCS itself (eth_errors_fcs_errors, which the firmware shows), and the three
+        32-bit counters and their read multiplexer cost about 270 LUT4 of the ECP5-25F. The
+        drop counters rx_dropped and tx_dropped are always there.
     """
-    def __init__(self, udp_port, rx_depth=2048, rx_datagrams=4, tx_depth=2048, extra_ports=(), probe_stamp_bits=0):
+    def __init__(self, udp_port, rx_depth=2048, rx_datagrams=4, tx_depth=2048, extra_ports=(), probe_stamp_bits=0,
+                 with_counters=True):
         ports = (udp_port, *extra_ports)
         for p in ports:
             if not (isinstance(p, int) and 0 < p < 65536):
@@ -207,9 +215,11 @@ class CPUUDPPort(LiteXModule):
         self._rx_data      = CSRStatus(8,  description="Current payload byte of the waiting datagram.")
         self._rx_next      = CSR()  # Write: advance to the next payload byte.
         self._rx_consume   = CSR()  # Write: discard the rest of the waiting datagram.
-        self._rx_count     = CSRStatus(32, description="Datagrams accepted.")
+        if with_counters:
+            self._rx_count = CSRStatus(32, description="Datagrams accepted.")
         self._rx_dropped   = CSRStatus(32, description="Datagrams dropped because the buffer was full or they were too large.")
-        self._rx_errors    = CSRStatus(32, description="Datagrams discarded because the MAC flagged them (bad FCS).")
+        if with_counters:
+            self._rx_errors = CSRStatus(32, description="Datagrams discarded because the MAC flagged them (bad FCS).")
         self._rx_local_port = CSRStatus(16, description="Local UDP port the waiting datagram was sent to.")
 
         # TX CSRs.
@@ -219,7 +229,8 @@ class CPUUDPPort(LiteXModule):
         self._tx_local_port = CSRConfig(16, reset=udp_port, description="Local (source) UDP port to send from: one of the mailbox's ports.")
         self._tx_send      = CSR()  # Write: send the appended payload as one datagram.
         self._tx_busy      = CSRStatus(description="1 while a datagram is being sent.")
-        self._tx_count     = CSRStatus(32, description="Datagrams sent.")
+        if with_counters:
+            self._tx_count = CSRStatus(32, description="Datagrams sent.")
         self._tx_dropped   = CSRStatus(32, description="Datagrams discarded because the payload exceeded tx_depth.")
 
         # # #
@@ -312,7 +323,7 @@ class CPUUDPPort(LiteXModule):
                 NextValue(rx_errors, rx_errors + 1)
             ).Else(
                 NextValue(rx_count, rx_count + 1)
-            ),
+            ) if with_counters else [],
             NextState("IDLE")
         )
         rx_fsm.act("DROP",
@@ -337,16 +348,19 @@ class CPUUDPPort(LiteXModule):
             ]
         self.comb += [
             self._rx_ready.status.eq(rx_meta.source.valid & ~rx_meta.source.error & self.rx_cpu_fsm.ongoing("IDLE")),
-            self._rx_errors.status.eq(rx_errors),
             self._rx_ip.status.eq(rx_meta.source.ip),
             self._rx_port.status.eq(rx_meta.source.port),
             self._rx_local_port.status.eq(rx_meta.source.local_port),
             self._rx_length.status.eq(rx_meta.source.length),
             self._rx_truncated.status.eq(rx_meta.source.truncated),
             self._rx_data.status.eq(rx_data.source.data),
-            self._rx_count.status.eq(rx_count),
             self._rx_dropped.status.eq(rx_dropped),
         ]
+        if with_counters:
+            self.comb += [
+                self._rx_count.status.eq(rx_count),
+                self._rx_errors.status.eq(rx_errors),
+            ]
 
         # TX Data-Path / Control-Path.
         # ----------------------------
@@ -356,7 +370,7 @@ class CPUUDPPort(LiteXModule):
         out = stream.Endpoint(eth_udp_user_description(8))
         self.tx_buffer = stream.Buffer(eth_udp_user_description(8), pipe_valid=True, pipe_ready=True)
         self.comb += [out.connect(self.tx_buffer.sink), self.tx_buffer.source.connect(source)]
-        _add_tx_path(self, out, tx_depth, in_flight=self.tx_buffer.source.valid, header=lambda length: [
+        _add_tx_path(self, out, tx_depth, in_flight=self.tx_buffer.source.valid, with_count=with_counters, header=lambda length: [
             out.src_port.eq(self._tx_local_port.storage if extra_ports else udp_port),
             out.dst_port.eq(self._tx_port.storage),
             out.ip_address.eq(self._tx_ip.storage),

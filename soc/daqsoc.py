@@ -335,7 +335,8 @@ class DAQSoC(SoCCore):
         # With PTP over UDP the same mailbox serves PTP's ports 319 (event) and 320 (general): one
         # buffer instead of three saves about 2000 LUTs, which the colorlight_i5 does not have.
         config = self.soc_config
-        self.ctlport = CPUUDPPort(udp_port=config.ctl_port, rx_datagrams=8,
+        # Without the counters the firmware does not read (the drop counters stay).
+        self.ctlport = CPUUDPPort(udp_port=config.ctl_port, rx_datagrams=8, with_counters=False,
             extra_ports=(*(PTP_UDP_PORTS if config.ptp_transport == "udp" else ()),
                          *((DHCP_CLIENT_PORT,) if config.with_dhcp else ())),
             probe_stamp_bits=PROBE_STAMP_BITS if config.with_probes and config.with_classifier else 0)
