@@ -52,11 +52,11 @@ def board():
 def start_dnsmasq(board, leases):
     """dnsmasq in the board's namespace, DHCP only (no DNS), serving .100-.150 for two minutes
     (its least) with the subnet's mask and a router."""
-    return subprocess.Popen(["ip", "netns", "exec", NETNS, "dnsmasq", "--no-daemon", "--conf-file=/dev/null",
-                             "--port=0", f"--interface={TAP}", "--bind-interfaces", "--no-ping", "--log-dhcp",
-                             f"--dhcp-leasefile={leases}", "--dhcp-range=192.168.81.100,192.168.81.150,255.255.255.0,2m",
-                             f"--dhcp-option=option:router,{GATEWAY}"],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return board.ns_popen(["dnsmasq", "--no-daemon", "--conf-file=/dev/null",
+                           "--port=0", f"--interface={TAP}", "--bind-interfaces", "--no-ping", "--log-dhcp",
+                           f"--dhcp-leasefile={leases}", "--dhcp-range=192.168.81.100,192.168.81.150,255.255.255.0,2m",
+                           f"--dhcp-option=option:router,{GATEWAY}"],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
 def ctl_at(board, ip, *args, timeout=60):
@@ -64,8 +64,25 @@ def ctl_at(board, ip, *args, timeout=60):
                         capture_output=True, text=True, timeout=timeout)
 
 
+def dhcp_requests(pcap):
+    """The board's DHCP messages in a capture, as scapy reads them: (type, IP destination, BOOTP
+    flags, ciaddr) each."""
+    from scapy.layers.dhcp import BOOTP, DHCP
+    from scapy.layers.inet import IP
+    from scapy.utils import rdpcap
+    out = []
+    for p in rdpcap(str(pcap)):
+        if BOOTP in p and p[BOOTP].op == 1 and DHCP in p:
+            kind = next(o[1] for o in p[DHCP].options if isinstance(o, tuple) and o[0] == "message-type")
+            out.append((kind, p[IP].dst, p[BOOTP].flags, p[BOOTP].ciaddr))
+    return out
+
+
 def test_the_board_takes_a_lease_renews_it_and_falls_back_when_it_expires(board, tmp_path):
-    leases = tmp_path / "dnsmasq.leases"
+    leases, pcap = tmp_path / "dnsmasq.leases", tmp_path / "dhcp.pcap"
+    dump = board.ns_popen(["tcpdump", "-i", TAP, "-U", "-n", "-w", str(pcap), "udp port 67 or udp port 68"],
+                          stderr=subprocess.PIPE, text=True)
+    dump.stderr.readline()   # "listening on ...": capturing from here on.
     dnsmasq = start_dnsmasq(board, leases)
     try:
         line = board.wait_for(LEASE, timeout=300)
@@ -111,3 +128,23 @@ def test_the_board_takes_a_lease_renews_it_and_falls_back_when_it_expires(board,
     assert r.returncode == 0, r.stdout + r.stderr
     assert json.loads(r.stdout)["ip"] == BOARD_IP
     assert ctl_at(board, ip, "identify", "--timeout", "2", timeout=60).returncode != 0
+    # An address set by hand stops the client: DHCP does not replace it until a reboot.
+    r = ctl_at(board, BOARD_IP, "config", "set", f"gateway={GATEWAY}")
+    assert r.returncode == 0, r.stdout + r.stderr
+    board.wait_for("dhcp: stopped (addresses set by CONFIG_SET) until a reboot", timeout=60)
+    dump.terminate()
+    dump.wait(timeout=10)
+    # On the wire: DISCOVERs (the capture starts after the board's first) and the first REQUEST
+    # broadcast with the broadcast flag and no ciaddr;
+    # the renewal unicast to dnsmasq with the leased ciaddr; after T2 with no server, rebinding
+    # broadcast with the leased ciaddr; after the expiry, DISCOVER again.
+    sent = dhcp_requests(pcap)
+    bcast, none = "255.255.255.255", "0.0.0.0"
+    first = next(i for i, m in enumerate(sent) if m[0] == 3)
+    assert first >= 1 and set(sent[:first]) == {(1, bcast, 0x8000, none)}, sent
+    assert sent[first] == (3, bcast, 0x8000, none), sent
+    assert (3, HOST_IP, 0, ip) in sent, sent
+    renewals = [i for i, m in enumerate(sent) if m == (3, HOST_IP, 0, ip)]
+    rebind = [i for i, m in enumerate(sent) if m == (3, bcast, 0, ip)]
+    assert rebind and rebind[0] > renewals[-1], sent
+    assert sent[-1] == (1, bcast, 0x8000, none) and len(sent) - 1 > rebind[-1], sent
