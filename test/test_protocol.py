@@ -660,15 +660,16 @@ def test_standalone_fuzzer_keeps_every_invariant_and_reaches_the_reply_cache(ctl
     assert all(got[k] > 1000 for k in ("requests", "refused", "replayed", "stale_seq", "no_room", "bad_length"))
 
 
-def test_libfuzzer_short_run_of_both_firmware_parsers(tmp_path):
+def test_libfuzzer_short_run_of_every_firmware_parser(tmp_path):
     """bench/fuzz.py as the bench runs it, 100,000 inputs per harness instead of 10 million."""
     if shutil.which("clang") is None:
         pytest.fail("clang is required (make test installs clang and libclang-rt-14-dev)")
     r = subprocess.run([sys.executable, str(Path(__file__).parents[1] / "bench" / "fuzz.py"), "--runs", "100000",
                         "--build-dir", str(tmp_path)], capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
-    rows = {line.split()[0]: line.split() for line in r.stdout.splitlines() if line.split()[:1] in (["ctl"], ["ptp"])}
-    assert set(rows) == {"ctl", "ptp"}
+    rows = {line.split()[0]: line.split() for line in r.stdout.splitlines()
+            if line.split()[:1] in (["ctl"], ["ptp"], ["dhcp"])}
+    assert set(rows) == {"ctl", "ptp", "dhcp"}
     for name, row in rows.items():
         assert row[1] == "100,000" and row[-1] == "0", row
 
