@@ -37,11 +37,14 @@ from liteeth.mac.crc import LiteEthMACCRC32, LiteEthMACCRC32Inserter
 from liteeth.mac.preamble import LiteEthMACPreambleInserter
 from liteeth.phy.xgmii import LiteEthPHYXGMIITX
 
+from ethdaq.gateware.xgmiitx import XGMIITransmitter
+
 CLK_HZ = 156.25e6
 BYTES_PER_S = 8*CLK_HZ  # 1.25e9 byte times per second.
 UDP_OVERHEAD = 8 + 14 + 20 + 8 + 4 + 12  # Preamble+SFD, Ethernet, IPv4, UDP, FCS, minimum IFG.
 HEADER_LEN = 14 + 20 + 8
 MIN_FRAME_LEN, MAX_FRAME_LEN = 60, 9600  # Frame bytes without FCS that the bench supports.
+MACS = ("liteeth", "gapless", "ethdaq")  # XGMIITXPath's transmit paths.
 
 SRC_MAC, DST_MAC = 0x10e2d5000000, 0xaab624697721
 SRC_IP, DST_IP = 0xC0A80132, 0xC0A80164  # 192.168.1.50 -> 192.168.1.100
@@ -233,9 +236,10 @@ class XGMIITXPath(LiteXModule):
            word, at least MIN_FRAME_LEN bytes (no padding inserter). LiteEth's XGMII PHY has no
            underrun handling: valid must stay high from a frame's first word to its last.
     pads : XGMIIPads (tx_ctl, tx_data driven).
-    mac  : "liteeth" (LiteEthMACCRC32Inserter -> LiteEthMACPreambleInserter) or "gapless"
-           (GaplessMACTX, reference).
-    dic  : deficit idle count in LiteEthPHYXGMIITX.
+    mac  : "liteeth" (LiteEthMACCRC32Inserter -> LiteEthMACPreambleInserter -> LiteEth's XGMII
+           TX), "gapless" (GaplessMACTX, reference, -> LiteEth's XGMII TX) or "ethdaq" (our own
+           gateware/xgmiitx.XGMIITransmitter: FCS, preamble, lanes and gap in one module).
+    dic  : deficit idle count in LiteEthPHYXGMIITX (XGMIITransmitter always keeps one).
     """
     def __init__(self, pads, mac="liteeth", dic=True):
         self.pads = pads
@@ -250,8 +254,12 @@ class XGMIITXPath(LiteXModule):
         elif mac == "gapless":
             self.mac = GaplessMACTX()
             stages = [self.mac]
+        elif mac == "ethdaq":
+            self.tx = XGMIITransmitter(pads)
+            self.comb += self.sink.connect(self.tx.sink)
+            return
         else:
-            raise ValueError(f"unknown mac {mac!r}")
+            raise ValueError(f"mac must be one of {MACS}, not {mac!r}")
         self.phy = LiteEthPHYXGMIITX(pads, dw=64, dic=dic)
         self.pipeline = stream.Pipeline(self.sink, *stages, self.phy)
 
@@ -537,22 +545,28 @@ def latency(exe, payload, frames=6):
     return min(lat), max(lat)
 
 
+PAYLOADS = (64, 128, 256, 512, 1024, 1472, 8972)  # UDP payload bytes of the table's rows.
+
+
 def main(argv=None):
     """Print a table: mac, frame bytes, UDP payload, MiB/s, theory, % of theory, IFGs, /S/ lanes,
-    frames with a bad preamble or FCS. The "gapless" rows measure LiteEth's XGMII PHY alone; its
-    deficit idle count is broken in the generated Verilog (mean IFG < 12, so > 100% of theory)
-    and some of its lane-4 starts corrupt frames (see test/test_xgmii_bench.py)."""
+    frames with a bad preamble or FCS. "ethdaq" is gateware/xgmiitx.py; the "gapless" rows
+    measure LiteEth's XGMII PHY alone: its deficit idle count is broken in the generated Verilog
+    (mean IFG < 12, so > 100% of theory) and some of its lane-4 starts corrupt frames (see
+    test/test_xgmii_bench.py)."""
     import argparse
     from pathlib import Path
     parser = argparse.ArgumentParser(description="64-bit TX path throughput at the XGMII pins (Verilator)")
     parser.add_argument("--frames", type=int, default=24)
+    parser.add_argument("--mac", choices=MACS, action="append", help="transmit path(s) (default: all)")
     parser.add_argument("--build-dir", default=str(Path(__file__).resolve().parents[1] / "build" / "xgmii"))
     args = parser.parse_args(argv)
     print("mac      frame  payload  MiB/s (sim)  theory MiB/s  % of theory  IFG bytes (mean)  /S/ lanes  bad frames")
-    for mac in ("liteeth", "gapless"):
+    for mac in args.mac or MACS:
         exe = build_verilator(Path(args.build_dir) / mac, mac=mac)
-        for frame_len in (106, 1514, 9014):
-            r = measure(exe, frame_len, args.frames)
+        for payload in PAYLOADS:
+            frame_len = payload + HEADER_LEN
+            r = measure(exe, frame_len, args.frames if payload < 8972 else min(args.frames, 12))
             print(f"{mac:<8} {frame_len:>5}  {r['payload']:>7}  {r['payload_mib_s']:>11.3f}  "
                   f"{r['theory_mib_s']:>12.3f}  {r['pct']:>10.3f}%  "
                   f"{','.join(map(str, r['ifgs'])):>9} ({r['ifg_mean']:.2f})  "
