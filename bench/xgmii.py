@@ -290,35 +290,49 @@ class XGMIIBenchTop(LiteXModule):
 
 
 class _XGMIITXPHY(LiteXModule):
-    """LiteEth's XGMII TX as the PHY of gateware/txpath.TXPath (transmit only)."""
+    """An XGMII transmitter as the PHY of gateware/txpath.TXPath (transmit only): LiteEth's
+    XGMII TX (behind LiteEth's CRC and preamble inserters in TXPath), or ethdaq's
+    XGMIITransmitter, which makes preamble, padding and FCS itself."""
     dw = 64
     integrated_ifg_inserter = True
 
-    def __init__(self, pads, dic=True):
-        self.tx     = LiteEthPHYXGMIITX(pads, dw=64, dic=dic)
+    def __init__(self, pads, tx="liteeth", dic=True):
+        if tx == "ethdaq":
+            self.with_preamble_crc = self.with_padding = False
+            self.tx = XGMIITransmitter(pads)
+        else:
+            self.tx = LiteEthPHYXGMIITX(pads, dw=64, dic=dic)
         self.sink   = self.tx.sink
         self.source = stream.Endpoint(eth_phy_description(64))  # Nothing received.
 
 
 class Stream10GBenchTop(LiteXModule):
     """The DAQ streamer with a 64-bit data path (4 channels of 16-bit counter samples at one
-    sample per cycle each, more than the link carries) → TXPath (framer, CRC, preamble, frame
-    scheduler at 64 bits) → LiteEth's XGMII TX, one 156.25 MHz clock. Same ports as
-    XGMIIBenchTop, so tb_xgmii.cpp drives it: a run starts when `enable` rises; `frame_len` sets
-    the UDP payload to frame_len - 42 (one size per run); `rate` is the emulators' sample rate
-    (fraction of 2**32 per cycle) and `chmask` the channels enabled; `close` is high in the cycle
-    a channel hands a complete datagram to the transmit side (the latency's start). The
-    destination MAC is fixed (no ARP partner here)."""
-    def __init__(self, nchannels=4, sample_width=16, max_payload=8972):
+    sample per cycle each, more than the link carries) → TXPath (framer, frame scheduler at 64
+    bits) → the XGMII transmitter `tx`: "liteeth" (TXPath's CRC and preamble inserters, LiteEth's
+    XGMII TX) or "ethdaq" (gateware/xgmiitx.py), one 156.25 MHz clock. With `cdc` the transmit
+    side runs in its own domain (eth_tx) on the same clock, so datagrams cross from the detector
+    clock through the channel buffers' gray pointers as on a board; without, everything is in
+    sys. Same ports as XGMIIBenchTop, so tb_xgmii.cpp drives it: a run starts when `enable`
+    rises; `frame_len` sets the UDP payload to frame_len - 42 (one size per run); `rate` is the
+    emulators' sample rate (fraction of 2**32 per cycle) and `chmask` the channels enabled;
+    `close` is high in the cycle a channel hands a complete datagram to the transmit side (the
+    latency's start). The destination MAC is fixed (no ARP partner here)."""
+    def __init__(self, nchannels=4, sample_width=16, max_payload=8972, tx="liteeth", cdc=False):
         from ethdaq.gateware.emulator import MODE_COUNTER, add_emulators
         from ethdaq.gateware.streamer import DAQStreamer
         from ethdaq.gateware.txpath import TXPath, connect_streamer
         self.cd_sys = ClockDomain()
+        cd_tx = "sys"
+        if cdc:
+            cd_tx = "eth_tx"
+            self.cd_eth_tx = ClockDomain()
+            self.comb += [self.cd_eth_tx.clk.eq(ClockSignal()), self.cd_eth_tx.rst.eq(ResetSignal())]
         self.pads   = XGMIIPads()
-        self.phy    = _XGMIITXPHY(self.pads)
-        self.txpath = TXPath(self.phy, 0x10E2D5000000, "192.168.1.50", cd_tx="sys")
+        self.phy    = ClockDomainsRenamer(cd_tx)(_XGMIITXPHY(self.pads, tx=tx))
+        self.txpath = TXPath(self.phy, 0x10E2D5000000, "192.168.1.50", cd_tx=cd_tx)
         self.streamer = streamer = DAQStreamer(nchannels=nchannels, sample_width=sample_width,
-            max_payload=max_payload, cd_tx="sys", clk_freq=156.25e6, dw=64,
+            max_payload=max_payload, cd_tx=cd_tx, clk_freq=156.25e6, dw=64,
             buffer_bytes=4*16384)  # Four jumbo datagrams per channel: data always waits.
         connect_streamer(self, streamer, self.txpath)
         self.emulators = add_emulators(self, streamer)
@@ -353,13 +367,18 @@ class Stream10GBenchTop(LiteXModule):
 
 # Verilator build ----------------------------------------------------------------------------------
 
+STREAMERS = {"streamer": {}, "streamer-ethdaq": {"tx": "ethdaq", "cdc": True}}
+
+
 def build_verilator(build_dir, mac="liteeth", dic=True):
     """Generate Verilog and compile bench/verilator/tb_xgmii.cpp; return the executable.
     Skipped when neither the Verilog nor the testbench changed. mac="streamer" builds
-    Stream10GBenchTop (our streamer and transmit path) instead of the ideal frame source."""
+    Stream10GBenchTop (our streamer and transmit path through LiteEth's XGMII TX, one clock
+    domain) instead of the ideal frame source; "streamer-ethdaq" the same through our
+    XGMIITransmitter, with the detector clock crossing."""
     from pathlib import Path
     from bench.verilate import compile_top
-    top = Stream10GBenchTop() if mac == "streamer" else XGMIIBenchTop(mac=mac, dic=dic)
+    top = Stream10GBenchTop(**STREAMERS[mac]) if mac in STREAMERS else XGMIIBenchTop(mac=mac, dic=dic)
     return compile_top(top, build_dir, Path(__file__).parent / "verilator" / "tb_xgmii.cpp")
 
 
@@ -385,7 +404,7 @@ def run_migen(frame_len, frames, mac="liteeth", dic=True, max_cycles=100_000):
     """The same as run(), in Migen's own simulator (Python semantics for expression widths,
     unlike the generated Verilog). Slow: for short frames only."""
     lens = list(frame_len) if isinstance(frame_len, (list, tuple)) else [frame_len]
-    top = Stream10GBenchTop() if mac == "streamer" else XGMIIBenchTop(mac=mac, dic=dic)
+    top = Stream10GBenchTop(**STREAMERS[mac]) if mac in STREAMERS else XGMIIBenchTop(mac=mac, dic=dic)
     lines = []
 
     def gen():
