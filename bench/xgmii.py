@@ -299,6 +299,7 @@ class _XGMIITXPHY(LiteXModule):
     def __init__(self, pads, tx="liteeth", dic=True):
         if tx == "ethdaq":
             self.with_preamble_crc = self.with_padding = False
+            self.registered_outputs = True  # TXPath puts no register in front of it.
             self.tx = XGMIITransmitter(pads)
         else:
             self.tx = LiteEthPHYXGMIITX(pads, dw=64, dic=dic)

@@ -95,10 +95,28 @@ class XGMIIColumns(LiteXModule):
         rest  = Signal(32)       # The FCS bytes left for the spill column, from byte 0.
         rest_m = Signal(3)       # How many (0..4).
 
-        load = Signal()          # The output register takes a column.
+        # The output register; while it is empty, a frame waiting at the sink is offered as its
+        # preamble column straight away (one cycle less from an idle link to /S/), and the
+        # frame's first word is taken when that column is.
+        r_valid, r_first, r_last = Signal(), Signal(), Signal()
+        r_data, r_ctl, r_tlane = Signal(64), Signal(8), Signal(3)
+        direct = Signal()        # The preamble column goes out from the sink, not the register.
         self.comb += [
-            load.eq(~source.valid | source.ready),
-            sink.ready.eq(dat & load),
+            If(r_valid,
+                source.valid.eq(1), source.first.eq(r_first), source.last.eq(r_last),
+                source.data.eq(r_data), source.ctl.eq(r_ctl), source.tlane.eq(r_tlane),
+            ).Else(
+                source.valid.eq(pre & sink.valid), source.first.eq(1),
+                Cat(source.data, source.ctl).eq(Cat(*PREAMBLE_COLUMN)),
+            ),
+            direct.eq(~r_valid & pre & sink.valid & source.ready),
+        ]
+        load = Signal()          # The output register takes a column.
+        in_frame = Signal()      # The sink's words are being taken.
+        self.comb += [
+            load.eq(~r_valid | source.ready),
+            in_frame.eq(dat | direct),
+            sink.ready.eq(in_frame & load),
         ]
 
         # The word to send: the sink's (bytes after the last valid one zeroed) or padding.
@@ -123,7 +141,7 @@ class XGMIIColumns(LiteXModule):
             ),
         ]
         take = Signal()
-        self.comb += take.eq(load & (pad | (dat & sink.valid)))
+        self.comb += take.eq(load & (pad | (in_frame & sink.valid)))
 
         # CRC-32 over the words: LiteEth's (a 64-bit register step and one engine per byte count
         # for the last word); `value` is the FCS with the current word folded in.
@@ -132,30 +150,31 @@ class XGMIIColumns(LiteXModule):
             crc.data.eq(w_data),
             crc.be.eq(w_be),
             crc.ce.eq(take),
-            crc.reset.eq(pre),
+            crc.reset.eq(pre & ~direct),  # Never in a frame's first cycle of `pre` (r_valid).
         ]
 
         ends = [(w_be[n - 1], n) for n in range(1, 9)]
         self.sync += [
             If(load,
-                source.valid.eq(0),
-                If(pre & sink.valid,
-                    source.valid.eq(1), source.first.eq(1), source.last.eq(0),
-                    Cat(source.data, source.ctl).eq(Cat(*PREAMBLE_COLUMN)),
-                    pre.eq(0), dat.eq(1), count.eq(0),
+                r_valid.eq(0),
+                If(pre & sink.valid & ~direct,
+                    r_valid.eq(1), r_first.eq(1), r_last.eq(0),
+                    Cat(r_data, r_ctl).eq(Cat(*PREAMBLE_COLUMN)),
+                    pre.eq(0), dat.eq(1),
                 ),
                 If(take,
-                    source.valid.eq(1), source.first.eq(0), source.last.eq(0),
-                    source.data.eq(w_data), source.ctl.eq(0),
+                    r_valid.eq(1), r_first.eq(0), r_last.eq(0),
+                    r_data.eq(w_data), r_ctl.eq(0),
+                    If(pre, pre.eq(0), dat.eq(1)),
                     If(~count[3], count.eq(count + 1)),
                     If(w_short, dat.eq(0), pad.eq(1)),
                     If(w_end,
-                        dat.eq(0), pad.eq(0),
-                        *[If(be, Cat(source.data, source.ctl).eq(Cat(*last_word_column(w_data, crc.value, n))))
+                        dat.eq(0), pad.eq(0), count.eq(0),
+                        *[If(be, Cat(r_data, r_ctl).eq(Cat(*last_word_column(w_data, crc.value, n))))
                           for be, n in ends],
                         If(w_be[:3] != 0,
-                            pre.eq(1), source.last.eq(1),
-                            *[If(be, source.tlane.eq(n + 4)) for be, n in ends if n <= 3],
+                            pre.eq(1), r_last.eq(1),
+                            *[If(be, r_tlane.eq(n + 4)) for be, n in ends if n <= 3],
                         ).Else(
                             spill.eq(1),
                             *[If(be, rest.eq(crc.value >> 8*(8 - n)), rest_m.eq(n - 4))
@@ -164,8 +183,8 @@ class XGMIIColumns(LiteXModule):
                     ),
                 ),
                 If(spill,
-                    source.valid.eq(1), source.first.eq(0), source.last.eq(1), source.tlane.eq(rest_m),
-                    Case(rest_m, {m: Cat(source.data, source.ctl).eq(Cat(*spill_column(rest, m)))
+                    r_valid.eq(1), r_first.eq(0), r_last.eq(1), r_tlane.eq(rest_m),
+                    Case(rest_m, {m: Cat(r_data, r_ctl).eq(Cat(*spill_column(rest, m)))
                                   for m in range(5)}),
                     spill.eq(0), pre.eq(1),
                 ),

@@ -178,3 +178,10 @@ def test_a_frame_with_a_hole_goes_out_with_error_characters_and_is_counted():
         xgmii.decode_xgmii(lines)
     first = xgmii.decode_xgmii([line for line in lines if int(line.split()[1]) < int(errored[0].split()[1])])
     assert [f.data[:-4] for f in first] == frames[:1]
+
+
+def test_from_a_frame_offered_to_an_idle_link_to_its_start_is_one_cycle():
+    """The first word is offered in cycle 1 (the sender's first yield) and the output register
+    shows /S/ after the next clock: one cycle (6.4 ns at 156.25 MHz)."""
+    lines, _ = run([udp_frame(100, 0)])
+    assert lines[0].split()[1:3] == ["1", "01"]
