@@ -549,10 +549,13 @@ def measure(exe, frame_len, frames=16, skip=1):
 
 def latency(exe, payload, frames=6):
     """Cycles from "datagram complete at the streamer input" (`close`) to its /S/ on the XGMII
-    lanes, one channel at a third of the link so the link is idle whenever a datagram completes.
+    lanes, one channel at a third of the link (at most a quarter: one sample per cycle) so the
+    link is idle whenever a datagram completes.
     Returns (min, max) in 156.25 MHz cycles, fractional when /S/ is in lane 4 (half a column)."""
     samples = (payload - 40)//2
-    rate = int(2**32*samples/((payload + UDP_OVERHEAD)/8*3))
+    # At most one sample per cycle (a channel's 16 bits are a quarter of a column): the rate is
+    # a 32-bit fraction, and more than 1 would wrap around to a slow rate.
+    rate = min(2**32 - 1, int(2**32*samples/((payload + UDP_OVERHEAD)/8*3)))
     lines = run(exe, payload + HEADER_LEN, frames, rate=rate, chmask=0b1,
                 max_cycles=1000 + 4*frames*(payload + 100))
     closes = [int(line.split()[1]) for line in lines if line.startswith("C ")]
