@@ -10,7 +10,9 @@
 
 XGMIIColumns turns a frame into columns as if its /S/ were in lane 0: the preamble column
 (/S/, six 0x55, 0xD5), the frame's words (zeros up to 60 bytes), the FCS right behind the last
-byte and /T/ right behind the FCS, idles after it in its column. XGMIITransmitter puts those
+byte and /T/ right behind the FCS, idles after it in its column; while its register is empty, a
+frame waiting at the sink is offered as its preamble column at once (from an idle link, /S/ is on
+the pins one cycle after the frame's first word). XGMIITransmitter puts those
 columns on the lanes, shifted by four lanes when the frame starts in lane 4 (each column is then
 the upper half of the previous one and the lower half of this one), and holds the gap.
 
@@ -78,7 +80,8 @@ def spill_column(fcs_rest, m):
 
 class XGMIIColumns(LiteXModule):
     """Frames (eth_phy_description(64), no preamble or FCS) to frame-aligned XGMII columns
-    (column_description), one per cycle while the sink has words; registered output."""
+    (column_description), one per cycle while the sink has words; registered output, except the
+    preamble column of a frame that finds the register empty."""
     def __init__(self):
         self.sink   = sink   = stream.Endpoint(eth_phy_description(64))
         self.source = source = stream.Endpoint(column_description)
