@@ -37,11 +37,14 @@ from liteeth.mac.crc import LiteEthMACCRC32, LiteEthMACCRC32Inserter
 from liteeth.mac.preamble import LiteEthMACPreambleInserter
 from liteeth.phy.xgmii import LiteEthPHYXGMIITX
 
+from ethdaq.gateware.xgmiitx import XGMIITransmitter
+
 CLK_HZ = 156.25e6
 BYTES_PER_S = 8*CLK_HZ  # 1.25e9 byte times per second.
 UDP_OVERHEAD = 8 + 14 + 20 + 8 + 4 + 12  # Preamble+SFD, Ethernet, IPv4, UDP, FCS, minimum IFG.
 HEADER_LEN = 14 + 20 + 8
 MIN_FRAME_LEN, MAX_FRAME_LEN = 60, 9600  # Frame bytes without FCS that the bench supports.
+MACS = ("liteeth", "gapless", "ethdaq")  # XGMIITXPath's transmit paths.
 
 SRC_MAC, DST_MAC = 0x10e2d5000000, 0xaab624697721
 SRC_IP, DST_IP = 0xC0A80132, 0xC0A80164  # 192.168.1.50 -> 192.168.1.100
@@ -233,9 +236,10 @@ class XGMIITXPath(LiteXModule):
            word, at least MIN_FRAME_LEN bytes (no padding inserter). LiteEth's XGMII PHY has no
            underrun handling: valid must stay high from a frame's first word to its last.
     pads : XGMIIPads (tx_ctl, tx_data driven).
-    mac  : "liteeth" (LiteEthMACCRC32Inserter -> LiteEthMACPreambleInserter) or "gapless"
-           (GaplessMACTX, reference).
-    dic  : deficit idle count in LiteEthPHYXGMIITX.
+    mac  : "liteeth" (LiteEthMACCRC32Inserter -> LiteEthMACPreambleInserter -> LiteEth's XGMII
+           TX), "gapless" (GaplessMACTX, reference, -> LiteEth's XGMII TX) or "ethdaq" (our own
+           gateware/xgmiitx.XGMIITransmitter: FCS, preamble, lanes and gap in one module).
+    dic  : deficit idle count in LiteEthPHYXGMIITX (XGMIITransmitter always keeps one).
     """
     def __init__(self, pads, mac="liteeth", dic=True):
         self.pads = pads
@@ -250,8 +254,12 @@ class XGMIITXPath(LiteXModule):
         elif mac == "gapless":
             self.mac = GaplessMACTX()
             stages = [self.mac]
+        elif mac == "ethdaq":
+            self.tx = XGMIITransmitter(pads)
+            self.comb += self.sink.connect(self.tx.sink)
+            return
         else:
-            raise ValueError(f"unknown mac {mac!r}")
+            raise ValueError(f"mac must be one of {MACS}, not {mac!r}")
         self.phy = LiteEthPHYXGMIITX(pads, dw=64, dic=dic)
         self.pipeline = stream.Pipeline(self.sink, *stages, self.phy)
 
@@ -282,35 +290,50 @@ class XGMIIBenchTop(LiteXModule):
 
 
 class _XGMIITXPHY(LiteXModule):
-    """LiteEth's XGMII TX as the PHY of gateware/txpath.TXPath (transmit only)."""
+    """An XGMII transmitter as the PHY of gateware/txpath.TXPath (transmit only): LiteEth's
+    XGMII TX (behind LiteEth's CRC and preamble inserters in TXPath), or ethdaq's
+    XGMIITransmitter, which makes preamble, padding and FCS itself."""
     dw = 64
     integrated_ifg_inserter = True
 
-    def __init__(self, pads, dic=True):
-        self.tx     = LiteEthPHYXGMIITX(pads, dw=64, dic=dic)
+    def __init__(self, pads, tx="liteeth", dic=True):
+        if tx == "ethdaq":
+            self.with_preamble_crc = self.with_padding = False
+            self.registered_outputs = True  # TXPath puts no register in front of it.
+            self.tx = XGMIITransmitter(pads)
+        else:
+            self.tx = LiteEthPHYXGMIITX(pads, dw=64, dic=dic)
         self.sink   = self.tx.sink
         self.source = stream.Endpoint(eth_phy_description(64))  # Nothing received.
 
 
 class Stream10GBenchTop(LiteXModule):
     """The DAQ streamer with a 64-bit data path (4 channels of 16-bit counter samples at one
-    sample per cycle each, more than the link carries) → TXPath (framer, CRC, preamble, frame
-    scheduler at 64 bits) → LiteEth's XGMII TX, one 156.25 MHz clock. Same ports as
-    XGMIIBenchTop, so tb_xgmii.cpp drives it: a run starts when `enable` rises; `frame_len` sets
-    the UDP payload to frame_len - 42 (one size per run); `rate` is the emulators' sample rate
-    (fraction of 2**32 per cycle) and `chmask` the channels enabled; `close` is high in the cycle
-    a channel hands a complete datagram to the transmit side (the latency's start). The
-    destination MAC is fixed (no ARP partner here)."""
-    def __init__(self, nchannels=4, sample_width=16, max_payload=8972):
+    sample per cycle each, more than the link carries) → TXPath (framer, frame scheduler at 64
+    bits) → the XGMII transmitter `tx`: "liteeth" (TXPath's CRC and preamble inserters, LiteEth's
+    XGMII TX) or "ethdaq" (gateware/xgmiitx.py), one 156.25 MHz clock. With `cdc` the transmit
+    side runs in its own domain (eth_tx) on the same clock, so datagrams cross from the detector
+    clock through the channel buffers' gray pointers as on a board; without, everything is in
+    sys. Same ports as XGMIIBenchTop, so tb_xgmii.cpp drives it: a run starts when `enable`
+    rises; `frame_len` sets the UDP payload to frame_len - 42 (one size per run); `rate` is the
+    emulators' sample rate (fraction of 2**32 per cycle) and `chmask` the channels enabled;
+    `close` is high in the cycle a channel hands a complete datagram to the transmit side (the
+    latency's start). The destination MAC is fixed (no ARP partner here)."""
+    def __init__(self, nchannels=4, sample_width=16, max_payload=8972, tx="liteeth", cdc=False):
         from ethdaq.gateware.emulator import MODE_COUNTER, add_emulators
         from ethdaq.gateware.streamer import DAQStreamer
         from ethdaq.gateware.txpath import TXPath, connect_streamer
         self.cd_sys = ClockDomain()
+        cd_tx = "sys"
+        if cdc:
+            cd_tx = "eth_tx"
+            self.cd_eth_tx = ClockDomain()
+            self.comb += [self.cd_eth_tx.clk.eq(ClockSignal()), self.cd_eth_tx.rst.eq(ResetSignal())]
         self.pads   = XGMIIPads()
-        self.phy    = _XGMIITXPHY(self.pads)
-        self.txpath = TXPath(self.phy, 0x10E2D5000000, "192.168.1.50", cd_tx="sys")
+        self.phy    = ClockDomainsRenamer(cd_tx)(_XGMIITXPHY(self.pads, tx=tx))
+        self.txpath = TXPath(self.phy, 0x10E2D5000000, "192.168.1.50", cd_tx=cd_tx)
         self.streamer = streamer = DAQStreamer(nchannels=nchannels, sample_width=sample_width,
-            max_payload=max_payload, cd_tx="sys", clk_freq=156.25e6, dw=64,
+            max_payload=max_payload, cd_tx=cd_tx, clk_freq=156.25e6, dw=64,
             buffer_bytes=4*16384)  # Four jumbo datagrams per channel: data always waits.
         connect_streamer(self, streamer, self.txpath)
         self.emulators = add_emulators(self, streamer)
@@ -345,13 +368,18 @@ class Stream10GBenchTop(LiteXModule):
 
 # Verilator build ----------------------------------------------------------------------------------
 
+STREAMERS = {"streamer": {}, "streamer-ethdaq": {"tx": "ethdaq", "cdc": True}}
+
+
 def build_verilator(build_dir, mac="liteeth", dic=True):
     """Generate Verilog and compile bench/verilator/tb_xgmii.cpp; return the executable.
     Skipped when neither the Verilog nor the testbench changed. mac="streamer" builds
-    Stream10GBenchTop (our streamer and transmit path) instead of the ideal frame source."""
+    Stream10GBenchTop (our streamer and transmit path through LiteEth's XGMII TX, one clock
+    domain) instead of the ideal frame source; "streamer-ethdaq" the same through our
+    XGMIITransmitter, with the detector clock crossing."""
     from pathlib import Path
     from bench.verilate import compile_top
-    top = Stream10GBenchTop() if mac == "streamer" else XGMIIBenchTop(mac=mac, dic=dic)
+    top = Stream10GBenchTop(**STREAMERS[mac]) if mac in STREAMERS else XGMIIBenchTop(mac=mac, dic=dic)
     return compile_top(top, build_dir, Path(__file__).parent / "verilator" / "tb_xgmii.cpp")
 
 
@@ -377,7 +405,7 @@ def run_migen(frame_len, frames, mac="liteeth", dic=True, max_cycles=100_000):
     """The same as run(), in Migen's own simulator (Python semantics for expression widths,
     unlike the generated Verilog). Slow: for short frames only."""
     lens = list(frame_len) if isinstance(frame_len, (list, tuple)) else [frame_len]
-    top = Stream10GBenchTop() if mac == "streamer" else XGMIIBenchTop(mac=mac, dic=dic)
+    top = Stream10GBenchTop(**STREAMERS[mac]) if mac in STREAMERS else XGMIIBenchTop(mac=mac, dic=dic)
     lines = []
 
     def gen():
@@ -521,10 +549,13 @@ def measure(exe, frame_len, frames=16, skip=1):
 
 def latency(exe, payload, frames=6):
     """Cycles from "datagram complete at the streamer input" (`close`) to its /S/ on the XGMII
-    lanes, one channel at a third of the link so the link is idle whenever a datagram completes.
+    lanes, one channel at a third of the link (at most a quarter: one sample per cycle) so the
+    link is idle whenever a datagram completes.
     Returns (min, max) in 156.25 MHz cycles, fractional when /S/ is in lane 4 (half a column)."""
     samples = (payload - 40)//2
-    rate = int(2**32*samples/((payload + UDP_OVERHEAD)/8*3))
+    # At most one sample per cycle (a channel's 16 bits are a quarter of a column): the rate is
+    # a 32-bit fraction, and more than 1 would wrap around to a slow rate.
+    rate = min(2**32 - 1, int(2**32*samples/((payload + UDP_OVERHEAD)/8*3)))
     lines = run(exe, payload + HEADER_LEN, frames, rate=rate, chmask=0b1,
                 max_cycles=1000 + 4*frames*(payload + 100))
     closes = [int(line.split()[1]) for line in lines if line.startswith("C ")]
@@ -537,22 +568,28 @@ def latency(exe, payload, frames=6):
     return min(lat), max(lat)
 
 
+PAYLOADS = (64, 128, 256, 512, 1024, 1472, 8972)  # UDP payload bytes of the table's rows.
+
+
 def main(argv=None):
     """Print a table: mac, frame bytes, UDP payload, MiB/s, theory, % of theory, IFGs, /S/ lanes,
-    frames with a bad preamble or FCS. The "gapless" rows measure LiteEth's XGMII PHY alone; its
-    deficit idle count is broken in the generated Verilog (mean IFG < 12, so > 100% of theory)
-    and some of its lane-4 starts corrupt frames (see test/test_xgmii_bench.py)."""
+    frames with a bad preamble or FCS. "ethdaq" is gateware/xgmiitx.py; the "gapless" rows
+    measure LiteEth's XGMII PHY alone: its deficit idle count is broken in the generated Verilog
+    (mean IFG < 12, so > 100% of theory) and some of its lane-4 starts corrupt frames (see
+    test/test_xgmii_bench.py)."""
     import argparse
     from pathlib import Path
     parser = argparse.ArgumentParser(description="64-bit TX path throughput at the XGMII pins (Verilator)")
     parser.add_argument("--frames", type=int, default=24)
+    parser.add_argument("--mac", choices=MACS, action="append", help="transmit path(s) (default: all)")
     parser.add_argument("--build-dir", default=str(Path(__file__).resolve().parents[1] / "build" / "xgmii"))
     args = parser.parse_args(argv)
     print("mac      frame  payload  MiB/s (sim)  theory MiB/s  % of theory  IFG bytes (mean)  /S/ lanes  bad frames")
-    for mac in ("liteeth", "gapless"):
+    for mac in args.mac or MACS:
         exe = build_verilator(Path(args.build_dir) / mac, mac=mac)
-        for frame_len in (106, 1514, 9014):
-            r = measure(exe, frame_len, args.frames)
+        for payload in PAYLOADS:
+            frame_len = payload + HEADER_LEN
+            r = measure(exe, frame_len, args.frames if payload < 8972 else min(args.frames, 12))
             print(f"{mac:<8} {frame_len:>5}  {r['payload']:>7}  {r['payload_mib_s']:>11.3f}  "
                   f"{r['theory_mib_s']:>12.3f}  {r['pct']:>10.3f}%  "
                   f"{','.join(map(str, r['ifgs'])):>9} ({r['ifg_mean']:.2f})  "

@@ -195,13 +195,17 @@ class TXPath(LiteXModule):
         # output DDR registers straight from `sink`, so the whole path above, plus the route to
         # the I/O pins, was one cycle (eth_tx's critical path on the ECP5 Versa: 3.5 ns of it the
         # route to the pad).
-        self.phy_reg = phy_reg = r(stream.PipeValid(eth_phy_description(dw)))
-        if getattr(phy, "integrated_ifg_inserter", False):
-            self.submodules += stream.Pipeline(scheduler, phy_reg, phy)
-        else:
+        # A PHY whose pins come from its own flip-flops (`registered_outputs`, gateware/xgmiitx.py)
+        # needs no such register: one cycle less to the wire (`launch_cycles` is then 0).
+        stages = [scheduler]
+        if not getattr(phy, "registered_outputs", False):
+            self.phy_reg = phy_reg = r(stream.PipeValid(eth_phy_description(dw)))
+            stages.append(phy_reg)
+        if not getattr(phy, "integrated_ifg_inserter", False):
             cpb = cycles_per_byte(phy)
             self.gap = gap = r(LiteEthMACGap(dw) if cpb == 1 else InterFrameGap(dw, cpb))
-            self.submodules += stream.Pipeline(scheduler, gap, phy_reg, phy)
+            stages.insert(1, gap)
+        self.submodules += stream.Pipeline(*stages, phy)
 
 
 def connect_streamer(module, streamer, txpath, ethcore=None):

@@ -1,7 +1,7 @@
 """The DAQ streamer with its 64-bit data path at the XGMII pins (10 Gb/s), cycle-accurate
 (Verilator, bench/xgmii.Stream10GBenchTop): the same channels, serializer and canned-header
 framer as at 1G, 8 bytes per cycle, through LiteEth's 64-bit CRC and preamble inserters and XGMII
-TX. Frames decoded lane by lane (bench.xgmii.decode_xgmii: preamble, FCS), then by scapy and the
+TX, or through our XGMIITransmitter (gateware/xgmiitx.py) with the detector clock crossing. Frames decoded lane by lane (bench.xgmii.decode_xgmii: preamble, FCS), then by scapy and the
 DAQ format: sequence continuity and consecutive counter samples per stream."""
 
 import pytest
@@ -18,9 +18,46 @@ def exe():
     return xgmii.build_verilator(REPO / "build" / "test-stream10g", mac="streamer")
 
 
+@pytest.fixture(scope="module")
+def exe_ethdaq():
+    """The same streamer through our XGMIITransmitter, the transmit side in its own clock
+    domain (the channel buffers' detector-clock crossing in the path)."""
+    return xgmii.build_verilator(REPO / "build" / "test-stream10g-ethdaq", mac="streamer-ethdaq")
+
+
+@pytest.mark.parametrize("payload", [64, 8972])
+def test_through_our_transmitter_the_streamer_is_at_the_full_line_rate(exe_ethdaq, payload):
+    """100.0 % of payload/(payload+66) x 1.25 GB/s; 17 frames from the third: 16 gaps, an even
+    count of the alternating 10/14-byte gaps of these sizes."""
+    frames = 19
+    r = xgmii.measure(exe_ethdaq, payload + 42, frames=frames, skip=2)
+    assert all(f.preamble_ok and f.fcs_ok for f in r["frames"])
+    assert f"{r['pct']:.1f}" == "100.0", f"{r['pct']:.3f} % of theory"
+    assert min(r["ifgs"]) >= 9 and max(r["ifgs"]) <= 15
+
+
+@pytest.mark.parametrize("payload", [64, 1024, 8972])
+def test_through_our_transmitter_latency_with_the_clock_crossing_is_at_most_60_ns(exe_ethdaq, payload):
+    """From a channel handing over a complete datagram (detector clock) to its /S/ on the XGMII
+    lanes: the buffers' gray-pointer crossing, the framer and scheduler registers and the
+    transmitter's output register, 9 cycles of 6.4 ns."""
+    lo, hi = xgmii.latency(exe_ethdaq, payload)
+    assert lo == hi and hi*6.4 <= 60, f"{lo}..{hi} cycles"
+
+
 @pytest.mark.parametrize("payload, frames", [(64, 40), (1472, 16), (8972, 10)])
 def test_streamer_frames_decode_and_streams_are_continuous(exe, payload, frames):
-    r = xgmii.measure(exe, payload + 42, frames=frames, skip=2)
+    check_streams(xgmii.measure(exe, payload + 42, frames=frames, skip=2), payload)
+
+
+@pytest.mark.parametrize("payload, frames", [(64, 40), (1472, 16)])
+def test_through_our_transmitter_frames_decode_and_streams_are_continuous(exe_ethdaq, payload, frames):
+    check_streams(xgmii.measure(exe_ethdaq, payload + 42, frames=frames, skip=2), payload)
+
+
+def check_streams(r, payload):
+    """Every frame intact (FCS, IPv4 checksum, UDP, DAQ header), each stream's sequence and
+    counter samples continuous, all four streams present."""
     seqs = {}
     for i, f in enumerate(r["frames"]):
         assert f.preamble_ok and f.fcs_ok, f"frame {i}: bad preamble or FCS"
