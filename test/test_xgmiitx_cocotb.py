@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 from bench import xgmii
+from bench.verilate import verilog_text
 from conftest import REPO
 
 LENS = list(range(60, 69)) + [1514, 9014] + list(range(100, 108))
@@ -24,14 +25,14 @@ r.test(hdl_toplevel="top", test_module="xgmii_sink", test_dir=sys.argv[3], build
 
 
 def test_cocotbext_eth_xgmii_sink_decodes_every_frame(tmp_path):
-    build = REPO / "build" / "test-xgmii-cocotb"  # Its own: test_xgmii_bench may build beside it.
-    xgmii.build_verilator(build, mac="ethdaq")  # Writes build/top.v (the bench's Verilog).
+    verilog = tmp_path / "top.v"
+    verilog.write_text(verilog_text(xgmii.XGMIIBenchTop(mac="ethdaq")))
     expected = tmp_path / "expected.hex"
     expected.write_text("\n".join(xgmii.expected_frame(n, k).hex() for k, n in enumerate(LENS)))
     env = dict(os.environ, XGMII_LENS=",".join(map(str, LENS)), XGMII_EXPECTED=str(expected),
                PATH=f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}")
     env.pop("PYTEST_CURRENT_TEST", None)  # cocotb's runner refuses to run under pytest otherwise.
-    r = subprocess.run([sys.executable, "-c", RUNNER, str(build / "top.v"), str(tmp_path / "sim"),
+    r = subprocess.run([sys.executable, "-c", RUNNER, str(verilog), str(tmp_path / "sim"),
                         str(REPO / "test" / "cocotb")], env=env, capture_output=True, text=True, timeout=900)
     out = r.stdout + r.stderr
     assert "TESTS=1 PASS=1 FAIL=0" in out, out[-3000:]
