@@ -51,7 +51,11 @@ setup(
     extras_require = {
         "test": ["pytest==9.2.0", "pytest-xdist==3.8.0", "scapy==2.8.0", "nexusformat==2.1.0",
                  # Independent Channel Access and pvAccess clients of `ethdaq ioc`.
-                 "pyepics==3.5.10", "p4p==4.3.0"],
+                 "pyepics==3.5.10", "p4p==4.3.0",
+                 # cocotbext-eth's XGMII sink decodes the 10G transmitter's lanes (Verilator):
+                 # cocotb 1.9 runs on Debian's Verilator 5.006 (cocotb 2 wants 5.036).
+                 "cocotb==1.9.2", "cocotbext-eth==0.1.28", "cocotbext-axi==0.1.28",
+                 "cocotb-bus==0.3.0", "find_libpython==0.5.1"],
     },
     # The host receiver's C core: a plain shared object (no Python.h), loaded with ctypes by
     # ethdaq.host.rxcore. An editable install builds it in place, next to rxcore.py.

@@ -10,18 +10,23 @@ import subprocess
 from pathlib import Path
 
 
+def verilog_text(top):
+    """The Verilog of `top` (module "top"), its ports named by `top.renames`."""
+    from litex.gen.fhdl.verilog import convert
+    for sig, name in top.renames.items():
+        sig.name_override = name
+    out = convert(top, ios=top.ios, name="top")
+    return str(out.main_source) if hasattr(out, "main_source") else str(out)
+
+
 def compile_top(top, build_dir, tb):
     """Convert `top` (with `renames` {signal: port name} and `ios`) to build_dir/top.v and build
     it with the C++ testbench `tb`; return the executable. Skipped when neither the Verilog nor
     the testbench changed."""
-    from litex.gen.fhdl.verilog import convert
     build_dir = Path(build_dir).resolve()
     build_dir.mkdir(parents=True, exist_ok=True)
-    for sig, name in top.renames.items():
-        sig.name_override = name
-    out = convert(top, ios=top.ios, name="top")
+    text = verilog_text(top)
     verilog = build_dir / "top.v"
-    text = str(out.main_source) if hasattr(out, "main_source") else str(out)
     tb = Path(tb)
     digest = hashlib.sha256(text.encode() + tb.read_bytes()).hexdigest()
     stamp, exe = build_dir / "stamp", build_dir / "obj" / "Vtop"
