@@ -264,8 +264,7 @@ class Merger:
 
     def _place(self, src, ts, location, counter, values, value_ts, period=None):
         """A message's samples to their open slices, or to `late` where their slice has closed."""
-        delta = src.period if period is None else period
-        times = sample_times(ts, delta, location, len(values), value_ts)
+        times = sample_times(ts, src.period if period is None else period, location, len(values), value_ts)
         if not len(times):
             return
         # Samples in time order (a period, or timestamps that rise) go to their slices as they are;
