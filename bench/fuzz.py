@@ -7,17 +7,17 @@
 builds them, with AddressSanitizer and UndefinedBehaviorSanitizer:
 
 - ctl: software/firmware/protocol/ctl.c, the control protocol handler with its reply cache; each input is
-  a conversation of several requesters (test/c/ctl_fuzz.c, whose comment lists the invariants).
+  a conversation of several requesters (test/firmware/c/ctl_fuzz.c, whose comment lists the invariants).
 - ptp: software/firmware/services/ptp/, the PTP stack; each input is a script of received messages,
-  time steps and TX timestamps (test/c/ptp_fuzz.c).
+  time steps and TX timestamps (test/firmware/c/ptp_fuzz.c).
 - dhcp: software/firmware/protocol/dhcp.c, the DHCP client; each input is a conversation of server
-  replies and clock steps with one client (test/c/dhcp_fuzz.c).
+  replies and clock steps with one client (test/firmware/c/dhcp_fuzz.c).
 
 Each harness starts from a small corpus of valid inputs written here, runs --runs inputs (default
 10 million) and the table says how many ran, how fast, the coverage libFuzzer reached and how
 many crashed (any crash stops libFuzzer: the input is kept in build/fuzz/<harness>/ and the exit
 status is 1). Needs clang with libFuzzer (Debian: clang libclang-rt-14-dev; `make test` installs
-them). CI runs short versions of each (test/test_protocol.py, test/test_ptp_fw.py, test/test_dhcp.py).
+them). CI runs short versions of each (test/firmware/test_protocol.py, test/firmware/test_ptp_fw.py, test/firmware/test_dhcp.py).
 
     .venv/bin/python bench/fuzz.py [--runs 10000000] [--harness ctl,ptp,dhcp] [--markdown]
 """
@@ -55,14 +55,14 @@ def build(harness, out):
         gen.mkdir(exist_ok=True)
         (gen / "ctl_protocol.h").write_text(protocol.c_header())
         cmd = [clang, "-g", "-O1", *SANITIZE, "-DCTL_FUZZ_LIBFUZZER", f"-I{out}", f"-I{FW / 'protocol'}",
-               str(FW / "protocol" / "ctl.c"), str(FW / "protocol" / "hmac_sha256.c"), str(REPO / "test" / "c" / "ctl_fuzz.c"), "-o", str(exe)]
+               str(FW / "protocol" / "ctl.c"), str(FW / "protocol" / "hmac_sha256.c"), str(REPO / "test" / "firmware" / "c" / "ctl_fuzz.c"), "-o", str(exe)]
     elif harness == "dhcp":
         cmd = [clang, "-g", "-O1", *SANITIZE, "-DDHCP_FUZZ_LIBFUZZER", f"-I{FW / 'protocol'}",
-               str(FW / "protocol" / "dhcp.c"), str(REPO / "test" / "c" / "dhcp_fuzz.c"), "-o", str(exe)]
+               str(FW / "protocol" / "dhcp.c"), str(REPO / "test" / "firmware" / "c" / "dhcp_fuzz.c"), "-o", str(exe)]
     else:
         ptp = FW / "services" / "ptp"
         cmd = [clang, "-g", "-O1", *SANITIZE, "-DPTP_FUZZ_LIBFUZZER", f"-I{ptp}",
-               *map(str, sorted(ptp.glob("*.c"))), str(REPO / "test" / "c" / "ptp_fuzz.c"), "-o", str(exe)]
+               *map(str, sorted(ptp.glob("*.c"))), str(REPO / "test" / "firmware" / "c" / "ptp_fuzz.c"), "-o", str(exe)]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode:
         sys.exit(f"error: building the {harness} harness failed:\n{r.stderr}")

@@ -9,7 +9,7 @@ clocked at 125 MHz, in Verilator. With `phy="mii"` the same at the MII pins of a
 
 The testbench plays the host: it answers the stack's ARP request with a frame built by scapy
 (an independent encoder), records every byte (or nibble) on the TX pins and decodes the frames
-with scapy. Used by bench/linerate.py (tables), test/test_linerate.py and test/test_mii.py
+with scapy. Used by bench/linerate.py (tables), test/gateware/test_linerate.py and test/gateware/test_mii.py
 (assertions).
 """
 

@@ -29,7 +29,7 @@ as Python sends them, far beyond what the wire carries) while it streams. Printe
 dropped by the kernel's queue for the tap (where `ip -s link` counts them) and handed to the
 simulation, the board's receive counters, the stream, and ping after.
 
-test/test_network.py runs all three, shorter, in CI (the same functions).
+test/system/test_network.py runs all three, shorter, in CI (the same functions).
 """
 
 import argparse

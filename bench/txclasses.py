@@ -11,7 +11,7 @@ the first preamble byte is on the pins, the PTP clock's time in that cycle, ever
 
     .venv/bin/python -m bench.txclasses            # the table in docs/realtime.md (minutes)
 
-test/test_launcher.py runs the same harness with short frames.
+test/gateware/test_launcher.py runs the same harness with short frames.
 """
 
 import random

@@ -576,7 +576,7 @@ def main(argv=None):
     frames with a bad preamble or FCS. "ethdaq" is gateware/xgmiitx.py; the "gapless" rows
     measure LiteEth's XGMII PHY alone: its deficit idle count is broken in the generated Verilog
     (mean IFG < 12, so > 100% of theory) and some of its lane-4 starts corrupt frames (see
-    test/test_xgmii_bench.py)."""
+    test/gateware/test_xgmii_bench.py)."""
     import argparse
     from pathlib import Path
     parser = argparse.ArgumentParser(description="64-bit TX path throughput at the XGMII pins (Verilator)")

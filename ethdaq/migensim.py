@@ -26,7 +26,7 @@ A domain whose clock is another domain's (``cd.clk.eq(ClockSignal(source))``, as
 reset of its own on the same clock has) is ticked with its source: Migen's simulator clocks only
 the domains it is given (``AliasClockSimulator``, under both simulators).
 
-test/test_migensim.py runs designs under both simulators and compares every signal in every
+test/gateware/test_migensim.py runs designs under both simulators and compares every signal in every
 cycle. ``install()`` makes ``migen.sim.run_simulation`` use this simulator (the test suite does,
 unless ETHDAQ_MIGEN_SIM=interpreted).
 """

@@ -37,7 +37,7 @@ how yosys itself wires DP16KD in share/lattice/brams_map_16kd.v (and Lattice TN1
 - read port B: CLKB, WEB = 0, CEB = the read's clock enable (array into the read stage),
   OCEB = the output register's clock enable, RSTB = 0, CSB = 0, REGMODE_B = "OUTREG";
 - CSDECODE "0b000", RESETMODE/ASYNC_RESET_RELEASE "SYNC", WRITEMODE "NORMAL", GSR "AUTO" and
-  CLKxMUX as brams_map_16kd.v sets them. test/test_bram.py checks the lowered instances'
+  CLKxMUX as brams_map_16kd.v sets them. test/gateware/test_bram.py checks the lowered instances'
   parameters and address and data wiring, and that yosys and nextpnr take them.
 """
 

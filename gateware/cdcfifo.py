@@ -123,7 +123,7 @@ class LevelFIFO(LiteXModule):
     entry three of its own cycles after it sees the pointer move (two synchroniser flip-flops,
     the registered `readable`). A reader about three times as fast or more reads the entry
     before it is there (Migen: whole at 24 ns against 8, all zeros at 30 and at 40 ns against 8:
-    the PTP records of a 100 Mb/s board, test/test_cdcfifo.py). Off, the netlist is what it was
+    the PTP records of a 100 Mb/s board, test/gateware/test_cdcfifo.py). Off, the netlist is what it was
     for the boards whose reader is slower or at most about twice as fast (the ECP5 boards' sys
     into eth_tx: 60 into 125 MHz).
 

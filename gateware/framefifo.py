@@ -12,7 +12,7 @@ preamble inserter, which copies `valid` through, drops TX_EN in the middle of it
 sees a runt and a fragment, each with a bad FCS: on those boards every frame the CPU and
 LiteEth send (control replies, PTP messages, ARP and ICMP answers) would be lost at 1 Gb/s.
 The simulated board cannot show it (its sys clock is the 125 MHz GMII clock); LiteEth issue 219
-reports it on hardware. test/test_framefifo.py shows it with LiteEth's own MAC core at half the
+reports it on hardware. test/gateware/test_framefifo.py shows it with LiteEth's own MAC core at half the
 PHY's clock.
 
 `FrameFIFO` lets a frame out only once all of it is in: the write side counts the frames whose

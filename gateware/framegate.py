@@ -6,7 +6,7 @@
 
 LiteEth's MAC flags a frame with a bad FCS (`error` on its last byte) but hands it on: its ARP,
 IP, ICMP and UDP layers do not look at the flag, so a corrupted ping is answered and a corrupted
-ARP request is answered too (test/test_framegate.py pins the ping). And, reading its code (not
+ARP request is answered too (test/gateware/test_framegate.py pins the ping). And, reading its code (not
 yet shown in a test), its receive path trusts `ready` where the PHY does not wait: when the
 clock-crossing FIFO behind the MAC is full, bytes would vanish from the middle of a frame
 without a flag.

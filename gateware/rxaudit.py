@@ -7,7 +7,7 @@ counted once by cause, and flagged for the frame gate to drop if it is not one t
 
     PHY ─► preamble ─► FCS checker ─► RXAudit ─► (classifier) ─► FrameGate ─► LiteEth ARP/IP/UDP
 
-LiteEth's receive layers trust what they are given. Reading their code (and test/test_rxaudit.py
+LiteEth's receive layers trust what they are given. Reading their code (and test/gateware/test_rxaudit.py
 and test_network.py show the cases): the IP layer takes any destination address (its
 `with_broadcast`, on by default in LiteEthUDPIPCore, ORs the address check away) and no layer
 looks at the destination MAC, so a ping to another host is answered; the IP layer never looks at

@@ -62,7 +62,7 @@ class InterFrameGap(LiteXModule):
 
     LiteEthMACGap holds 12 cycles after the PHY accepts a frame's last byte. On MII that byte
     still has a nibble to send and every byte takes two cycles, so the gap at the pins was 11
-    nibbles, 5.5 byte times (bench/gmii.py phy="mii", test/test_mii.py): receivers may drop a
+    nibbles, 5.5 byte times (bench/gmii.py phy="mii", test/gateware/test_mii.py): receivers may drop a
     frame that follows another that closely. Here the gap is counted in the PHY's cycles: 12
     byte times, plus the cycles the PHY still needs for the last byte. (A byte-wide PHY keeps
     LiteEthMACGap, whose count is right for it.)"""

@@ -80,7 +80,7 @@ def _runs_queue():
 def _network_files():
     """The test files with a test marked `network` (read as text: xdist's controller, which
     schedules, does not collect)."""
-    return {f"test/{f.name}" for f in (REPO / "test").glob("test_*.py") if "pytest.mark.network" in f.read_text()}
+    return {str(f.relative_to(REPO)) for f in (REPO / "test").rglob("test_*.py") if "pytest.mark.network" in f.read_text()}
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -6,7 +6,7 @@
 `ethdaq.wire.daqformat` and `ethdaq.wire.protocol` so each wire format stays written once (like
 the C headers of their `c_header()`).
 
-The generated file is committed as software/host/ethdaq.lua; test/test_dissector.py checks it
+The generated file is committed as software/host/ethdaq.lua; test/wire/test_dissector.py checks it
 equals `lua_dissector()` and runs it in tshark. After changing the format, regenerate it:
 
     .venv/bin/python -m ethdaq.host.dissector --write

@@ -4,7 +4,7 @@
  *
  * rxcore: the receive hot loop of the host receiver. See rxcore.h for the interface and
  * docs/receiver.md for how it fits; ethdaq.host.receiver is the reference model of the
- * accounting (test/test_rxcore.py checks both agree on the same datagrams).
+ * accounting (test/host/test_rxcore.py checks both agree on the same datagrams).
  *
  * Rules kept here: every byte of a datagram is read through get_be(), which checks the read
  * against the datagram's length; every datagram read from the socket is counted, and every one

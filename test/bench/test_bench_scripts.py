@@ -1,0 +1,80 @@
+"""Every bench script starts as the docs run it (`.venv/bin/python bench/X.py`), from the
+repository root: its module-level imports resolve and its argument parser answers --help. The
+benches take minutes to hours, so CI runs none of them in full; this catches a bench broken by a
+refactor at its imports (bench/ecp5_timing.py imported bench.ecp5_pnr inside a function, where
+it failed when run as a script: 658184a to this test)."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+# The scripts (the others are modules they share).
+SCRIPTS = sorted(p.name for p in (REPO / "bench").glob("*.py") if '__name__ == "__main__"' in p.read_text())
+
+
+def test_the_list_is_not_empty():
+    assert {"ecp5_timing.py", "ecp5_rxtiming.py", "bram_timing.py", "resources.py"} <= set(SCRIPTS)
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_bench_script_answers_help(script):
+    r = subprocess.run([sys.executable, f"bench/{script}", "--help"], cwd=REPO,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "usage" in r.stdout.lower(), r.stdout[-2000:]
+
+
+def test_seeds_runs_the_builds_own_nextpnr_command_with_each_seed(tmp_path):
+    """bench/seeds.py takes nextpnr's arguments from LiteX's build script and changes only the
+    seed and the output files."""
+    from bench.seeds import nextpnr_command, with_option
+    gw = tmp_path / "gateware"
+    gw.mkdir()
+    (gw / "build_b.sh").write_text("set -e\nyosys -l b.rpt b.ys\nnextpnr-ecp5 --json b.json --lpf b.lpf "
+                                   "--report b_report.json --25k --speed 6 --seed 1 \necppack b.config\n")
+    args = nextpnr_command(gw)
+    assert args[:2] == ["--json", "b.json"] and "--25k" in args
+    seeded = with_option(with_option(args, "--seed", "3"), "--textcfg", "seeds/x.config")
+    assert seeded[seeded.index("--seed") + 1] == "3" and seeded.count("--seed") == 1
+    assert seeded[-2:] == ["--textcfg", "seeds/x.config"] and "--speed" in seeded
+    (gw / "build_b.sh").write_text("vivado -mode batch\n")
+    with pytest.raises(SystemExit, match="no nextpnr-ecp5 line"):
+        nextpnr_command(gw)
+
+
+def test_seeds_extra_nextpnr_options_replace_or_add():
+    """--nextpnr "..." (bench/seeds.py) and a board's nextpnr_opts (soc/build.py) set an option the
+    build already passes, add a new one, and add a flag once."""
+    from ethdaq.soc.pnr import with_options
+    base = ["--json", "b.json", "--seed", "1", "--speed", "6"]
+    args = with_options(base, "--speed 8 --placer-heap-timingweight 40 --tmg-ripup")
+    assert args[args.index("--speed") + 1] == "8" and args.count("--speed") == 1
+    assert args[args.index("--placer-heap-timingweight") + 1] == "40"
+    assert args.count("--tmg-ripup") == 1
+    assert with_options(args, "--tmg-ripup").count("--tmg-ripup") == 1
+    assert with_options(base, "") == base
+    assert with_options(base, "--speed=8") == ["--json", "b.json", "--seed", "1", "--speed", "8"]
+    assert with_options(base, ["--seed", "4"]).count("--seed") == 1
+
+
+def test_scaleout_quick_run_publishes_every_datagram(kafka_broker):
+    """bench/scaleout.py --quick against the test broker: a row per --kafka-batch, and at the
+    few datagrams of a quick run, nothing lost or unpublished."""
+    r = subprocess.run([sys.executable, "bench/scaleout.py", "--quick", "--rate", "2000", "--bootstrap",
+                        kafka_broker.bootstrap], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    rows = [line.split() for line in r.stdout.split("\n\n")[1].splitlines()[2:]]
+    assert [row[0] for row in rows] == ["no", "1", "8", "64"], r.stdout
+    for row in rows:
+        assert row[-6] == "0" and float(row[-5]) > 0, r.stdout      # lost, receiver's CPU
+    for row in rows[1:]:
+        assert row[-2] == "0" and float(row[-3]) > 0, r.stdout      # unpublished, MiB/s
+        assert float(row[-1]) > 0, r.stdout                          # the publishing process's CPU
+    assert rows[0][-4:] == ["-"] * 4, r.stdout
+    # ethdaq merge of each published topic: every sample the receiver published is in its file.
+    merges = [line.split() for line in r.stdout.split("\n\n")[2].splitlines()[2:]]
+    assert [m[0] for m in merges] == ["1", "8", "64"], r.stdout
+    assert all(m[-1] == "yes" and float(m[-2]) > 0 and float(m[2].replace(",", "")) > 0 for m in merges), r.stdout
