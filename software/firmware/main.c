@@ -248,6 +248,16 @@ static void use_lease(struct ctl_identity *id, struct ctl_state *c, const struct
 
 /* The build's settings: what CONFIG_GET reports until CONFIG_SET (or EMULATOR, its emulator part)
  * changes them, and again after a reboot. */
+/* ctl_ops.launch: the launcher driver, with the PTP clock's time now for a relative launch. */
+static int launch(const struct ctl_launch *l, struct ctl_launch_status *s)
+{
+	uint64_t sec;
+	uint32_t ns;
+
+	ptpsvc_now(&sec, &ns);
+	return launcher_op(l, s, sec, ns);
+}
+
 static void build_config(struct ctl_config *c, const struct ctl_identity *id)
 {
 	memset(c, 0, sizeof(*c));
@@ -299,7 +309,7 @@ int main(void)
 	daq_ops(&ops, &port_stats);
 	ops.ptp_status = ptpsvc_ctl_status;
 	ops.link       = phy_link;
-	ops.launch     = launcher_present() ? launcher_op : 0;
+	ops.launch     = launcher_present() ? launch : 0;
 	ops.probe      = probe_present() ? probe_op : 0;
 	ops.rules      = classifier_present() ? classifier_rules_op : 0;
 	ops.regs       = frontend_present() ? frontend_regs : 0;

@@ -118,3 +118,29 @@ def test_imports_going_down_pass(tmp_path):
     path = tmp_path / "core.py"
     path.write_text("from ethdaq.wire import daqformat\nfrom . import cdcfifo\nimport ethdaq.gateware.csr\nimport ethdaq\n")
     assert violations("ethdaq.gateware.core", path) == []
+
+
+# The firmware's layers (docs/architecture.md, "The firmware's layout"): main calls services,
+# services call drivers, drivers use the protocol's types; never the other way.
+C_FLOORS = {"protocol": 0, "drivers": 1, "services": 2}
+
+
+def c_includes(path):
+    """The quoted #include lines of a C file: the folder of software/firmware/ each names (its
+    own folder when it names none)."""
+    own = path.relative_to(REPO / "software" / "firmware").parts[0]
+    for line in path.read_text().splitlines():
+        line = line.strip()
+        if line.startswith('#include "'):
+            name = line.split('"')[1]
+            yield line, name.split("/")[0] if "/" in name and name.split("/")[0] in C_FLOORS else own
+
+
+@pytest.mark.parametrize("folder", sorted(C_FLOORS))
+def test_firmware_layers_include_only_lower_layers(folder):
+    wrong = []
+    for path in sorted((REPO / "software" / "firmware" / folder).rglob("*.[ch]")):
+        for line, target in c_includes(path):
+            if target != folder and C_FLOORS[target] >= C_FLOORS[folder]:
+                wrong.append(f"{path.relative_to(REPO)}: {line}")
+    assert not wrong, "firmware includes that go up or sideways:\n" + "\n".join(wrong)

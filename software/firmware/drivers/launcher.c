@@ -9,7 +9,6 @@
 
 #include "launcher.h"
 #include "protocol/ethframe.h"
-#include "services/ptpsvc.h"
 
 #define NS_PER_S 1000000000u
 
@@ -57,11 +56,11 @@ static uint64_t later_by_ns(uint64_t a_sec, uint32_t a_ns, uint64_t b_sec, uint3
 	return (a_sec - b_sec) * NS_PER_S + a_ns - b_ns;
 }
 
-int launcher_op(const struct ctl_launch *l, struct ctl_launch_status *s)
+int launcher_op(const struct ctl_launch *l, struct ctl_launch_status *s, uint64_t now_sec, uint32_t now_ns)
 {
 	uint8_t wire[ETHFRAME_PREAMBLE + CTL_LAUNCH_FRAME_MAX + ETHFRAME_MIN + ETHFRAME_FCS];
-	uint64_t now_sec, t_sec, fire_sec;
-	uint32_t now_ns, t_ns, fire_ns, lead_ns;
+	uint64_t t_sec, fire_sec;
+	uint32_t t_ns, fire_ns, lead_ns;
 	uint16_t guard;
 	size_t n, i;
 	unsigned spins;
@@ -77,7 +76,6 @@ int launcher_op(const struct ctl_launch *l, struct ctl_launch_status *s)
 		return CTL_ERR_BAD_VALUE;
 	guard = l->guard ? l->guard : (uint16_t)ETHDAQ_LAUNCHER_GUARD;
 	/* When is the frame's first byte to be on the pins, and when must the gateware fire for that. */
-	ptpsvc_now(&now_sec, &now_ns);
 	if (l->flags & CTL_LAUNCH_RELATIVE) {
 		t_sec = now_sec + l->sec;
 		t_ns  = now_ns + l->ns;
@@ -124,6 +122,10 @@ int launcher_op(const struct ctl_launch *l, struct ctl_launch_status *s)
 
 int  launcher_present(void) { return 0; }
 void launcher_init(void) {}
-int  launcher_op(const struct ctl_launch *l, struct ctl_launch_status *s) { (void)l; (void)s; return CTL_ERR_UNSUPPORTED; }
+int  launcher_op(const struct ctl_launch *l, struct ctl_launch_status *s, uint64_t now_sec, uint32_t now_ns)
+{
+	(void)l; (void)s; (void)now_sec; (void)now_ns;
+	return CTL_ERR_UNSUPPORTED;
+}
 
 #endif
