@@ -366,7 +366,7 @@ class CPUUDPPort(LiteXModule):
         # ----------------------------
         # Through a buffer with registered valid and ready: LiteEth's UDP/IP transmit path is
         # combinational in `ready` (through its ARP table lookup), which with this FSM behind
-        # it was the sys clock's critical path on ECP5.
+        # it would be the sys clock's worst path on ECP5.
         out = stream.Endpoint(eth_udp_user_description(8))
         self.tx_buffer = stream.Buffer(eth_udp_user_description(8), pipe_valid=True, pipe_ready=True)
         self.comb += [out.connect(self.tx_buffer.sink), self.tx_buffer.source.connect(source)]

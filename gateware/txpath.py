@@ -180,7 +180,7 @@ class TXPath(LiteXModule):
         # as LiteEth's XGMII PHY does), then the PHY.
         # LiteEth's frames through a buffer with registered valid and ready: its MAC transmit
         # path is combinational in `ready` back into its clock-crossing FIFO's read side, which
-        # with the scheduler's grant logic was the eth_tx critical path on ECP5 (12.7 ns).
+        # with the scheduler's grant logic makes a 12.7 ns eth_tx path on ECP5 without it.
         # Classes, highest first: time-triggered launches (if any), LiteEth (the CPU's control
         # and PTP messages, ARP and ICMP answers), the bulk DAQ data.
         sources = ([launcher.source] if launcher is not None else [])
@@ -192,9 +192,9 @@ class TXPath(LiteXModule):
         if launcher is not None:
             self.comb += scheduler.hold.eq(launcher.hold)
         # A register right before the PHY: LiteEth's ECP5 and 7-series RGMII PHYs feed their
-        # output DDR registers straight from `sink`, so the whole path above, plus the route to
-        # the I/O pins, was one cycle (eth_tx's critical path on the ECP5 Versa: 3.5 ns of it the
-        # route to the pad).
+        # output DDR registers straight from `sink`, so without it the whole path above plus the
+        # route to the I/O pins is one cycle (eth_tx's worst path on the ECP5 Versa, 3.5 ns of it
+        # the route to the pad).
         # A PHY whose pins come from its own flip-flops (`registered_outputs`, gateware/xgmiitx.py)
         # needs no such register: one cycle less to the wire (`launch_cycles` is then 0).
         stages = [scheduler]

@@ -211,7 +211,7 @@ class DAQSoC(SoCCore):
         )
         # LiteEth's receive path is combinational in `ready` from the ICMP/UDP layers back into
         # the MAC's clock-crossing FIFO (its AsyncFIFOBuffered reads on ready in the same cycle):
-        # on ECP5 that chain was the sys clock's critical path (17 ns). A buffer with registered
+        # on ECP5 that chain alone is a 17 ns sys path. A buffer with registered
         # valid and ready at the MAC core's output, the first element in sys, cuts it there.
         # The MAC's receive error counts, which LiteEth builds but does not export.
         self.eth_errors = MACErrors(self.ethcore.mac.core)
