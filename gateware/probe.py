@@ -119,12 +119,28 @@ class LatencyProbe(LiteXModule):
         now = Signal(stamp_bits)
         sync += now.eq(now + 1)
 
-        # Pairing: one FIFO of start stamps per class; each end computes its latency.
         results = SyncFIFO(cw + lat_bits, queue)
         results = ClockDomainsRenamer(cd)(results)
         self.submodules += results
         ev_unpaired = Signal()
         ev_overflow = Signal()
+        done, lat, unpaired = self._add_pairing(cd, now, modes, offsets, inflight, lat_bits, stamp_bits)
+        lost = self._add_result_queue(cd, results, done, lat, lat_bits)
+        self.comb += ev_unpaired.eq(Cat(*unpaired) != 0)
+        self._add_statistics(cd, results, ev_overflow, lat_bits)
+
+        # Event counters (sys), cleared with the statistics.
+        for ev, csr in ((ev_unpaired, self._unpaired), (ev_overflow | lost, self._overflows)):
+            ps = PulseSynchronizer(cd, "sys")
+            self.submodules += ps
+            self.comb += ps.i.eq(ev)
+            self.sync += If(self._clear.re, csr.status.eq(0)).Elif(ps.o, csr.status.eq(csr.status + 1))
+
+    def _add_pairing(self, cd, now, modes, offsets, inflight, lat_bits, stamp_bits):
+        """One FIFO of start stamps per class ("fifo"), or one held stamp, or the end's own;
+        each end computes its latency: per class (done, latency, unpaired)."""
+        sync = getattr(self.sync, cd)
+        nclasses = self.nclasses
         done = []
         lat  = []
         unpaired = []
@@ -181,6 +197,13 @@ class LatencyProbe(LiteXModule):
             done.append(v)
             lat.append(l)
             unpaired.append(u)
+        return done, lat, unpaired
+
+    def _add_result_queue(self, cd, results, done, lat, lat_bits):
+        """At most one result per cycle enters the queue; returns `lost`: a result that found a
+        held one of its class still waiting."""
+        sync = getattr(self.sync, cd)
+        nclasses = self.nclasses
         # At most one result per cycle enters the queue: the lowest class wins; the others are
         # held one cycle in a register each (ends of one class are at least a frame apart).
         held_v = [Signal() for _ in range(nclasses)]
@@ -213,11 +236,13 @@ class LatencyProbe(LiteXModule):
                     held_v[c].eq(0),
                 )
             ]
-        self.comb += [
-            lost.eq(Cat(*[held_v[c] & done[c] for c in range(nclasses)]) != 0),
-            ev_unpaired.eq(Cat(*unpaired) != 0),
-        ]
+        self.comb += lost.eq(Cat(*[held_v[c] & done[c] for c in range(nclasses)]) != 0)
+        return lost
 
+    def _add_statistics(self, cd, results, ev_overflow, lat_bits):
+        """The statistics RAMs, the pipeline that updates them and the CPU's view of them."""
+        nclasses = self.nclasses
+        cw = len(self._select.storage)
         # Statistics RAMs. A: count, sum, min, max per class. B: the histogram, class * NBINS + bin.
         wa = COUNT_BITS + SUM_BITS + 2*lat_bits + SUMSQ_BITS
         mem_a = Memory(wa, max(nclasses, 2))
@@ -305,13 +330,6 @@ class LatencyProbe(LiteXModule):
         )
         # The histogram's address is class * NBINS + bin: NBINS is a power of two.
         assert NBINS & (NBINS - 1) == 0
-
-        # Event counters (sys), cleared with the statistics.
-        for ev, csr in ((ev_unpaired, self._unpaired), (ev_overflow | lost, self._overflows)):
-            ps = PulseSynchronizer(cd, "sys")
-            self.submodules += ps
-            self.comb += ps.i.eq(ev)
-            self.sync += If(self._clear.re, csr.status.eq(0)).Elif(ps.o, csr.status.eq(csr.status + 1))
 
         self.comb += [
             self._count.status.eq(shown_a[:COUNT_BITS]),
