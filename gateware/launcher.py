@@ -68,7 +68,7 @@ class Launcher(LiteXModule):
     def __init__(self, clock, depth=2048, cd_tx="eth_tx"):
         aw = bits_for(depth - 1)
         self.depth  = depth
-        self.source = source = stream.Endpoint(eth_phy_description(8))
+        self.source = stream.Endpoint(eth_phy_description(8))
         self.hold   = Signal()
         # Per-launch pulses (cd_tx: sent, busy; sys: past), for counters and latency probes.
         self.ev_sent   = Signal()
@@ -96,7 +96,13 @@ class Launcher(LiteXModule):
 
         # # #
 
-        # Buffer: written by the CPU (sys), read in cd_tx.
+        rport = self._add_buffer(depth, aw, cd_tx)
+        toggle = self._add_fire_decisions(clock)
+        self._add_launch(rport, toggle, aw, cd_tx)
+        self._add_counters(cd_tx)
+
+    def _add_buffer(self, depth, aw, cd_tx):
+        """The frame buffer, written by the CPU (sys), read in cd_tx: its read port."""
         mem = Memory(8, depth)
         wport = mem.get_port(write_capable=True)
         rport = mem.get_port(clock_domain=cd_tx)
@@ -114,8 +120,11 @@ class Launcher(LiteXModule):
             wport.dat_w.eq(self._frame_data.r),
             wport.we.eq(self._frame_data.re),
         ]
+        return rport
 
-        # Fire decisions (sys). The clock's (sec, ns) compared with the fire time as one 78-bit
+    def _add_fire_decisions(self, clock):
+        """Fire decisions (sys): `toggle` changes at each launch's fire time."""
+        # The clock's (sec, ns) compared with the fire time as one 78-bit
         # number (ns < 10^9 in both, so the order is the time order). The comparison is
         # registered; `stale` skips the cycle after the fire time changes, whose result still
         # refers to the old one. `below` must have been seen before a launch fires: a fire time
@@ -171,7 +180,11 @@ class Launcher(LiteXModule):
             )
         ]
         self.comb += self._status.fields.armed.eq(armed)
+        return toggle
 
+    def _add_launch(self, rport, toggle, aw, cd_tx):
+        """The launch (cd_tx): the guard band, then the frame from the buffer."""
+        source = self.source
         # Launch (cd_tx): guard band, then the frame from the buffer. The byte offered is always
         # mem[index]: the read address runs one ahead of `index` when a byte is taken.
         sync_tx = getattr(self.sync, cd_tx)
@@ -240,7 +253,8 @@ class Launcher(LiteXModule):
         self.specials += MultiReg(~fsm.ongoing("IDLE"), sending, "sys")
         self.comb += self._status.fields.sending.eq(sending)
 
-        # Counters (sys).
+    def _add_counters(self, cd_tx):
+        """Counters (sys) of launches sent and missed."""
         for ev, csr, cd in ((self.ev_sent, self._sent, cd_tx), (self.ev_busy, self._missed_busy, cd_tx)):
             ps = PulseSynchronizer(cd, "sys")
             self.submodules += ps
