@@ -221,12 +221,20 @@ class MDIOPHYModel(LiteXModule):
 
         # # #
 
-        sync = self.sync
         bmcr = Signal(16, reset=BMCR_RESET_VALUE)
         anar = Signal(16, reset=ANAR_RESET)
         gbcr = Signal(16, reset=GBCR_RESET)
         link_latch = Signal()  # BMSR.2: 0 once after the link dropped, until read.
+        autoneg, anlpar, gbsr = self._add_negotiation(bmcr, anar, gbcr)
+        bmsr = Signal(16)
+        self.comb += bmsr.eq(BMSR_ABILITIES | Mux(link_latch, BMSR_LSTATUS, 0) |
+                             Mux(self.link_up & autoneg, BMSR_ANEGCOMPLETE, 0))
+        regs = {BMCR: bmcr, BMSR: bmsr, ANAR: anar, ANLPAR: anlpar, GBCR: gbcr, GBSR: gbsr}
+        self._add_management(address, phy_id, regs, autoneg, link_latch)
 
+    def _add_negotiation(self, bmcr, anar, gbcr):
+        """Speed and duplex from BMCR (forced) or auto-negotiation with the cable's partner:
+        (autoneg, the partner's ANLPAR, GBSR)."""
         # Auto-negotiation (28B.3 priority resolution): the best mode both sides advertise. The
         # partner advertises every mode up to its speed; half duplex only when it is half duplex.
         lp_10_half, lp_10_full, lp_100_half, lp_100_full, lp_1000_half, lp_1000_full = (Signal() for _ in range(6))
@@ -275,10 +283,12 @@ class MDIOPHYModel(LiteXModule):
             ),
             self.link_up.eq(self.link & common),
         ]
-        bmsr = Signal(16)
-        self.comb += bmsr.eq(BMSR_ABILITIES | Mux(link_latch, BMSR_LSTATUS, 0) |
-                             Mux(self.link_up & autoneg, BMSR_ANEGCOMPLETE, 0))
+        return autoneg, anlpar, gbsr
 
+    def _add_management(self, address, phy_id, regs, autoneg, link_latch):
+        """Management frames in and out on MDIO, the registers read, BMCR/ANAR/GBCR written."""
+        sync = self.sync
+        bmcr, bmsr, anar, anlpar, gbcr, gbsr = (regs[r] for r in (BMCR, BMSR, ANAR, ANLPAR, GBCR, GBSR))
         # Management frames: 32 ones of preamble, ST 01, OP (10 read, 01 write), PHYAD, REGAD,
         # turnaround, 16 bits of data (IEEE 802.3 22.2.4.5).
         mdc_d   = Signal()
