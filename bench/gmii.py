@@ -167,6 +167,63 @@ def measure(exe, payload, frames=8, enable=0b1, rate=2**32 - 1, gap=0, max_cycle
     return r
 
 
+def stage_cycles(payload=256, cycles=3000):
+    """Where the transmit path's latency goes: Migen's simulation of the same bench (no
+    Verilator), one channel at a third of the link, the host's ARP answer on the RX pins. For a
+    datagram after the first: [(stage, cycles from the cycle its descriptor is pushed to the
+    stage's first `valid`)], in path order, ending with tx_en at the pins."""
+    from migen import run_simulation
+    from ethdaq import migensim
+    top = StreamBenchTop(nchannels=1)
+    b, tp = top.bench, top.bench.txpath
+    stages = [("descriptor crossed to eth_tx", b.streamer.channels[0].descs.source.valid),
+              ("serializer output", b.streamer.source.valid),
+              ("data_buf (registered buffer)", tp.data_buf.source.valid),
+              ("framer_reg (framer's output register)", tp.framer_reg.source.valid),
+              ("mactx (FCS and preamble)", tp.mactx.source.valid),
+              ("phy_reg (register in front of the PHY)", tp.phy_reg.source.valid),
+              ("tx_en (GMII output register)", b.pads.tx_en)]
+    samples = (payload - 40)//2
+    arp, closes, firsts = _arp_reply_wire(), [], []
+
+    def gen():
+        for s, v in ((top.payload, payload), (top.rate, int(2**32*samples/((payload + 66)*3))), (top.enable, 1),
+                     (top.mode, MODE_COUNTER), (top.gap, 0), (top.flush, 0)):
+            yield s.eq(v)
+        yield top.start.eq(1)
+        yield
+        yield top.start.eq(0)
+        prev, tx_end, answered = [0]*len(stages), None, False
+        for cycle in range(cycles):
+            if (yield top.close):
+                closes.append(cycle)
+            now = []
+            for _, sig in stages:
+                now.append((yield sig))
+            firsts.extend((cycle, k) for k, v in enumerate(now) if v and not prev[k])
+            prev = now
+            if not answered and now[-1]:
+                tx_end = cycle
+            if not answered and tx_end is not None and cycle > tx_end + 20:   # The ARP request has ended.
+                answered = True
+                for byte in arp:
+                    yield [b.pads.rx_dv.eq(1), b.pads.rx_data.eq(byte)]
+                    yield
+                yield b.pads.rx_dv.eq(0)
+            yield
+
+    migensim.install()
+    try:
+        run_simulation(top, gen())
+    finally:
+        migensim.uninstall()
+    close = closes[1]                       # The first datagram waits for the ARP answer.
+    out = []
+    for k, (name, _) in enumerate(stages):
+        out.append((name, min(c for c, j in firsts if j == k and c >= close) - close))
+    return out
+
+
 def _join_nibbles(r):
     """A decoded MII capture with each frame's nibbles joined into bytes, low nibble first. A
     frame of an odd number of nibbles, or a gap of an odd number of nibble times, is an error on

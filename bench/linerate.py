@@ -56,7 +56,14 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--frames", type=int, default=40, help="frames per throughput point (default 40)")
     parser.add_argument("--build-dir", default=str(Path(__file__).resolve().parents[1] / "build" / "bench"))
+    parser.add_argument("--stages", action="store_true",
+                        help="where the 1G latency goes: each stage's first valid cycle (Migen simulation)")
     args = parser.parse_args(argv)
+    if args.stages:
+        print("stage                                    cycles after the datagram closes")
+        for name, cycles in gmii.stage_cycles():
+            print(f"{name:<40} {cycles:>3}")
+        return 0
     exe = gmii.build_verilator(args.build_dir)
     print("link  payload  MiB/s (sim)  theory MiB/s  % of theory  IFG bytes  latency cycles  latency ns")
     for payload in (64, 256, 1024, 1472, 8972):
