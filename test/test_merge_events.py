@@ -17,7 +17,7 @@ import numpy as np
 from ethdaq.host import events
 from ethdaq.host.batch import PACKET_DTYPE, Batch, stream_name
 from ethdaq.host.publisher import Publisher
-from ethdaq.wire.daqformat import FLAG_TS_PTP
+from ethdaq.wire.daqformat import FLAG_TS_PTP, pack_header
 from kafka_helpers import read_topic
 from test_merge import SLICE, Stream, batch, check_slices, merge, merged
 
@@ -31,21 +31,28 @@ LATENESS = "20us"                 # Of the merge: one datagram of each stream is
 
 class EventBoard:
     """A board's event channel: `n` events at increasing random times with random ids, their
-    words cut into datagrams of SAMPLES words (the last event ends the last datagram)."""
+    words (in 16-bit samples) cut into datagrams of SAMPLES words (the last event ends the last
+    datagram)."""
 
-    def __init__(self, ip, port, seed, n):
+    def __init__(self, ip, port, seed, n, id_bits=ID_BITS):
         rng = np.random.default_rng(seed)
         self.key = (int.from_bytes(socket.inet_aton(ip), "big"), port, CHANNEL)
         self.name = stream_name(self.key)
+        self.id_bits, self.per_event = id_bits, events.words_per_event(16, id_bits)
         self.times = (T0 + np.cumsum(rng.integers(50, 400, n))).tolist()
-        self.ids = rng.integers(0, 2**ID_BITS, n).tolist()
-        self.words = [w for t, i in zip(self.times, self.ids) for w in events.pack(t, i, 16, ID_BITS)]
+        self.ids = rng.integers(0, 2**id_bits, n).tolist()
+        self.words = [w for t, i in zip(self.times, self.ids) for w in events.pack(t, i, 16, id_bits)]
         assert len(self.words) % SAMPLES == 0
         self.datagrams = len(self.words) // SAMPLES
 
     def stamp(self, seq):
         """The datagram's header timestamp: the time of the event its first word belongs to."""
-        return self.times[seq * SAMPLES // WORDS]
+        return self.times[seq * SAMPLES // self.per_event]
+
+    def datagram(self, seq):
+        """Datagram `seq` as the board sends it."""
+        return pack_header(CHANNEL, seq, self.stamp(seq), SAMPLES, 16, FLAG_TS_PTP) + \
+            np.array(self.words[seq * SAMPLES:(seq + 1) * SAMPLES], ">u2").tobytes()
 
     def packets(self, items):
         """[(seq, late)] -> (packet records, payload bytes) of this channel's datagrams."""
@@ -64,8 +71,9 @@ class EventBoard:
         (datagrams `came`), and that do not cross into or out of a datagram of `alone` (one that
         came late, its events reassembled on their own)."""
         out = {}
+        w = self.per_event
         for j, (t, i) in enumerate(zip(self.times, self.ids)):
-            first, last = j * WORDS // SAMPLES, (j * WORDS + WORDS - 1) // SAMPLES
+            first, last = j * w // SAMPLES, (j * w + w - 1) // SAMPLES
             if first in came and last in came and not (first != last and {first, last} & set(alone)):
                 out.setdefault(last, []).append((t, i))
         return out
