@@ -200,3 +200,27 @@ def test_only_events_is_not_no_data(kafka_broker, tmp_path):
     assert log["value"].sum() == 60 and at["event_words_discarded"] == 0
     _, _, attrs, _ = merged(tmp_path / "merged.h5")
     assert attrs["se00_messages"] == 0 and attrs["merged_events"] == 60 and attrs["sources"] == 0
+
+
+def test_other_producers_ev44(kafka_broker, tmp_path):
+    """ev44 from the ESS library's own serialiser: several references per message (an event's time
+    is the reference whose index range holds it plus its time of flight, which may be negative), a
+    message without pixel ids (ids -1), and one whose indices do not fit its events (counted
+    undecodable, never merged)."""
+    from confluent_kafka import Producer
+    from streaming_data_types import serialise_ev44
+    topic = f"ethdaq-merge-ev-{uuid.uuid4().hex[:8]}"
+    p = Producer({"bootstrap.servers": kafka_broker.bootstrap})
+    p.produce(topic, serialise_ev44("det", 0, [T0, T0 + 5000], [0, 2], [10, -3, 7, 400], [1, 2, 3, 4]), b"det")
+    p.produce(topic, serialise_ev44("det", 1, [T0 + 9000], [0], [-100, 50], []), b"det")
+    p.produce(topic, serialise_ev44("det", 2, [T0 + 9500], [3], [1, 2], [5, 6]), b"det")
+    assert p.flush(30) == 0
+    r = merge(tmp_path, kafka_broker.bootstrap, topic, "--duration", "8")
+    assert r.returncode == 0, r.stderr
+    ev, _, at = _events_of(tmp_path / "merged.h5", "det")
+    assert list(zip(ev["event_time"].tolist(), ev["event_id"].tolist(), ev["message_id"].tolist())) == [
+        (T0 - 3 + 0, 2, 0), (T0 + 10, 1, 0), (T0 + 5007, 3, 0), (T0 + 5400, 4, 0), (T0 + 8900, -1, 1),
+        (T0 + 9050, -1, 1)]
+    _, _, attrs, _ = merged(tmp_path / "merged.h5")
+    assert (attrs["ev44_messages"], attrs["undecodable_messages"], attrs["events"]) == (2, 1, 6)
+    assert at["gaps"] == 0 and attrs["event_gaps"] == 0

@@ -66,6 +66,7 @@ POLL_S = 0.2               # The longest wait for messages, so stops are prompt.
 POLL_MESSAGES = 1000
 RESERVED_GROUPS = ("slices", "late", "runs")   # The file's groups beside the sources (ethdaq.host.mergefile).
 EXIT_NO_DATA = 4           # No se00 or ev44 message was consumed.
+EXIT_KAFKA = 5             # The brokers could not be reached or refused the consumer.
 # What travels with each event through the slices: its id and the message_id that brought it.
 EVENT_DTYPE = np.dtype([("event_id", "<i4"), ("message_id", "<i8")])
 # The counters of a source of samples (se00) and of one of events (ev44), as the merge names them.
@@ -75,7 +76,6 @@ COUNTS = {
     "events": dict(total="events", merged="merged_events", late="late_events", late_messages="late_event_messages",
                    duplicates="event_duplicates", duplicate="duplicate_events"),
 }
-EXIT_KAFKA = 5             # The brokers could not be reached or refused the consumer.
 
 # se00 timestamp locations (ess-streaming-data-types' Location): where packet_timestamp lies in the
 # message's samples, as a fraction of (samples - 1). Unknown counts as Start.
