@@ -17,6 +17,7 @@ import uuid
 
 import h5py
 import numpy as np
+import pytest
 
 from ethdaq.wire.daqformat import FLAG_TS_PTP, pack_header
 from kafka_helpers import read_topic, start_recv
@@ -155,3 +156,30 @@ def test_two_boards_events_to_kafka_the_run_file_and_the_merge(kafka_broker, tmp
         assert e.attrs["merged_events"] == sum(map(len, in_file.values())) == e["slices/events"][()].sum()
         summary = json.loads((tmp_path / "run.json").read_text())
         assert e.attrs["event_words_discarded"] == summary["file_events"]["event_words_discarded"]
+
+
+def test_the_writer_keeps_each_event_once_across_flushes_and_an_interrupted_one(tmp_path):
+    """Events cut by flushes (an event's words in two flushes) are whole, and a flush interrupted
+    between the packets and the events (KeyboardInterrupt from a signal handler) leaves each
+    event once after close()."""
+    from ethdaq.host.h5file import Writer, open_run
+    from test_h5file import _InterruptOnce
+    from test_merge_events import ID_BITS, event_batch
+    b = EventBoard("127.0.0.2", 5001, 7, 120)                      # 18 datagrams
+    w = Writer(tmp_path / "run.h5", flush_interval=1e9, events={("127.0.0.2", CHANNEL): ID_BITS})
+    w.write(event_batch(b, [(seq, 0) for seq in range(5)]))
+    w.flush()
+    w.write(event_batch(b, [(seq, 0) for seq in range(5, 11)]))
+    g = w._groups[b.name]
+    g.events_ds = dict(g.events_ds, event_id=_InterruptOnce(g.events_ds["event_id"]))
+    with pytest.raises(KeyboardInterrupt):
+        w.flush()
+    w.write(event_batch(b, [(seq, 0) for seq in range(11, b.datagrams)]))
+    w.close()
+    with open_run(tmp_path / "run.h5") as run:
+        ev = run.events(b.name)
+        assert list(zip(ev["event_time"].tolist(), ev["event_id"].tolist())) == list(zip(b.times, b.ids))
+        want = b.whole(set(range(b.datagrams)))
+        assert ev["packet"].tolist() == [seq for seq in sorted(want) for _ in want[seq]]
+        assert (ev["words_discarded"], ev["words_pending"]) == (0, 0)
+        assert run.packets(b.name)["seq"].tolist() == list(range(b.datagrams))
