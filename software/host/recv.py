@@ -449,11 +449,16 @@ def _check_kafka_args(args):
     return settings
 
 
-def board_events(ip, port, uses=("published as ev44",)):
+# What becomes of a board's event channels, by output: (when its IDENTIFY names them, when it does not answer).
+EVENT_USES = {"kafka": ("published as ev44", "published as se00"),
+              "file": ("kept as events in the run file", "no events in the run file")}
+
+
+def board_events(ip, port, uses=("kafka",)):
     """The event channels of the board at `ip` from its IDENTIFY (for the publisher, ev44, and the
-    run file), a line saying which (`uses`: what becomes of them), and the IDENTIFY reply (None
-    when the board does not answer: no event channels, and a warning line; its channels are then
-    samples)."""
+    run file), a line saying which and what becomes of them (`uses`: keys of EVENT_USES), and the
+    IDENTIFY reply; when the board does not answer, no event channels, a warning line and None
+    (its channels are then samples)."""
     from ethdaq.host.ctl import ControlClient, ControlRefused, ControlTimeout
     from ethdaq.wire.protocol import ProtocolError
     try:
@@ -461,11 +466,8 @@ def board_events(ip, port, uses=("published as ev44",)):
             ident = c.identify()
     except (ControlTimeout, ControlRefused, ProtocolError, OSError) as e:
         return {}, (f"warning: the board at {ip}:{port} did not answer IDENTIFY ({e}): its channels are "
-                    f"taken as samples (" + " and ".join(u.replace("published as ev44", "published as se00")
-                                                         .replace("kept as events in the run file",
-                                                                  "no events in the run file") for u in uses)
-                    + ")"), None
-    note = (f"event channels of {ip}, {' and '.join(uses)}: " + ", ".join(
+                    f"taken as samples ({' and '.join(EVENT_USES[u][1] for u in uses)})"), None
+    note = (f"event channels of {ip}, {' and '.join(EVENT_USES[u][0] for u in uses)}: " + ", ".join(
         f"{ch} ({bits}-bit ids)" for ch, bits in sorted(ident.event_channels.items()))) if ident.event_channels else ""
     return publisher.event_channels(ip, ident), note, ident
 
@@ -474,7 +476,7 @@ def boards_events(args, kafka, output, notes):
     """The event channels of every --board-ip (their IDENTIFY), for the publisher and the run
     file, a line for each board that has some (or did not answer) added to `notes`; and each
     board's IDENTIFY reply (None: no answer), {ip: reply}."""
-    uses = (["published as ev44"] if kafka else []) + (["kept as events in the run file"] if output else [])
+    uses = (["kafka"] if kafka else []) + (["file"] if output else [])
     events, idents = {}, {}
     for ip in args.board_ip or []:
         got, note, idents[ip] = board_events(ip, args.board_port, uses)
