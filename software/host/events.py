@@ -156,7 +156,10 @@ def reassemble(state, samples, counts, run, seq, dropped, late, sample_bits, id_
     np.cumsum(counts[order][:-1], out=at[1:])
     at += c
     pick = np.repeat(first[order] - at, counts[order]) + np.arange(c, c + counts.sum())
-    words = np.concatenate((state.carry, np.asarray(samples, np.uint64)[pick]))
+    samples = np.asarray(samples)
+    if samples.dtype.kind != "u":
+        samples = samples.astype(np.uint64)
+    words = np.concatenate((state.carry.astype(samples.dtype), samples[pick]))   # Native width: less to move.
     # Segments: words that may hold one event between them. A datagram that does not follow the
     # one before it starts one, as does every late datagram.
     keys = np.stack([np.asarray(a, np.int64)[main] for a in (run, seq, dropped)], axis=1)
@@ -167,7 +170,7 @@ def reassemble(state, samples, counts, run, seq, dropped, late, sample_bits, id_
         follows[0] = state.after is not None and tuple(state.after) == (keys[0, 0], keys[0, 1] - 1, keys[0, 2])
     main_end = c + int(counts[main].sum())
     bounds = np.unique(np.concatenate(([0], at[:len(main)][~follows], at[len(main):], [main_end])))
-    marks = np.flatnonzero(words & np.uint64(1 << (sample_bits - 1)))
+    marks = np.flatnonzero(words >> (sample_bits - 1))
     nxt = np.append(bounds, len(words))[np.searchsorted(bounds, marks, side="right")]
     next_mark = np.append(marks[1:], len(words))
     ends = np.minimum(next_mark, nxt)
@@ -180,7 +183,7 @@ def reassemble(state, samples, counts, run, seq, dropped, late, sample_bits, id_
     open_start = bounds[np.searchsorted(bounds, main_end, side="right") - 2] if main_end else 0
     carried = np.flatnonzero((ends == main_end) & (marks >= open_start) & (ends - marks < n))
     carry = words[marks[carried[0]]:main_end].copy() if len(carried) else words[:0]
-    rows = words[marks[whole][:, None] + np.arange(n)]
+    rows = words[marks[whole][:, None] + np.arange(n)].astype(np.uint64)
     per_word = sample_bits - 1
     id_words = layout(sample_bits, id_bits)[0]
     times = _field(rows[:, id_words:], per_word)

@@ -120,6 +120,7 @@ DEFAULT_FLUSH_INTERVAL = 1.0         # Seconds: the most a hard kill loses (a ne
 CHUNK_BYTES            = 2**20       # Largest chunk of samples (~1 MiB): large I/O, compression per MiB.
 PACKETS_CHUNK          = 16384       # Largest chunk of a packets field, in records (128 KiB of u8).
 MIN_CHUNK              = 64          # Smallest chunk, in items.
+EVENT_BLOCK            = 4096        # Datagrams of a channel of events rebuilt at once (bounds a flush's memory).
 COMPRESSIONS           = (None, "gzip", "lzf")
 RESERVED_ATTRS         = ("format", "format_version", "created", "closed", "summary", "run_uuid",
                           "NX_class", "default", "description")
@@ -548,17 +549,23 @@ class Writer:
         group) into its events/ datasets; returns the group's new `events` (the old one is kept
         until the data is in place, so a flush redone writes the same events to the same place)."""
         _, state, e0 = g.events
-        times, ids, where, state = event_words.reassemble(
-            state, samples, packets["sample_count"], packets["run"], packets["seq"], packets["dropped"],
-            packets["late"], g.sample_bits, g.id_bits)
         ds = g.events_ds or self._create_events(g)
-        for f, values in (("event_time", times.astype(np.int64)), ("event_id", ids),
-                          ("packet", where.astype(np.uint64) + np.uint64(p0))):
-            ds[f].resize((e0 + len(times),))
-            ds[f][e0:] = values
+        first = 0                   # The block's first sample.
+        for a in range(0, max(1, len(packets)), EVENT_BLOCK):
+            p = packets[a:a + EVENT_BLOCK]
+            n = int(p["sample_count"].sum())
+            times, ids, where, state = event_words.reassemble(
+                state, samples[first:first + n], p["sample_count"], p["run"], p["seq"], p["dropped"], p["late"],
+                g.sample_bits, g.id_bits)
+            first += n
+            for f, values in (("event_time", times.astype(np.int64)), ("event_id", ids),
+                              ("packet", where.astype(np.uint64) + np.uint64(p0 + a))):
+                ds[f].resize((e0 + len(times),))
+                ds[f][e0:] = values
+            e0 += len(times)
         ds["event_time"].parent.attrs["words_discarded"] = state.discarded
         ds["event_time"].parent.attrs["words_pending"] = len(state.carry)
-        return (p0 + len(packets), state, e0 + len(times))
+        return (p0 + len(packets), state, e0)
 
     def _create_events(self, g):
         grp = self._h5[ENTRY][g.name].require_group("events")
