@@ -65,11 +65,12 @@ def identify_answer(req):
 
 
 def fake_board(requests, link_speed=1000, emulator_mode=1, emulator_rate=2**30, payload=1472, enable=0xF,
-               start_error=None, running=0, run=0, ptp=False, start_refusal=None, ident=IDENTITY):
+               start_error=None, running=0, run=0, ptp=False, start_refusal=None, ident=IDENTITY,
+               addr=("127.0.0.1", 0)):
     """A board on loopback answering IDENTIFY (`ident`), CONFIG_GET, STATUS (run `run`), EMULATOR,
     STREAM_START (run 7), STREAM_STOP (run 7), CLAIM (granted), RELEASE and, if `ptp`, PTP_STATUS
     (every field 0). start_error refuses STREAM_START with that code, and with the reason
-    start_refusal (a protocol.Refusal) if given."""
+    start_refusal (a protocol.Refusal) if given. It listens on `addr`."""
     config = [0, bytes(6), 0, 5000, payload, enable, 0, 0, bytes(6), 0, emulator_mode, emulator_rate, 1,
               0, 0, 0, 0, 1, 0, 128, 128, 0xFFFFFF00, 0]
     status = [0] * len(protocol.struct_codes(protocol.STATUS_RSP))
@@ -97,4 +98,4 @@ def fake_board(requests, link_speed=1000, emulator_mode=1, emulator_rate=2**30, 
         if kind == protocol.MSG_CLAIM:
             return head + protocol.CLAIM_RSP.pack(1, 0x7F000001, 60_000)
         return head
-    return ScriptedBoard([answer] * requests)
+    return ScriptedBoard([answer] * requests, addr)

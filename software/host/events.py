@@ -30,6 +30,8 @@ to the next of the same run with no samples dropped between them (header `seq` +
 `dropped`); words that make no whole event are counted (`discarded_words`), never published.
 """
 
+from typing import NamedTuple
+
 import numpy as np
 
 TIME_BITS = 64
@@ -121,3 +123,74 @@ class Assembler:
         ids = _field(rows[:, :self.id_words], per_word).astype(np.int32)
         times = _field(rows[:, self.id_words:], per_word)
         return times, ids
+
+
+class State(NamedTuple):
+    """Where reassembly of one event channel stands between blocks of datagrams (reassemble()):
+    the words of the unfinished event at the end (`carry`), the (run, seq, dropped) of the
+    datagram they end, and the words that made no whole event so far."""
+    carry: np.ndarray = np.zeros(0, np.uint64)
+    after: tuple = None
+    discarded: int = 0
+
+
+def reassemble(state, samples, counts, run, seq, dropped, late, sample_bits, id_bits):
+    """The whole events of a block of one channel's datagrams in arrival order, all at once, as
+    Assembler.feed one datagram after another would give them: a datagram continues the unfinished
+    event of the one before it only when it follows it (same run and dropped, seq + 1), and a late
+    datagram (one that filled a gap) gives the events whole in it on its own, leaving the channel's
+    carry alone. `samples` are the datagrams' words back to back, `counts` how many each has.
+    Returns (times ns as uint64, ids as int32, the index of the datagram each event ends in, the
+    new State), events in the order of those datagrams. A pure function: the same block from the
+    same State gives the same result."""
+    n = words_per_event(sample_bits, id_bits)
+    counts = np.asarray(counts, np.int64)
+    late = np.asarray(late, bool)
+    first = np.zeros(len(counts), np.int64)
+    np.cumsum(counts[:-1], out=first[1:])
+    main, alone = np.flatnonzero(~late), np.flatnonzero(late)
+    order = np.concatenate((main, alone))
+    # The block's words: the carry, then the datagrams that continue the channel, then late ones.
+    c = len(state.carry)
+    at = np.zeros(len(order), np.int64)                 # Each ordered datagram's first word, after the carry.
+    np.cumsum(counts[order][:-1], out=at[1:])
+    at += c
+    pick = np.repeat(first[order] - at, counts[order]) + np.arange(c, c + counts.sum())
+    samples = np.asarray(samples)
+    if samples.dtype.kind != "u":
+        samples = samples.astype(np.uint64)
+    words = np.concatenate((state.carry.astype(samples.dtype), samples[pick]))   # Native width: less to move.
+    # Segments: words that may hold one event between them. A datagram that does not follow the
+    # one before it starts one, as does every late datagram.
+    keys = np.stack([np.asarray(a, np.int64)[main] for a in (run, seq, dropped)], axis=1)
+    follows = np.zeros(len(main), bool)
+    if len(main):
+        follows[1:] = (keys[1:, 0] == keys[:-1, 0]) & (keys[1:, 1] == keys[:-1, 1] + 1) & \
+            (keys[1:, 2] == keys[:-1, 2])
+        follows[0] = state.after is not None and tuple(state.after) == (keys[0, 0], keys[0, 1] - 1, keys[0, 2])
+    main_end = c + int(counts[main].sum())
+    bounds = np.unique(np.concatenate(([0], at[:len(main)][~follows], at[len(main):], [main_end])))
+    marks = np.flatnonzero(words >> (sample_bits - 1))
+    nxt = np.append(bounds, len(words))[np.searchsorted(bounds, marks, side="right")]
+    next_mark = np.append(marks[1:], len(words))
+    ends = np.minimum(next_mark, nxt)
+    # Whole: n words from its marker within its segment, ended by the next marker or by the end
+    # of the datagram its last word is in (Assembler decides an event in that datagram: words
+    # after it that carry no marker are strays of their own).
+    last_end = np.append(at, len(words))[np.searchsorted(at, marks + n - 1, side="right")]
+    whole = (ends - marks >= n) & (np.minimum(next_mark, last_end) == marks + n)
+    # The unfinished event at the end of the channel's last segment is carried to the next block.
+    open_start = bounds[np.searchsorted(bounds, main_end, side="right") - 2] if main_end else 0
+    carried = np.flatnonzero((ends == main_end) & (marks >= open_start) & (ends - marks < n))
+    carry = words[marks[carried[0]]:main_end].copy() if len(carried) else words[:0]
+    rows = words[marks[whole][:, None] + np.arange(n)].astype(np.uint64)
+    per_word = sample_bits - 1
+    id_words = layout(sample_bits, id_bits)[0]
+    times = _field(rows[:, id_words:], per_word)
+    ids = _field(rows[:, :id_words], per_word).astype(np.int32)
+    where = order[np.searchsorted(at, marks[whole] + n - 1, side="right") - 1] if len(order) else \
+        np.zeros(0, np.int64)
+    by_datagram = np.argsort(where, kind="stable")
+    after = tuple(int(k) for k in keys[-1]) if len(main) else state.after
+    discarded = state.discarded + len(words) - n * int(whole.sum()) - len(carry)
+    return times[by_datagram], ids[by_datagram], where[by_datagram], State(carry, after, discarded)

@@ -40,6 +40,14 @@ people). Every group and dataset has a `description` attribute, every dataset `u
                              is the index of the datagram's first sample in `samples` (samples are
                              stored back to back, so packet i holds
                              samples[first_sample[i]:first_sample[i] + sample_count[i]])
+        events/              NXcollection, only for a channel of events (Writer's `events`: the
+                             boards' IDENTIFY): its samples are the events' words, and these are
+                             the events rebuilt from them (ethdaq.host.events.reassemble, as the
+                             ev44 publisher rebuilds them): event_time (PTP ns, int64), event_id
+                             (int32), packet (index in packets of the datagram the event ends
+                             in); attrs: id_bits, words_per_event, words_discarded (words of no
+                             whole event), words_pending (an unfinished event at the last flush;
+                             0 after a clean close, which counts them discarded)
 
 Datasets are chunked to what their stream brought before it was first written (up to CHUNK_BYTES
 of samples and PACKETS_CHUNK records): a run of a few datagrams makes a file of a few tens of kB
@@ -84,6 +92,7 @@ from typing import NamedTuple
 import h5py
 import numpy as np
 
+from ethdaq.host import events as event_words
 from ethdaq.host.batch import PACKET_DTYPE, Batch, stream_name
 from ethdaq.wire import daqformat
 
@@ -111,6 +120,7 @@ DEFAULT_FLUSH_INTERVAL = 1.0         # Seconds: the most a hard kill loses (a ne
 CHUNK_BYTES            = 2**20       # Largest chunk of samples (~1 MiB): large I/O, compression per MiB.
 PACKETS_CHUNK          = 16384       # Largest chunk of a packets field, in records (128 KiB of u8).
 MIN_CHUNK              = 64          # Smallest chunk, in items.
+EVENT_BLOCK            = 4096        # Datagrams of a channel of events rebuilt at once (bounds a flush's memory).
 COMPRESSIONS           = (None, "gzip", "lzf")
 RESERVED_ATTRS         = ("format", "format_version", "created", "closed", "summary", "run_uuid",
                           "NX_class", "default", "description")
@@ -256,11 +266,16 @@ class _Group:
     """A stream group being written: buffers of datagrams not yet in the file, grown as needed.
     `state` is (packets in the file, samples in the file, packets buffered, samples buffered),
     replaced in one assignment after the data is in place, so an interruption (KeyboardInterrupt
-    from a signal handler) leaves either the old or the new state, never a mix."""
-    def __init__(self, name, key, sample_bits):
+    from a signal handler) leaves either the old or the new state, never a mix. A channel of events
+    (`id_bits`) has `events`: (packets whose events are in the file, events.State, events in the
+    file), likewise replaced in one assignment, before `state`."""
+    def __init__(self, name, key, sample_bits, id_bits=None):
         self.name = name
         self.key = key
         self.sample_bits = sample_bits
+        self.id_bits = id_bits
+        self.events = (0, event_words.State(), 0) if id_bits else None
+        self.events_ds = None         # {field: dataset} of events/, created at its first flush.
         self.dtype = sample_storage_dtype(sample_bits)
         self.datasets = None  # (samples, {field: packets dataset}), created at its first flush.
         self.born = time.monotonic()  # When its first datagram was buffered.
@@ -288,11 +303,13 @@ class Writer:
     compression: None, "gzip" or "lzf" (samples and packets). meta: dict of root attributes
     (e.g. {"bind": ..., "port": ..., "command": ...}). overwrite: replace an existing file
     (default: refuse, so a run is never lost to a repeated command line). `run_uuid` is this
-    file's random run id (uuid4), also its root attribute.
+    file's random run id (uuid4), also its root attribute. `events` names the channels of events,
+    whose events the file keeps beside their words: {(board IPv4 address, stream id): bits of the
+    events' id}, as ethdaq.host.publisher.event_channels() makes it from a board's IDENTIFY.
     """
 
     def __init__(self, path, compression=None, meta=None, overwrite=False,
-                 buffer_bytes=DEFAULT_BUFFER_BYTES, flush_interval=DEFAULT_FLUSH_INTERVAL):
+                 buffer_bytes=DEFAULT_BUFFER_BYTES, flush_interval=DEFAULT_FLUSH_INTERVAL, events=None):
         if compression not in COMPRESSIONS:
             raise ValueError(f"compression must be one of {COMPRESSIONS}, not {compression!r}")
         if not buffer_bytes > 0:
@@ -305,6 +322,11 @@ class Writer:
                 raise ValueError(f"meta keys must be strings other than {', '.join(RESERVED_ATTRS)}, not {k!r}")
         self.path = Path(path)
         self.compression = compression
+        self.event_ids = {(int(ipaddress.IPv4Address(ip)), int(sid)): int(bits)
+                          for (ip, sid), bits in (events or {}).items()}
+        for bits in self.event_ids.values():
+            if not 1 <= bits <= 31:
+                raise ValueError(f"an event channel's id has 1 to 31 bits, not {bits}")
         self.buffer_bytes = buffer_bytes
         self.flush_interval = flush_interval
         self._groups = {}   # name -> _Group
@@ -373,7 +395,7 @@ class Writer:
             if name in self._groups:  # This stream already has a group with another width.
                 name = f"{name}_{sample_bits}bit"
             sample_storage_dtype(sample_bits)  # Check before registering.
-            self._groups[name] = _Group(name, key, sample_bits)
+            self._groups[name] = _Group(name, key, sample_bits, self.event_ids.get((key[0], key[2])))
             self._names[(key, sample_bits)] = name
         return self._groups[name]
 
@@ -473,6 +495,8 @@ class Writer:
             if len(g.runs) != g.runs_written:
                 self._h5[ENTRY][g.name].attrs["board_runs"] = np.array(sorted(g.runs), dtype=np.uint32)
                 g.runs_written = len(g.runs)
+            if g.events is not None and g.events[0] == p0:
+                g.events = self._write_events(g, buffered, g.samples_buf[:sf], p0)
             g.state = (p0 + pf, s0 + sf, 0, 0)
         self._h5.flush()
         self._pending_bytes = pending
@@ -520,6 +544,54 @@ class Writer:
         g.datasets = (samples, {f: log[f] for f in PACKETS_DTYPE.names})
         return g.datasets
 
+    def _write_events(self, g, packets, samples, p0):
+        """The events of a channel of events in the datagrams `packets` (packets p0.. of the
+        group) into its events/ datasets; returns the group's new `events` (the old one is kept
+        until the data is in place, so a flush redone writes the same events to the same place)."""
+        _, state, e0 = g.events
+        ds = g.events_ds or self._create_events(g)
+        first = 0                   # The block's first sample.
+        for a in range(0, max(1, len(packets)), EVENT_BLOCK):
+            p = packets[a:a + EVENT_BLOCK]
+            n = int(p["sample_count"].sum())
+            times, ids, where, state = event_words.reassemble(
+                state, samples[first:first + n], p["sample_count"], p["run"], p["seq"], p["dropped"], p["late"],
+                g.sample_bits, g.id_bits)
+            first += n
+            for f, values in (("event_time", times.astype(np.int64)), ("event_id", ids),
+                              ("packet", where.astype(np.uint64) + np.uint64(p0 + a))):
+                ds[f].resize((e0 + len(times),))
+                ds[f][e0:] = values
+            e0 += len(times)
+        ds["event_time"].parent.attrs["words_discarded"] = state.discarded
+        ds["event_time"].parent.attrs["words_pending"] = len(state.carry)
+        return (p0 + len(packets), state, e0)
+
+    def _create_events(self, g):
+        grp = self._h5[ENTRY][g.name].require_group("events")
+        words = event_words.words_per_event(g.sample_bits, g.id_bits)
+        describe(grp, "NXcollection", f"the channel's events, rebuilt from its samples (the events' words: "
+                 f"{words} of {g.sample_bits} bits an event, the first marked by its top bit; ethdaq.host.events), "
+                 f"in the order of the datagrams they end in; words_discarded: words of no whole event (cut by "
+                 f"a loss, a run's start or end)", id_bits=g.id_bits, words_per_event=words, words_discarded=0,
+                 words_pending=0)
+        fields = [("event_time", "<i8", "ns", "each event's time as its front-end sent it: the board's PTP "
+                   "time in ns (as the packets' timestamp)"),
+                  ("event_id", "<i4", "1", f"each event's id ({g.id_bits} bits), as its front-end sent it"),
+                  ("packet", "<u8", "1", "index in ../packets of the datagram the event ends in")]
+        if not all(f in grp for f, *_ in fields):
+            for f, dtype, units, doc in fields:
+                ds = grp.create_dataset(f, shape=(0,), maxshape=(None,), dtype=dtype, chunks=(PACKETS_CHUNK,))
+                describe(ds, None, doc, units=units)
+        g.events_ds = {f: grp[f] for f, *_ in fields}
+        return g.events_ds
+
+    def event_counts(self):
+        """{group name: (events in the file, words of no whole event so far, words pending)} of
+        the channels of events; what is buffered is not yet counted (flush() first)."""
+        return {name: (g.events[2], g.events[1].discarded, len(g.events[1].carry))
+                for name, g in self._groups.items() if g.events is not None}
+
     def close(self, summary=None):
         """Flush, write `summary` (a JSON-able dict) and the `closed` time, close. Safe to call
         again (it then does nothing) and from a `finally` block."""
@@ -535,6 +607,11 @@ class Writer:
     def _close_file(self, summary_text):
         try:
             self.flush()
+            for g in self._groups.values():     # The run has ended: an unfinished event is no event.
+                if g.events_ds is not None:
+                    attrs = g.events_ds["event_time"].parent.attrs
+                    attrs["words_discarded"] = g.events[1].discarded + len(g.events[1].carry)
+                    attrs["words_pending"] = 0
             if summary_text is not None:
                 self._h5.attrs["summary"] = summary_text
             self._h5.attrs["closed"] = now_iso()
@@ -749,6 +826,18 @@ class Run:
     def samples(self, stream, start=None, stop=None):
         """Samples of a stream (group name or key) as native unsigned ints, optionally a slice."""
         return self._h5[ENTRY][self._name(stream)]["samples"][start:stop]
+
+    def events(self, stream):
+        """A channel of events' events: {"event_time", "event_id", "packet": arrays, plus the
+        group's attributes id_bits, words_per_event, words_discarded, words_pending}; None for a
+        stream of samples (or one the writer was not told carries events)."""
+        grp = self._h5[ENTRY][self._name(stream)].get("events")
+        if grp is None:
+            return None
+        n = min(grp[f].shape[0] for f in ("event_time", "event_id", "packet"))   # A killed flush: the shortest.
+        out = {f: grp[f][:n] for f in ("event_time", "event_id", "packet")}
+        out.update({k: int(grp.attrs[k]) for k in ("id_bits", "words_per_event", "words_discarded", "words_pending")})
+        return out
 
     def iter_batches(self, packets_per_batch=4096):
         """Yield the file's datagrams as `Batch`es of up to packets_per_batch datagrams, rebuilt

@@ -2,9 +2,9 @@
 # This file is part of ethdaq.
 # SPDX-License-Identifier: BSD-2-Clause
 
-"""`ethdaq merge`: consumes the se00 messages that `ethdaq recv --kafka` publishes for many
-boards' streams, gives every sample its PTP time and writes the samples in time slices across all
-sources into one HDF5 file with NeXus classes (ethdaq.host.mergefile).
+"""`ethdaq merge`: consumes the se00 and ev44 messages that `ethdaq recv --kafka` publishes for
+many boards' streams, gives every sample its PTP time and writes the samples and events in time
+slices across all sources into one HDF5 file with NeXus classes (ethdaq.host.mergefile).
 
     ethdaq merge --kafka 127.0.0.1:9092 --topic detector1 --slice 1ms --watermark 50ms \\
                  -o merged.h5 --until-stop
@@ -13,6 +13,13 @@ A sample's time is the message's packet_timestamp plus its index times time_delt
 location Start; End and Middle shift it; a message that carries per-sample timestamps uses them).
 A stream's first message carries time_delta 0 (its period is not known yet); its samples wait
 until a later message of the source brings the period.
+
+An ev44 message is a source's events: each event's PTP time is its reference_time (the one whose
+reference_time_index range holds it) plus its time_of_flight, its id the pixel_id (-1 when the
+message has none), and it keeps the message_id that brought it. Events go through the slices,
+the watermark, `late` and the duplicate and gap checks as samples do, each source's in time order
+within a slice. Events cut by a loss never reach Kafka: the receivers count their words
+(event_words_discarded in their x5f2 status), and the merge sums the newest status of each source.
 
 Slices are [k * W, (k + 1) * W) on the PTP timescale (W = --slice), so every merge cuts the same
 slices. The watermark decides when a slice is complete:
@@ -58,8 +65,17 @@ CONNECT_TIMEOUT_S = 10.0   # Broker metadata at start: no answer by then is "bro
 POLL_S = 0.2               # The longest wait for messages, so stops are prompt.
 POLL_MESSAGES = 1000
 RESERVED_GROUPS = ("slices", "late", "runs")   # The file's groups beside the sources (ethdaq.host.mergefile).
-EXIT_NO_DATA = 4           # No se00 message was consumed.
+EXIT_NO_DATA = 4           # No se00 or ev44 message was consumed.
 EXIT_KAFKA = 5             # The brokers could not be reached or refused the consumer.
+# What travels with each event through the slices: its id and the message_id that brought it.
+EVENT_DTYPE = np.dtype([("event_id", "<i4"), ("message_id", "<i8")])
+# The counters of a source of samples (se00) and of one of events (ev44), as the merge names them.
+COUNTS = {
+    "samples": dict(total="samples", merged="merged_samples", late="late_samples", late_messages="late_messages",
+                    duplicates="duplicates", duplicate="duplicate_samples"),
+    "events": dict(total="events", merged="merged_events", late="late_events", late_messages="late_event_messages",
+                   duplicates="event_duplicates", duplicate="duplicate_events"),
+}
 
 # se00 timestamp locations (ess-streaming-data-types' Location): where packet_timestamp lies in the
 # message's samples, as a fraction of (samples - 1). Unknown counts as Start.
@@ -102,28 +118,47 @@ class _Counters:
 
 
 class Source:
-    """One se00 source (a stream of one board) as the merge knows it."""
+    """One se00 source (a stream of one board) as the merge knows it; with `events`, one ev44
+    source (its values are EVENT_DTYPE records)."""
 
-    def __init__(self, name, group, channel, dtype, partition):
+    def __init__(self, name, group, channel, dtype, partition, events=False):
         self.name, self.group, self.channel, self.dtype = name, group, channel, dtype
+        self.kind = "events" if events else "samples"
+        self.keys = COUNTS[self.kind]
         self.partition = partition        # (topic, partition)
         self.period = 0.0                 # ns; 0 until a message carries it
         self.first = self.latest = None   # PTP times of its earliest and newest samples
         self.held = []                    # Messages waiting for the period
         self.counters = _Counters()
         self.status = None                # The newest x5f2 status_json of the source
-        self.n = dict(messages=0, samples=0, merged_samples=0, late_samples=0, late_messages=0,
-                      duplicates=0, duplicate_samples=0, counter_restarts=0)
+        self.n = dict(messages=0, counter_restarts=0, **{key: 0 for key in self.keys.values()})
+
+    def words_discarded(self):
+        """An event source's words of no whole event, from the newest status of its receiver."""
+        try:
+            return int(json.loads(self.status).get("event_words_discarded", 0)) if self.status else 0
+        except (ValueError, TypeError, AttributeError):
+            return 0
 
     def attrs(self):
-        return {"channel": self.channel, "period_ns": self.period, "topic": self.partition[0],
+        own = {"period_ns": self.period} if self.kind == "samples" else \
+            {"event_words_discarded": self.words_discarded()}
+        return {"channel": self.channel, **own, "topic": self.partition[0],
                 "partition": self.partition[1], **self.n, "gaps": self.counters.gaps(),
                 "first_time_ns": self.first if self.first is not None else -1,
                 "latest_time_ns": self.latest if self.latest is not None else -1,
                 "last_status": self.status or ""}
 
+    def span(self, tmin, tmax):
+        """Widens the source's span (first to latest) to [tmin, tmax]."""
+        self.first = tmin if self.first is None else min(self.first, tmin)
+        self.latest = tmax if self.latest is None else max(self.latest, tmax)
+
     def expected(self, start, end):
-        """Samples of the source's period in [start, end) within its span (first to latest)."""
+        """Samples of the source's period in [start, end) within its span (first to latest);
+        None for a source of events (nothing is expected of them)."""
+        if self.kind == "events":
+            return None
         if self.first is None:
             return 0
         lo, hi = max(start, self.first), min(end, self.latest + 1)
@@ -148,6 +183,30 @@ def sample_times(ts, delta, location, n, value_ts=None):
     return ts + np.round(np.arange(n) * delta - shift).astype(np.int64)
 
 
+def ev44_events(m):
+    """(times, EVENT_DTYPE records) of a deserialised ev44 message: each event's PTP time is the
+    reference_time whose reference_time_index range holds it plus its time_of_flight. ValueError
+    for indices that do not fit the events."""
+    tof = np.asarray(m.time_of_flight, dtype=np.int64)
+    ref = np.asarray(m.reference_time, dtype=np.int64)
+    index = np.asarray(m.reference_time_index, dtype=np.int64)
+    n = len(tof)
+    fits = len(index) == len(ref) and (not len(index) or (
+        index[0] == 0 and index[-1] <= n and not (np.diff(index) < 0).any()))
+    if not fits or (n and not len(ref)):
+        raise ValueError(f"ev44 reference_time_index {index.tolist()[:8]} does not index {n} events")
+    ids = np.asarray(m.pixel_id, dtype=np.int32)
+    if len(ids) not in (0, n):
+        raise ValueError(f"ev44 has {len(ids)} pixel_id for {n} events")
+    values = np.zeros(n, EVENT_DTYPE)
+    values["event_id"] = ids if len(ids) else -1
+    values["message_id"] = m.message_id
+    if not n:
+        return np.zeros(0, np.int64), values
+    times = tof + np.repeat(ref, np.diff(np.append(index, n)))
+    return times, values
+
+
 class Merger:
     """The merge's state: add(message) for every Kafka message, eof(), assigned(), revoked() for
     the consumer's partition events, finish() at the end; closed slices go to `out` (a
@@ -164,9 +223,9 @@ class Merger:
         self.newest = {}                  # partition -> newest sample time in it
         self.runs = {}                    # job_id -> fields
         self.closed_slices = 0
-        self.c = dict(consumed_messages=0, se00_messages=0, status_messages=0, run_messages=0,
-                      other_messages=0, undecodable_messages=0, samples=0, merged_samples=0, late_samples=0,
-                      late_messages=0, duplicates=0, duplicate_samples=0, held_samples=0)
+        self.c = dict(consumed_messages=0, se00_messages=0, ev44_messages=0, status_messages=0, run_messages=0,
+                      other_messages=0, undecodable_messages=0, held_samples=0,
+                      **{key: 0 for keys in COUNTS.values() for key in keys.values()})
 
     # Partitions ----------------------------------------------------------------------------------
 
@@ -197,12 +256,16 @@ class Merger:
         else:
             try:               # Not a valid FlatBuffer of its schema: counted, never fatal.
                 m = decoders[schema](value)
-                datagrams = int(dict(msg.headers() or []).get("datagrams", b"1")) if schema == b"se00" else 0
+                events = ev44_events(m) if schema == b"ev44" else None
+                datagrams = int(dict(msg.headers() or []).get("datagrams", b"1")) \
+                    if schema in (b"se00", b"ev44") else 0
             except Exception:
                 self.c["undecodable_messages"] += 1
             else:
                 if schema == b"se00":
                     self._se00(m, part, max(1, datagrams))
+                elif schema == b"ev44":
+                    self._ev44(m, part, max(1, datagrams), *events)
                 elif schema == b"x5f2":
                     self._status(m)
                 else:
@@ -213,19 +276,8 @@ class Merger:
         self.c["se00_messages"] += 1
         values = np.asarray(m.values)
         src = self._source(m.name, m.channel, values.dtype, part)
-        src.n["messages"] += 1
-        src.n["samples"] += len(values)
-        self.c["samples"] += len(values)
-        if not src.counters.add(m.message_counter, m.message_counter + datagrams):
-            if src.first is not None and src.first <= m.timestamp_unix_ns <= src.latest:
-                src.n["duplicates"] += 1
-                src.n["duplicate_samples"] += len(values)
-                self.c["duplicates"] += 1
-                self.c["duplicate_samples"] += len(values)
-                return
-            src.n["counter_restarts"] += 1
-            src.counters.restart()
-            src.counters.add(m.message_counter, m.message_counter + datagrams)
+        if not self._counted(src, m.message_counter, datagrams, m.timestamp_unix_ns, len(values)):
+            return
         if m.sample_ts_delta:
             src.period = float(m.sample_ts_delta)
             self._release(src)
@@ -234,11 +286,43 @@ class Merger:
             src.held.append(item)       # Placed when the period is known (a later message, or finish()).
             self.c["held_samples"] += len(values)
             ts = m.timestamp_unix_ns
-            src.first = ts if src.first is None else min(src.first, ts)
-            src.latest = ts if src.latest is None else max(src.latest, ts)
+            src.span(ts, ts)
             self._note(src, ts)
             return
         self._place(src, *item)
+
+    def _ev44(self, m, part, datagrams, times, values):
+        self.c["ev44_messages"] += 1
+        src = self._source(m.source_name, -1, EVENT_DTYPE, part, events=True)
+        refs = np.asarray(m.reference_time, dtype=np.int64)
+        first = int(refs[0]) if len(refs) else int(times.min()) if len(times) else None
+        if first is None:                 # Neither a reference nor an event: nothing to place.
+            src.n["messages"] += 1
+            return
+        if not self._counted(src, m.message_id, datagrams, first, len(times)):
+            return
+        if len(refs):                     # A datagram without whole events still moves the source on.
+            src.span(int(refs.min()), int(refs.max()))
+            self._note(src, int(refs.max()))
+        self._place_times(src, times, values, m.message_id)
+
+    def _counted(self, src, counter, datagrams, first_time, n):
+        """Counts a message of `n` samples or events; False for a duplicate (its counters
+        [counter, counter + datagrams) consumed before, its first time within the source's span)."""
+        k = src.keys
+        src.n["messages"] += 1
+        src.n[k["total"]] += n
+        self.c[k["total"]] += n
+        if not src.counters.add(counter, counter + datagrams):
+            if src.first is not None and src.first <= first_time <= src.latest:
+                for c in (src.n, self.c):
+                    c[k["duplicates"]] += 1
+                    c[k["duplicate"]] += n
+                return False
+            src.n["counter_restarts"] += 1
+            src.counters.restart()
+            src.counters.add(counter, counter + datagrams)
+        return True
 
     def _release(self, src, period=None):
         held, src.held = src.held, []
@@ -246,16 +330,19 @@ class Merger:
             self.c["held_samples"] -= len(item[3])
             self._place(src, *item, period=period)
 
-    def _source(self, name, channel, dtype, part):
-        key = (name, dtype.str)
+    def _source(self, name, channel, dtype, part, events=False):
+        key = (name, "ev44" if events else dtype.str)
         src = self.sources.get(key)
         if src is None:
             group = name.replace("/", "_") or "unnamed"
             if group in RESERVED_GROUPS or group in self.groups:
-                group = f"{group}_{dtype.name}"
+                group = f"{group}_{'events' if events else dtype.name}"
             self.groups.add(group)
-            src = self.sources[key] = Source(name, group, channel, dtype, part)
-            self.out.add_source(group, dtype, {"source": name})
+            src = self.sources[key] = Source(name, group, channel, dtype, part, events)
+            if events:
+                self.out.add_event_source(group, {"source": name})
+            else:
+                self.out.add_source(group, dtype, {"source": name})
         src.partition = part
         return src
 
@@ -265,14 +352,17 @@ class Merger:
     def _place(self, src, ts, location, counter, values, value_ts, period=None):
         """A message's samples to their open slices, or to `late` where their slice has closed."""
         times = sample_times(ts, src.period if period is None else period, location, len(values), value_ts)
+        self._place_times(src, times, values, counter)
+
+    def _place_times(self, src, times, values, counter):
+        """Samples or events at `times` to their open slices, or to `late` where their slice has closed."""
         if not len(times):
             return
         # Samples in time order (a period, or timestamps that rise) go to their slices as they are;
         # others are sorted by slice first, and their slices' samples by time when the slice closes.
         ordered = bool((times[1:] >= times[:-1]).all())
         tmin, tmax = (int(times[0]), int(times[-1])) if ordered else (int(times.min()), int(times.max()))
-        src.first = tmin if src.first is None else min(src.first, tmin)
-        src.latest = tmax if src.latest is None else max(src.latest, tmax)
+        src.span(tmin, tmax)
         self._note(src, tmax)
         ks = times // self.slice_ns
         # Late: the sample's slice has closed, (k + 1) * W <= watermark, that is k < watermark // W.
@@ -298,13 +388,15 @@ class Merger:
             self._put(int(k), src.group, t, v, ordered)
 
     def _late(self, src, times, values, counter):
-        """Samples whose slice has closed, in arrival order: counted, into the file's `late`."""
+        """Samples or events whose slice has closed, in arrival order: counted, into the file's `late`."""
         if len(times):
-            self.out.add_late(src.group, times, values, counter)
-            src.n["late_samples"] += len(times)
-            src.n["late_messages"] += 1
-            self.c["late_samples"] += len(times)
-            self.c["late_messages"] += 1
+            if src.kind == "events":
+                self.out.add_late_events(src.group, times, values)
+            else:
+                self.out.add_late(src.group, times, values, counter)
+            for c in (src.n, self.c):
+                c[src.keys["late"]] += len(times)
+                c[src.keys["late_messages"]] += 1
 
     def _put(self, k, group, times, values, ordered):
         slot = self.open.get(k)
@@ -375,8 +467,8 @@ class Merger:
                 times, values = np.zeros(0, np.int64), np.zeros(0, src.dtype)
             expected = src.expected(start, end)
             rows.append((src.group, times, values, len(values) if expected is None else expected))
-            src.n["merged_samples"] += len(values)
-            self.c["merged_samples"] += len(values)
+            src.n[src.keys["merged"]] += len(values)
+            self.c[src.keys["merged"]] += len(values)
         self.out.add_slice(start, rows)
         self.closed_slices += 1
 
@@ -390,16 +482,21 @@ class Merger:
             self._close(heapq.heappop(self.heap))
 
     def counters(self):
-        gaps = sum(s.counters.gaps() for s in self.sources.values())
-        restarts = sum(s.n["counter_restarts"] for s in self.sources.values())
-        return {**self.c, "gaps": gaps, "counter_restarts": restarts, "sources": len(self.sources),
+        sources = self.sources.values()
+        gaps = sum(s.counters.gaps() for s in sources if s.kind == "samples")
+        event_gaps = sum(s.counters.gaps() for s in sources if s.kind == "events")
+        restarts = sum(s.n["counter_restarts"] for s in sources)
+        return {**self.c, "gaps": gaps, "event_gaps": event_gaps, "counter_restarts": restarts,
+                "sources": sum(s.kind == "samples" for s in sources),
+                "event_sources": sum(s.kind == "events" for s in sources),
+                "event_words_discarded": sum(s.words_discarded() for s in sources if s.kind == "events"),
                 "slices": self.closed_slices}
 
 
 @functools.cache
 def _decoders():
-    from streaming_data_types import deserialise_6s4t, deserialise_pl72, deserialise_x5f2
-    return {b"se00": se00.decode, b"x5f2": deserialise_x5f2, b"pl72": deserialise_pl72,
+    from streaming_data_types import deserialise_6s4t, deserialise_ev44, deserialise_pl72, deserialise_x5f2
+    return {b"se00": se00.decode, b"ev44": deserialise_ev44, b"x5f2": deserialise_x5f2, b"pl72": deserialise_pl72,
             b"6s4t": deserialise_6s4t}
 
 
@@ -462,9 +559,9 @@ examples:
   ethdaq merge --kafka kafka1:9092 --topic det1 --topic det2 --slice 250us -o merged.h5 --duration 60
   ethdaq merge --kafka kafka1:9092 --topic det1 --group merge1 -o part1.h5   # and part2.h5 beside it
 
-exit status: 0 when the merge ran (late samples, duplicates and gaps are counted in the file and
-the summary line), 2 for a usage error, 4 when no se00 message was consumed, 5 when the brokers
-could not be reached or refused the consumer.
+exit status: 0 when the merge ran (late samples and events, duplicates and gaps are counted in the
+file and the summary line), 2 for a usage error, 4 when no se00 or ev44 message was consumed, 5
+when the brokers could not be reached or refused the consumer.
 """
 
 
@@ -535,10 +632,17 @@ def _consume(consumer, merger, args, stop, errors, err):
 
 def summary_line(counters, args, output):
     c = counters
-    return (f"merged {', '.join(args.topic)}: {c['consumed_messages']} messages ({c['se00_messages']} se00), "
+    text = (f"merged {', '.join(args.topic)}: {c['consumed_messages']} messages ({c['se00_messages']} se00"
+            + (f", {c['ev44_messages']} ev44" if c["ev44_messages"] else "") + "), "
             f"{c['samples']} samples of {c['sources']} sources in {c['slices']} slices of "
             f"{format_duration_ns(args.slice)}; late {c['late_samples']} samples ({c['late_messages']} messages), "
-            f"duplicates {c['duplicates']} ({c['duplicate_samples']} samples), gaps {c['gaps']}; wrote {output}")
+            f"duplicates {c['duplicates']} ({c['duplicate_samples']} samples), gaps {c['gaps']}")
+    if c["ev44_messages"]:
+        text += (f"; events {c['events']} of {c['event_sources']} sources, late {c['late_events']} "
+                 f"({c['late_event_messages']} messages), duplicates {c['event_duplicates']} "
+                 f"({c['duplicate_events']} events), gaps {c['event_gaps']}, "
+                 f"words of no whole event {c['event_words_discarded']}")
+    return text + f"; wrote {output}"
 
 
 def run(args, out=sys.stdout, err=sys.stderr):
@@ -577,8 +681,9 @@ def run(args, out=sys.stdout, err=sys.stderr):
         consumer.close()
     out.write(summary_line(counters, args, output) + "\n")
     out.flush()
-    if not counters["se00_messages"]:
-        err.write(f"warning: no se00 message was consumed from {', '.join(args.topic)}: exit status {EXIT_NO_DATA}\n")
+    if not counters["se00_messages"] and not counters["ev44_messages"]:
+        err.write(f"warning: no se00 or ev44 message was consumed from {', '.join(args.topic)}: "
+                  f"exit status {EXIT_NO_DATA}\n")
         return EXIT_NO_DATA
     return 0
 

@@ -2,8 +2,8 @@
 # This file is part of ethdaq.
 # SPDX-License-Identifier: BSD-2-Clause
 
-"""The file `ethdaq merge` writes (ethdaq.host.merge): samples of many boards' streams, consumed
-from Kafka, in time slices by PTP time, in HDF5 with NeXus classes.
+"""The file `ethdaq merge` writes (ethdaq.host.merge): samples and events of many boards' streams,
+consumed from Kafka, in time slices by PTP time, in HDF5 with NeXus classes.
 
 Layout (format "ethdaq-merge", format_version 1). Every group and dataset has a `description`
 attribute, every dataset `units`; times are PTP times in ns (int64), as the se00 messages give:
@@ -13,12 +13,15 @@ attribute, every dataset `units`; times are PTP times in ns (int64), as the se00
     /merged/                 NXentry; attrs: slice_ns, lateness_ns, idle_ns, brokers, topics,
                              group, and the merge's counters (consumed_messages, se00_messages,
                              samples, merged_samples, late_samples, late_messages, duplicates,
-                             duplicate_samples, gaps, ...: see Merger.counters), summary (JSON);
+                             duplicate_samples, gaps; ev44_messages, events, merged_events,
+                             late_events, late_event_messages, event_duplicates, duplicate_events,
+                             event_gaps, event_words_discarded, ...: see Merger.counters),
+                             summary (JSON);
                              title, entry_identifier, start_time, end_time: from the run start
                              (pl72) and stop (6s4t) messages consumed, when there were any
-      slices/                NXlog: one record per closed slice that holds a sample, in time order:
-                             time (the slice's start), value (its samples, all sources), sources
-                             (how many sources have samples in it)
+      slices/                NXlog: one record per closed slice, in time order: time (the slice's
+                             start), value (its samples, all sources), events (its events, all
+                             sources), sources (how many sources have samples or events in it)
       <source>/              NXdata, one per source (the se00 name, e.g. 192.168.1.50_5001_s0):
                              signal="samples", axes="time"; attrs: channel, period_ns, topic,
                              partition and the source's own counters
@@ -29,8 +32,20 @@ attribute, every dataset `units`; times are PTP times in ns (int64), as the se00
                              period puts in the slice within the source's span), completeness
                              (value / expected; 1 when nothing was expected), first_sample (index
                              of the slice's first sample in ../samples)
-      late/                  NXcollection: one NXdata per source that sent late samples (whose
-                             slice had closed when they came): samples, time, message_counter
+      <source>/              NXdata, one per source of events (the ev44 source_name, e.g.
+                             192.168.1.50_5001_s2; with `_events` appended when a source of
+                             samples has that name): signal="event_id", axes="event_time"; attrs:
+                             channel (-1), topic, partition, the source's own counters and
+                             event_words_discarded (from its receiver's newest x5f2 status)
+        event_time           each event's PTP time, ns: its reference_time plus its time_of_flight
+        event_id             each event's id (ev44 pixel_id; -1 when the message had none)
+        message_id           the ev44 message_id (the DAQ seq of its first datagram) that brought it
+        slices/              NXlog: one record per slice closed since the source's first event:
+                             time (slice start), value (events got), first_event (index of the
+                             slice's first event in ../event_time)
+      late/                  NXcollection: one NXdata per source that sent late samples or events
+                             (whose slice had closed when they came): samples, time,
+                             message_counter; or event_time, event_id, message_id
       runs/                  NXcollection: one NXcollection per run (pl72 job_id) with its
                              fields as attributes (run_name, start_time_ms, stop_time_ms, ...)
 """
@@ -109,6 +124,53 @@ class _SourceData:
     def columns(self):
         return [self.samples, self.time, *self.slices.values()]
 
+    def add(self, start, times, samples, expected):
+        got = len(samples)
+        self.slices["first_sample"].append([self.samples.length])
+        self.samples.append(samples)
+        self.time.append(times)
+        self.slices["time"].append([start])
+        self.slices["value"].append([got])
+        self.slices["expected"].append([expected])
+        self.slices["completeness"].append([got / expected if expected else 1.0])
+        return got, 0
+
+
+def _event_columns(grp, what):
+    return {"event_time": _Column(grp, "event_time", "<i8", "ns", f"each {what}event's PTP time: its ev44 "
+                                  "reference_time plus its time_of_flight (ns since 1970 on the PTP timescale)"),
+            "event_id": _Column(grp, "event_id", "<i4", "1", f"each {what}event's id: the ev44 pixel_id "
+                                "(-1 when the message had none)"),
+            "message_id": _Column(grp, "message_id", "<i8", "1", "the ev44 message_id of the message that "
+                                  "brought it (the DAQ sequence number of its first datagram)")}
+
+
+class _EventData:
+    def __init__(self, entry, name, attrs):
+        grp = entry.create_group(name)
+        describe(grp, "NXdata", f"source {name}: its events (ev44) in slice order (time order within a "
+                 "slice) with each event's PTP time and the message that brought it; slices: how many "
+                 "each slice holds", signal="event_id", axes="event_time", event_time_indices=0, **attrs)
+        self.group = grp
+        self.cols = _event_columns(grp, "")
+        self.slices = _log(grp, "slices", "one record per slice closed since the source's first event; "
+                           "slice i holds event_time[first_event[i]:first_event[i] + value[i]]", [
+                               ("time", "<i8", "ns", "the slice's start, PTP time"),
+                               ("value", "<u8", "1", "events of this source in the slice"),
+                               ("first_event", "<u8", "1", "index of the slice's first event in ../event_time")])
+
+    def columns(self):
+        return [*self.cols.values(), *self.slices.values()]
+
+    def add(self, start, times, events, expected):
+        self.slices["first_event"].append([self.cols["event_time"].length])
+        self.cols["event_time"].append(times)
+        self.cols["event_id"].append(events["event_id"])
+        self.cols["message_id"].append(events["message_id"])
+        self.slices["time"].append([start])
+        self.slices["value"].append([len(events)])
+        return 0, len(events)
+
 
 class MergeFile:
     """Writing one merge: add_slice() for every closed slice, add_late() for late samples,
@@ -121,8 +183,8 @@ class MergeFile:
         except (OSError, FileExistsError) as e:
             raise RunFileError(f"cannot create {path}: {h5_reason(e)}") from None
         self._h5 = h5
-        describe(h5, "NXroot", "time slices across many sources' samples by PTP time (ethdaq merge), "
-                  "consumed from Kafka se00 messages", format=FORMAT, format_version=FORMAT_VERSION,
+        describe(h5, "NXroot", "time slices across many sources' samples and events by PTP time "
+                  "(ethdaq merge), consumed from Kafka se00 and ev44 messages", format=FORMAT, format_version=FORMAT_VERSION,
                   created=now_iso(), default=ENTRY)
         self.entry = h5.create_group(ENTRY)
         describe(self.entry, "NXentry", "the merge: one NXdata group per source, the slices (NXlog), "
@@ -130,34 +192,33 @@ class MergeFile:
         self.slices = _log(self.entry, "slices", "one record per closed slice with samples, in time order", [
             ("time", "<i8", "ns", "the slice's start, PTP time"),
             ("value", "<u8", "1", "samples in the slice, all sources"),
-            ("sources", "<u4", "1", "sources with samples in the slice")])
+            ("events", "<u8", "1", "events in the slice, all sources"),
+            ("sources", "<u4", "1", "sources with samples or events in the slice")])
         self.late_group = self.entry.create_group("late")
-        describe(self.late_group, "NXcollection", "samples that came after their slice had closed "
-                  "(behind the watermark), one NXdata per source; kept here, never in a slice")
-        self.sources = {}     # name -> _SourceData
+        describe(self.late_group, "NXcollection", "samples and events that came after their slice had "
+                  "closed (behind the watermark), one NXdata per source; kept here, never in a slice")
+        self.sources = {}     # name -> _SourceData or _EventData
         self.late = {}        # name -> {column: _Column}
         h5.flush()
 
     def add_source(self, name, dtype, attrs):
         self.sources[name] = _SourceData(self.entry, name, dtype, attrs)
 
+    def add_event_source(self, name, attrs):
+        self.sources[name] = _EventData(self.entry, name, attrs)
+
     def add_slice(self, start, rows):
-        """One closed slice: rows = [(source name, times, samples, expected)], every source known."""
-        total = used = 0
-        for name, times, samples, expected in rows:
-            s = self.sources[name]
-            got = len(samples)
-            s.slices["first_sample"].append([s.samples.length])
-            s.samples.append(samples)
-            s.time.append(times)
-            s.slices["time"].append([start])
-            s.slices["value"].append([got])
-            s.slices["expected"].append([expected])
-            s.slices["completeness"].append([got / expected if expected else 1.0])
-            total += got
-            used += got > 0
+        """One closed slice: rows = [(source name, times, samples or events, expected)], every
+        source known (events: ethdaq.host.merge.EVENT_DTYPE records; their expected is unused)."""
+        samples = events = used = 0
+        for name, times, values, expected in rows:
+            got, got_events = self.sources[name].add(start, times, values, expected)
+            samples += got
+            events += got_events
+            used += got + got_events > 0
         self.slices["time"].append([start])
-        self.slices["value"].append([total])
+        self.slices["value"].append([samples])
+        self.slices["events"].append([events])
         self.slices["sources"].append([used])
 
     def add_late(self, name, times, samples, counter):
@@ -174,6 +235,17 @@ class MergeFile:
         cols["samples"].append(samples)
         cols["time"].append(times)
         cols["message_counter"].append(np.full(len(samples), counter, dtype="<i8"))
+
+    def add_late_events(self, name, times, events):
+        cols = self.late.get(name)
+        if cols is None:
+            grp = self.late_group.create_group(name)
+            describe(grp, "NXdata", f"late events of {name}, in arrival order", signal="event_id",
+                     axes="event_time", event_time_indices=0)
+            cols = self.late[name] = _event_columns(grp, "late ")
+        cols["event_time"].append(times)
+        cols["event_id"].append(events["event_id"])
+        cols["message_id"].append(events["message_id"])
 
     def _flush(self):
         for s in self.sources.values():

@@ -55,17 +55,25 @@ BOARD_REPLIES_START = [("identify", "identify"), ("config", "config"), ("status_
 BOARD_REPLIES_END = [("status_at_end", "status"), ("ptp_at_end", "ptp_status")]
 
 
-def record_board(writer, ip, port, replies, err):
-    """Ask the board and write its replies into the run file's board group. A board that does not
-    answer costs a warning, never the run: the data is what the file is for."""
+def record_board(writer, ip, port, replies, err, suffix="", known=None):
+    """Ask the board and write its replies into the run file's board group (each section's name
+    followed by `suffix`; `known` replies, {section: reply}, are written without asking again). A
+    board that does not answer costs a warning, never the run: the data is what the file is for."""
     from ethdaq.host.ctl import ControlClient, ControlRefused, ControlTimeout
     from ethdaq.wire.protocol import ProtocolError
     missing = []
+    known = known or {}
+    for section, _ in replies:
+        if known.get(section) is not None:
+            writer.set_board(section + suffix, known[section])
+    replies = [(section, method) for section, method in replies if known.get(section) is None]
+    if not replies:
+        return
     try:
         with ControlClient(ip, port, timeout=1.0, retries=2) as c:
             for section, method in replies:
                 try:
-                    writer.set_board(section, getattr(c, method)())
+                    writer.set_board(section + suffix, getattr(c, method)())
                 except (ControlRefused, ProtocolError) as e:
                     missing.append(f"{section} ({e})")
     except ControlTimeout as e:
@@ -99,12 +107,13 @@ def add_arguments(p):
                         "merged are read as one buffer and split; the kernel then counts drops in buffers)")
     p.add_argument("--reuseport", action="store_true",
                    help="share the port with other receivers (SO_REUSEPORT; the kernel spreads sources over them)")
-    p.add_argument("--board-ip", type=argtypes.ipv4, metavar="IP",
-                   help="the board sending the run: with -o, its IDENTIFY, settings, STATUS and PTP state are "
-                        "asked at the start and at the end and written into the file's board group; with "
-                        "--kafka, the event channels its IDENTIFY names are published as ev44")
+    p.add_argument("--board-ip", type=argtypes.ipv4, metavar="IP", action="append",
+                   help="a board sending the run (repeat it for each board): with -o, its IDENTIFY, settings, "
+                        "STATUS and PTP state are asked at the start and at the end and written into the file's "
+                        "board group, and the events of the event channels its IDENTIFY names are kept beside "
+                        "their words; with --kafka, those channels are published as ev44")
     p.add_argument("--board-port", type=argtypes.port(1), default=7000, metavar="PORT",
-                   help="the board's control port, with --board-ip (default 7000)")
+                   help="the boards' control port, with --board-ip (default 7000)")
     p.add_argument("--progress", choices=["auto", "on", "off"], default="auto",
                    help="live display (default: when stderr is a terminal)")
     p.add_argument("--metrics", type=address_arg, metavar="[ADDR:]PORT",
@@ -440,10 +449,16 @@ def _check_kafka_args(args):
     return settings
 
 
-def board_events(ip, port):
-    """The event channels of the board at `ip` from its IDENTIFY, for the publisher (ev44), and a
-    line saying which; none, with a warning, when it does not answer (its channels are then
-    published as samples)."""
+# What becomes of a board's event channels, by output: (when its IDENTIFY names them, when it does not answer).
+EVENT_USES = {"kafka": ("published as ev44", "published as se00"),
+              "file": ("kept as events in the run file", "no events in the run file")}
+
+
+def board_events(ip, port, uses=("kafka",)):
+    """The event channels of the board at `ip` from its IDENTIFY (for the publisher, ev44, and the
+    run file), a line saying which and what becomes of them (`uses`: keys of EVENT_USES), and the
+    IDENTIFY reply; when the board does not answer, no event channels, a warning line and None
+    (its channels are then samples)."""
     from ethdaq.host.ctl import ControlClient, ControlRefused, ControlTimeout
     from ethdaq.wire.protocol import ProtocolError
     try:
@@ -451,23 +466,37 @@ def board_events(ip, port):
             ident = c.identify()
     except (ControlTimeout, ControlRefused, ProtocolError, OSError) as e:
         return {}, (f"warning: the board at {ip}:{port} did not answer IDENTIFY ({e}): its channels are "
-                    f"published as samples (se00)")
-    note = (f"event channels of {ip}, published as ev44: " + ", ".join(
+                    f"taken as samples ({' and '.join(EVENT_USES[u][1] for u in uses)})"), None
+    note = (f"event channels of {ip}, {' and '.join(EVENT_USES[u][0] for u in uses)}: " + ", ".join(
         f"{ch} ({bits}-bit ids)" for ch, bits in sorted(ident.event_channels.items()))) if ident.event_channels else ""
-    return publisher.event_channels(ip, ident), note
+    return publisher.event_channels(ip, ident), note, ident
 
 
-def _open_publisher(args, settings, core, output, writer, notes):
-    """The run's Kafka publisher (its pl72 run start queued), or None without --kafka. With
-    --board-ip, the board's event channels (its IDENTIFY) are published as ev44 (a line about them
-    added to `notes`)."""
+def boards_events(args, kafka, output, notes):
+    """The event channels of every --board-ip (their IDENTIFY), for the publisher and the run
+    file, a line for each board that has some (or did not answer) added to `notes`; and each
+    board's IDENTIFY reply (None: no answer), {ip: reply}."""
+    uses = (["kafka"] if kafka else []) + (["file"] if output else [])
+    events, idents = {}, {}
+    for ip in args.board_ip or []:
+        got, note, idents[ip] = board_events(ip, args.board_port, uses)
+        events.update(got)
+        notes += [note] if note else []
+    return events, idents
+
+
+def board_suffix(args, ip):
+    """The board group's section names of one board: as they are with one --board-ip, followed by
+    the board's address (identify_192_168_1_50) with several."""
+    return "" if len(args.board_ip or []) < 2 else "_" + ip.replace(".", "_")
+
+
+def _open_publisher(args, settings, core, output, writer, events):
+    """The run's Kafka publisher (its pl72 run start queued), or None without --kafka. `events`:
+    the boards' event channels (boards_events()), published as ev44."""
     if settings is None:
         return None
     meta = {"receiver_host": socket.gethostname(), "bind": core.bind, "port": core.port}
-    events = None
-    if args.board_ip:
-        events, note = board_events(args.board_ip, args.board_port)
-        notes += [note] if note else []
     try:
         return publisher.Publisher(args.kafka, topic=args.topic, settings=settings, filename=str(output or ""),
                                    job_id=writer.run_uuid if writer is not None else None, metadata=meta,
@@ -485,6 +514,8 @@ def run(args, out=sys.stdout, err=sys.stderr):
     if args.board_ip and output is None and kafka_settings is None:
         raise RecvError("--board-ip records the board's replies in the run file and names its event channels "
                         "for --kafka: give the file with -o FILE.h5, or --kafka")
+    if args.board_ip and len(set(args.board_ip)) != len(args.board_ip):
+        raise RecvError(f"--board-ip names each board once, not {', '.join(args.board_ip)}")
     if output is not None:
         if output.exists() and not args.overwrite:
             raise RecvError(f"{output} exists: choose another name or add --overwrite")
@@ -507,16 +538,17 @@ def run(args, out=sys.stdout, err=sys.stderr):
         if args.busy_poll and core.busy_poll_error:
             err.write(f"warning: SO_BUSY_POLL refused ({core.busy_poll_error}): receiving without busy polling\n")
         started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+        notes = []       # Datagrams arriving while the boards are asked wait in the socket.
+        events, idents = boards_events(args, kafka_settings is not None, output, notes)
         if output is not None:
             try:
                 writer = h5file.Writer(output, compression=args.compression, overwrite=args.overwrite,
-                                       meta=_file_meta(args, core))
+                                       meta=_file_meta(args, core), events=events)
             except (h5file.RunFileError, ValueError) as e:
                 raise RecvError(str(e)) from None
         metrics = _serve_metrics(args, writer, output)
         try:
-            notes = []
-            pub = _open_publisher(args, kafka_settings, core, output, writer, notes)
+            pub = _open_publisher(args, kafka_settings, core, output, writer, events)
         except RecvError:
             if writer is not None:
                 writer.close()
@@ -527,8 +559,10 @@ def run(args, out=sys.stdout, err=sys.stderr):
         for note in notes:
             err.write(note + "\n")
         err.flush()
-        if writer is not None and args.board_ip:   # Datagrams arriving meanwhile wait in the socket.
-            record_board(writer, args.board_ip, args.board_port, BOARD_REPLIES_START, err)
+        if writer is not None:   # Datagrams arriving meanwhile wait in the socket.
+            for ip in args.board_ip or []:
+                record_board(writer, ip, args.board_port, BOARD_REPLIES_START, err, board_suffix(args, ip),
+                             known={"identify": idents[ip]})
         live = None
         show = args.progress == "on" or (args.progress == "auto" and err.isatty())
         t0, cpu0 = time.monotonic(), cpu_seconds()
@@ -590,12 +624,28 @@ def run(args, out=sys.stdout, err=sys.stderr):
             result = summary(stats, elapsed, started, locals().get("stopped_by", "error"), core, output, pub,
                              cpu_seconds() - cpu0)
             if writer is not None:
-                if args.board_ip:
-                    record_board(writer, args.board_ip, args.board_port, BOARD_REPLIES_END, err)
+                for ip in args.board_ip or []:
+                    record_board(writer, ip, args.board_port, BOARD_REPLIES_END, err, board_suffix(args, ip))
+                add_file_events(result, writer)
                 result["run_uuid"] = writer.run_uuid
                 writer.close(summary=result)
                 h5file.write_summary_json(summary_path(output), result)
     return _report(result, stats, elapsed, core, output, pub, out, err)
+
+
+def add_file_events(result, writer):
+    """The run file's events (its channels of events) into the summary: per stream `file_events`
+    and `file_event_words_discarded` (words of no whole event, an unfinished one at the end
+    included), their totals in `file_events`."""
+    writer.flush()
+    counts = writer.event_counts()
+    for name, (n, discarded, pending) in counts.items():
+        stream = result["streams"].get(name)
+        if stream is not None:
+            stream.update(file_events=n, file_event_words_discarded=discarded + pending)
+    result["file_events"] = None if not counts else {
+        "channels": len(counts), "events": sum(c[0] for c in counts.values()),
+        "event_words_discarded": sum(c[1] + c[2] for c in counts.values())}
 
 
 def _serve_metrics(args, writer, output):
@@ -617,7 +667,10 @@ def _report(result, stats, elapsed, core, output, pub, out, err):
     """The final table and lines of a run; returns its exit status."""
     out.write(format_table(stats, elapsed, pub) + "\n")
     if output is not None:
-        out.write(f"wrote {output} ({result['packets']} datagrams) and {summary_path(output)}\n")
+        ev = result.get("file_events")
+        out.write(f"wrote {output} ({result['packets']} datagrams" +
+                  (f"; events {ev['events']} of {ev['channels']} event channels, words of no whole event "
+                   f"{ev['event_words_discarded']}" if ev else "") + f") and {summary_path(output)}\n")
     out.flush()
     if stats.datagrams == 0:
         err.write(no_data_hint(core.bind, core.port) + "\n")

@@ -21,7 +21,6 @@ import pytest
 
 from conftest import REPO
 from ethdaq.host import events
-from ethdaq.wire import protocol
 from ethdaq.wire.daqformat import FLAG_TS_PTP, pack_header
 from ethdaq.host.pubworker import ev44_times
 from kafka_helpers import read_topic, start_recv

@@ -76,15 +76,17 @@ def merge(tmp_path, bootstrap, topic, *extra, name="merged.h5", timeout=120):
 
 
 def merged(path):
-    """{source: (times, samples)} of the slices and of `late`, the slices' logs, the entry's attributes."""
+    """{source: (times, samples)} of the slices and of `late` (sources of samples), the slices' logs, the
+    entry's attributes."""
     out = {}
     with h5py.File(path) as f:
         e = f["merged"]
         for name, g in e.items():
-            if g.attrs.get("NX_class") == "NXdata":
+            if g.attrs.get("NX_class") == "NXdata" and g.attrs.get("signal") == "samples":
                 log = {k: g["slices"][k][()] for k in g["slices"]}
                 out[name] = (g["time"][()], g["samples"][()], log, dict(g.attrs))
-        late = {name: (g["time"][()], g["samples"][()], g["message_counter"][()]) for name, g in e["late"].items()}
+        late = {name: (g["time"][()], g["samples"][()], g["message_counter"][()]) for name, g in e["late"].items()
+                if g.attrs.get("signal") == "samples"}
         return out, late, {k: v for k, v in e.attrs.items()}, e["slices"]["time"][()]
 
 
@@ -314,7 +316,7 @@ def test_consumer_group_splits_partitions(kafka_broker, tmp_path):
         np.testing.assert_array_equal(seen[s.name][1], want_v)
     # The group's offsets were committed with the files: a third merge of the group finds nothing new.
     r = merge(tmp_path, kafka_broker.bootstrap, topic, "--group", group, "--duration", "8", name="again.h5")
-    assert r.returncode == EXIT_NO_DATA and "no se00 message was consumed" in r.stderr
+    assert r.returncode == EXIT_NO_DATA and "no se00 or ev44 message was consumed" in r.stderr
 
 
 @pytest.mark.parametrize("args, message", [

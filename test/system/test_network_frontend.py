@@ -353,12 +353,13 @@ print(json.dumps(out))
 """
 
 
-def test_the_verilog_front_ends_events_reach_kafka_as_ev44_as_its_model_made_them(vboard):
+def test_the_verilog_front_ends_events_reach_kafka_as_ev44_as_its_model_made_them(vboard, tmp_path):
     """The whole chain: the board's event channel (pulse_height.v's channel 2), named by its
-    IDENTIFY, through `ethdaq recv --kafka --board-ip` in the namespace to a broker there, read
+    IDENTIFY, through `ethdaq recv --kafka --board-ip -o` in the namespace to a broker there, read
     back with ess-streaming-data-types' deserialise_ev44: each event's id is the pulse's peak
     (the same pulses as the heights channel's se00 samples and the model's), its time the PTP
-    time at the threshold crossing, 8 ns per cycle apart as the model's crossing cycles are."""
+    time at the threshold crossing, 8 ns per cycle apart as the model's crossing cycles are; the
+    run file keeps the same events (h5py)."""
     from ethdaq.kafkabroker import KafkaBroker
     sys.path.insert(0, str(REPO / "examples" / "frontends"))
     try:
@@ -369,11 +370,12 @@ def test_the_verilog_front_ends_events_reach_kafka_as_ev44_as_its_model_made_the
     with KafkaBroker(netns=vboard.netns) as broker:
         recv = vboard.ns_popen(ethdaq_cmd("recv", "--port", "5000", "--kafka", broker.bootstrap, "--topic", topic,
                                           "--board-ip", V_BOARD_IP, "--board-port", str(CTL_PORT),
-                                          "--count", "30", "--progress", "off"),
+                                          "--count", "30", "--progress", "off", "-o", str(tmp_path / "run.h5")),
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             assert "receiving on UDP" in recv.stderr.readline()
-            assert recv.stderr.readline() == f"event channels of {V_BOARD_IP}, published as ev44: 2 (12-bit ids)\n"
+            assert recv.stderr.readline() == (f"event channels of {V_BOARD_IP}, published as ev44 and kept as events "
+                                              f"in the run file: 2 (12-bit ids)\n")
             code, out, err = ctl(vboard, V_BOARD_IP, "start", "--dst-port", "5000")
             assert code == 0, err
             out, err = recv.communicate(timeout=600)
@@ -412,3 +414,9 @@ def test_the_verilog_front_ends_events_reach_kafka_as_ev44_as_its_model_made_the
     status = got["status"][msgs[0]["name"]]
     # At most the words of one event cut by the run's start are discarded.
     assert status["events"] == len(pixels) and status["event_words_discarded"] < 6
+    # The run file has the same events, rebuilt from the same words.
+    import h5py
+    with h5py.File(tmp_path / "run.h5") as f:
+        ev = f["streams"][msgs[0]["name"]]["events"]
+        assert ev["event_id"][()].tolist() == pixels and ev["event_time"][()].tolist() == times
+        assert ev.attrs["words_discarded"] >= status["event_words_discarded"]
