@@ -139,7 +139,7 @@ def test_a_field_added_to_the_table_reaches_python_c_lua_and_docs(tmp_path):
     assert f"#define CTL_STATUS_RSP_BOARD_TEMP_OFFSET {protocol.STATUS_RSP.size}u" in out["c"]
     assert "ctl_put_status_rsp_board_temp(uint8_t *p, int16_t v)" in out["c"]
     assert 'ProtoField.int16("ethdaqctl.status_rsp.board_temp", "board_temp"' in out["lua"]
-    assert f"| {8 + protocol.STATUS_RSP.size} | 2 | board_temp | i16 | the FPGA's temperature; 0.1 degC |" in out["docs"]
+    assert f"| {8 + protocol.STATUS_RSP.size} | 2 | board_temp | i16 | the FPGA's temperature [0.1 degC] |" in out["docs"]
     (tmp_path / "generated").mkdir()
     (tmp_path / "generated" / "ctl_protocol.h").write_text(out["c"])
     fw = REPO / "software" / "firmware" / "protocol"

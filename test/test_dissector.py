@@ -15,7 +15,6 @@ import json
 import os
 import random
 import shutil
-import struct
 import subprocess
 
 import pytest

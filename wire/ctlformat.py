@@ -228,42 +228,46 @@ IDENTIFY_EVENT = Field("event_id_bits", "u8", "a channel's event layout: 0 sampl
                        "this many bits")
 
 STREAM_CFG = Block("stream_cfg", [
-    Field("dst_ip",       "ipv4", "stream destination (0: the requester's address)"),
+    Field("dst_ip",       "ipv4", "stream destination (0: the host that starts the run)"),
     Field("dst_port",     "u16",  "stream destination port", limits=(1, None)),
-    Field("payload",      "u16",  "UDP payload bytes per datagram, DAQ header included (64..max_payload)",
+    Field("payload",      "u16",  "UDP payload bytes per datagram, header included (64..max_payload)",
           unit="bytes", limits=(MIN_PAYLOAD, None)),
-    Field("enable",       "u8",   "channel enable mask (not 0; only existing channels)", limits=(1, None), show="hex"),
+    Field("enable",       "u8",   "channel mask (not 0; only existing channels)", limits=(1, None), show="hex"),
     Field("backpressure", "u8",   "channels that stall instead of dropping", show="hex"),
     Field("gap",          "u32",  "idle PHY-clock cycles after each datagram (rate limit)", unit="cycles"),
-    Field("dst_mac",      "mac",  "destination MAC (all zero: resolved by ARP; broadcast and multicast by rule)"),
-    Field("flush",        "u32",  "ns a channel's partial datagram waits after its last sample (0: only when "
-          "full or at stop; else 1000..10^9)", unit="ns"),
+    Field("dst_mac",      "mac",  "destination MAC; all zero: by ARP (broadcast and multicast by rule)"),
+    Field("flush",        "u32",  "ns a partial datagram waits after its channel's last sample (0: off, only when "
+          "full or at the stop; 1 µs..1 s; default 1 ms)", unit="ns"),
 ])
 
 CONFIG = Block("config", [
-    Field("ip",   "ipv4", "the board's IPv4 (the build's until changed): a unicast host address"),
-    Field("mac",  "mac",  "the board's MAC (the build's until changed): unicast, not zero"),
+    Field("ip",   "ipv4", "the board's IPv4 (the build's, `ethdaq build --ip`, until changed): a unicast host "
+          "address"),
+    Field("mac",  "mac",  "the board's MAC (the build's, `--mac`, until changed): unicast, not zero"),
     STREAM_CFG,
-    Field("emulator_mode", "u8",  "0 off, 1 counter, 2 ramp, 3 pulse", limits=(0, max(EMULATOR_MODES.values())),
+    Field("emulator_mode", "u8",  "the emulators' mode", limits=(0, max(EMULATOR_MODES.values())),
           enum={v: k for k, v in EMULATOR_MODES.items()}),
     Field("emulator_rate", "u32", "samples (or pulse probability) per cycle x 2^32"),
     Field("emulator_seed", "u32", "channel i gets seed + i"),
-    Field("ptp_role",      "u8",  "0 auto (BMCA), 1 master, 2 slave", limits=(0, max(PTP_ROLES)), enum=PTP_ROLES),
-    Field("ptp_transport", "u8",  "0 UDP/IPv4, 1 Ethernet (fixed at build time)", enum=PTP_TRANSPORTS),
+    Field("ptp_role",      "u8",  "the PTP port's role (auto: BMCA)", limits=(0, max(PTP_ROLES)), enum=PTP_ROLES),
+    Field("ptp_transport", "u8",  "PTP over UDP/IPv4 or Ethernet (fixed: `--ptp-transport`)", enum=PTP_TRANSPORTS),
     Field("ptp_domain",    "u8",  "domainNumber"),
     Field("ptp_log_sync",      "i8", "log2 of the Sync interval, -10..6", unit="log2 s", limits=(PTP_LOG_MIN, PTP_LOG_MAX)),
     Field("ptp_log_announce",  "i8", "log2 of the Announce interval, -10..6", unit="log2 s", limits=(PTP_LOG_MIN, PTP_LOG_MAX)),
     Field("ptp_log_delay_req", "i8", "log2 of the Delay_Req interval, -10..6", unit="log2 s", limits=(PTP_LOG_MIN, PTP_LOG_MAX)),
-    Field("ptp_priority1", "u8",  "BMCA priority1"),
-    Field("ptp_priority2", "u8",  "BMCA priority2"),
-    Field("netmask",       "ipv4", "the board's subnet: ones, then zeros"),
-    Field("gateway",       "ipv4", "default gateway (0.0.0.0: none, every destination on-link)"),
+    Field("ptp_priority1", "u8",  "BMCA priority1 (default 128)"),
+    Field("ptp_priority2", "u8",  "BMCA priority2 (default 128)"),
+    Field("netmask",       "ipv4", "the board's subnet (the build's `--netmask`, else the address's class, until "
+          "changed): ones, then zeros"),
+    Field("gateway",       "ipv4", "default gateway (the build's `--gateway` until changed; 0.0.0.0: none, every "
+          "destination on-link): a host of the board's subnet other than the board, not its network or broadcast "
+          "address"),
 ])
 
 RULE = Block("rule", [
     Field("rule_index",     "u8",   "the rule's index"),
     Field("rule_enable",    "u8",   "1 enabled, 0 disabled"),
-    Field("rule_action",    "u8",   "0 CPU, 1 fast-track, 2 drop", enum={v: k for k, v in RULE_ACTIONS.items()}),
+    Field("rule_action",    "u8",   "what the rule does with a frame it matches", enum={v: k for k, v in RULE_ACTIONS.items()}),
     Field("rule_match",     "u8",   "RULE_MATCH_* bits: which of the next four it matches on", show="hex"),
     Field("rule_ethertype", "u16",  "EtherType", show="hex"),
     Field("rule_proto",     "u8",   "IPv4 protocol"),
@@ -313,7 +317,7 @@ PTP_STATUS = [
     Field("state",              "u8",  "port state", enum=PTP_STATES),
     Field("servo_state",        "u8",  "servo state", enum=SERVO_STATES),
     Field("role",               "u8",  "role", enum=PTP_ROLES),
-    Field("transport",          "u8",  "0 UDP/IPv4, 1 L2", enum=PTP_TRANSPORTS),
+    Field("transport",          "u8",  "UDP/IPv4 or Ethernet (L2)", enum=PTP_TRANSPORTS),
     Field("offset_ns",          "i64", "last offset from the master (slave minus master)", unit="ns"),
     Field("mean_path_delay_ns", "i64", "mean path delay", unit="ns"),
     Field("freq_scaled_ppb",    "i64", "frequency adjustment", unit="ppb x 2^16"),
@@ -338,7 +342,7 @@ PTP_STATUS = [
 ]
 
 LAUNCH_REQ = [
-    Field("launch_op",    "u8",  "0 stop, 1 arm, 2 query (read-only)", enum=LAUNCH_OPS),
+    Field("launch_op",    "u8",  "what to do (query: read-only)", enum=LAUNCH_OPS),
     Field("launch_flags", "u8",  "LAUNCH_RELATIVE: sec/ns are an offset from the board's clock", show="hex"),
     Field("sec",          "u64", "when the frame's first preamble byte is on the PHY's pins (< 2^48)", unit="s"),
     Field("ns",           "u32", "(< 10^9)", unit="ns"),
@@ -401,7 +405,7 @@ RULES = [
     Field("gate_oversize", "u32", "the frame gate's drops: too long"),
     Records("rule", [f"r{i}" for i in range(MAX_RULES)], [
         Field("enable",    "u8",  "1 enabled"),
-        Field("action",    "u8",  "0 CPU, 1 fast-track, 2 drop", enum={v: k for k, v in RULE_ACTIONS.items()}),
+        Field("action",    "u8",  "what the rule does with a frame it matches", enum={v: k for k, v in RULE_ACTIONS.items()}),
         Field("match",     "u8",  "RULE_MATCH_* bits", show="hex"),
         Field("ethertype", "u16", "EtherType", show="hex"),
         Field("proto",     "u8",  "IPv4 protocol"),
@@ -422,7 +426,7 @@ MESSAGES = [
     Message(MSG_STREAM_STOP, "STREAM_STOP", [], [Field("run", "u32", "the run that was stopped")], "controller",
             "stop the run"),
     Message(MSG_EMULATOR, "EMULATOR", [
-        Field("mode", "u8",  "0 off, 1 counter, 2 ramp, 3 pulse", enum={v: k for k, v in EMULATOR_MODES.items()}),
+        Field("mode", "u8",  "the emulators' mode", enum={v: k for k, v in EMULATOR_MODES.items()}),
         Field("rate", "u32", "samples per cycle per channel x 2^32"),
         Field("seed", "u32", "channel i gets seed + i"),
     ], [], "controller", "the emulators' mode, rate and seed, on every channel"),
@@ -640,16 +644,23 @@ def c_messages():
 # --- The tables of docs/protocol.md ----------------------------------------------------------------
 
 DOCS_PATH = Path(__file__).resolve().parents[1] / "docs" / "protocol.md"
-DOCS_BEGIN = "<!-- Generated by ethdaq.wire.ctlformat from its table: do not edit (python -m ethdaq.wire.ctlformat --write). -->"
-DOCS_END = "<!-- End of the generated tables. -->"
+
+
+def docs_markers(part):
+    """The lines docs/protocol.md's generated part `part` stands between."""
+    return (f"<!-- Generated by ethdaq.wire.ctlformat ({part}): do not edit; "
+            f"python -m ethdaq.wire.ctlformat --write -->", f"<!-- End of the generated {part} table. -->")
 
 
 def _doc_cell(f):
+    """A field's meaning in a table cell: its doc, its values' names, its unit."""
     text = f.doc
     if f.enum:
-        text += " (" + ", ".join(f"{k} {v}" for k, v in sorted(f.enum.items())) + ")"
+        text += "; values: " + ", ".join(f"{k} {v}" for k, v in sorted(f.enum.items()))
+    if f.bits:
+        text += "; bits: " + ", ".join(f"0x{bit:02X} {name}" for name, bit in sorted(f.bits.items(), key=lambda kv: kv[1]))
     if f.unit:
-        text += f"; {f.unit}"
+        text += f" [{f.unit}]"
     return text.replace("|", "\\|")
 
 
@@ -675,33 +686,46 @@ def _doc_rows(items, start):
     return rows
 
 
-def markdown():
-    """The generated part of docs/protocol.md: each message body's fields, offsets from the start
-    of the datagram (the header is 8 bytes)."""
+def messages_markdown():
+    """Each message body's fields, offsets from the start of the datagram (the header is 8 bytes)."""
     head = "| offset | size | field | type | meaning |\n|-------:|-----:|-------|------|---------|"
-    out = [DOCS_BEGIN, "", "### Header", "", head, *_doc_rows(HEADER, 0), ""]
+    out = ["### Header", "", head, *_doc_rows(HEADER, 0), ""]
     hs = size(HEADER)
     for code, name, items, m in bodies():
         who = f", {m.access}'s" if m and not name.endswith("_RSP") else ""
-        total = hs + size(items)
-        out += [f"### 0x{code:02X} {name} ({total} bytes{who})", ""]
-        if items:
-            out += [head, *_doc_rows(items, hs), ""]
-        else:
-            out += ["No body: the header only.", ""]
+        out += [f"### 0x{code:02X} {name} ({hs + size(items)} bytes{who})", ""]
+        out += [head, *_doc_rows(items, hs), ""] if items else ["No body: the header only.", ""]
     out += ["### ERROR_RSP's reason (after the code, all of it or none)", "", head,
             *_doc_rows(REFUSAL, hs + size(ERROR)), "",
-            "### AUTH (appended to a signed request)", "", head.replace("offset", "from"), *_doc_rows(AUTH, 0), "",
-            DOCS_END]
+            "### AUTH (appended to a signed request)", "", head.replace("offset", "from"), *_doc_rows(AUTH, 0)]
     return "\n".join(out)
 
 
+def config_markdown():
+    """CONFIG's fields: bit i of CONFIG_SET's mask sets field i."""
+    out = ["| bit | field | type | meaning |", "|----:|-------|------|---------|"]
+    out += [f"| {i} | {name} | {f.type} | {_doc_cell(f)} |" for i, (name, f) in enumerate(flatten([CONFIG]))]
+    return "\n".join(out)
+
+
+DOCS_PARTS = {"messages": messages_markdown, "config": config_markdown}
+
+
+def markdown():
+    """Every generated part of docs/protocol.md, each between its markers."""
+    return "\n\n".join("\n".join([docs_markers(part)[0], make(), docs_markers(part)[1]])
+                       for part, make in DOCS_PARTS.items())
+
+
 def docs_with_tables(text):
-    """docs/protocol.md's text with its generated part replaced by markdown()."""
-    begin, end = text.find(DOCS_BEGIN), text.find(DOCS_END)
-    if begin < 0 or end < begin:
-        raise ValueError(f"docs/protocol.md must hold the markers {DOCS_BEGIN!r} and {DOCS_END!r}")
-    return text[:begin] + markdown() + text[end + len(DOCS_END):]
+    """docs/protocol.md's text with each generated part replaced by the table's."""
+    for part, make in DOCS_PARTS.items():
+        begin, end = docs_markers(part)
+        i, j = text.find(begin), text.find(end)
+        if i < 0 or j < i:
+            raise ValueError(f"docs/protocol.md must hold the markers {begin!r} and {end!r}")
+        text = text[:i + len(begin)] + "\n" + make() + "\n" + text[j:]
+    return text
 
 
 def main(argv=None):

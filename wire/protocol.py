@@ -924,8 +924,8 @@ def config_set_request(seq, **fields):
     return pack_header(MSG_CONFIG_SET, seq) + CONFIG_SET.pack(mask, *values)
 
 
-_CONFIG_NAMES = {"ptp_role": PTP_ROLES, "emulator_mode": {v: k for k, v in EMULATOR_MODES.items()},
-                 "ptp_transport": {0: "udp4", 1: "l2"}}
+# The settings that take names (role and mode by name): {field: {value: name}}, from the table.
+_CONFIG_NAMES = {name: f.enum for name, f in T.flatten([T.CONFIG]) if f.enum}
 
 
 DURATION_UNITS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000}

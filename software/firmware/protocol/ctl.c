@@ -5,7 +5,7 @@
  * Parsing order follows linuxptp: minimum length, then magic and version, then message type and
  * its expected length. Every field is read and written through the accessors of the generated
  * ctl_protocol.h (ethdaq.wire.ctlformat's table): each names its offset and byte order, so no
- * offset is written here. One handler per message type (the table `handlers` at the end).
+ * offset is written here. One handler per message type (`handlers` and execute() at the end).
  */
 #include <string.h>
 
@@ -1002,8 +1002,6 @@ static int regs(struct call *c, int write)
 	return answered(&c->w, c->cnt);
 }
 
-static int reg_read(struct call *c) { return regs(c, 0); }
-static int reg_write(struct call *c) { return regs(c, 1); }
 
 /* RX_STATS: every counter of protocol.py's RX_COUNTERS this build has, in code order: the
  * handler's own (its drops of malformed requests, before anything else about them is known) from
@@ -1046,34 +1044,34 @@ static int rx_stats(struct call *c)
 	return answered(&c->w, c->cnt);
 }
 
-/* Every message type: its request's length without AUTH (header included), who may send it
- * (CTL_ACCESS_*: ethdaq.wire.ctlformat's table) and its handler. */
+/* Every message type: its request's length without AUTH (header included) and who may send it
+ * (CTL_ACCESS_*), both from ethdaq.wire.ctlformat's table. execute() calls its handler: a switch,
+ * not pointers, so that the compiler inlines each handler at its one call (smaller firmware). */
 static const struct handler {
 	uint8_t type;
 	uint8_t length;
 	uint8_t access;
-	int (*run)(struct call *c);
 } handlers[] = {
-	{ CTL_MSG_IDENTIFY,     CTL_IDENTIFY_REQ_LENGTH,     CTL_IDENTIFY_ACCESS,     identify },
-	{ CTL_MSG_STREAM_START, CTL_STREAM_START_REQ_LENGTH, CTL_STREAM_START_ACCESS, stream_start },
-	{ CTL_MSG_STREAM_STOP,  CTL_STREAM_STOP_REQ_LENGTH,  CTL_STREAM_STOP_ACCESS,  stream_stop },
-	{ CTL_MSG_EMULATOR,     CTL_EMULATOR_REQ_LENGTH,     CTL_EMULATOR_ACCESS,     emulator },
-	{ CTL_MSG_STATUS,       CTL_STATUS_REQ_LENGTH,       CTL_STATUS_ACCESS,       status },
-	{ CTL_MSG_CLAIM,        CTL_CLAIM_REQ_LENGTH,        CTL_CLAIM_ACCESS,        claim },
-	{ CTL_MSG_RELEASE,      CTL_RELEASE_REQ_LENGTH,      CTL_RELEASE_ACCESS,      release },
-	{ CTL_MSG_PTP_STATUS,   CTL_PTP_STATUS_REQ_LENGTH,   CTL_PTP_STATUS_ACCESS,   ptp_status },
-	{ CTL_MSG_REBOOT,       CTL_REBOOT_REQ_LENGTH,       CTL_REBOOT_ACCESS,       reboot },
-	{ CTL_MSG_CONFIG_GET,   CTL_CONFIG_GET_REQ_LENGTH,   CTL_CONFIG_GET_ACCESS,   config_get },
-	{ CTL_MSG_CONFIG_SET,   CTL_CONFIG_SET_REQ_LENGTH,   CTL_CONFIG_SET_ACCESS,   config_set },
-	{ CTL_MSG_STREAMS,      CTL_STREAMS_REQ_LENGTH,      CTL_STREAMS_ACCESS,      streams },
-	{ CTL_MSG_LAUNCH,       CTL_LAUNCH_REQ_LENGTH,       CTL_LAUNCH_ACCESS,       launch },
-	{ CTL_MSG_PROBE,        CTL_PROBE_REQ_LENGTH,        CTL_PROBE_ACCESS,        probe },
-	{ CTL_MSG_PROBE_CLEAR,  CTL_PROBE_CLEAR_REQ_LENGTH,  CTL_PROBE_CLEAR_ACCESS,  probe_clear },
-	{ CTL_MSG_RULES,        CTL_RULES_REQ_LENGTH,        CTL_RULES_ACCESS,        rules },
-	{ CTL_MSG_RULE_SET,     CTL_RULE_SET_REQ_LENGTH,     CTL_RULE_SET_ACCESS,     rule_set },
-	{ CTL_MSG_REG_READ,     CTL_REG_READ_REQ_LENGTH,     CTL_REG_READ_ACCESS,     reg_read },
-	{ CTL_MSG_REG_WRITE,    CTL_REG_WRITE_REQ_LENGTH,    CTL_REG_WRITE_ACCESS,    reg_write },
-	{ CTL_MSG_RX_STATS,     CTL_RX_STATS_REQ_LENGTH,     CTL_RX_STATS_ACCESS,     rx_stats },
+	{ CTL_MSG_IDENTIFY,     CTL_IDENTIFY_REQ_LENGTH,     CTL_IDENTIFY_ACCESS },
+	{ CTL_MSG_STREAM_START, CTL_STREAM_START_REQ_LENGTH, CTL_STREAM_START_ACCESS },
+	{ CTL_MSG_STREAM_STOP,  CTL_STREAM_STOP_REQ_LENGTH,  CTL_STREAM_STOP_ACCESS },
+	{ CTL_MSG_EMULATOR,     CTL_EMULATOR_REQ_LENGTH,     CTL_EMULATOR_ACCESS },
+	{ CTL_MSG_STATUS,       CTL_STATUS_REQ_LENGTH,       CTL_STATUS_ACCESS },
+	{ CTL_MSG_CLAIM,        CTL_CLAIM_REQ_LENGTH,        CTL_CLAIM_ACCESS },
+	{ CTL_MSG_RELEASE,      CTL_RELEASE_REQ_LENGTH,      CTL_RELEASE_ACCESS },
+	{ CTL_MSG_PTP_STATUS,   CTL_PTP_STATUS_REQ_LENGTH,   CTL_PTP_STATUS_ACCESS },
+	{ CTL_MSG_REBOOT,       CTL_REBOOT_REQ_LENGTH,       CTL_REBOOT_ACCESS },
+	{ CTL_MSG_CONFIG_GET,   CTL_CONFIG_GET_REQ_LENGTH,   CTL_CONFIG_GET_ACCESS },
+	{ CTL_MSG_CONFIG_SET,   CTL_CONFIG_SET_REQ_LENGTH,   CTL_CONFIG_SET_ACCESS },
+	{ CTL_MSG_STREAMS,      CTL_STREAMS_REQ_LENGTH,      CTL_STREAMS_ACCESS },
+	{ CTL_MSG_LAUNCH,       CTL_LAUNCH_REQ_LENGTH,       CTL_LAUNCH_ACCESS },
+	{ CTL_MSG_PROBE,        CTL_PROBE_REQ_LENGTH,        CTL_PROBE_ACCESS },
+	{ CTL_MSG_PROBE_CLEAR,  CTL_PROBE_CLEAR_REQ_LENGTH,  CTL_PROBE_CLEAR_ACCESS },
+	{ CTL_MSG_RULES,        CTL_RULES_REQ_LENGTH,        CTL_RULES_ACCESS },
+	{ CTL_MSG_RULE_SET,     CTL_RULE_SET_REQ_LENGTH,     CTL_RULE_SET_ACCESS },
+	{ CTL_MSG_REG_READ,     CTL_REG_READ_REQ_LENGTH,     CTL_REG_READ_ACCESS },
+	{ CTL_MSG_REG_WRITE,    CTL_REG_WRITE_REQ_LENGTH,    CTL_REG_WRITE_ACCESS },
+	{ CTL_MSG_RX_STATS,     CTL_RX_STATS_REQ_LENGTH,     CTL_RX_STATS_ACCESS },
 };
 _Static_assert(sizeof(handlers) / sizeof(handlers[0]) == CTL_NMESSAGES, "a handler for every message type");
 
@@ -1120,7 +1118,31 @@ static int execute(struct ctl_state *st, const struct ctl_request *rq, uint8_t *
 
 	if (err)
 		return error_response(&c.w, seq, (uint8_t)err, c.cnt);
-	return h->run(&c);
+	switch (h->type) {
+	case CTL_MSG_IDENTIFY:     return identify(&c);
+	case CTL_MSG_STREAM_START: return stream_start(&c);
+	case CTL_MSG_STREAM_STOP:  return stream_stop(&c);
+	case CTL_MSG_EMULATOR:     return emulator(&c);
+	case CTL_MSG_STATUS:       return status(&c);
+	case CTL_MSG_CLAIM:        return claim(&c);
+	case CTL_MSG_RELEASE:      return release(&c);
+	case CTL_MSG_PTP_STATUS:   return ptp_status(&c);
+	case CTL_MSG_REBOOT:       return reboot(&c);
+	case CTL_MSG_CONFIG_GET:   return config_get(&c);
+	case CTL_MSG_CONFIG_SET:   return config_set(&c);
+	case CTL_MSG_STREAMS:      return streams(&c);
+	case CTL_MSG_LAUNCH:       return launch(&c);
+	case CTL_MSG_PROBE:        return probe(&c);
+	case CTL_MSG_PROBE_CLEAR:  return probe_clear(&c);
+	case CTL_MSG_RULES:        return rules(&c);
+	case CTL_MSG_RULE_SET:     return rule_set(&c);
+	case CTL_MSG_REG_READ:     return regs(&c, 0);
+	case CTL_MSG_REG_WRITE:    return regs(&c, 1);
+	case CTL_MSG_RX_STATS:     return rx_stats(&c);
+	default:  /* Not reached: ctl_handle answers a type without a handler first. */
+		c.cnt->bad_type++;
+		return error_response(&c.w, seq, CTL_ERR_BAD_TYPE, c.cnt);
+	}
 }
 
 int ctl_handle(struct ctl_state *st, const struct ctl_request *rq, uint8_t *rsp, size_t rsp_cap,
