@@ -16,15 +16,16 @@ response).
 import hashlib
 import hmac
 import ipaddress
+import dataclasses
 import re
 import struct
-import dataclasses
 from dataclasses import dataclass
 
 from ethdaq.wire import ctlformat as T
+# The message types, codes and value names the table uses; protocol.X names them for the host.
 from ethdaq.wire.ctlformat import (
-    DEFAULT_CTL_PORT, DEFAULT_DST_PORT, DST_UNREACHABLE, DST_VALID, EMULATOR_MODES, ERR_AUTH_FAILED, ERR_AUTH_REQUIRED, ERR_BAD_LENGTH,
-    ERR_BAD_TYPE, ERR_BAD_VALUE, ERR_BAD_VERSION, ERR_BUSY, ERR_NOT_ALLOWED, ERR_NOT_CONTROLLER,
+    DEFAULT_CTL_PORT, DEFAULT_DST_PORT, DST_UNREACHABLE, DST_VALID, EMULATOR_MODES, ERR_AUTH_FAILED,
+    ERR_AUTH_REQUIRED, ERR_BAD_LENGTH, ERR_BAD_TYPE, ERR_BAD_VALUE, ERR_BAD_VERSION, ERR_BUSY, ERR_NOT_ALLOWED, ERR_NOT_CONTROLLER,
     ERR_STALE_SEQ, ERR_UNSUPPORTED, ERROR_NAMES, LAUNCH_ARM, LAUNCH_FRAME_MAX, LAUNCH_QUERY, LAUNCH_RELATIVE,
     LAUNCH_STOP, LINK_AUTONEG, LINK_FULL_DUPLEX, LINK_MISMATCH, LINK_PHY, LINK_UP, MAGIC, MAX_RULES,
     MAX_STREAMS, MIN_PAYLOAD, MSG_CLAIM, MSG_CONFIG_GET, MSG_CONFIG_SET, MSG_EMULATOR, MSG_ERROR_RSP,
@@ -38,8 +39,6 @@ from ethdaq.wire.ctlformat import (
 HEADER = T.struct_of(T.HEADER)
 _REQUEST = {m.code: T.struct_of(m.request) for m in T.MESSAGES}
 _RESPONSE = {m.code: T.struct_of(m.response) for m in T.MESSAGES}
-
-NS_PER_S          = 10**9
 
 NS_PER_S = 10**9
 
@@ -79,14 +78,8 @@ KEY_MIN, KEY_MAX = 16, 64  # Key bytes.
 # CLAIM request: lease in seconds (0: DEFAULT_LEASE_S; at most MAX_LEASE_S). Every accepted
 # state-changing request from the controller renews the lease. CLAIM_RSP: granted (1) or held by
 # another (0), the controller's IPv4 (0: none), the lease's remaining milliseconds.
-# PTP_STATUS response: the firmware's IEEE 1588 port (docs/ptp-firmware.md): port state
-# (PTP_STATES), servo state (SERVO_STATES), role (PTP_ROLES), transport (0 UDP/IPv4, 1 L2), last
-# offset from the master (ns, slave minus master), mean path delay (ns), frequency adjustment
-# (ppb x 2^16), our clock identity, parent port identity (clock, port), grandmaster identity and
-# priorities 1 and 2, steps removed, UTC offset (s), time property flags, clock steps, Announce
-# receipt timeouts, servo samples, Delay_Req without Delay_Resp, event messages without TX
-# timestamp, clock faults, event messages without RX timestamp, timestamp records lost in the
-# gateware (RX, TX).
+# PTP_STATUS response: the firmware's IEEE 1588 port (docs/ptp-firmware.md); its fields are
+# ctlformat.PTP_STATUS.
 PTP_STATUS_RSP = _RESPONSE[MSG_PTP_STATUS]
 
 # CONFIG_GET response, CONFIG_SET request (after a u32 mask) and response: the board's settings.
@@ -170,11 +163,9 @@ CAP_NAMES    = {CAP_STREAMER: "streamer", CAP_PTP: "ptp", CAP_AUTH: "signed requ
                 CAP_DHCP: "dhcp client"}
 MAX_STRING     = 255
 
-# STREAM_START request: dst_ip (0: the requester's address), dst_port, payload bytes per datagram
-# (header included), channel enable mask, back-pressure mask, idle cycles after each datagram,
-# dst_mac (all zero: resolved by ARP; broadcast and multicast IPs map by rule), flush: ns a
-# channel's partial datagram waits after its last sample before it leaves (FLAG_FLUSH; 0: only
-# when full or at stop; else FLUSH_MIN_NS..FLUSH_MAX_NS).
+# STREAM_START request (ctlformat.STREAM_CFG): where and how to stream. flush: ns a channel's
+# partial datagram waits after its last sample before it leaves (FLAG_FLUSH; 0: only when full or at
+# stop; else FLUSH_MIN_NS..FLUSH_MAX_NS).
 STREAM_START   = _REQUEST[MSG_STREAM_START]
 # The flush time's range and the build's setting. The default bounds how long a triggered
 # burst's last samples wait (1 ms), and what idle flushes can cost: at most one datagram per
@@ -193,26 +184,13 @@ EMULATOR       = _REQUEST[MSG_EMULATOR]          # mode, rate (x 2**-32 per cycl
 EMULATOR_RATE_SCALE   = 2**32
 EMULATOR_RATE_MAX     = 2**32 - 1
 EMULATOR_RATE_DEFAULT = 0.01
-# STATUS response: running, run, datagrams sent, samples dropped this run, control requests
-# answered, control requests refused, CPU-port datagrams dropped (rx), (tx), ARP requests for the
-# stream destination that got no answer, destination flags (DST_*), destination MAC in use,
-# datagrams of an earlier run discarded unsent (queued for a destination that never answered),
-# control requests answered again from the reply cache (retransmissions, not executed again),
-# the controller's IPv4 (0: nobody holds the board), the lease's remaining milliseconds.
-# Then the board's resets since power-on (boots; a reboot or the watchdog), why the last one
-# happened (RESET_CAUSES), how many of them the watchdog made, and the time since this boot (ms).
-# Then received frames the MAC found bad, by class: bad FCS, bad preamble (since the last reset).
-# Then the link as the PHY reports it over MDIO (firmware services/phy.c): flags (LINK_*), speed
-# (Mb/s, 0 unknown), link losses since boot, the PHY's MDIO address (NO_PHY: none answered) and
-# its identifier (registers 2 and 3).
-# Then the stream destination's ARP (gateware/resolver.py), since boot: times the MAC in use was
-# replaced by the answer to a refresh, and ARP frames claiming the destination's IP with another
-# MAC that were refused (not the answer to the board's own request).
+# STATUS response (ctlformat.STATUS): the run, the control port's counters, the controller and its
+# lease, the board's resets (gateware/watchdog.py), received frames the MAC found bad, the link as
+# the PHY reports it over MDIO (firmware services/phy.c) and the stream destination's ARP
+# (gateware/resolver.py).
 STATUS_RSP     = _RESPONSE[MSG_STATUS]
-# STREAMS response: the run the counters belong to, the build's number of streams, then MAX_STREAMS
-# records (those past the build's streams are zero): flags (STREAM_*), datagrams sent, UDP payload
-# bytes sent (DAQ header included), samples dropped. All this run: since its STREAM_START (before
-# the first run, since boot), and after its STOP what it sent.
+# STREAMS response (ctlformat.STREAMS): per stream, this run's counters: since its STREAM_START
+# (before the first run, since boot), and after its STOP what it sent.
 STREAMS_RSP    = _RESPONSE[MSG_STREAMS]
 # LAUNCH: time-triggered transmission (gateware/launcher.py, docs/realtime.md). One frame, sent
 # when the board's PTP clock reaches a time, once or every period, ahead of all other traffic.
