@@ -637,8 +637,11 @@ def c_messages():
     out += _c_accessors("ctl_auth", AUTH)
     out.append(f"#define CTL_RX_STATS_RECORD_SIZE {size(RX_STATS_RECORD)}u")
     out += _c_accessors("ctl_rx_stats_record", RX_STATS_RECORD)
+    out.append("/* IDENTIFY_RSP after its strings: one rate per channel, then (optionally) one event layout each. */")
     out.append(f"#define CTL_IDENTIFY_RATE_SIZE  {type_size(IDENTIFY_RATE.type)}u")
+    out += _c_accessors("ctl_identify_rate", [IDENTIFY_RATE._replace(name="")])
     out.append(f"#define CTL_IDENTIFY_EVENT_SIZE {type_size(IDENTIFY_EVENT.type)}u")
+    out += _c_accessors("ctl_identify_event", [IDENTIFY_EVENT._replace(name="")])
     out.append(f"#define CTL_NMESSAGES {len(MESSAGES)}u  /* Message types (requests). */")
     access = {"anybody": 0, "controller": 1, "claim": 2}
     out.append("#define CTL_ACCESS_ANYBODY 0u\n#define CTL_ACCESS_CONTROLLER 1u\n#define CTL_ACCESS_CLAIM 2u")

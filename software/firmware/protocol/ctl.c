@@ -257,7 +257,7 @@ static int authenticate(struct ctl_state *st, const uint8_t *req, size_t body)
 	uint8_t mac[SHA256_DIGEST];
 	uint64_t counter = ctl_get_auth_counter(req + body);
 
-	hmac_sha256(st->key, st->key_len, req, body + 8, NULL, 0, mac);
+	hmac_sha256(st->key, st->key_len, req, body + CTL_AUTH_MAC_OFFSET, NULL, 0, mac);
 	if (!equal_ct(mac, ctl_get_auth_mac(req + body), SHA256_DIGEST) || counter <= st->auth_counter) {
 		st->cnt.auth_failed++;
 		return CTL_ERR_AUTH_FAILED;
@@ -265,7 +265,7 @@ static int authenticate(struct ctl_state *st, const uint8_t *req, size_t body)
 	st->auth_counter = counter;
 	return 0;
 }
-_Static_assert(CTL_AUTH_MAC_OFFSET == 8 && CTL_AUTH_LEN == 8 + SHA256_DIGEST, "AUTH: the counter, then the MAC");
+_Static_assert(CTL_AUTH_LEN == CTL_AUTH_MAC_OFFSET + SHA256_DIGEST, "AUTH: the counter, then the MAC");
 
 /* Access ------------------------------------------------------------------------------------------ */
 
@@ -344,8 +344,6 @@ static int empty_answer(struct call *c, uint8_t type)
 
 /* IDENTIFY's answer after the header: the fixed part, the strings, the channels' declared rates,
  * and from a board with an event channel each channel's event layout. */
-_Static_assert(CTL_IDENTIFY_RATE_SIZE == 4, "IDENTIFY's channel rates are written as 32-bit words");
-_Static_assert(CTL_IDENTIFY_EVENT_SIZE == 1, "IDENTIFY's event layouts are written as bytes");
 static int identify(struct call *c)
 {
 	const struct ctl_identity *id = c->id;
@@ -369,13 +367,13 @@ static int identify(struct call *c)
 	for (i = 0; i < id->nchannels; i++) {
 		b = reserve(&c->w, CTL_IDENTIFY_RATE_SIZE);
 		if (b != NULL)
-			ctl_put_be32(b, id->max_rates ? id->max_rates[i] : 0u);
+			ctl_put_identify_rate(b, id->max_rates ? id->max_rates[i] : 0u);
 	}
 	if (id->event_id_bits)
 		for (i = 0; i < id->nchannels; i++) {
 			b = reserve(&c->w, CTL_IDENTIFY_EVENT_SIZE);
 			if (b != NULL)
-				b[0] = id->event_id_bits[i];
+				ctl_put_identify_event(b, id->event_id_bits[i]);
 		}
 	return answered(&c->w, c->cnt);
 }
