@@ -612,6 +612,9 @@ def c_messages():
     offsets and accessors: ctl_get_<body>_<field>(p) and ctl_put_<body>_<field>(p, v), p the body
     (after the header), records indexed."""
     out = [C_PRIMITIVES]
+    out.append("/* Message types: a response is the request's type | CTL_RESPONSE. */")
+    out += [f"#define CTL_MSG_{m.name:<16} 0x{m.code:02X}u" for m in MESSAGES]
+    out += [f"#define CTL_MSG_IDENTIFY_RSP     0x{MSG_IDENTIFY_RSP:02X}u", f"#define CTL_MSG_ERROR_RSP        0x{MSG_ERROR_RSP:02X}u"]
     out.append(f"#define CTL_HEADER_SIZE {size(HEADER)}u")
     out += _c_accessors("ctl_header", HEADER)
     blocks = {}
