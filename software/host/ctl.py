@@ -21,7 +21,7 @@ class ControlUnreachable(ControlTimeout):
 
 
 class ControlClient:
-    def __init__(self, ip, port=7000, timeout=2.0, retries=3, bind=None, key=None):
+    def __init__(self, ip, port=protocol.DEFAULT_CTL_PORT, timeout=2.0, retries=3, bind=None, key=None):
         """bind: the local address to send from (the board tells controllers apart by address).
         key: the board's shared key (protocol.parse_key): every request is then signed."""
         self.key     = key
@@ -291,7 +291,7 @@ class ControlClient:
             time.sleep(interval)
 
 
-def discover(broadcast="255.255.255.255", port=7000, timeout=1.0, tries=3, bind=None):
+def discover(broadcast="255.255.255.255", port=protocol.DEFAULT_CTL_PORT, timeout=1.0, tries=3, bind=None):
     """Boards that answer IDENTIFY sent to `broadcast` (the limited broadcast, or a subnet's
     directed one such as 192.168.1.255; a board takes both, and no other request there:
     docs/protocol.md). The request goes `tries` times, `timeout / tries` apart, as a datagram to a

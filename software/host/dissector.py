@@ -15,22 +15,17 @@ Load it with `wireshark -X lua_script:software/host/ethdaq.lua` (or `tshark -X .
 to ~/.local/lib/wireshark/plugins/. docs/protocol.md ("Wireshark") describes what it shows.
 """
 
-import dataclasses
-import inspect
-import re
 import struct
 import sys
 from pathlib import Path
 
-from ethdaq.host import ctl
-from ethdaq.wire import daqformat, protocol
+from ethdaq.wire import ctlformat, daqformat, protocol
 
 LUA_PATH = Path(__file__).with_name("ethdaq.lua")
 
-# The streamer's default destination port: the default of the STREAM_START request's dst_port.
-DEFAULT_PORT = inspect.signature(protocol.stream_start_request).parameters["dst_port"].default
-# The control port: the control client's default (the firmware's default --ctl-port).
-CTL_PORT = inspect.signature(ctl.ControlClient).parameters["port"].default
+# The streamer's default destination port and the control port (the firmware's default --ctl-port).
+DEFAULT_PORT = ctlformat.DEFAULT_DST_PORT
+CTL_PORT = ctlformat.DEFAULT_CTL_PORT
 
 MAX_DECODED_SAMPLES = 16     # Samples shown decoded, one per line, under the raw sample bytes.
 MAX_SAMPLE_BITS_DECODED = 64  # Wider samples are shown as bytes only.
@@ -233,34 +228,16 @@ end
 """
 
 
-# Control protocol. Names of the struct fields that protocol.py leaves unnamed (the others come from
-# its dataclasses and its request builders' parameters):
-_CTL_HEADER_NAMES = ["magic", "version", "type", "seq"]  # HEADER
-_STREAM_START_RSP_NAMES = ["run", "dst_ip"]               # STREAM_START_RSP
-_STREAM_STOP_RSP_NAMES = ["run"]                          # STREAM_STOP_RSP
-_CLAIM_RSP_NAMES = ["granted", "controller_ip", "lease_ms"]
-_REBOOT_RSP_NAMES = ["rebooting", "boots"]
-_LAUNCH_NAMES = ["launch_op", "launch_flags", "sec", "ns", "period", "count", "guard", "frame_len", "frame"]
-_REG_WORDS_NAMES = ["reg_offset", "reg_count", *(f"reg_word{i}" for i in range(protocol.REG_MAX_WORDS))]
-_CTL_ERROR_BODY = [("code", 1, "B")]  # MSG_ERROR_RSP's payload: the error code, u8 (ERROR_CODE).
-_REFUSAL_NAMES = ["field", "value", "min", "max"]  # REFUSAL: ERROR_RSP's reason, when it has one.
-_CTL_HEX = {"magic", "type", "enable", "backpressure", "dst_flags", "time_flags", "capabilities", "launch_flags"}
-_CTL_BITS = {"dst_flags": "DST_"}     # Flag fields: protocol.py's constants with this prefix.
-_CTL_VALUES = {"mode": {v: k for k, v in protocol.EMULATOR_MODES.items()}, "code": protocol.ERROR_NAMES,
-               "field": protocol.REFUSAL_FIELD_NAMES,
-               "state": protocol.PTP_STATES, "servo_state": protocol.SERVO_STATES, "role": protocol.PTP_ROLES,
-               "launch_op": {protocol.LAUNCH_STOP: "stop", protocol.LAUNCH_ARM: "arm", protocol.LAUNCH_QUERY: "query"}}
+# Control protocol: every field, its name, type and how it is shown, from ethdaq.wire.ctlformat's table.
 
-
-def _struct_fields(st, names):
-    """[(name, count, code)] of a struct.Struct, with its fields named."""
-    codes = [(int(n or 1), c) for n, c in re.findall(r"(\d*)([a-zA-Z?])", st.format)]
-    if len(codes) != len(names):
-        raise ValueError(f"struct {st.format!r} has {len(codes)} fields, not {len(names)} ({names})")
-    for name, (count, code) in zip(names, codes):
-        if count != 1 and code != "s":
-            raise ValueError(f"{name}: repeat counts ({count}{code}) are not supported")
-    return [(name, count, code) for name, (count, code) in zip(names, codes)]
+def _body(items):
+    """[(name, count, struct code, Field)] of a message body's flat fields."""
+    out = []
+    for name, f in ctlformat.flatten(items):
+        code = ctlformat.type_code(f.type)
+        count, code = (int(code[:-1]), "s") if code.endswith("s") else (1, code)
+        out.append((name, count, code, f))
+    return out
 
 
 def _size(count, code):
@@ -269,57 +246,19 @@ def _size(count, code):
 
 def ctl_messages():
     """{type: (name, [(field, count, struct code)], [length-prefixed string fields])} for every
-    control message, from protocol.py's structs, dataclasses and request builders."""
-    P = protocol
-    named = {v: k[len("MSG_"):] for k, v in vars(P).items() if k.startswith("MSG_")}
-    identity = [f.name for f in dataclasses.fields(P.Identity)]
-    n_fixed = len(P.IDENTIFY_FIXED.unpack(bytes(P.IDENTIFY_FIXED.size)))
+    control message, from ctlformat's table."""
+    return {code: (name, [b[:3] for b in _body(items)], list(ctlformat.IDENTIFY_STRINGS) if code == protocol.MSG_IDENTIFY_RSP else [])
+            for code, name, items, _ in ctlformat.bodies()}
 
-    def after_seq(builder):
-        return list(inspect.signature(builder).parameters)[1:]
-    R = P.RESPONSE
-    bodies = {
-        P.MSG_STREAM_START:     _struct_fields(P.STREAM_START, after_seq(P.stream_start_request)),
-        P.MSG_EMULATOR:         _struct_fields(P.EMULATOR, after_seq(P.emulator_request)),
-        P.MSG_IDENTIFY_RSP:     _struct_fields(P.IDENTIFY_FIXED, identity[:n_fixed]),
-        P.MSG_STREAM_START | R: _struct_fields(P.STREAM_START_RSP, _STREAM_START_RSP_NAMES),
-        P.MSG_STREAM_STOP | R:  _struct_fields(P.STREAM_STOP_RSP, _STREAM_STOP_RSP_NAMES),
-        P.MSG_STATUS | R:       _struct_fields(P.STATUS_RSP, [f.name for f in dataclasses.fields(P.Status)]),
-        P.MSG_CLAIM:            _struct_fields(P.CLAIM, after_seq(P.claim_request)),
-        P.MSG_CLAIM | R:        _struct_fields(P.CLAIM_RSP, _CLAIM_RSP_NAMES),
-        P.MSG_REBOOT:           _struct_fields(P.REBOOT, after_seq(P.reboot_request)),
-        P.MSG_REBOOT | R:       _struct_fields(P.REBOOT_RSP, _REBOOT_RSP_NAMES),
-        P.MSG_CONFIG_SET:       _struct_fields(P.CONFIG_SET, ["mask", *P.CONFIG_FIELDS]),
-        P.MSG_CONFIG_GET | R:   _struct_fields(P.CONFIG, P.CONFIG_FIELDS),
-        P.MSG_CONFIG_SET | R:   _struct_fields(P.CONFIG, P.CONFIG_FIELDS),
-        P.MSG_PTP_STATUS | R:   _struct_fields(P.PTP_STATUS_RSP, [f.name for f in dataclasses.fields(P.PtpStatus)]),
-        P.MSG_STREAMS | R:      _struct_fields(P.STREAMS_RSP, P.streams_field_names()),
-        P.MSG_LAUNCH:           _struct_fields(P.LAUNCH, _LAUNCH_NAMES),
-        P.MSG_LAUNCH | R:       _struct_fields(P.LAUNCH_RSP, list(P.LAUNCH_FIELDS)),
-        P.MSG_PROBE | R:        _struct_fields(P.PROBE_RSP, P.probe_field_names()),
-        P.MSG_RULES | R:        _struct_fields(P.RULES_RSP, P.rules_field_names()),
-        P.MSG_RULE_SET:         _struct_fields(P.RULE, ["rule_" + f for f in P.RULE_FIELDS]),
-        P.MSG_RULE_SET | R:     _struct_fields(P.RULE, ["rule_" + f for f in P.RULE_FIELDS]),
-        P.MSG_REG_READ:         _struct_fields(P.REG_READ, ["reg_offset", "reg_count"]),
-        P.MSG_REG_READ | R:     _struct_fields(P.REG_WORDS, _REG_WORDS_NAMES),
-        P.MSG_REG_WRITE:        _struct_fields(P.REG_WORDS, _REG_WORDS_NAMES),
-        P.MSG_REG_WRITE | R:    _struct_fields(P.REG_WORDS, _REG_WORDS_NAMES),
-        P.MSG_RX_STATS | R:     [("count", 1, "B")],   # Then `count` records: ctl_records().
-        P.MSG_ERROR_RSP:        _CTL_ERROR_BODY,
-    }
-    strings = {P.MSG_IDENTIFY_RSP: identity[n_fixed:identity.index("max_rates")]}  # Then the tail (ctl_tails).
-    messages = {}
-    for req, length in P.REQUEST_LENGTH.items():
-        body = bodies.get(req, [])
-        if P.HEADER.size + sum(_size(n, c) for _, n, c in body) != length:
-            raise ValueError(f"{named[req]}: REQUEST_LENGTH {length} does not match its fields {body}")
-        messages[req] = (named[req], body, [])
-        rsp = req | R
-        messages[rsp] = (named.get(rsp, named[req] + "_RSP"), bodies.get(rsp, []), strings.get(rsp, []))
-    messages[P.MSG_ERROR_RSP] = (named[P.MSG_ERROR_RSP], bodies[P.MSG_ERROR_RSP], [])
-    if set(bodies) - set(messages):
-        raise ValueError(f"bodies for unknown message types {set(bodies) - set(messages)}")
-    return messages
+
+def ctl_fields():
+    """{(type, field name): ctlformat.Field} of every field a message body, its optional part, its
+    tails or its header carries."""
+    out = {(None, f.name): f for f in ctlformat.HEADER}
+    for code, _, items, _ in ctlformat.bodies():
+        out.update({(code, name): f for name, f in ctlformat.flatten(items)})
+    out.update({(protocol.MSG_ERROR_RSP, f.name): f for f in ctlformat.REFUSAL})
+    return out
 
 
 def ctl_records():
@@ -328,8 +267,8 @@ def ctl_records():
     value (u64), codes ascending: each known code's value is shown as a field of its own, named as
     protocol.py names the code."""
     P = protocol
-    if P.RX_STATS_RECORD.format not in (">BQ", "!BQ"):
-        raise ValueError(f"RX_STATS_RECORD {P.RX_STATS_RECORD.format!r}: the dissector shows (code u8, value u64)")
+    if [f.type for f in ctlformat.RX_STATS_RECORD] != ["u8", "u64"]:
+        raise ValueError(f"RX_STATS_RECORD {ctlformat.RX_STATS_RECORD}: the dissector shows (code u8, value u64)")
     names = dict(P.RX_COUNTER_NAMES)
     if {"count", "other"} & set(names.values()):
         raise ValueError("an RX_COUNTERS name is one of the dissector's own: count, other")
@@ -337,19 +276,19 @@ def ctl_records():
 
 
 def ctl_tails():
-    """{type: [(names, count field, struct), ...]}: parts after a message's strings, in order, each
+    """{type: [(names, count field, struct, ctlformat.Field), ...]}: parts after a message's strings, in order, each
     as many values as its count field says, each present only after the one before it (the message
     may end before any part): IDENTIFY_RSP's channel rates (IDENTIFY_RATE, one per channel), then
     its channels' event layouts (IDENTIFY_EVENT)."""
     P = protocol
-    return {P.MSG_IDENTIFY_RSP: [([f"max_rate{i}" for i in range(P.MAX_STREAMS)], "nchannels", P.IDENTIFY_RATE),
-                                 ([f"event_id_bits{i}" for i in range(P.MAX_STREAMS)], "nchannels", P.IDENTIFY_EVENT)]}
+    return {P.MSG_IDENTIFY_RSP: [([f"{f.name}{i}" for i in range(P.MAX_STREAMS)], "nchannels", ctlformat.struct_of([f]), f)
+                                 for f in (ctlformat.IDENTIFY_RATE, ctlformat.IDENTIFY_EVENT)]}
 
 
 def ctl_optional():
     """{type: [(field, count, struct code)]}: fields at the end of a message that a datagram holds
     all of or none of: ERROR_RSP's reason (REFUSAL)."""
-    return {protocol.MSG_ERROR_RSP: _struct_fields(protocol.REFUSAL, _REFUSAL_NAMES)}
+    return {protocol.MSG_ERROR_RSP: [b[:3] for b in _body(ctlformat.REFUSAL)]}
 
 
 def _lua_table(mapping, hex_keys=False):
@@ -357,37 +296,36 @@ def _lua_table(mapping, hex_keys=False):
     return "{ " + ", ".join(f"{key.format(k)} = {_lua_str(v)}" for k, v in sorted(mapping.items())) + " }"
 
 
-def _lua_ctl_field(abbr, name, count, code):
-    if code == "s":
-        kind = "ether" if count == 6 and name.endswith("mac") else "bytes"
-        return f"ProtoField.{kind}({_lua_str(abbr)}, {_lua_str(name)})"
-    if code == "I" and (name == "ip" or name.endswith("_ip")):
-        return f"ProtoField.ipv4({_lua_str(abbr)}, {_lua_str(name)})"
-    size = _size(count, code)
-    if code in "bhiq":
-        return f"ProtoField.{_INT[size]}({_lua_str(abbr)}, {_lua_str(name)}, base.DEC)"
-    if code not in "BHIQ":
-        raise ValueError(f"{name}: struct code {code!r} is not an integer Wireshark can show")
-    base = "base.HEX" if name in _CTL_HEX else "base.DEC"
-    values = _lua_table(_CTL_VALUES[name]) if name in _CTL_VALUES else "nil"
-    return f"ProtoField.{_UINT[size]}({_lua_str(abbr)}, {_lua_str(name)}, {base}, {values})"
+def _lua_ctl_field(abbr, name, f):
+    """The ProtoField of a ctlformat.Field: its type says how Wireshark shows it."""
+    if f.type == "mac":
+        return f"ProtoField.ether({_lua_str(abbr)}, {_lua_str(name)}, {_lua_str(f.doc)})"
+    if f.type.startswith("bytes"):
+        return f"ProtoField.bytes({_lua_str(abbr)}, {_lua_str(name)}, nil, {_lua_str(f.doc)})"
+    if f.type == "ipv4":
+        return f"ProtoField.ipv4({_lua_str(abbr)}, {_lua_str(name)}, {_lua_str(f.doc)})"
+    size = ctlformat.type_size(f.type)
+    values = _lua_table(f.enum) if f.enum else "nil"
+    if f.type.startswith("i"):
+        return f"ProtoField.{_INT[size]}({_lua_str(abbr)}, {_lua_str(name)}, base.DEC, {values}, nil, {_lua_str(f.doc)})"
+    if size not in _UINT:
+        raise ValueError(f"{name}: {f.type} is not an integer Wireshark can show")
+    base = "base.HEX" if f.show == "hex" else "base.DEC"
+    return f"ProtoField.{_UINT[size]}({_lua_str(abbr)}, {_lua_str(name)}, {base}, {values}, nil, {_lua_str(f.doc)})"
 
 
-def _lua_ctl_bits(prefix, name, size):
-    out = []
-    for const, bit in sorted(((k, v) for k, v in vars(protocol).items() if k.startswith(_CTL_BITS[name])),
-                             key=lambda kv: kv[1]):
-        flag = const[len(_CTL_BITS[name]):]
-        out.append(f"ProtoField.bool({_lua_str(prefix + '.' + flag.lower())}, {_lua_str(flag)}, {8 * size}, nil, "
-                   f"0x{bit:02X})")
+def _lua_ctl_bits(prefix, f):
+    out = [f"ProtoField.bool({_lua_str(prefix + '.' + flag.lower())}, {_lua_str(flag)}, {8 * ctlformat.type_size(f.type)}, "
+           f"nil, 0x{bit:02X})" for flag, bit in sorted(f.bits.items(), key=lambda kv: kv[1])]
     return "bits = { " + ", ".join(out) + " }, "
 
 
 def _lua_ctl():
     P = protocol
-    header = _struct_fields(P.HEADER, _CTL_HEADER_NAMES)
+    header = _body(ctlformat.HEADER)
+    fields_of = ctl_fields()
     out = ["",
-           "-- Control protocol (ethdaq.wire.protocol).",
+           "-- Control protocol (ethdaq.wire.ctlformat, ethdaq.wire.protocol).",
            f"local CTL_MAGIC = 0x{P.MAGIC:04X}",
            f"local CTL_VERSION = {P.VERSION}",
            f"local CTL_HEADER_LEN = {P.HEADER.size}",
@@ -403,7 +341,7 @@ def _lua_ctl():
            "",
            "local CTL_HEADER = {"]
     offset = 0
-    for name, count, code in header:
+    for name, count, code, _ in header:
         out.append(f"    {{ name = {_lua_str(name)}, offset = {offset}, size = {_size(count, code)} }},")
         offset += _size(count, code)
     out += ["}", "local cf = {}"]
@@ -412,11 +350,11 @@ def _lua_ctl():
     optional = ctl_optional()
     tails = ctl_tails()
     type_names = {t: name for t, (name, _, _) in messages.items()}
-    for name, count, code in header:
+    for name, count, code, f in header:
         values = _lua_table(type_names, hex_keys=True) if name == "type" else "nil"
-        base = "base.HEX" if name in _CTL_HEX else "base.DEC"
+        base = "base.HEX" if f.show == "hex" else "base.DEC"
         out.append(f"cf.{name} = ProtoField.{_UINT[_size(count, code)]}({_lua_str('ethdaqctl.' + name)}, "
-                   f"{_lua_str(name)}, {base}, {values})")
+                   f"{_lua_str(name)}, {base}, {values}, nil, {_lua_str(f.doc)})")
     out += ["",
             "-- Message type -> name, payload fields in order (ProtoField, size), length-prefixed strings,",
             "-- records after a count (the last field): (code u8, value u64), a field for each known code.",
@@ -425,8 +363,9 @@ def _lua_ctl():
         fields = []
         for name, count, code in body:
             abbr = f"ethdaqctl.{msg.lower()}.{name}"
-            bits = _lua_ctl_bits(abbr, name, _size(count, code)) if name in _CTL_BITS else ""
-            fields.append(f"{{ f = {_lua_ctl_field(abbr, name, count, code)}, size = {_size(count, code)}, {bits}}}")
+            f = fields_of[t, name]
+            bits = _lua_ctl_bits(abbr, f) if f.bits else ""
+            fields.append(f"{{ f = {_lua_ctl_field(abbr, name, f)}, size = {_size(count, code)}, {bits}}}")
         fields += [f"ProtoField.string({_lua_str(f'ethdaqctl.{msg.lower()}.{name}')}, {_lua_str(name)})"
                    for name in strings]
         out.append(f"    [0x{t:02X}] = {{ name = {_lua_str(msg)}, fields = {{" + ("" if body else "},")
@@ -436,7 +375,7 @@ def _lua_ctl():
             out.append("    }, strings = {}, optional = {")
             for name, count, code in optional[t]:
                 abbr = f"ethdaqctl.{msg.lower()}.{name}"
-                out.append(f"        {{ f = {_lua_ctl_field(abbr, name, count, code)}, size = {_size(count, code)} }},")
+                out.append(f"        {{ f = {_lua_ctl_field(abbr, name, fields_of[t, name])}, size = {_size(count, code)} }},")
             out.append("    } },")
         elif body:
             out.append("    }," + (" strings = {} }," if not strings and t not in records else ""))
@@ -446,10 +385,10 @@ def _lua_ctl():
             out.append("    }" + ("," if t in tails else " },"))
         if t in tails:
             out.append("    tails = {")
-            for names, count, st in tails[t]:
+            for names, count, st, f in tails[t]:
                 count_at = P.HEADER.size + sum(_size(n, c) for name, n, c in body[:[b[0] for b in body].index(count)])
                 out.append(f"        {{ count_at = {count_at}, size = {st.size}, fields = {{")
-                out += [f"            {_lua_ctl_field(f'ethdaqctl.{msg.lower()}.{name}', name, 1, st.format[-1])},"
+                out += [f"            {_lua_ctl_field(f'ethdaqctl.{msg.lower()}.{name}', name, f)},"
                         for name in names]
                 out.append("        } },")
             out.append("    } },")

@@ -15,14 +15,13 @@ import json
 import os
 import random
 import shutil
-import struct
 import subprocess
 
 import pytest
 
 from conftest import REPO
 from ethdaq.host import dissector
-from ethdaq.wire import daqformat, protocol
+from ethdaq.wire import ctlformat, daqformat, protocol
 
 TSHARK = shutil.which("tshark")
 needs_tshark = pytest.mark.skipif(TSHARK is None, reason="tshark is not installed (Debian package tshark, "
@@ -153,10 +152,11 @@ def test_committed_lua_is_the_generator_output():
     ("daqformat", "FIELDS", [f for f in daqformat.FIELDS if f.name != "seq"]),
     ("daqformat", "FIELDS", daqformat.FIELDS[:-1] + [daqformat.Field("run", 36, 5, "")]),
     ("daqformat", "FLAGS", dict(daqformat.FLAGS, BOTH=3)),
-    ("protocol", "EMULATOR", struct.Struct(">BIIB")),
+    ("ctlformat", "MESSAGES", [m._replace(response=m.response + [ctlformat.Field("temperature", "f32", "a float")])
+                               if m.name == "STATUS" else m for m in ctlformat.MESSAGES]),
 ])
 def test_generator_refuses_a_format_it_cannot_show(monkeypatch, patch, attr, value):
-    monkeypatch.setattr({"daqformat": daqformat, "protocol": protocol}[patch], attr, value)
+    monkeypatch.setattr({"daqformat": daqformat, "ctlformat": ctlformat}[patch], attr, value)
     with pytest.raises(ValueError):
         dissector.lua_dissector()
 
@@ -426,7 +426,7 @@ CTL_BODY_FIELDS = sorted({f"ethdaqctl.{name.lower()}.{field}"
                          | {f"ethdaqctl.{dissector.ctl_messages()[t][0].lower()}.{field}"
                             for t, fields in dissector.ctl_optional().items() for field, _, _ in fields}
                          | {f"ethdaqctl.{dissector.ctl_messages()[t][0].lower()}.{field}"
-                            for t, parts in dissector.ctl_tails().items() for names, _, _ in parts for field in names}
+                            for t, parts in dissector.ctl_tails().items() for names, _, _, _ in parts for field in names}
                          | {f"ethdaqctl.{dissector.ctl_messages()[t][0].lower()}.{field}"
                             for t, (_, _, names, other) in dissector.ctl_records().items()
                             for field in [*names.values(), other]})
@@ -450,11 +450,15 @@ def test_every_control_message_type_has_a_good_case():
     assert sorted({c["payload"][3] for c in CTL_GOOD}) == sorted(dissector.ctl_messages())
 
 
+# The fields whose type in the table is an IPv4 address.
+IPV4_FIELDS = {name for (_, name), f in dissector.ctl_fields().items() if f.type == "ipv4"}
+
+
 def ctl_value(name, value):
     """A field value as tshark prints it."""
     if isinstance(value, bytes):  # A MAC as Wireshark shows ether fields, other bytes as hex.
         return protocol.format_mac(value) if len(value) == 6 else value.hex()
-    if name == "ip" or name.endswith("_ip"):   # The dissector shows these as IPv4 addresses.
+    if name in IPV4_FIELDS:   # The dissector shows these as IPv4 addresses.
         return ".".join(str(value >> s & 0xff) for s in (24, 16, 8, 0))
     return value
 
