@@ -117,6 +117,27 @@ def test_counter_mode_is_unchanged():
     assert got == list(range(len(got))) and 95 <= len(got) <= 101
 
 
+def test_counter_wraps_at_the_sample_width_whatever_the_ramp_settings():
+    """The counter shares the ramp's adder: it counts by 1 and wraps at 2**width with any step
+    and top (8-bit samples: the wrap after 256)."""
+    emu = DetectorEmulator(sample_width=8, seed=3)
+    got = []
+
+    def gen():
+        yield emu.source.ready.eq(1)
+        yield emu._rate.storage.eq(0xFFFFFFFF)
+        yield emu._top.storage.eq(3)
+        yield emu._step.storage.eq(5)
+        yield emu._mode.storage.eq(MODE_COUNTER)
+        for _ in range(700):
+            yield
+            if (yield emu.source.valid):
+                got.append((yield emu.source.data))
+    run_simulation(emu, gen())
+    assert len(got) > 512
+    assert got == [k % 256 for k in range(len(got))]
+
+
 def ramp_model(top, step, n, width=16):
     """The ramp in Python: +step, back to 0 once a value passes top - step (integers)."""
     out, v = [], 0
