@@ -37,12 +37,13 @@ def reverse_bytes(signal):
 DESC_FLAG_BITS = max(daqformat.FLAGS.values()).bit_length()
 
 
-def descriptor_layout():
+def descriptor_layout(count_bits=16):
     """What a channel hands the serializer per datagram, through a clock-crossing FIFO of
     distributed RAM (the FIFOs of 4 channels are about 180 DPR16X4 on ECP5): no sequence number
-    (the serializer counts datagrams per channel itself, from 0 at FLAG_FIRST) and only the
-    defined flag bits."""
-    return [("timestamp", 64), ("dropped", 64), ("count", 16), ("flags", DESC_FLAG_BITS), ("run", 32)]
+    (the serializer counts datagrams per channel itself, from 0 at FLAG_FIRST), only the defined
+    flag bits, and a sample count as wide as the build's largest datagram needs (`count_bits`;
+    the header's field is 16 bits, the count's upper bits 0)."""
+    return [("timestamp", 64), ("dropped", 64), ("count", count_bits), ("flags", DESC_FLAG_BITS), ("run", 32)]
 
 # Channel ------------------------------------------------------------------------------------------
 
@@ -50,8 +51,8 @@ class DAQChannel(LiteXModule):
     """One detector input: admission, sample buffer and per-datagram descriptors.
 
     Control inputs (driven by DAQStreamer): enable, running, start (pulse), stop (pulse),
-    max_samples (samples per datagram), backpressure, flush, timestamp, run; with `track_time`,
-    also timestamp_next (the value `timestamp` has in the next cycle).
+    max_samples (samples per datagram, 1 .. 2**count_bits - 1), backpressure, flush, timestamp,
+    run; with `track_time`, also timestamp_next (the value `timestamp` has in the next cycle).
 
     A datagram closes when it is full, at stop (FLAG_LAST), or when its channel has been idle:
     with `flush` = F (non-zero), a datagram that holds samples closes F + 1 cycles after its
@@ -68,7 +69,7 @@ class DAQChannel(LiteXModule):
     written while stopped), and takes two cycles to apply.
     """
     def __init__(self, stream_id, sample_width, buffer_samples, descriptors=8, cd_tx="sys", dw=8, flush_bits=28,
-                 track_time=False):
+                 track_time=False, count_bits=16):
         # With a data path at least as wide as a sample, samples are packed on the way in into
         # words of `dw` bits in wire order (first sample in the lowest lanes, each sample's bytes
         # MSB first), so the transmit side moves one word per cycle; otherwise the buffer holds
@@ -80,13 +81,13 @@ class DAQChannel(LiteXModule):
         self.packed, self.spw, self.word_width = packed, spw, width
         self.sink   = stream.Endpoint([("data", sample_width)])
         self.source = source = stream.Endpoint([("data", width)])  # Words of the head datagram (cd_tx).
-        self.desc   = desc   = stream.Endpoint(descriptor_layout())      # Head datagram's descriptor (cd_tx).
+        self.desc   = desc   = stream.Endpoint(descriptor_layout(count_bits))  # Head datagram's descriptor (cd_tx).
 
         self.enable       = Signal()
         self.running      = Signal()
         self.start        = Signal()
         self.stop         = Signal()
-        self.max_samples  = Signal(16)
+        self.max_samples  = Signal(count_bits)
         self.backpressure = Signal()
         self.flush        = Signal(flush_bits)  # Idle cycles (minus one) before a partial datagram closes; 0: never.
         self.timestamp    = Signal(64)
@@ -102,7 +103,7 @@ class DAQChannel(LiteXModule):
 
         self.stream_id = stream_id
         self.fifo  = fifo  = LevelFIFO([("data", width)], words, "sys", cd_tx, buffered=True, framing=False)
-        self.descs = descs = LevelFIFO(descriptor_layout(), descriptors, "sys", cd_tx, framing=False)
+        self.descs = descs = LevelFIFO(descriptor_layout(count_bits), descriptors, "sys", cd_tx, framing=False)
         self.comb += [
             fifo.source.connect(source),
             descs.source.connect(desc),
@@ -111,7 +112,7 @@ class DAQChannel(LiteXModule):
 
         # Data-Path: the open datagram's state, which the parts below share.
         in_packet = Signal()
-        count     = Signal(16)
+        count     = Signal(count_bits)
         ts_first  = Signal(64)
         overflow  = Signal()
         first     = Signal()
@@ -265,21 +266,22 @@ def _add_last_ahead(ch, count, last, close, close_last, close_flush):
     # `last` for the next cycle, from its count (so `close` is one gate after `accept`); it
     # follows a change of max_samples within a cycle while no sample is accepted. Both tests,
     # count + 2 >= max_samples and count + 1 >= max_samples, read one difference
-    # rem = max_samples - count (18 bits, two's complement): rem <= 2 and rem <= 1, one carry
-    # chain and a few gates instead of two adders and two comparisons.
-    rem     = Signal(18)
-    rem_hi0 = Signal()  # rem[2:17] == 0
+    # rem = max_samples - count (two bits wider than count, two's complement): rem <= 2 and
+    # rem <= 1, one carry chain and a few gates instead of two adders and two comparisons.
+    cb      = len(count)
+    rem     = Signal(cb + 2)
+    rem_hi0 = Signal()  # rem[2:cb + 1] == 0
     ch.comb += [
         rem.eq(ch.max_samples - count),
-        rem_hi0.eq(rem[2:17] == 0),
+        rem_hi0.eq(rem[2:cb + 1] == 0),
     ]
     ch.sync += [
         If(ch.start | close | close_last | close_flush,
             last.eq(ch.max_samples <= 1),
         ).Elif(ch.accept,
-            last.eq(rem[17] | (rem_hi0 & ~(rem[1] & rem[0]))),
+            last.eq(rem[cb + 1] | (rem_hi0 & ~(rem[1] & rem[0]))),
         ).Else(
-            last.eq(rem[17] | (rem_hi0 & ~rem[1])),
+            last.eq(rem[cb + 1] | (rem_hi0 & ~rem[1])),
         )
     ]
 

@@ -122,7 +122,7 @@ class Serializer(LiteXModule):
         _declare_fsm_states(fsm)
         if nb == 1:
             _add_header_shift(self, fsm, hb, header, hwords, pop_rr)
-        _declare_fsm_signals(fsm, hwords, len(nbeats_r))
+        _declare_fsm_signals(fsm, hwords, len(nbeats_r), len(nwords_r))
         _add_fsm(self, fsm, samples, packed, sample_bytes)
         _add_header_position(self, fsm, hwords, nw_zero)
         _add_sample_count(self, fsm, nbeats_r, nb_one)
@@ -146,7 +146,7 @@ def _add_heads(ser, channels):
         ser.comb += ch.source.connect(w.sink)
         heads.append((ch.desc, w.source))
     sel      = ser.sel
-    desc     = Record(descriptor_layout() + [("seq", 64)], name="d_pop")
+    desc     = Record(descriptor_layout(len(channels[0].desc.count)) + [("seq", 64)], name="d_pop")
     samples  = stream.Endpoint([("data", channels[0].word_width)], name="sample_bytes")
     ser.comb += [
         Case(sel, {i: w.connect(samples, omit={"ready"}) for i, (d, w) in enumerate(heads)}),
@@ -171,7 +171,7 @@ def _add_descriptor_fetch(ser, heads, desc, load, load_sel, late, sample_bytes):
     pop_ch_r = Signal(max=max(nchannels, 2))
     load_d   = Signal()  # First cycle of a datagram's header.
     load_dd  = Signal()
-    count_l  = Signal(16)
+    count_l  = Signal.like(desc.count)
     d_load, d_sel = (pop_r, pop_ch) if late else (load, load_sel)
     ser.sync += [
         If(load,
@@ -179,7 +179,7 @@ def _add_descriptor_fetch(ser, heads, desc, load, load_sel, late, sample_bytes):
             count_l.eq(Array(d.count for d, w in heads)[load_sel]),
         ),
         If(d_load,
-            Case(d_sel, {i: [getattr(desc, name).eq(getattr(d, name)) for name, _ in descriptor_layout()
+            Case(d_sel, {i: [getattr(desc, name).eq(getattr(d, name)) for name, _ in descriptor_layout(len(count_l))
                              if not (late and name == "count")]
                          for i, (d, w) in enumerate(heads)}),
             # At 8 bits the count is count_l's: the same head's, copied at `load` (its entry
@@ -288,15 +288,15 @@ def _add_lengths(ser, desc, packed, spw, sample_bytes):
     # Registers derived from `desc`, right from the third cycle of the header (`desc` is copied
     # by the pop at 8 bits); used from the header's last word, and in DISCARD's third cycle.
     beat_shift = 0 if packed else log2_int(sample_bytes)  # Output words per buffer entry: 2**beat_shift.
-    nwords_r = Signal(16)  # Buffer entries (words or samples) of this datagram.
+    nwords_r = Signal(len(desc.count))  # Buffer entries (words or samples) of this datagram.
     nw_zero  = Signal()    # ... 0
     nw_one   = Signal()    # ... 1
-    nbeats_r = Signal(16 + beat_shift)  # Output words of its samples.
+    nbeats_r = Signal(len(nwords_r) + beat_shift)  # Output words of its samples.
     nb_one   = Signal()                 # ... 1
     ser.sync += [
         nwords_r.eq((desc.count + spw - 1) >> log2_int(spw)),
         nw_zero.eq(desc.count == 0),
-        nw_one.eq((desc.count != 0) & ((desc.count - 1)[log2_int(spw):16] == 0)),
+        nw_one.eq((desc.count != 0) & ((desc.count - 1)[log2_int(spw):len(desc.count)] == 0)),
         nbeats_r.eq(nwords_r << beat_shift),
         nb_one.eq(nw_one if beat_shift == 0 else 0),
     ]
@@ -353,7 +353,7 @@ def _declare_fsm_states(fsm):
     fsm.s_gap     = Signal()
 
 
-def _declare_fsm_signals(fsm, hwords, nbeats_bits):
+def _declare_fsm_signals(fsm, hwords, nbeats_bits, nwords_bits):
     # The registers the state machine decides on, and its decisions, declared together: the
     # parts below read and drive many of the same ones.
     # Header: position, first word, last word, last word of a datagram without samples.
@@ -367,7 +367,7 @@ def _declare_fsm_signals(fsm, hwords, nbeats_bits):
     # DISCARD: buffer entries left, "this is the last", "all popped"; its first two cycles;
     # then a pop every other cycle, counted in the cycle after it from a registered "taken"
     # (the selected head buffer's valid then drives one flip-flop, not the counters).
-    fsm.wleft  = Signal(16)
+    fsm.wleft  = Signal(nwords_bits)
     fsm.wlast  = Signal()
     fsm.wdone  = Signal()
     fsm.dinit  = Signal()

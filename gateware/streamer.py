@@ -96,6 +96,9 @@ class DAQStreamer(LiteXModule):
             buffer_bytes = 1 << (max_payload - 1).bit_length()
         buffer_samples = buffer_bytes//sample_bytes
         max_samples_build = (max_payload - daqformat.HEADER_LEN)//sample_bytes
+        # A datagram's sample count never exceeds the build's largest (the payload setting is
+        # clamped to it): the channels' counts and descriptors are that wide (10 bits at 1472).
+        count_bits = max(bits_for(max_samples_build), 2)
         if buffer_samples < max_samples_build:
             raise ValueError(f"buffer_bytes must hold one {max_payload}-byte datagram, not {buffer_bytes!r}")
         self.nchannels    = nchannels
@@ -157,7 +160,7 @@ class DAQStreamer(LiteXModule):
         # Control-Path (sys): run control and channels.
         running = Signal()
         run     = Signal(32)
-        max_samples = Signal(16)
+        max_samples = Signal(count_bits)
         _add_run_control(self, running, run, max_samples, sample_bytes, max_payload, max_samples_build)
         _add_channels(self, nchannels, sample_width, buffer_samples, cd_tx, dw, flush_bits, timestamp_next, ts_flags,
                       running, run, max_samples)
@@ -211,7 +214,7 @@ def _add_channels(st, nchannels, sample_width, buffer_samples, cd_tx, dw, flush_
     st.channels = []
     for i in range(nchannels):
         ch = DAQChannel(i, sample_width, buffer_samples, cd_tx=cd_tx, dw=dw, flush_bits=flush_bits,
-                        track_time=timestamp_next is not None)
+                        track_time=timestamp_next is not None, count_bits=len(max_samples))
         st.add_module(f"ch{i}", ch)
         st.channels.append(ch)
         st.comb += [

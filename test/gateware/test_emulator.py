@@ -12,13 +12,16 @@ from emulator_model import model
 from ethdaq.gateware.emulator import MODE_COUNTER, MODE_PULSE, DetectorEmulator, amplitude_seed, xorshift16_ref
 
 
-def run(mode, rate, cycles, seed=None, sample_width=16):
+def run(mode, rate, cycles, seed=None, sample_width=16, top=None, step=None):
     emu = DetectorEmulator(sample_width=sample_width, seed=3)
     got = []
 
     def gen():
         yield emu.source.ready.eq(1)
         yield emu._rate.storage.eq(rate)
+        if top is not None:   # The ramp's settings.
+            yield emu._top.storage.eq(top)
+            yield emu._step.storage.eq(step)
         if seed is not None:  # Restart the generators, then switch the mode on.
             yield emu._seed.storage.eq(seed)
             yield emu._seed.re.eq(1)
@@ -102,6 +105,14 @@ def test_counter_mode_is_unchanged():
     assert got == list(range(len(got))) and 95 <= len(got) <= 101
 
 
+def test_counter_wraps_at_the_sample_width_whatever_the_ramp_settings():
+    """The counter counts by 1 and wraps at 2**width, whatever the ramp's step and top (8-bit
+    samples: the wrap after 256)."""
+    got = run(MODE_COUNTER, 0xFFFFFFFF, 700, sample_width=8, top=3, step=5)
+    assert len(got) > 512
+    assert got == [k % 256 for k in range(len(got))]
+
+
 def ramp_model(top, step, n, width=16):
     """The ramp in Python: +step, back to 0 once a value passes top - step (integers)."""
     out, v = [], 0
@@ -114,19 +125,6 @@ def ramp_model(top, step, n, width=16):
 @pytest.mark.parametrize("top,step", [(10, 3), (9, 3), (0xFFFF, 0x4000), (0xFFFF, 0x5555), (0xFFF0, 0x7FFF),
                                       (5, 7), (0, 1), (100, 0), (0xFFFF, 0xFFFF)])
 def test_ramp_steps_and_returns_to_zero_past_top(top, step):
-    emu = DetectorEmulator(sample_width=16, seed=3)
-    got = []
-
-    def gen():
-        yield emu.source.ready.eq(1)
-        yield emu._rate.storage.eq(0xFFFFFFFF)
-        yield emu._top.storage.eq(top)
-        yield emu._step.storage.eq(step)
-        yield emu._mode.storage.eq(2)  # MODE_RAMP
-        for _ in range(40):
-            yield
-            if (yield emu.source.valid):
-                got.append((yield emu.source.data))
-    run_simulation(emu, gen())
+    got = run(2, 0xFFFFFFFF, 40, top=top, step=step)  # MODE_RAMP
     assert len(got) > 20
     assert got == ramp_model(top, step, len(got))
