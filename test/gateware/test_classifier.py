@@ -325,6 +325,8 @@ def test_bad_parameters_are_refused():
         RXClassifier(nrules=0)
     with pytest.raises(ValueError, match="payload_bytes"):
         RXClassifier(payload_bytes=0)
+    with pytest.raises(ValueError, match=r"^dw must be 8 \(1G\) or 64 \(10G\), not 16$"):
+        RXClassifier(dw=16)
 
 
 class AuditDut(LiteXModule):

@@ -2,8 +2,8 @@
 frames (built by scapy, FCS by zlib, each labelled there with the cause a correct board counts it
 under) arrives as LiteEth's FCS checker hands it on. Checked: each frame is counted once under its
 label, exactly; what goes on to LiteEth (every frame not rx_ok flagged, the others untouched, byte
-for byte); the counters read through `select`/`count` as the firmware reads them. Every test runs
-at both widths: bytes (dw=8, in the receive clock) and LiteEth's 64-bit beats (dw=64, in sys as
+for byte); the counters read through `select`/`count` as the firmware reads them. Every test of frames
+runs at both widths: bytes (dw=8, in the receive clock) and LiteEth's 64-bit beats (dw=64, in sys as
 LiteEth's 64-bit MAC datapath runs, `last_be` on the last byte), the same frames giving the same
 verdicts and counts. The audit inside the simulated board, behind LiteEth's PHY and MAC, is
 test_network.py's."""
@@ -292,6 +292,8 @@ def test_bad_parameters_are_refused():
         RXAudit(udp_ports=(7000,), ip_groups=(0xC0A80101,))
     with pytest.raises(ValueError, match="max_frame"):
         RXAudit(udp_ports=(7000,), max_frame=40)
+    with pytest.raises(ValueError, match=r"^dw must be 8 \(1G\) or 64 \(10G\), not 32$"):
+        RXAudit(dw=32, udp_ports=(7000,))
 
 
 def test_a_port_a_classifier_rule_takes_is_not_a_fault(dw):
