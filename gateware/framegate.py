@@ -22,6 +22,10 @@ out only once its last byte has come and it is good:
 
 Everything else goes out unchanged, in order, at the pace of the source's `ready`. A frame waits
 in the gate for its own length (store and forward): 0.5 us for a 64-byte frame at 1 Gb/s.
+
+dw=64 (LiteEth's 64-bit MAC datapath: 8 bytes a beat, `last_be` kept with each beat, `error` a bit
+a byte) stores beats instead of bytes, `depth` and `max_frame` still in bytes (`max_frame` a
+multiple of 8).
 """
 
 from migen import *
@@ -39,13 +43,17 @@ from ethdaq.gateware.regbuffer import RegisteredBuffer
 
 
 class FrameGate(LiteXModule):
-    def __init__(self, depth=2048, max_frame=1536, frames=64):
+    def __init__(self, depth=2048, max_frame=1536, frames=64, dw=8):
+        if dw not in (8, 64):
+            raise ValueError(f"dw must be 8 (1G) or 64 (10G), not {dw!r}")
         if depth & (depth - 1) or depth < 64:
             raise ValueError(f"depth must be a power of two of at least 64 bytes, not {depth!r}")
         if not (60 <= max_frame <= depth):
             raise ValueError(f"max_frame must be 60..depth ({depth}) bytes, not {max_frame!r}")
-        self.sink   = sink   = stream.Endpoint(eth_phy_description(8))
-        self.source = source = stream.Endpoint(eth_phy_description(8))
+        if max_frame % (dw//8):
+            raise ValueError(f"max_frame must be a multiple of {dw//8} bytes at dw={dw}, not {max_frame!r}")
+        self.sink   = sink   = stream.Endpoint(eth_phy_description(dw))
+        self.source = source = stream.Endpoint(eth_phy_description(dw))
         # One cycle per frame dropped, by class (FrameGateCounters counts them, in sys).
         self.ev_error    = Signal()
         self.ev_full     = Signal()
@@ -54,14 +62,19 @@ class FrameGate(LiteXModule):
         # # #
 
         # Bytes (data and last) and one verdict per stored frame (1: drop it).
-        self.data_fifo    = data_fifo    = BlockRAMFIFO([("data", 8)], depth)
+        if dw == 8:
+            self.data_fifo = data_fifo = BlockRAMFIFO([("data", 8)], depth)
+        else:   # Beats, with their last_be; depth and max_frame from here on in beats.
+            self.data_fifo = data_fifo = BlockRAMFIFO([("data", dw), ("last_be", dw//8)], depth//(dw//8))
+            depth, max_frame = depth//(dw//8), max_frame//(dw//8)
         # The verdict comes out of a register (buffered), and the gate's output goes through a
         # buffer with registered valid and ready: the data FIFO's read enable is then one LUT from
         # flip-flops. Read straight from the verdict's distributed RAM and from the next stage's
         # `ready`, it was thirteen logic levels with its level counter's carry chain (10.8 ns, the
         # eth_rx critical path of a full SoC on an LFE5U-45F-6, docs/boards/README.md).
         self.verdict_fifo = verdict_fifo = stream.SyncFIFO([("drop", 1)], frames, buffered=True)
-        self.out_buffer   = out_buffer   = RegisteredBuffer(eth_phy_description(8))
+        self.out_buffer   = out_buffer   = RegisteredBuffer(eth_phy_description(dw))
+        error = sink.error if dw == 8 else (sink.error != 0)   # At dw=64: a bit a byte.
 
         beat     = Signal()
         first    = Signal(reset=1)   # The next byte starts a frame.
@@ -94,8 +107,9 @@ class FrameGate(LiteXModule):
             data_fifo.sink.valid.eq(admit),
             data_fifo.sink.data.eq(sink.data),
             data_fifo.sink.last.eq(sink.last | cut),
+            *([] if dw == 8 else [data_fifo.sink.last_be.eq(sink.last_be)]),
             verdict_fifo.sink.valid.eq(beat & sink.last & Mux(first, room, storing | oversize | overflow)),
-            verdict_fifo.sink.drop.eq(sink.error | oversize | overflow),
+            verdict_fifo.sink.drop.eq(error | oversize | overflow),
         ]
         self.sync += If(beat,
             If(first, storing.eq(room)),
@@ -122,7 +136,7 @@ class FrameGate(LiteXModule):
         self.sync += [
             self.ev_full.eq(end & full_drop),
             self.ev_oversize.eq(end & ~full_drop & oversize),
-            self.ev_error.eq(end & ~full_drop & ~oversize & sink.error),
+            self.ev_error.eq(end & ~full_drop & ~oversize & error),
         ]
 
         # Out: a frame whose verdict has come; a dropped one is read out unseen. The bytes come
@@ -136,7 +150,7 @@ class FrameGate(LiteXModule):
             out.valid.eq(data.valid & verdict_fifo.source.valid & ~drop),
             out.data.eq(data.data),
             out.last.eq(data.last),
-            out.last_be.eq(data.last),
+            out.last_be.eq(data.last if dw == 8 else data.last_be),
             data.ready.eq(verdict_fifo.source.valid & (drop | out.ready)),
             verdict_fifo.source.ready.eq(data.valid & data.ready & data.last),
             out_buffer.source.connect(source),

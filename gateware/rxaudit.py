@@ -46,10 +46,21 @@ crossed. The counts live in a block RAM, as in gateware/streamstats.py: read, th
 incremented (two cycles; frames come at least 8 sys cycles apart at 1 Gb/s with sys at 50 MHz).
 Writing `select` copies that cause's count to `count` (48 bits, never torn by a frame being
 counted as it is read).
+
+dw=64 (10G: LiteEth's 64-bit MAC datapath, in sys with with_sys_datapath; 8 bytes a beat, byte i
+of the frame in lane i % 8 of beat i // 8, `last_be` one-hot on the last byte, `error` a bit a
+byte) gives the same verdicts and counts for the same frames. The header's first 48 bytes (every
+check's, up to the control message type at byte 45) are held whole and judged in two registered
+stages, the fields against the constants, then the first failed cause in the order above; the
+length, the FCS flag and a truncated datagram at the last beat. A frame that is not a runt has
+at least two beats after its sixth, so the cause is there in time, and the output is the input
+two cycles later as at 8 bits. An `error` on a byte of the last beat counts as a bad FCS (the
+beat is judged as one). The 64-bit checks are built for the simulated 10G board: their one-cycle
+compares of a 48-byte header have not been placed on an FPGA.
 """
 
 from functools import reduce
-from operator import or_
+from operator import add, or_
 
 from migen import *
 from migen.genlib.cdc import PulseSynchronizer
@@ -72,11 +83,14 @@ IP_PROTO_ICMP  = 1
 ICMP_ECHO_REQUEST = 8
 MIN_FRAME      = 60       # Bytes before the FCS (64 with it).
 CTL_TYPE_BYTE  = 42 + 3   # The control header's message type (after magic u16, version u8): UDP payload byte 3.
+HEADER_BYTES   = 48       # dw=64: the header bytes the checks read (0..45), in whole beats.
 
 
 class RXAudit(LiteXModule):
-    def __init__(self, max_frame=1514, udp_ports=(), ethertypes=(), ip_groups=(), netmask=0xFFFFFFFF,
+    def __init__(self, dw=8, max_frame=1514, udp_ports=(), ethertypes=(), ip_groups=(), netmask=0xFFFFFFFF,
                  ctl_port=None, cd_rx="eth_rx"):
+        if dw not in (8, 64):
+            raise ValueError(f"dw must be 8 (1G) or 64 (10G), not {dw!r}")
         if not (MIN_FRAME <= max_frame <= 16000):
             raise ValueError(f"max_frame must be {MIN_FRAME}..16000 bytes, not {max_frame!r}")
         udp_ports  = tuple(udp_ports)
@@ -94,9 +108,10 @@ class RXAudit(LiteXModule):
             raise ValueError(f"ctl_port must be one of udp_ports {udp_ports!r}, not {ctl_port!r}")
         if host_bits < 3:
             host_bits = 0xFFFFFFFF   # /31 and /32: no directed broadcast (RFC 3021), the limited one only.
+        self.dw        = dw
         self.udp_ports = udp_ports   # The UDP ports passed to the stack (the others are dropped, counted).
-        self.sink   = sink   = stream.Endpoint(eth_phy_description(8))   # cd_rx, from the FCS checker.
-        self.source = source = stream.Endpoint(eth_phy_description(8))   # cd_rx, on to the gate.
+        self.sink   = sink   = stream.Endpoint(eth_phy_description(dw))  # cd_rx, from the FCS checker.
+        self.source = source = stream.Endpoint(eth_phy_description(dw))  # cd_rx, on to the gate.
         self.mac    = Signal(48)                                         # cd_rx: the board's MAC...
         self.ip     = Signal(32)                                         # ...and IPv4 address.
         # cd_rx, from the receive classifier behind (gateware/classifier.py `takes`): one of its
@@ -112,259 +127,256 @@ class RXAudit(LiteXModule):
         sync_rx = getattr(self.sync, cd_rx)
         self.comb += sink.ready.eq(1)
 
-        # The input, registered (stage A): nothing of LiteEth's FCS checker (its FIFO's read, its
-        # CRC compare) shares a cycle with the checks. `n` counts the sink's bytes (saturating);
-        # what depends on the position only is registered with the byte, so the byte in stage A
-        # comes with flags saying where it is.
-        n     = Signal(max=max(max_frame + 2, 64))
-        n_max = 2**len(n) - 1
-        sync_rx += If(sink.valid,
-            If(n != n_max, n.eq(n + 1)),
-            If(sink.last, n.eq(0)),
-        )
-        beat  = Signal()
-        b     = Signal(8)
-        last  = Signal()
-        error = Signal()
-        last_be = Signal()
-        sync_rx += [
-            beat.eq(sink.valid),
-            b.eq(sink.data),
-            last.eq(sink.last),
-            last_be.eq(sink.last_be),
-            error.eq(sink.error),
-        ]
-        end = Signal()
-        self.comb += end.eq(beat & last)
+        if dw == 64:
+            beat, data, last, last_be, error, end, verdict = self._word_checks(sink, sync_rx,
+                max_frame=max_frame, udp_ports=udp_ports, ethertypes=ethertypes, ip_groups=ip_groups,
+                ctl_port=ctl_port, host_bits=host_bits)
+        else:
+            # The input, registered (stage A): nothing of LiteEth's FCS checker (its FIFO's read, its
+            # CRC compare) shares a cycle with the checks. `n` counts the sink's bytes (saturating);
+            # what depends on the position only is registered with the byte, so the byte in stage A
+            # comes with flags saying where it is.
+            n     = Signal(max=max(max_frame + 2, 64))
+            n_max = 2**len(n) - 1
+            sync_rx += If(sink.valid,
+                If(n != n_max, n.eq(n + 1)),
+                If(sink.last, n.eq(0)),
+            )
+            beat  = Signal()
+            b     = Signal(8)
+            last  = Signal()
+            error = Signal()
+            last_be = Signal()
+            sync_rx += [
+                beat.eq(sink.valid),
+                b.eq(sink.data),
+                last.eq(sink.last),
+                last_be.eq(sink.last_be),
+                error.eq(sink.error),
+            ]
+            end = Signal()
+            self.comb += end.eq(beat & last)
 
-        flags = []   # Added to sync_rx once every check has asked for its positions.
+            flags = []   # Added to sync_rx once every check has asked for its positions.
 
-        def at_n(name, cond):
-            flag = Signal(name=name)
-            flags.append(flag.eq(cond))
-            return flag
+            def at_n(name, cond):
+                flag = Signal(name=name)
+                flags.append(flag.eq(cond))
+                return flag
 
-        positions = {}
+            positions = {}
 
-        def at(k):   # The byte in stage A is the frame's byte k.
-            if k not in positions:
-                positions[k] = at_n(f"at{k}", n == k)
-            return positions[k]
+            def at(k):   # The byte in stage A is the frame's byte k.
+                if k not in positions:
+                    positions[k] = at_n(f"at{k}", n == k)
+                return positions[k]
 
-        runt     = at_n("runt",     n < MIN_FRAME - 1)   # The frame holds n + 1 bytes before the FCS.
-        oversize = at_n("oversize", n > max_frame - 1)
-        mac_rest = at_n("mac_rest", (n > 0) & (n < 6))
-        csum_add = at_n("csum_add", (n > 15) & (n < 34) & n[0])
+            runt     = at_n("runt",     n < MIN_FRAME - 1)   # The frame holds n + 1 bytes before the FCS.
+            oversize = at_n("oversize", n > max_frame - 1)
+            mac_rest = at_n("mac_rest", (n > 0) & (n < 6))
+            csum_add = at_n("csum_add", (n > 15) & (n < 34) & n[0])
 
-        # The 16 and 32-bit big-endian fields that end at the byte in stage A.
-        sr  = Signal(24)
-        w16 = Signal(16)
-        w32 = Signal(32)
-        self.comb += [w16.eq(Cat(b, sr[:8])), w32.eq(Cat(b, sr))]
-        sync_rx += If(beat, sr.eq(Cat(b, sr[:16])))
+            # The 16 and 32-bit big-endian fields that end at the byte in stage A.
+            sr  = Signal(24)
+            w16 = Signal(16)
+            w32 = Signal(32)
+            self.comb += [w16.eq(Cat(b, sr[:8])), w32.eq(Cat(b, sr))]
+            sync_rx += If(beat, sr.eq(Cat(b, sr[:16])))
 
-        # The byte in stage A against constants, compared as it enters: `b_has(name, f)` is f(b),
-        # registered from the input with `b`, so a check has a flag in its cone, not an 8-bit
-        # compare behind `b`'s fanout (ARP's fixed fields with the compares inline are six LUT
-        # levels, over eth's 7.27 ns on the colorlight_i5).
-        b_flags = {}
+            # The byte in stage A against constants, compared as it enters: `b_has(name, f)` is f(b),
+            # registered from the input with `b`, so a check has a flag in its cone, not an 8-bit
+            # compare behind `b`'s fanout (ARP's fixed fields with the compares inline are six LUT
+            # levels, over eth's 7.27 ns on the colorlight_i5).
+            b_flags = {}
 
-        def b_has(name, f):
-            if name not in b_flags:
-                b_flags[name] = (Signal(name=f"b_{name}"), f(sink.data))
-            return b_flags[name][0]
+            def b_has(name, f):
+                if name not in b_flags:
+                    b_flags[name] = (Signal(name=f"b_{name}"), f(sink.data))
+                return b_flags[name][0]
 
-        def b_is(value):
-            return b_has(f"is_{value:02x}", lambda d: d == value)
+            def b_is(value):
+                return b_has(f"is_{value:02x}", lambda d: d == value)
 
-        # w16 against a constant, in halves: the high byte's flag kept from when it was in stage
-        # A (hi_is[h] is sr[:8] == h), so a check ANDs two flags.
-        hi_is, hi_flags = {}, []
+            # w16 against a constant, in halves: the high byte's flag kept from when it was in stage
+            # A (hi_is[h] is sr[:8] == h), so a check ANDs two flags.
+            hi_is, hi_flags = {}, []
 
-        def w16_is(value):
-            h = value >> 8
-            if h not in hi_is:
-                hi_is[h] = Signal(name=f"hi_is_{h:02x}")
-                hi_flags.append(hi_is[h].eq(b_is(h)))
-            return hi_is[h] & b_is(value & 0xff)
+            def w16_is(value):
+                h = value >> 8
+                if h not in hi_is:
+                    hi_is[h] = Signal(name=f"hi_is_{h:02x}")
+                    hi_flags.append(hi_is[h].eq(b_is(h)))
+                return hi_is[h] & b_is(value & 0xff)
 
-        # The checks (stage B). Each one that fails at the byte in stage A gives its cause in
-        # `code` (ICMP and UDP: `code_l4`), registered; at most one per byte, so the causes are
-        # ORed, not prioritised. Applied in the next cycle: the first failed check's cause stays
-        # in `bad` (`bad_l4`) until the frame's end. Where a check needs a field that ends at the
-        # byte it is judged on, the field is compared into a flag first and judged a byte later
-        # (IPv4 at byte 35, not 33; ICMP at 36; UDP at 40; ARP's target at 42): still long before
-        # the last byte of a frame that is not a runt (59), and a runt is counted as one whatever
-        # its header said.
-        bad       = Signal(max=len(CAUSE))   # The first failed check's cause (link, ARP, IPv4); 0 (rx_ok): none yet.
-        bad_l4    = Signal(max=len(CAUSE))   # The same for ICMP and UDP: judged after a truncated IPv4 datagram.
-        code      = Signal(max=len(CAUSE))
-        code_l4   = Signal(max=len(CAUSE))
-        group     = Signal()
-        mac_eq    = Signal()
-        mac_next  = Signal(8)                # The board's MAC byte the byte in stage A is compared with.
-        is_ipv4   = Signal()
-        is_arp    = Signal()
-        is_udp    = Signal()
-        is_icmp   = Signal()
-        er_seen   = Signal()                 # `error` on a byte before the last: the PHY's RX_ER.
-        mac_b     = Array(self.mac[8*(5 - i):8*(6 - i)] for i in range(6))
-        sync_rx += If(sink.valid, mac_next.eq(mac_b[n[:3]]))
+            # The checks (stage B). Each one that fails at the byte in stage A gives its cause in
+            # `code` (ICMP and UDP: `code_l4`), registered; at most one per byte, so the causes are
+            # ORed, not prioritised. Applied in the next cycle: the first failed check's cause stays
+            # in `bad` (`bad_l4`) until the frame's end. Where a check needs a field that ends at the
+            # byte it is judged on, the field is compared into a flag first and judged a byte later
+            # (IPv4 at byte 35, not 33; ICMP at 36; UDP at 40; ARP's target at 42): still long before
+            # the last byte of a frame that is not a runt (59), and a runt is counted as one whatever
+            # its header said.
+            bad       = Signal(max=len(CAUSE))   # The first failed check's cause (link, ARP, IPv4); 0 (rx_ok): none yet.
+            bad_l4    = Signal(max=len(CAUSE))   # The same for ICMP and UDP: judged after a truncated IPv4 datagram.
+            code      = Signal(max=len(CAUSE))
+            code_l4   = Signal(max=len(CAUSE))
+            group     = Signal()
+            mac_eq    = Signal()
+            mac_next  = Signal(8)                # The board's MAC byte the byte in stage A is compared with.
+            is_ipv4   = Signal()
+            is_arp    = Signal()
+            is_udp    = Signal()
+            is_icmp   = Signal()
+            er_seen   = Signal()                 # `error` on a byte before the last: the PHY's RX_ER.
+            mac_b     = Array(self.mac[8*(5 - i):8*(6 - i)] for i in range(6))
+            sync_rx += If(sink.valid, mac_next.eq(mac_b[n[:3]]))
 
-        def one_of(value, values):
-            return reduce(or_, [value == v for v in values], Constant(0, 1))
+            def one_of(value, values):
+                return reduce(or_, [value == v for v in values], Constant(0, 1))
 
-        def cause(c):
-            return CAUSE[c]
+            def cause(c):
+                return CAUSE[c]
 
-        # Fields and flags captured from the header for the checks judged later.
-        csum      = Signal(17)               # Ones'-complement sum of the IPv4 header's words.
-        csum_next = Signal(17)
-        csum_fold = Signal()                 # The folded sum is 0xFFFF (no adder for the fold).
-        csum_ok   = Signal()                 # ...registered at byte 34.
-        ip_udp    = Signal(16)               # IPv4 total length - 20: what the UDP length must be.
-        ip_end    = Signal(17)               # IPv4 total length + 13: the last byte's offset must reach it.
-        ip_short  = Signal()                 # Total length under 20.
-        fragment  = Signal()
-        proto_udp = Signal()
-        proto_icmp = Signal()
-        eq_ip     = Signal()                 # w32 one byte ago was the board's address...
-        eq_dst    = Signal()                 # ...or one it takes (the PTP groups)...
-        eq_bcast  = Signal()                 # ...or a broadcast (limited, or the subnet's directed).
-        dst_ok    = Signal()
-        bcast     = Signal()                 # The datagram's destination is a broadcast.
-        to_ctl    = Signal()                 # ...and its UDP port the control port.
-        bcast_ip  = Signal(32)               # The subnet's directed broadcast: registered, `ip` changes rarely.
-        icmp_bad  = Signal()
-        port_ok   = Signal()
-        udp_lt8   = Signal()
-        udp_eq8   = Signal()
-        udp_diff  = Signal()
-        truncated = Signal()                 # The IPv4 datagram ends past the byte in stage A.
-        self.comb += [
-            csum_next.eq(csum[:16] + csum[16] + w16),
-            csum_fold.eq(Mux(csum[16], csum[:16] == 0xFFFE, csum[:16] == 0xFFFF)),
-        ]
-        sync_rx += [
-            bcast_ip.eq(self.ip | host_bits),
-            If(sink.valid, truncated.eq(ip_end > n)),
-            If(beat,
-                eq_ip.eq(w32 == self.ip),
-                eq_dst.eq(one_of(w32, ip_groups)),
-                eq_bcast.eq((w32 == 0xFFFFFFFF) | (w32 == bcast_ip)),
-                If(at(15), csum.eq(w16)),
-                If(csum_add, csum.eq(csum_next)),
-                If(at(17),
-                    ip_udp.eq(w16 - 20),
-                    ip_end.eq(w16 + 13),
-                    ip_short.eq(w16 < 20),
+            # Fields and flags captured from the header for the checks judged later.
+            csum      = Signal(17)               # Ones'-complement sum of the IPv4 header's words.
+            csum_next = Signal(17)
+            csum_fold = Signal()                 # The folded sum is 0xFFFF (no adder for the fold).
+            csum_ok   = Signal()                 # ...registered at byte 34.
+            ip_udp    = Signal(16)               # IPv4 total length - 20: what the UDP length must be.
+            ip_end    = Signal(17)               # IPv4 total length + 13: the last byte's offset must reach it.
+            ip_short  = Signal()                 # Total length under 20.
+            fragment  = Signal()
+            proto_udp = Signal()
+            proto_icmp = Signal()
+            eq_ip     = Signal()                 # w32 one byte ago was the board's address...
+            eq_dst    = Signal()                 # ...or one it takes (the PTP groups)...
+            eq_bcast  = Signal()                 # ...or a broadcast (limited, or the subnet's directed).
+            dst_ok    = Signal()
+            bcast     = Signal()                 # The datagram's destination is a broadcast.
+            to_ctl    = Signal()                 # ...and its UDP port the control port.
+            bcast_ip  = Signal(32)               # The subnet's directed broadcast: registered, `ip` changes rarely.
+            icmp_bad  = Signal()
+            port_ok   = Signal()
+            udp_lt8   = Signal()
+            udp_eq8   = Signal()
+            udp_diff  = Signal()
+            truncated = Signal()                 # The IPv4 datagram ends past the byte in stage A.
+            self.comb += [
+                csum_next.eq(csum[:16] + csum[16] + w16),
+                csum_fold.eq(Mux(csum[16], csum[:16] == 0xFFFE, csum[:16] == 0xFFFF)),
+            ]
+            sync_rx += [
+                bcast_ip.eq(self.ip | host_bits),
+                If(sink.valid, truncated.eq(ip_end > n)),
+                If(beat,
+                    eq_ip.eq(w32 == self.ip),
+                    eq_dst.eq(one_of(w32, ip_groups)),
+                    eq_bcast.eq((w32 == 0xFFFFFFFF) | (w32 == bcast_ip)),
+                    If(at(15), csum.eq(w16)),
+                    If(csum_add, csum.eq(csum_next)),
+                    If(at(17),
+                        ip_udp.eq(w16 - 20),
+                        ip_end.eq(w16 + 13),
+                        ip_short.eq(w16 < 20),
+                    ),
+                    If(at(21), fragment.eq(w16[13] | (w16[:13] != 0))),
+                    If(at(23), proto_udp.eq(b_is(IP_PROTO_UDP)), proto_icmp.eq(b_is(IP_PROTO_ICMP))),
+                    If(at(34),   # The sum and the destination address of bytes 14..33.
+                        csum_ok.eq(csum_fold),
+                        dst_ok.eq(eq_ip | eq_dst | eq_bcast),
+                        bcast.eq(eq_bcast),
+                        icmp_bad.eq(~b_is(ICMP_ECHO_REQUEST)),
+                    ),
+                    If(at(37),
+                        port_ok.eq(one_of(w16, udp_ports)),
+                        to_ctl.eq(one_of(w16, () if ctl_port is None else (ctl_port,))),
+                    ),
+                    If(at(39),
+                        udp_lt8.eq(w16 < 8),
+                        udp_eq8.eq(w16 == 8),
+                        udp_diff.eq(w16 != ip_udp),
+                    ),
                 ),
-                If(at(21), fragment.eq(w16[13] | (w16[:13] != 0))),
-                If(at(23), proto_udp.eq(b_is(IP_PROTO_UDP)), proto_icmp.eq(b_is(IP_PROTO_ICMP))),
-                If(at(34),   # The sum and the destination address of bytes 14..33.
-                    csum_ok.eq(csum_fold),
-                    dst_ok.eq(eq_ip | eq_dst | eq_bcast),
-                    bcast.eq(eq_bcast),
-                    icmp_bad.eq(~b_is(ICMP_ECHO_REQUEST)),
+            ]
+            # The checks, by cause: each is high in the cycle after the byte that fails it, and the
+            # failed causes are encoded into `code` a cycle later (no `~x` alone as a Mux's select
+            # anywhere here: Migen's simulator takes ~1 as true).
+            ip_ok = Signal()
+            self.comb += ip_ok.eq(csum_ok & ~ip_short & ~fragment & dst_ok)
+            version4 = b_has("version4", lambda d: d[4:] == 4)   # IPv4's first byte: version...
+            ihl_lt5  = b_has("ihl_lt5",  lambda d: d[:4] < 5)    # ...and header length in words.
+            ihl_gt5  = b_has("ihl_gt5",  lambda d: d[:4] > 5)
+            checks = {
+                "not_ours": (at(6) & ~group & ~mac_eq) |
+                            (is_arp & at(42) & ~eq_ip) |                       # ARP's target (38..41).
+                            (is_ipv4 & at(35) & csum_ok & ~ip_short & ~fragment & ~dst_ok),
+                "ethertype": at(13) & ~reduce(or_, [w16_is(t) for t in (ETHERTYPE_IPV4, ETHERTYPE_ARP) + ethertypes]),
+                # ARP (RFC 826) for IPv4 over Ethernet: request or reply.
+                "arp_malformed": is_arp & ((at(15) & ~w16_is(1)) |              # htype: Ethernet.
+                                           (at(17) & ~w16_is(ETHERTYPE_IPV4)) | # ptype: IPv4.
+                                           (at(18) & ~b_is(6)) |                # hlen: 6.
+                                           (at(19) & ~b_is(4)) |                # plen: 4.
+                                           (at(21) & ~w16_is(1) & ~w16_is(2))),
+                # IPv4: version and header length at its first byte; the rest once the checksum
+                # covers the header the fields came from.
+                "ip_version":  is_ipv4 & at(14) & (~version4 | ihl_lt5),
+                "ip_options":  is_ipv4 & at(14) & version4 & ihl_gt5,
+                "ip_checksum": is_ipv4 & at(35) & ~csum_ok,
+                "ip_length":   is_ipv4 & at(35) & csum_ok & ip_short,
+                "ip_fragment": is_ipv4 & at(35) & csum_ok & ~ip_short & fragment,
+                "ip_protocol": is_ipv4 & at(35) & ip_ok & ~proto_udp & ~proto_icmp,
+            }
+            checks_l4 = {
+                "icmp_type":  is_icmp & at(36) & icmp_bad,
+                "udp_length": is_udp & at(40) & (udp_lt8 | udp_diff),
+                "udp_empty":  is_udp & at(40) & ~udp_lt8 & ~udp_diff & udp_eq8,
+                "udp_port":   is_udp & at(40) & ~udp_lt8 & ~udp_diff & ~udp_eq8 & ~port_ok,
+                "broadcast": is_udp & at(CTL_TYPE_BYTE) & bcast & to_ctl & ~b_is(MSG_IDENTIFY),
+            }
+            failed    = {c: Signal(name=f"failed_{c}") for c in checks}
+            failed_l4 = {c: Signal(name=f"failed_{c}") for c in checks_l4}
+            sync_rx += [
+                *[failed[c].eq(beat & ~last & cond) for c, cond in checks.items()],
+                *[failed_l4[c].eq(beat & ~last & cond) for c, cond in checks_l4.items()],
+                # At most one cause a cycle (the checks are at different bytes, or exclusive): ORed,
+                # not prioritised. None survives the frame's last byte.
+                code.eq(Mux(end, 0, reduce(or_, [Mux(f, cause(c), 0) for c, f in failed.items()]))),
+                code_l4.eq(Mux(end, 0, reduce(or_, [Mux(f, cause(c), 0) for c, f in failed_l4.items()]))),
+            ]
+            sync_rx += [
+                If(bad == 0, bad.eq(code)),
+                If(bad_l4 == 0, bad_l4.eq(code_l4)),
+                If(beat,
+                    If(at(0), group.eq(b[0]), mac_eq.eq(b == mac_next)),
+                    If(mac_rest & (b != mac_next), mac_eq.eq(0)),
+                    If(at(13), is_ipv4.eq(w16_is(ETHERTYPE_IPV4)), is_arp.eq(w16_is(ETHERTYPE_ARP))),
+                    If(is_ipv4 & at(35), is_udp.eq(ip_ok & proto_udp), is_icmp.eq(ip_ok & proto_icmp)),
+                    If(error & ~last, er_seen.eq(1)),
                 ),
-                If(at(37),
-                    port_ok.eq(one_of(w16, udp_ports)),
-                    to_ctl.eq(one_of(w16, () if ctl_port is None else (ctl_port,))),
+                If(end,
+                    er_seen.eq(0), bad.eq(0), bad_l4.eq(0), group.eq(0), mac_eq.eq(0), is_ipv4.eq(0), is_arp.eq(0),
+                    is_udp.eq(0), is_icmp.eq(0),
                 ),
-                If(at(39),
-                    udp_lt8.eq(w16 < 8),
-                    udp_eq8.eq(w16 == 8),
-                    udp_diff.eq(w16 != ip_udp),
-                ),
-            ),
-        ]
-        # The checks, by cause: each is high in the cycle after the byte that fails it, and the
-        # failed causes are encoded into `code` a cycle later (no `~x` alone as a Mux's select
-        # anywhere here: Migen's simulator takes ~1 as true).
-        ip_ok = Signal()
-        self.comb += ip_ok.eq(csum_ok & ~ip_short & ~fragment & dst_ok)
-        version4 = b_has("version4", lambda d: d[4:] == 4)   # IPv4's first byte: version...
-        ihl_lt5  = b_has("ihl_lt5",  lambda d: d[:4] < 5)    # ...and header length in words.
-        ihl_gt5  = b_has("ihl_gt5",  lambda d: d[:4] > 5)
-        checks = {
-            "not_ours": (at(6) & ~group & ~mac_eq) |
-                        (is_arp & at(42) & ~eq_ip) |                       # ARP's target (38..41).
-                        (is_ipv4 & at(35) & csum_ok & ~ip_short & ~fragment & ~dst_ok),
-            "ethertype": at(13) & ~reduce(or_, [w16_is(t) for t in (ETHERTYPE_IPV4, ETHERTYPE_ARP) + ethertypes]),
-            # ARP (RFC 826) for IPv4 over Ethernet: request or reply.
-            "arp_malformed": is_arp & ((at(15) & ~w16_is(1)) |              # htype: Ethernet.
-                                       (at(17) & ~w16_is(ETHERTYPE_IPV4)) | # ptype: IPv4.
-                                       (at(18) & ~b_is(6)) |                # hlen: 6.
-                                       (at(19) & ~b_is(4)) |                # plen: 4.
-                                       (at(21) & ~w16_is(1) & ~w16_is(2))),
-            # IPv4: version and header length at its first byte; the rest once the checksum
-            # covers the header the fields came from.
-            "ip_version":  is_ipv4 & at(14) & (~version4 | ihl_lt5),
-            "ip_options":  is_ipv4 & at(14) & version4 & ihl_gt5,
-            "ip_checksum": is_ipv4 & at(35) & ~csum_ok,
-            "ip_length":   is_ipv4 & at(35) & csum_ok & ip_short,
-            "ip_fragment": is_ipv4 & at(35) & csum_ok & ~ip_short & fragment,
-            "ip_protocol": is_ipv4 & at(35) & ip_ok & ~proto_udp & ~proto_icmp,
-        }
-        checks_l4 = {
-            "icmp_type":  is_icmp & at(36) & icmp_bad,
-            "udp_length": is_udp & at(40) & (udp_lt8 | udp_diff),
-            "udp_empty":  is_udp & at(40) & ~udp_lt8 & ~udp_diff & udp_eq8,
-            "udp_port":   is_udp & at(40) & ~udp_lt8 & ~udp_diff & ~udp_eq8 & ~port_ok,
-            "broadcast": is_udp & at(CTL_TYPE_BYTE) & bcast & to_ctl & ~b_is(MSG_IDENTIFY),
-        }
-        failed    = {c: Signal(name=f"failed_{c}") for c in checks}
-        failed_l4 = {c: Signal(name=f"failed_{c}") for c in checks_l4}
-        sync_rx += [
-            *[failed[c].eq(beat & ~last & cond) for c, cond in checks.items()],
-            *[failed_l4[c].eq(beat & ~last & cond) for c, cond in checks_l4.items()],
-            # At most one cause a cycle (the checks are at different bytes, or exclusive): ORed,
-            # not prioritised. None survives the frame's last byte.
-            code.eq(Mux(end, 0, reduce(or_, [Mux(f, cause(c), 0) for c, f in failed.items()]))),
-            code_l4.eq(Mux(end, 0, reduce(or_, [Mux(f, cause(c), 0) for c, f in failed_l4.items()]))),
-        ]
-        sync_rx += [
-            If(bad == 0, bad.eq(code)),
-            If(bad_l4 == 0, bad_l4.eq(code_l4)),
-            If(beat,
-                If(at(0), group.eq(b[0]), mac_eq.eq(b == mac_next)),
-                If(mac_rest & (b != mac_next), mac_eq.eq(0)),
-                If(at(13), is_ipv4.eq(w16_is(ETHERTYPE_IPV4)), is_arp.eq(w16_is(ETHERTYPE_ARP))),
-                If(is_ipv4 & at(35), is_udp.eq(ip_ok & proto_udp), is_icmp.eq(ip_ok & proto_icmp)),
-                If(error & ~last, er_seen.eq(1)),
-            ),
-            If(end,
-                er_seen.eq(0), bad.eq(0), bad_l4.eq(0), group.eq(0), mac_eq.eq(0), is_ipv4.eq(0), is_arp.eq(0),
-                is_udp.eq(0), is_icmp.eq(0),
-            ),
-        ]
+            ]
 
-        sync_rx += If(sink.valid, *flags)
-        sync_rx += If(beat, *hi_flags)
-        sync_rx += [flag.eq(cond) for flag, cond in b_flags.values()]
+            sync_rx += If(sink.valid, *flags)
+            sync_rx += If(beat, *hi_flags)
+            sync_rx += [flag.eq(cond) for flag, cond in b_flags.values()]
 
-        # The verdict, at the last byte.
-        verdict = Signal(max=len(CAUSE))
-        self.comb += [
-            If(er_seen, verdict.eq(CAUSE["phy_error"])
-            ).Elif(error, verdict.eq(CAUSE["fcs"])
-            ).Elif(runt, verdict.eq(CAUSE["runt"])
-            ).Elif(oversize, verdict.eq(CAUSE["oversize"])
-            ).Elif(bad != 0, verdict.eq(bad)
-            ).Elif(is_ipv4 & truncated, verdict.eq(CAUSE["ip_length"])
-            ).Elif((bad_l4 != 0) & ~((bad_l4 == CAUSE["udp_port"]) & self.claimed), verdict.eq(bad_l4)
-            ).Else(verdict.eq(CAUSE["rx_ok"])),
-        ]
+            # The verdict, at the last byte.
+            verdict = Signal(max=len(CAUSE))
+            self.comb += [verdict_of(verdict, er_seen, error, runt, oversize, bad, is_ipv4 & truncated, bad_l4, self.claimed)]
+            data = b
 
         # Out, two cycles after the input, flagged.
         held  = Signal(max=len(CAUSE))   # The last frame's cause (cd_rx), till the next one ends.
         ended = Signal()
         sync_rx += [
             source.valid.eq(beat),
-            source.data.eq(b),
+            source.data.eq(data),
             source.last.eq(last),
             source.last_be.eq(last_be),
-            source.error.eq(error | (last & (verdict != CAUSE["rx_ok"]))),
+            source.error.eq(error | every_byte(last & (verdict != CAUSE["rx_ok"]), len(error))),
             ended.eq(end),
             If(end, held.eq(verdict)),
         ]
@@ -398,20 +410,198 @@ class RXAudit(LiteXModule):
             ),
         ]
 
+    def _word_checks(self, sink, sync_rx, max_frame, udp_ports, ethertypes, ip_groups, ctl_port, host_bits):
+        """dw=64: the header's first 48 bytes (six beats, enough for every check) held whole and
+        judged at once, two cycles after its last beat, in time for the earliest last beat of a
+        frame that is not a runt (beat 7). Returns what _byte_checks does, for 8-byte beats."""
+        # Stage A: the input registered, with its beat's index in the frame (saturating).
+        nb     = Signal(max=max((max_frame + 2)//8 + 2, 16))
+        nb_max = 2**len(nb) - 1
+        sync_rx += If(sink.valid,
+            If(nb != nb_max, nb.eq(nb + 1)),
+            If(sink.last, nb.eq(0)),
+        )
+        beat    = Signal()
+        d       = Signal(64)
+        last    = Signal()
+        last_be = Signal(8)
+        error   = Signal(8)
+        k       = Signal.like(nb)   # Stage A's beat index.
+        sync_rx += [
+            beat.eq(sink.valid),
+            d.eq(sink.data),
+            last.eq(sink.last),
+            last_be.eq(sink.last_be),
+            error.eq(sink.error),
+            If(sink.valid, k.eq(nb)),
+        ]
+        end = Signal()
+        self.comb += end.eq(beat & last)
+
+        # The header, bytes 0..47, captured beat by beat with stage A.
+        hdr = Signal(8*HEADER_BYTES)
+        sync_rx += If(sink.valid, Case(nb, {j: hdr[64*j:64*(j + 1)].eq(sink.data) for j in range(HEADER_BYTES//8)}))
+
+        def byte(i):
+            return hdr[8*i:8*(i + 1)]
+
+        def field(i, n):   # The big-endian n-byte field at byte i.
+            return Cat(*[byte(i + n - 1 - j) for j in range(n)])
+
+        # The frame's length at its last beat: `last_be` is one-hot on the last valid byte.
+        tail   = Signal(4)
+        length = Signal(len(nb) + 3)
+        self.comb += [
+            tail.eq(8),
+            *[If(last_be[i], tail.eq(i + 1)) for i in range(8)],
+            length.eq(Cat(Constant(0, 3), k) + tail),
+        ]
+
+        # Stage H1: the header's fields against what the board takes, registered in the cycle the
+        # header is whole (its sixth beat in stage A).
+        whole = Signal()
+        self.comb += whole.eq(beat & (k == HEADER_BYTES//8 - 1))
+
+        h1 = []
+
+        def held(expr, width=1, name=None):
+            s = Signal(width, name=name)
+            h1.append(s.eq(expr))
+            return s
+
+        def one_of(value, values):
+            return reduce(or_, [value == v for v in values], Constant(0, 1))
+
+        et, dst, udp_len = field(12, 2), field(30, 4), field(38, 2)
+        csum_sum  = Signal(20)   # The IPv4 header's ten words, added (ones' complement: folded twice).
+        csum_f1   = Signal(17)
+        csum_f2   = Signal(16)
+        ip_udp    = Signal(16)   # IPv4 total length - 20: what the UDP length must be.
+        bcast_ip  = Signal(32)   # The subnet's directed broadcast: registered, `ip` changes rarely.
+        self.comb += [
+            csum_sum.eq(reduce(add, [field(14 + 2*i, 2) for i in range(10)])),
+            csum_f1.eq(csum_sum[:16] + csum_sum[16:]),
+            csum_f2.eq(csum_f1[:16] + csum_f1[16]),
+            ip_udp.eq(field(16, 2) - 20),
+        ]
+        sync_rx += bcast_ip.eq(self.ip | host_bits)
+        eq_bcast   = (dst == 0xFFFFFFFF) | (dst == bcast_ip)
+        mac_ok     = held(byte(0)[0] | (field(0, 6) == self.mac), name="mac_ok")
+        et_ok      = held(one_of(et, (ETHERTYPE_IPV4, ETHERTYPE_ARP) + ethertypes), name="et_ok")
+        is_ipv4    = held(et == ETHERTYPE_IPV4, name="is_ipv4")
+        is_arp     = held(et == ETHERTYPE_ARP, name="is_arp")
+        arp_ok     = held((field(14, 2) == 1) & (field(16, 2) == ETHERTYPE_IPV4) & (byte(18) == 6) &
+                          (byte(19) == 4) & ((field(20, 2) == 1) | (field(20, 2) == 2)), name="arp_ok")
+        arp_ours   = held(field(38, 4) == self.ip, name="arp_ours")
+        version_ok = held((byte(14)[4:] == 4) & (byte(14)[:4] >= 5), name="version_ok")
+        options    = held(byte(14)[:4] > 5, name="options")
+        csum_ok    = held(csum_f2 == 0xFFFF, name="csum_ok")
+        total      = held(field(16, 2), 16, name="total")
+        ip_short   = held(field(16, 2) < 20, name="ip_short")
+        fragment   = held(byte(20)[5] | (field(20, 2)[:13] != 0), name="fragment")
+        dst_ok     = held((dst == self.ip) | one_of(dst, ip_groups) | eq_bcast, name="dst_ok")
+        bcast      = held(eq_bcast, name="bcast")
+        proto_udp  = held(byte(23) == IP_PROTO_UDP, name="proto_udp")
+        proto_icmp = held(byte(23) == IP_PROTO_ICMP, name="proto_icmp")
+        icmp_bad   = held(byte(34) != ICMP_ECHO_REQUEST, name="icmp_bad")
+        port_ok    = held(one_of(field(36, 2), udp_ports), name="port_ok")
+        to_ctl     = held(one_of(field(36, 2), () if ctl_port is None else (ctl_port,)), name="to_ctl")
+        udp_lt8    = held(udp_len < 8, name="udp_lt8")
+        udp_eq8    = held(udp_len == 8, name="udp_eq8")
+        udp_diff   = held(udp_len != ip_udp, name="udp_diff")
+        identify   = held(byte(CTL_TYPE_BYTE) == MSG_IDENTIFY, name="identify")
+        sync_rx += If(whole, *h1)
+
+        # Stage H2: the first failed check's cause, in the order the 8-bit checks meet them
+        # (their bytes: the MAC 6, EtherType 13, ARP 15..21 then its target 42, IPv4 14 then 35;
+        # ICMP 36, UDP 40, the control type 45), registered.
+        bad    = Signal(max=len(CAUSE))
+        bad_l4 = Signal(max=len(CAUSE))
+        ip_ok  = csum_ok & ~ip_short & ~fragment & dst_ok
+        is_udp, is_icmp = is_ipv4 & ip_ok & proto_udp, is_ipv4 & ip_ok & proto_icmp
+
+        def first(target, checks):
+            chain = If(checks[0][1], target.eq(CAUSE[checks[0][0]]))
+            for c, cond in checks[1:]:
+                chain = chain.Elif(cond, target.eq(CAUSE[c]))
+            return chain.Else(target.eq(0))
+
+        sync_rx += [
+            first(bad, [
+                ("not_ours",      ~mac_ok),
+                ("ethertype",     ~et_ok),
+                ("arp_malformed", is_arp & ~arp_ok),
+                ("not_ours",      is_arp & ~arp_ours),
+                ("ip_version",    is_ipv4 & ~version_ok),
+                ("ip_options",    is_ipv4 & options),
+                ("ip_checksum",   is_ipv4 & ~csum_ok),
+                ("ip_length",     is_ipv4 & ip_short),
+                ("ip_fragment",   is_ipv4 & fragment),
+                ("not_ours",      is_ipv4 & ~dst_ok),
+                ("ip_protocol",   is_ipv4 & ~proto_udp & ~proto_icmp),
+            ]),
+            first(bad_l4, [
+                ("icmp_type",  is_icmp & icmp_bad),
+                ("udp_length", is_udp & (udp_lt8 | udp_diff)),
+                ("udp_empty",  is_udp & udp_eq8),
+                ("udp_port",   is_udp & ~port_ok),
+                ("broadcast",  is_udp & bcast & to_ctl & ~identify),
+            ]),
+        ]
+
+        # At the last beat: a receive error the PHY signalled on an earlier beat, the length's
+        # checks, an IPv4 datagram that runs past the frame's end.
+        er_seen   = Signal()
+        runt      = Signal()
+        oversize  = Signal()
+        truncated = Signal()
+        sync_rx += [
+            If(beat & ~last & (error != 0), er_seen.eq(1)),
+            If(end, er_seen.eq(0)),
+        ]
+        self.comb += [
+            runt.eq(length < MIN_FRAME),
+            oversize.eq(length > max_frame),
+            truncated.eq(is_ipv4 & (total + 14 > length)),
+        ]
+        verdict = Signal(max=len(CAUSE))
+        self.comb += verdict_of(verdict, er_seen, error != 0, runt, oversize, bad, truncated, bad_l4, self.claimed)
+        return beat, d, last, last_be, error, end, verdict
+
+
+def verdict_of(verdict, er_seen, fcs, runt, oversize, bad, truncated, bad_l4, claimed):
+    """`verdict` at a frame's last beat: the first cause its checks found, in the order of the
+    module's docstring (`bad`: link, ARP and IPv4; `truncated`: an IPv4 datagram past the frame's
+    end; `bad_l4`: ICMP and UDP, where a port a classifier rule `claimed` is no fault)."""
+    return If(er_seen, verdict.eq(CAUSE["phy_error"])
+        ).Elif(fcs, verdict.eq(CAUSE["fcs"])
+        ).Elif(runt, verdict.eq(CAUSE["runt"])
+        ).Elif(oversize, verdict.eq(CAUSE["oversize"])
+        ).Elif(bad != 0, verdict.eq(bad)
+        ).Elif(truncated, verdict.eq(CAUSE["ip_length"])
+        ).Elif((bad_l4 != 0) & ~((bad_l4 == CAUSE["udp_port"]) & claimed), verdict.eq(bad_l4)
+        ).Else(verdict.eq(CAUSE["rx_ok"]))
+
+
+def every_byte(flag, nbytes):
+    """`flag` for each byte of a beat (LiteEth's `error` has a bit per byte)."""
+    return flag if nbytes == 1 else Replicate(flag, nbytes)
 
 def insert_after_fcs_checker(mac_core, module, who):
-    """Put `module` into LiteEth's MAC core receive pipeline right after its FCS checker (in the
-    receive clock: LiteEth's 8-bit datapath, with_sys_datapath False), before anything already
-    there; LiteEth's checker or gateware/fcschecker.py's in its place. Before the core is
-    finalized."""
+    """Put `module` into LiteEth's MAC core receive pipeline right after its FCS checker, before
+    anything already there; LiteEth's checker or gateware/fcschecker.py's in its place. The
+    module's width must be the checker's: 8 bits in the receive clock (LiteEth's 8-bit datapath,
+    with_sys_datapath False), 64 bits in sys with the 64-bit datapath (with_sys_datapath True) or
+    in the receive clock (False, a 64-bit PHY). Before the core is finalized."""
     from liteeth.mac.crc import LiteEthMACCRC32Checker
     from ethdaq.gateware.fcschecker import FCSChecker
     pipeline = mac_core.rx_datapath.pipeline
     crcs = [i for i, m in enumerate(pipeline) if isinstance(m, (LiteEthMACCRC32Checker, FCSChecker))]
     if len(crcs) != 1:
         raise ValueError(f"{who} needs LiteEth's MAC core with its FCS checker (with_preamble_crc=True)")
-    if len(pipeline[crcs[0]].source.data) != 8:
-        raise ValueError(f"{who} needs the MAC's 8-bit receive datapath (eth_dw=8)")
+    dw, mac_dw = len(module.sink.data), len(pipeline[crcs[0]].source.data)
+    if mac_dw != dw:
+        raise ValueError(f"{who} is {dw}-bit and needs the MAC's {dw}-bit receive datapath, not {mac_dw}-bit (eth_dw={dw})")
     pipeline.insert(crcs[0] + 1, module)
 
 

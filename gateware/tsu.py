@@ -27,7 +27,9 @@ from liteeth.common import eth_phy_description
 
 from ethdaq.gateware.cdcfifo import LevelFIFO
 from ethdaq.gateware.ptpclock import TimeCapture
-from ethdaq.gateware.ptpparser import PTPParser, record_layout
+from ethdaq.gateware.ptpparser import PTPParser, PTPParser64, record_layout
+
+XGMII_START = 0xFB   # The XGMII start control character /S/.
 
 # PHY latencies ------------------------------------------------------------------------------------
 
@@ -45,11 +47,24 @@ PHY_FPGA_LATENCY_CYCLES = {
     # register, then the 4-to-8 converter's output register after the second nibble: 3.
     # Checked against LiteEth's MII code (test_tsu) and in the transmit path at 100 Mb/s (test_mii).
     "mii":        (0, 3),
+    # 10 Gb/s XGMII, 64 bits a cycle at 156.25 MHz; the SFD beat is the column of the start
+    # character /S/, which may be in lane 0 or lane 4 (XGMII_LANE4_NS). TX: ethdaq's
+    # XGMIITransmitter (gateware/xgmiitx.py) chooses the /S/ column in the cycle it takes the
+    # frame's first word and registers it onto the pins: 1. RX: LiteEth's LiteEthPHYXGMIIRX, its
+    # bus register behind the (combinational) lane aligner: 1 for /S/ in lane 0.
+    "xgmii":      (1, 1),
 }
-# PHY clock period and byte time in ns, where not 1 Gb/s with one byte per 8 ns cycle.
+# PHY clock period and the time from the SFD beat's start to the timestamp point, in ns, where
+# not 1 Gb/s with one byte per 8 ns cycle.
 PHY_TIMING_NS = {
-    "mii": (40, 80),  # 100 Mb/s: a nibble per 40 ns cycle.
+    "mii":   (40, 80),    # 100 Mb/s: a nibble per 40 ns cycle.
+    "xgmii": (6.4, 6.4),  # 10 Gb/s: the point is lane 0 of the column after /S/'s (8 bytes of 0.8 ns).
 }
+# XGMII: what a start in lane 4 adds to the (tx, rx) corrections, in ns. TX: its /S/ is 4 byte
+# times later in the same column. RX: LiteEth's aligner holds the column's lower half for a cycle
+# (6.4 ns late on the stream) while the /S/ was 4 byte times (3.2 ns) later on the pins than a
+# lane-0 start: the record carries the lane (`lane`, 0 or 4) and the firmware adds this.
+XGMII_LANE4_NS = (3.2, -3.2)
 GIGABIT_BYTE_NS = 8  # One byte time at 1 Gb/s: the 1588 timestamp point is the bit after the SFD.
 
 
@@ -85,6 +100,22 @@ def tap(endpoint, sink, ignore_ready=False):
     ]
 
 
+class XGMIIStartLane(LiteXModule):
+    """The lane of the last XGMII start character /S/ on a set of XGMII pins (`ctl`, `data`, one
+    64-bit column a cycle): `lane4` is 1 if it was lane 4, from the column that holds it
+    (combinational in that column, held after it), for PTPTimestamper(dw=64).lane4."""
+    def __init__(self, ctl, data):
+        self.lane4 = Signal()
+
+        # # #
+
+        start0 = ctl[0] & (data[:8] == XGMII_START)
+        start4 = ctl[4] & (data[32:40] == XGMII_START)
+        held   = Signal()
+        self.sync += If(start0 | start4, held.eq(start4))
+        self.comb += self.lane4.eq(Mux(start0 | start4, start4, held))
+
+
 # The SoC's TX tap is registered (tap_phy): it lags the PHY's sink by this many cycles, which
 # phy_corrections_ns(tx_tap_cycles=TX_TAP_CYCLES) takes out.
 TX_TAP_CYCLES = 1
@@ -108,10 +139,12 @@ class PTPTimestamper(LiteXModule):
     Parameters
     ----------
     clock : the PTPClock (running in `cd_clock`).
-    dw : PHY data width; 8 (GMII/RGMII) only for now.
-    with_preamble : the stream carries preamble + SFD (LiteEth PHYs with with_preamble_crc); the
-        time is taken in the SFD beat. Without, in the first beat (the first byte after the SFD,
-        one byte time later: compensate in the firmware).
+    dw : PHY data width: 8 (GMII/RGMII/MII) or 64 (XGMII: ptpparser.PTPParser64, and `lane4`).
+    with_preamble : the stream carries preamble + SFD (LiteEth PHYs with with_preamble_crc; at 64
+        bits LiteEth's XGMII receiver, whose first beat is the preamble column); the time is taken
+        in the SFD beat. Without, in the first beat (at 8 bits the first byte after the SFD, one
+        byte time later: compensate in the firmware; at 64 bits a transmitter's sink, whose first
+        word is taken with its /S/ column).
     cd : domain of the tapped stream (eth_tx or eth_rx); cd_clock : the clock's domain.
     depth : records held for the firmware (power of two, >= 4; two more when `cd` is not sys).
     sys_faster : sys runs faster than `cd` (a 100 Mb/s PHY's 25 MHz): the record FIFO's reader
@@ -119,11 +152,14 @@ class PTPTimestamper(LiteXModule):
 
     The firmware (sys) sees the head record while `status.pending`, and writes `pop` to drop it.
     Records lost because the FIFO was full are counted in `overflows`.
+
+    At dw=64 `lane4` (in `cd`) says, in the SFD beat, that the frame's /S/ was in lane 4 of its
+    XGMII column (XGMIIStartLane on the pins); the record keeps it (`start_lane`: 0 or 4), for the
+    firmware's lane correction (XGMII_LANE4_NS).
     """
     def __init__(self, clock, dw=8, with_preamble=True, cd="sys", cd_clock="sys", depth=8, sys_faster=False):
-        if dw != 8:
-            raise ValueError(f"PTPTimestamper: dw must be 8 (GMII/RGMII), not {dw!r} "
-                             "(the 64-bit XGMII stream is not parsed yet)")
+        if dw not in (8, 64):
+            raise ValueError(f"PTPTimestamper: dw must be 8 (GMII/RGMII/MII) or 64 (XGMII), not {dw!r}")
         if depth < 4 or depth & (depth - 1):
             raise ValueError(f"PTPTimestamper: depth must be a power of two >= 4, not {depth!r}")
         self.sink = sink = stream.Endpoint(eth_phy_description(dw))
@@ -144,11 +180,14 @@ class PTPTimestamper(LiteXModule):
         self._source    = CSRStatus(32, description="sourcePortIdentity bytes 6..9 (clockIdentity's last two bytes, portNumber).")
         self._pop       = CSR()
         self._overflows = CSRStatus(32, description="Records lost: FIFO full when the frame ended (or, never at dw=8, no time captured for it).")
+        self.lane4 = Signal()   # dw=64, in `cd`: the frame's /S/ was in lane 4 (read in the SFD beat).
+        if dw == 64:
+            self._start_lane = CSRStatus(3, description="Lane of the head record's XGMII start character /S/: 0 or 4.")
 
         # # #
 
         if cd == "sys":
-            self.parser = parser = PTPParser(with_preamble)
+            self.parser = parser = (PTPParser if dw == 8 else PTPParser64)(with_preamble)
         else:
             # The parser's state machine is one-hot on the ECP5, and Yosys' recoding folds a sync
             # reset into its next-state LUTs: its reset comes from a flip-flop beside it (a domain
@@ -160,7 +199,7 @@ class PTPTimestamper(LiteXModule):
             sync += rst_local.eq(ResetSignal(cd, allow_reset_less=True))
             self.clock_domains += local
             self.comb += [local.clk.eq(ClockSignal(cd)), local.rst.eq(rst_local)]
-            self.parser = parser = ClockDomainsRenamer(local.name)(PTPParser(with_preamble))
+            self.parser = parser = ClockDomainsRenamer(local.name)((PTPParser if dw == 8 else PTPParser64)(with_preamble))
         self.capture = capture = TimeCapture(clock, cd, cd_clock)
         self.comb += [
             sink.connect(parser.sink, omit={"ready"}),  # Observed, never driven.
@@ -169,7 +208,7 @@ class PTPTimestamper(LiteXModule):
         ]
 
         # Record FIFO, written in `cd` at the end of a PTP frame, read by the firmware in sys.
-        layout = record_layout()
+        layout = record_layout(dw)
         if cd == "sys":
             self.fifo = fifo = stream.SyncFIFO(layout, depth)
         else:
@@ -201,7 +240,7 @@ class PTPTimestamper(LiteXModule):
             fifo.sink.valid.eq(parser.done & have),
             fifo.sink.sec.eq(capture.sec),
             fifo.sink.ns.eq(capture.ns),
-            *[getattr(fifo.sink, n).eq(getattr(parser.fields, n)) for n, _ in layout if n not in ("sec", "ns")],
+            *[getattr(fifo.sink, n).eq(getattr(parser.fields, n)) for n, _ in layout if n not in ("sec", "ns", "start_lane")],
             lost.eq(parser.done & ~(have & fifo.sink.ready)),
         ]
 
@@ -219,6 +258,15 @@ class PTPTimestamper(LiteXModule):
             self._source.status.eq(head.source),
             head.ready.eq(self._pop.re),
         ]
+        if dw == 64:
+            # The lane, from the SFD beat to the record (the next SFD comes after this frame's
+            # record is written, at the earliest in the same cycle).
+            start_lane = Signal(3)
+            sync += If(parser.sfd, start_lane.eq(Mux(self.lane4, 4, 0)))
+            self.comb += [
+                fifo.sink.start_lane.eq(start_lane),
+                self._start_lane.status.eq(head.start_lane),
+            ]
 
         # Lost records, counted in sys (one event per frame at most: far slower than the
         # synchroniser's toggle).

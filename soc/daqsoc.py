@@ -72,6 +72,13 @@ LAUNCH_PROBE_PORT = 9100
 LAUNCHER_DEPTH = 2048
 
 
+def mac_rx_domain(eth_dw):
+    """The clock domain of LiteEth's MAC receive datapath behind its FCS checker, where the receive
+    audit, classifier and frame gate go: the PHY's receive clock at 8 bits, sys at wider ones
+    (LiteEthUDPIPCore with_sys_datapath, as add_ethernet_core builds it)."""
+    return "eth_rx" if eth_dw == 8 else "sys"
+
+
 def launcher_lead_cycles(ptp_phy):
     """eth_tx cycles from the launcher's fire decision to the first preamble byte on the PHY's
     pins, without the guard band (gateware/launcher.py)."""
@@ -181,7 +188,7 @@ class DAQSoC(SoCCore):
         # (gateware/netaddr.py): LiteEth's MAC filter, ARP and IP layers take them as signals.
         self.netaddr = NetAddress(config.ip_address, config.mac_address, netmask=config.netmask,
                                   gateway=config.gateway, cd_tx="eth_tx",
-                                  cd_rx="eth_rx" if (config.with_classifier or config.with_rx_audit) else None)
+                                  cd_rx=mac_rx_domain(config.eth_dw) if (config.with_classifier or config.with_rx_audit) else None)
         # PTP hardware clock (sys): before the transmit path, whose time-triggered launcher reads it.
         self.ptp    = PTPClockCSR(PTPClock(self.sys_clk_freq, with_osc_error=config.with_ptp_testbench))
         # Time-triggered transmission (gateware/launcher.py): the highest transmit class.
@@ -241,8 +248,9 @@ class DAQSoC(SoCCore):
         # the frame gate behind them lets only whole frames that both passed on to LiteEth.
         config = self.soc_config
         rx_pipeline = self.ethcore.mac.core.rx_datapath.pipeline
+        cd_rx, dw = mac_rx_domain(config.eth_dw), config.eth_dw
         if config.with_classifier:
-            self.classifier = RXClassifier(nrules=CLASSIFIER_RULES, payload_bytes=16)
+            self.classifier = RXClassifier(nrules=CLASSIFIER_RULES, payload_bytes=16, dw=dw, cd_rx=cd_rx)
             insert_classifier(self.ethcore.mac.core, self.classifier)
         if config.with_rx_audit:
             # Fast-track ports are not among them: a frame to one is the classifier's only while a
@@ -251,22 +259,22 @@ class DAQSoC(SoCCore):
             udp_ports = (config.ctl_port, *(PTP_UDP_PORTS if udp else ()),
                          *((DHCP_CLIENT_PORT,) if config.with_dhcp else ()),
                          *((config.etherbone_port,) if config.with_etherbone else ()))
-            self.rx_audit = RXAudit(max_frame=1514, udp_ports=udp_ports,
+            self.rx_audit = RXAudit(dw=dw, cd_rx=cd_rx, max_frame=1514, udp_ports=udp_ports,
                 ethertypes=(PTP_ETHERTYPE,) if not udp else (),
                 ip_groups=PTP_IP_GROUPS if udp else (),
                 netmask=config.netmask, ctl_port=config.ctl_port)
             self.comb += [self.rx_audit.mac.eq(self.netaddr.mac_rx), self.rx_audit.ip.eq(self.netaddr.ip_rx)]
             insert_rx_audit(self.ethcore.mac.core, self.rx_audit)
         if config.with_classifier or config.with_rx_audit:
-            self.rx_gate    = ClockDomainsRenamer("eth_rx")(FrameGate())
+            self.rx_gate    = ClockDomainsRenamer(cd_rx)(FrameGate(dw=dw))
             last = self.classifier if config.with_classifier else self.rx_audit
             rx_pipeline.insert(rx_pipeline.index(last) + 1, self.rx_gate)
             # Without the classifier (whose RULES report them) the audit's counts say why frames
             # were flagged: the gate counts only its own drops for want of room.
-            self.rx_gate_counters = FrameGateCounters(self.rx_gate, cd="eth_rx",
+            self.rx_gate_counters = FrameGateCounters(self.rx_gate, cd=cd_rx,
                 with_error=config.with_classifier, with_oversize=config.with_classifier)
         if config.with_classifier:
-            self.fasttrack = FastTrackSink(self.classifier.fasttrack, cd_rx="eth_rx")
+            self.fasttrack = FastTrackSink(self.classifier.fasttrack, cd_rx=cd_rx)
             if config.with_rx_audit:
                 self.comb += self.rx_audit.claimed.eq(self.classifier.takes)
             self.comb += self.classifier.mac.eq(self.netaddr.mac_rx)

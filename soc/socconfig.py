@@ -121,10 +121,8 @@ def check_etherbone_port(port, ctl_port, data_port=DEFAULT_DATA_PORT):
                          + (f" (used by {used[port]})" if port in used else ""))
 
 
-def check_fasttrack_ports(ports, ctl_port, data_port, eth_dw):
+def check_fasttrack_ports(ports, ctl_port, data_port):
     """Build-time fast-track rules (UDP destination ports): ValueError naming the problem."""
-    if eth_dw != 8:
-        raise ValueError(f"the receive classifier needs eth_dw=8 for now, not {eth_dw!r}")
     if len(ports) > CLASSIFIER_RULES:
         raise ValueError(f"at most {CLASSIFIER_RULES} fast-track ports (the classifier's rules), not {len(ports)}")
     taken = {ctl_port: "the control port", data_port: "the data port", 319: "PTP", 320: "PTP"}
@@ -238,9 +236,8 @@ class SoCConfig:
             dhcp_time_scale   = board_or("dhcp_time_scale", 1),
             with_classifier   = self.with_classifier or bool(fasttrack_ports),
             fasttrack_ports   = fasttrack_ports,
-            # The receive audit (gateware/rxaudit.py) reads LiteEth's 8-bit receive datapath: every
-            # 1 Gb/s build has it; the 10 Gb/s ones (64-bit) do not yet.
-            with_rx_audit     = (eth_dw == 8) if self.with_rx_audit is None else self.with_rx_audit)
+            # The receive audit (gateware/rxaudit.py), at 8 or 64 bits: every build has it.
+            with_rx_audit     = True if self.with_rx_audit is None else self.with_rx_audit)
         config._check(board)
         return config
 
@@ -277,9 +274,11 @@ class SoCConfig:
         if self.with_ptp_testbench and not board.is_sim:
             raise ValueError(f"with_ptp_testbench models a board in simulation; {board.name} is real hardware")
         if self.with_classifier:
-            check_fasttrack_ports(self.fasttrack_ports, self.ctl_port, data_port, self.eth_dw)
-        if self.with_rx_audit and self.eth_dw != 8:
-            raise ValueError(f"the receive audit needs eth_dw=8 for now, not {self.eth_dw!r}")
+            check_fasttrack_ports(self.fasttrack_ports, self.ctl_port, data_port)
+        # The latency probes time the classifier's fast-track deliveries in the PHY's receive
+        # clock, where the 8-bit MAC datapath puts the classifier (a wider one is in sys).
+        if self.with_probes and self.with_classifier and self.eth_dw != 8:
+            raise ValueError(f"the latency probes with the receive classifier need eth_dw=8 for now, not {self.eth_dw!r}")
         # LiteEth's MAC crossbar does not convert widths (get_port(dw=8) on a wider MAC connects
         # mismatched streams without an error).
         if self.ptp_transport == "l2" and self.eth_dw != 8:

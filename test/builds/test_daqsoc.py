@@ -5,6 +5,7 @@ console's full PTP line as a build option."""
 import logging
 
 import pytest
+from migen.fhdl.tools import list_targets
 
 from ethdaq.boards import get_board
 from ethdaq.soc.daqsoc import DAQSoC
@@ -49,13 +50,23 @@ def test_the_audit_classifier_and_gate_sit_between_the_fcs_checker_and_the_rest_
     assert (soc.constants["ETHDAQ_FASTTRACK_PORT_0"], soc.constants["ETHDAQ_FASTTRACK_PORT_1"]) == (9000, 9001)
 
 
-def test_the_classifier_and_the_audit_need_the_8_bit_datapath():
-    with pytest.raises(ValueError, match="eth_dw=8"):
-        DAQSoC(get_board("sim"), SoCConfig(eth_dw=64, with_streamer=False, with_classifier=True))
-    with pytest.raises(ValueError, match="eth_dw=8"):
-        DAQSoC(get_board("sim"), SoCConfig(eth_dw=64, with_streamer=False, with_rx_audit=True))
-    wide = DAQSoC(get_board("sim"), SoCConfig(eth_dw=64, with_streamer=False))
-    assert not hasattr(wide, "rx_audit") and "ETHDAQ_RX_AUDIT" not in wide.constants
+def test_at_64_bits_the_audit_classifier_and_gate_are_64_bit_in_sys_behind_liteeths_fcs_checker():
+    """eth_dw=64: LiteEth's MAC datapath is 64-bit in sys (with_sys_datapath), and so are the
+    receive audit, the classifier and the frame gate right behind its FCS checker; the audit is
+    on by default as at 8 bits."""
+    from liteeth.mac.crc import LiteEthMACCRC32Checker
+    wide = DAQSoC(get_board("sim"), SoCConfig(eth_dw=64, with_streamer=False, fasttrack_ports=(9000,)))
+    pipeline = wide.ethcore.mac.core.rx_datapath.pipeline
+    crc = [i for i, m in enumerate(pipeline) if isinstance(m, LiteEthMACCRC32Checker)]
+    assert len(crc) == 1 and len(pipeline[crc[0]].source.data) == 64
+    assert pipeline[crc[0] + 1:crc[0] + 4] == [wide.rx_audit, wide.classifier, wide.rx_gate]
+    assert all(len(m.sink.data) == len(m.source.data) == 64 for m in (wide.rx_audit, wide.classifier, wide.rx_gate))
+    assert "ETHDAQ_RX_AUDIT" in wide.constants and wide.constants["ETHDAQ_FASTTRACK_PORT_0"] == 9000
+    # In sys: the audit's, classifier's and gate's registers are in sys's synchronous logic.
+    fragment = wide.get_fragment()
+    in_sys = {s for stmt in fragment.sync.get("sys", []) for s in list_targets(stmt)}
+    assert wide.rx_audit.source.valid in in_sys and wide.classifier.fasttrack.valid in in_sys
+    assert not any(wide.rx_audit.source.valid in list_targets(stmt) for stmt in fragment.sync.get("eth_rx", []))
 
 
 def test_the_launcher_is_the_first_transmit_class_with_the_lead_the_firmware_needs():

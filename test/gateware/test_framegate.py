@@ -2,7 +2,8 @@
 some flagged bad, some too long, against a consumer that stalls at random: exactly the good
 frames come out, whole and in order, and every other frame is counted in its class. Then the
 upstream LiteEth behaviour the gate exists for, pinned: LiteEth's IP core answers a ping whose
-FCS is bad; behind the gate it does not (scapy builds the frames, zlib the FCS)."""
+FCS is bad; behind the gate it does not (scapy builds the frames, zlib the FCS). The first tests
+run at 8 bits (bytes) and at 64 (beats with last_be, as LiteEth's 64-bit MAC datapath)."""
 
 import random
 import zlib
@@ -23,23 +24,31 @@ from scapy.packet import Raw
 from ethdaq.gateware.framegate import FrameGate
 
 
-def gate_sim(frames, ready_prob, depth=2048, max_frame=1536, gap=12, seed=1):
-    dut = FrameGate(depth=depth, max_frame=max_frame)
+@pytest.fixture(params=[8, 64])
+def dw(request):
+    return request.param
+
+
+def gate_sim(frames, ready_prob, depth=2048, max_frame=1536, gap=12, seed=1, dw=8):
+    dut = FrameGate(depth=depth, max_frame=max_frame, dw=dw)
     rng = random.Random(seed)
     result = {"out": [], "cur": []}
     state = {"in": False}
+    n = dw//8
 
     def feed():
         for data, error in frames:
-            for i, b in enumerate(data):
+            for i in range(0, len(data), n):
+                chunk, last = data[i:i + n], i + n >= len(data)
                 yield dut.sink.valid.eq(1)
-                yield dut.sink.data.eq(b)
-                yield dut.sink.last.eq(i == len(data) - 1)
-                yield dut.sink.error.eq(int(error and i == len(data) - 1))
+                yield dut.sink.data.eq(int.from_bytes(chunk + bytes(n - len(chunk)), "little"))
+                yield dut.sink.last.eq(last)
+                yield dut.sink.last_be.eq(1 << (len(chunk) - 1) if last else 0)
+                yield dut.sink.error.eq((2**n - 1) if error and last else 0)
                 yield
             yield dut.sink.valid.eq(0)
             yield dut.sink.error.eq(0)
-            for _ in range(gap):
+            for _ in range(max(1, gap//n)):
                 yield
         state["in"] = True
 
@@ -57,7 +66,10 @@ def gate_sim(frames, ready_prob, depth=2048, max_frame=1536, gap=12, seed=1):
                 result[name] += yield ev
             if ready and (yield dut.source.valid):
                 idle = 0
-                result["cur"].append((yield dut.source.data))
+                word = (yield dut.source.data).to_bytes(n, "little")
+                if (yield dut.source.last):
+                    word = word[:(yield dut.source.last_be).bit_length()]
+                result["cur"] += word
                 if (yield dut.source.last):
                     result["out"].append(bytes(result["cur"]))
                     result["passed"] += 1
@@ -79,9 +91,9 @@ def random_frames(n, seed, max_len=1700, error_rate=0.2):
     return frames
 
 
-def test_a_free_flowing_consumer_gets_every_good_frame_whole_and_in_order():
+def test_a_free_flowing_consumer_gets_every_good_frame_whole_and_in_order(dw):
     frames = random_frames(24, seed=2)
-    r = gate_sim(frames, ready_prob=1.0)
+    r = gate_sim(frames, ready_prob=1.0, dw=dw)
     good = [d for d, e in frames if not e and len(d) <= 1536]
     assert r["out"] == good
     assert r["passed"] == len(good) and r["dropped_full"] == 0
@@ -89,9 +101,9 @@ def test_a_free_flowing_consumer_gets_every_good_frame_whole_and_in_order():
     assert r["dropped_oversize"] == sum(1 for d, e in frames if len(d) > 1536)
 
 
-def test_a_stalling_consumer_loses_whole_frames_only_and_counts_them():
+def test_a_stalling_consumer_loses_whole_frames_only_and_counts_them(dw):
     frames = random_frames(40, seed=3, max_len=400, error_rate=0.1)
-    r = gate_sim(frames, ready_prob=0.15)
+    r = gate_sim(frames, ready_prob=0.15 if dw == 8 else 0.02, dw=dw)
     good = [d for d, e in frames if not e]
     assert r["dropped_full"] > 0                                   # The buffer did fill.
     # What came out is an in-order subsequence of the good frames, each one whole.
@@ -106,6 +118,8 @@ def test_bad_parameters_are_refused():
         FrameGate(depth=1000)
     with pytest.raises(ValueError, match="max_frame"):
         FrameGate(depth=1024, max_frame=2000)
+    with pytest.raises(ValueError, match="a multiple of 8 bytes at dw=64"):
+        FrameGate(max_frame=1514, dw=64)
 
 
 # --- LiteEth answers a ping with a bad FCS; behind the gate it does not ----------------------------

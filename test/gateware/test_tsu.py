@@ -3,7 +3,11 @@
 PTPClock is checked cycle by cycle against a naive reference model (an integer count of 2^-F ns
 advanced per cycle, with the documented command latencies) and against exact Fraction arithmetic;
 PTPTimestamper against frames encoded by scapy (its PTPv2 layer), fed byte-wise with preamble and
-SFD as LiteEth's PHY-side stream carries them."""
+SFD as LiteEth's PHY-side stream carries them, and the same frames 8 bytes a beat (dw=64, the
+preamble column as LiteEth's XGMII receiver hands it on: PTPParser64), with the same records. At
+64 bits the timestamps are checked at the XGMII pins too: through LiteEth's XGMII receiver and
+ethdaq's XGMII transmitter, /S/ in lane 0 and lane 4, each record plus its corrections is the
+clock's time at the frame's timestamp point on the pins."""
 
 import collections
 import random
@@ -25,7 +29,7 @@ from liteeth.common import eth_phy_description
 from ethdaq.gateware import ptpclock, tsu
 from ethdaq.gateware.ptpclock import (PTPClock, PTPClockCSR, NS_PER_S, ADD_LATENCY, ADJ_LATENCY, SET_LATENCY)
 from ethdaq.gateware.ptpparser import DST_OTHER, DST_PRIMARY, DST_PDELAY
-from ethdaq.gateware.tsu import PTPTimestamper, tap
+from ethdaq.gateware.tsu import PTPTimestamper, XGMIIStartLane, tap
 
 CLK = 125e6
 F   = 34
@@ -399,8 +403,8 @@ def test_ppm_error_models_an_oscillator_that_the_rate_adjustment_corrects():
 def test_parameter_errors_say_what_was_expected():
     with pytest.raises(ValueError, match=r"^frac_bits must be an int in 34\.\.48 \(one adjustment LSB <= 0\.01 ppb at 125 MHz\), not 32$"):
         PTPClock(CLK, frac_bits=32)
-    with pytest.raises(ValueError, match=r"^PTPTimestamper: dw must be 8 \(GMII/RGMII\), not 64"):
-        PTPTimestamper(PTPClock(CLK), dw=64)
+    with pytest.raises(ValueError, match=r"^PTPTimestamper: dw must be 8 \(GMII/RGMII/MII\) or 64 \(XGMII\), not 32$"):
+        PTPTimestamper(PTPClock(CLK), dw=32)
     with pytest.raises(ValueError, match=r"^PTPTimestamper: depth must be a power of two >= 4, not 6$"):
         PTPTimestamper(PTPClock(CLK), depth=6)
     assert ptpclock.frac_bits_for(125e6) == 34 and ptpclock.frac_bits_for(60e6) == 33
@@ -522,13 +526,29 @@ def ptp_l2(msg_type, seq, dst="01:1b:19:00:00:00", vlan=None, **kw):
     return wire(Ether(src="02:00:00:00:00:02", dst=dst, type=0x88F7)/ptp(msg_type, seq, **kw))
 
 
+@pytest.fixture(params=[8, 64])
+def dw(request):
+    return request.param
+
+
 class Bench(LiteXModule):
     """A PTPClock and a PTPTimestamper observing `ep` (a PHY-side endpoint) through tap()."""
-    def __init__(self, cd="sys", cd_clock="sys", ignore_ready=False, **kw):
+    def __init__(self, cd="sys", cd_clock="sys", ignore_ready=False, dw=8, **kw):
         self.clock = PTPClock(CLK) if cd_clock == "sys" else ClockDomainsRenamer(cd_clock)(PTPClock(CLK))
-        self.ts    = PTPTimestamper(self.clock, cd=cd, cd_clock=cd_clock, **kw)
-        self.ep    = stream.Endpoint(eth_phy_description(8))
+        self.ts    = PTPTimestamper(self.clock, cd=cd, cd_clock=cd_clock, dw=dw, **kw)
+        self.ep    = stream.Endpoint(eth_phy_description(dw))
         self.comb += tap(self.ep, self.ts.sink, ignore_ready=ignore_ready)
+
+
+def beats(frame, dw):
+    """PHY-side bytes as beats of dw bits: (data, last_be), last_be one-hot on the last byte (at
+    8 bits 0, as LiteEth's 8-bit PHYs leave it); the first 8 bytes, preamble and SFD, are one
+    beat at 64 bits, as LiteEth's XGMII receiver hands them on."""
+    n = dw//8
+    for i in range(0, len(frame), n):
+        chunk = frame[i:i + n]
+        last_be = 1 << (len(chunk) - 1) if dw > 8 and i + n >= len(frame) else 0
+        yield int.from_bytes(chunk + bytes(n - len(chunk)), "little"), last_be
 
 
 class Feeder:
@@ -544,15 +564,20 @@ class Feeder:
 
     def run(self):
         ep, clock = self.bench.ep, self.bench.clock
+        dw = len(ep.data)
         for frame in self.frames:
             sfd = frame.find(0xD5) if frame[:1] == b"\x55" else 0   # -1: no SFD.
-            for i, byte in enumerate(frame):
+            if dw == 64 and sfd > 0:
+                sfd = 0 if frame[:8] == PREAMBLE else -1            # The preamble column, or none.
+            words = list(beats(frame, dw))
+            for i, (word, last_be) in enumerate(words):
                 while i and self.rng.random() < self.valid_gaps:
                     yield ep.valid.eq(0)
                     yield
                 yield ep.valid.eq(1)
-                yield ep.data.eq(byte)
-                yield ep.last.eq(i == len(frame) - 1)
+                yield ep.data.eq(word)
+                yield ep.last.eq(i == len(words) - 1)
+                yield ep.last_be.eq(last_be)
                 while True:
                     ready = int(self.rng.random() >= self.ready_stalls)
                     yield ep.ready.eq(ready)
@@ -579,14 +604,16 @@ def reader(ts, records, stop, pop=True):
                 sec=(yield ts._seconds.status), ns=(yield ts._nanoseconds.status),
                 msg_type=(yield f.message_type), seq=(yield f.sequence_id), udp=(yield f.udp),
                 vlan=(yield f.vlan), dst=(yield f.dst), domain=(yield f.domain), source=(yield ts._source.status)))
+            if hasattr(ts, "_start_lane"):
+                records[-1]["lane"] = yield ts._start_lane.status
             yield ts._pop.re.eq(1)
             yield
             yield ts._pop.re.eq(0)
         yield
 
 
-def simulate(frames, cd="sys", cd_clock="sys", clocks=None, pop=True, bench_kw={}, **feed):
-    bench = Bench(cd=cd, cd_clock=cd_clock, **bench_kw)
+def simulate(frames, cd="sys", cd_clock="sys", clocks=None, pop=True, bench_kw={}, dw=8, **feed):
+    bench = Bench(cd=cd, cd_clock=cd_clock, dw=dw, **bench_kw)
     feeder = Feeder(bench, frames, **feed)
     records = []
     gens = {"sys": [reader(bench.ts, records, lambda: feeder.done, pop)]}
@@ -600,10 +627,10 @@ MESSAGES = [(0, "Sync"), (1, "Delay_Req"), (8, "Follow_Up"), (9, "Delay_Resp"), 
 
 
 @pytest.mark.parametrize("transport", ["udp", "l2"])
-def test_each_message_type_is_timestamped_at_its_sfd_cycle(transport):
+def test_each_message_type_is_timestamped_at_its_sfd_cycle(transport, dw):
     make = ptp_udp if transport == "udp" else ptp_l2
     frames = [make(t, 1000 + 17*k, domain=k, port=0x0100 + k) for k, (t, _) in enumerate(MESSAGES)]
-    bench, feeder, records = simulate(frames)
+    bench, feeder, records = simulate(frames, dw=dw)
     assert len(records) == len(MESSAGES) == len(feeder.sfd_times)
     for k, (rec, (t, name), (sec, ns)) in enumerate(zip(records, MESSAGES, feeder.sfd_times)):
         assert (rec["sec"], rec["ns"]) == (sec, ns), name
@@ -613,7 +640,7 @@ def test_each_message_type_is_timestamped_at_its_sfd_cycle(transport):
 
 
 @pytest.mark.parametrize("transport", ["udp", "l2"])
-def test_vlan_tagged_frames_and_destination_classes(transport):
+def test_vlan_tagged_frames_and_destination_classes(transport, dw):
     if transport == "udp":
         frames = [
             ptp_udp(0, 1, vlan=7),
@@ -629,13 +656,13 @@ def test_vlan_tagged_frames_and_destination_classes(transport):
             ptp_l2(0, 4, dst="01:1b:19:00:00:01"),                        # Close, but not it.
         ]
     assert IP(frames[-1][8 + 14:]).ihl == 6 or transport == "l2"
-    bench, feeder, records = simulate(frames)
+    bench, feeder, records = simulate(frames, dw=dw)
     assert [(r["seq"], r["vlan"], r["dst"]) for r in records] == [
         (1, 1, DST_PRIMARY), (2, 0, DST_OTHER), (3, 0, DST_PDELAY), (4, 0, DST_PRIMARY if transport == "udp" else DST_OTHER)]
     assert [(r["sec"], r["ns"]) for r in records] == feeder.sfd_times
 
 
-def test_non_ptp_frames_make_no_record():
+def test_non_ptp_frames_make_no_record(dw):
     eth = Ether(src="02:00:00:00:00:02", dst="01:00:5e:00:01:81")
     short = PREAMBLE + bytes(Ether(dst="01:1b:19:00:00:00", type=0x88F7)/ptp(0, 9))[:14 + 20]
     frames = [
@@ -658,24 +685,25 @@ def test_non_ptp_frames_make_no_record():
     frames[-1:-1] = [wire(eth/IP(dst="1.63.1.63", ihl=ihl)/UDP(sport=319, dport=319)/ptp(0, 20 + ihl))
                      for ihl in (0, 1)]
     frames[-1:-1] = [wire(eth/IP(dst="1.63.1.63", ihl=4, proto=17)/Raw(bytes(4) + bytes(ptp(0, 24))))]
-    bench, feeder, records = simulate(frames)
+    bench, feeder, records = simulate(frames, dw=dw)
     assert [r["seq"] for r in records] == [11]
     assert (records[0]["sec"], records[0]["ns"]) == feeder.sfd_times[-1]
 
 
-def test_receive_valid_gaps_and_transmit_ready_stalls_keep_the_exact_sfd_cycle():
+def test_receive_valid_gaps_and_transmit_ready_stalls_keep_the_exact_sfd_cycle(dw):
     frames = [ptp_udp(0, s) if s % 2 else ptp_l2(1, s) for s in range(8)]
     for kw in (dict(valid_gaps=0.3, seed=3), dict(ready_stalls=0.3, seed=4)):
-        bench, feeder, records = simulate(frames, **kw)
+        bench, feeder, records = simulate(frames, dw=dw, **kw)
         assert [r["seq"] for r in records] == list(range(8))
         assert [(r["sec"], r["ns"]) for r in records] == feeder.sfd_times
 
 
-def test_stream_without_preamble_is_timestamped_at_its_first_byte():
+def test_stream_without_preamble_is_timestamped_at_its_first_byte(dw):
     """PHYs without preamble on their stream (with_preamble_crc False): the first beat is the
-    SFD's stand-in (docs/ptp.md: one byte time after the SFD)."""
+    SFD's stand-in (docs/ptp.md: one byte time after the SFD; at 64 bits a transmitter's sink,
+    whose first word goes with its /S/ column)."""
     frames = [ptp_udp(0, 31)[8:], ptp_l2(9, 32)[8:], ptp_udp(1, 33, dst="192.168.1.50", mac=OUR_MAC)[8:]]
-    bench, feeder, records = simulate(frames, bench_kw=dict(with_preamble=False))
+    bench, feeder, records = simulate(frames, bench_kw=dict(with_preamble=False), dw=dw)
     assert [(r["seq"], r["dst"]) for r in records] == [(31, DST_PRIMARY), (32, DST_PRIMARY), (33, DST_OTHER)]
     assert [(r["sec"], r["ns"]) for r in records] == feeder.sfd_times
 
@@ -715,10 +743,12 @@ def test_back_to_back_frames_and_fifo_overflow_is_counted(cd, kept):
     """`kept`: a 4-deep FIFO keeps four records in one clock domain; across domains (LevelFIFO,
     its block RAM read through two stages) six."""
     frames = [ptp_udp(0, s) if s % 2 else ptp_l2(8, s) for s in range(9)]
-    # Back to back (no idle cycle between frames), read as they come: all nine.
-    bench, feeder, records = simulate(frames, cd=cd, idle=0)
-    assert [r["seq"] for r in records] == list(range(9))
-    assert [(r["sec"], r["ns"]) for r in records] == feeder.sfd_times
+    # Back to back (no idle cycle between frames), read as they come: all nine, at both widths
+    # (at 64 bits the next frame's SFD beat is in the cycle its predecessor's record is written).
+    for dw in (8, 64):
+        bench, feeder, records = simulate(frames, cd=cd, idle=0, dw=dw)
+        assert [r["seq"] for r in records] == list(range(9)), dw
+        assert [(r["sec"], r["ns"]) for r in records] == feeder.sfd_times, dw
 
     # The firmware busy elsewhere during the burst: the FIFO keeps the first records, the others
     # are counted, then it drains.
@@ -769,8 +799,10 @@ def test_phy_corrections():
     # A registered TX tap sees the SFD one PHY cycle late: that cycle comes off the TX correction.
     assert tsu.phy_corrections_ns("ecp5rgmii", tx_tap_cycles=1) == (8, -16)
     assert tsu.phy_corrections_ns("mii", tx_tap_cycles=1) == (40, -40)
-    with pytest.raises(ValueError, match=r"^phy_name must be one of \['ecp5rgmii', 'gmii', 'mii', 's7rgmii'\], not 'xgmii'$"):
-        tsu.phy_corrections_ns("xgmii")
+    # XGMII: the SFD beat is /S/'s column; the point is lane 0 of the next (6.4 ns later).
+    assert tsu.phy_corrections_ns("xgmii", tx_tap_cycles=1) == (6.4, 0)
+    with pytest.raises(ValueError, match=r"^phy_name must be one of \['ecp5rgmii', 'gmii', 'mii', 's7rgmii', 'xgmii'\], not 'sgmii'$"):
+        tsu.phy_corrections_ns("sgmii")
 
 
 # The corrections' cycle counts, checked against LiteEth's own PHY code where it is plain logic
@@ -873,3 +905,114 @@ def test_phy_rx_latency_matches_liteeth(phy):
     assert seen["bytes"][:len(frame)] == frame
     period_ns, _ = tsu.PHY_TIMING_NS.get(phy, (8, 8))
     assert (seen["pin"] - seen["tap"])*period_ns == tsu.phy_corrections_ns(phy)[1]
+
+
+# XGMII: timestamps at the pins ---------------------------------------------------------------------
+
+XGMII_CLK = 156.25e6   # One 64-bit column, 8 byte times of 0.8 ns, per 6.4 ns cycle.
+
+
+class XGMIIBench(LiteXModule):
+    """One clock: a PTPClock and a PTPTimestamper(dw=64) tapped as the SoC taps a PHY (tap_phy):
+    receive, LiteEth's XGMII receiver's source, combinationally, ignoring ready; transmit,
+    ethdaq's XGMII transmitter's sink, registered. The lane from XGMIIStartLane on the pins
+    (`ctl`, `data`)."""
+    def __init__(self, direction):
+        from liteeth.phy.xgmii import LiteEthPHYXGMIIRX
+        from ethdaq.gateware.xgmiitx import XGMIITransmitter
+        self.clock = PTPClock(XGMII_CLK)
+        if direction == "rx":
+            pads = Record([("rx_ctl", 8), ("rx_data", 64)])
+            self.ctl, self.data = pads.rx_ctl, pads.rx_data
+            self.ts  = PTPTimestamper(self.clock, dw=64)
+            self.phy = LiteEthPHYXGMIIRX(pads, 64)
+            self.comb += tap(self.phy.source, self.ts.sink, ignore_ready=True)
+        else:
+            pads = Record([("tx_ctl", 8), ("tx_data", 64)])
+            self.ctl, self.data = pads.tx_ctl, pads.tx_data
+            self.ts  = PTPTimestamper(self.clock, dw=64, with_preamble=False)
+            self.phy = XGMIITransmitter(pads)
+            self.sync += tap(self.phy.sink, self.ts.sink)
+        self.lane = XGMIIStartLane(self.ctl, self.data)
+        self.comb += self.ts.lane4.eq(self.lane.lane4)
+
+
+def xgmii_starts(bench, starts, stop):
+    """Notes each /S/ on the bench's pins: (lane, the clock's time in ns in that column's cycle)."""
+    while not stop():
+        ctl, data = (yield bench.ctl), (yield bench.data)
+        for lane in (0, 4):
+            if ctl >> lane & 1 and (data >> 8*lane) & 0xFF == 0xFB:
+                starts.append((lane, (yield bench.clock.sec)*NS_PER_S + (yield bench.clock.ns)))
+        yield
+
+
+def check_at_the_pins(records, starts, direction):
+    """Each record plus the PHY's correction (and the lane's) is the clock's time at the frame's
+    timestamp point on the pins: lane 0 of the column after /S/'s, i.e. 8 + lane byte times of
+    0.8 ns after the start of /S/'s column; within the 1 ns the published times are floored to."""
+    tx, rx = tsu.phy_corrections_ns("xgmii", tx_tap_cycles=tsu.TX_TAP_CYCLES)
+    corr, lane4 = (tx, tsu.XGMII_LANE4_NS[0]) if direction == "tx" else (rx, tsu.XGMII_LANE4_NS[1])
+    assert [r["lane"] for r in records] == [lane for lane, _ in starts]
+    for r, (lane, pin_ns) in zip(records, starts):
+        stamped = r["sec"]*NS_PER_S + r["ns"] + corr + (lane4 if lane == 4 else 0)
+        assert abs(stamped - (pin_ns + (8 + lane)*0.8)) < 1, (r, lane, pin_ns)
+
+
+def test_xgmii_receive_timestamps_at_the_start_character_with_its_lane():
+    """PTP frames on the XGMII RX pins with /S/ in lane 0 and lane 4 (which LiteEth's aligner
+    moves to lane 0 a cycle later), gaps of 12 to 19 bytes."""
+    frames = [ptp_udp(0, s) if s % 2 else ptp_l2(1, s, vlan=s) for s in range(8)]
+    bench, records, starts, state = XGMIIBench("rx"), [], [], {"done": False}
+
+    def pins():
+        chars = [(1, 0x07)]*8*16   # The clock's published time runs from the first cycles on.
+        for n, f in enumerate(frames):
+            chars += [(1, 0xFB)] + [(0, b) for b in f[1:]] + [(1, 0xFD)] + [(1, 0x07)]*11
+            chars += [(1, 0x07)]*(((4 if n % 2 == 0 else 0) - len(chars)) % 8)   # Next /S/: lane 4, 0, 4...
+        chars += [(1, 0x07)]*(-len(chars) % 8 + 64)
+        for c in range(0, len(chars), 8):
+            col = chars[c:c + 8]
+            yield bench.ctl.eq(sum(k << i for i, (k, _) in enumerate(col)))
+            yield bench.data.eq(sum(b << 8*i for i, (_, b) in enumerate(col)))
+            yield
+        state["done"] = True
+
+    run_simulation(bench, [pins(), xgmii_starts(bench, starts, lambda: state["done"]),
+                           reader(bench.ts, records, lambda: state["done"])])
+    assert [r["seq"] for r in records] == list(range(8))
+    assert sorted({lane for lane, _ in starts}) == [0, 4]
+    check_at_the_pins(records, starts, "rx")
+
+
+def test_xgmii_transmit_timestamps_at_the_start_character_with_its_lane():
+    """PTP frames of several lengths back to back into ethdaq's XGMII transmitter, whose deficit
+    idle count puts their /S/ in lane 0 or lane 4."""
+    frames = [bytes(Ether(src="02:00:00:00:00:02", dst="01:1b:19:00:00:00", type=0x88F7)/ptp(0, s)/Raw(bytes(s)))
+              for s in range(10)]
+    bench, records, starts, state = XGMIIBench("tx"), [], [], {"done": False}
+
+    def source():
+        sink = bench.phy.sink
+        for _ in range(16):   # The clock's published time runs from the first cycles on.
+            yield
+        for f in frames:
+            words = list(beats(f, 64))
+            for i, (word, last_be) in enumerate(words):
+                yield sink.valid.eq(1)
+                yield sink.data.eq(word)
+                yield sink.last.eq(i == len(words) - 1)
+                yield sink.last_be.eq(last_be)
+                yield
+                while not (yield sink.ready):
+                    yield
+        yield sink.valid.eq(0)
+        for _ in range(64):
+            yield
+        state["done"] = True
+
+    run_simulation(bench, [source(), xgmii_starts(bench, starts, lambda: state["done"]),
+                           reader(bench.ts, records, lambda: state["done"])])
+    assert [r["seq"] for r in records] == list(range(10))
+    assert sorted({lane for lane, _ in starts}) == [0, 4]
+    check_at_the_pins(records, starts, "tx")
