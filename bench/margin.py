@@ -94,6 +94,26 @@ def place(gateware, seed):
                 fmax={pnr.clock_name(c): [a, k] for c, (a, k) in clocks.items()})
 
 
+def _cell(name):
+    """A netlist cell's name without the technology mapping's suffixes (`_TRELLIS_FF_Q_5`, ...)."""
+    return re.sub(r"(_TRELLIS_\w+|\$\w+)$", "", name)
+
+
+def limiting_path(report, clock):
+    """The worst path within `clock` in a nextpnr report (JSON): "from → to (N logic cells, T ns, R of
+    them route)", or "" when the report has none."""
+    paths = [cp for cp in json.loads(Path(report).read_text()).get("critical_paths", [])
+             if clock in cp["from"] and clock in cp["to"] and cp.get("path")]
+    if not paths:
+        return ""
+    path = paths[0]["path"]
+    total = sum(p["delay"] for p in path)
+    route = sum(p["delay"] for p in path if p["type"] == "routing")
+    luts = sum(1 for p in path if p["type"] == "logic")
+    return (f"{_cell(path[0]['from']['cell'])} → {_cell(path[-1]['to']['cell'])} "
+            f"({luts} logic cells, {total:.2f} ns, {route:.2f} of them route)")
+
+
 def summary(results, margin=TIMING_MARGIN):
     """Per clock: (required MHz, median, worst, best, median meets the margin, worst meets the
     requirement). `results`: [{"fmax": {clock: [achieved, constraint]}}, ...], the constraint
@@ -130,7 +150,12 @@ def run(board, netlists, seeds, jobs):
             for key, value in pool.map(one, todo):
                 results[key] = value
                 store.write_text(json.dumps(results, indent=1))   # After each placement: resumable.
-    return [results[f"{b}/{s}"] for b, _, _ in identities(netlists) for s in seeds]
+    out = []
+    for b, _, _ in identities(netlists):
+        for s in seeds:
+            report = base_dir / b / "gateware" / "seeds" / f"margin-{s}.json"
+            out.append(dict(results[f"{b}/{s}"], report=str(report) if report.exists() else None))
+    return out
 
 
 def main():
@@ -147,7 +172,11 @@ def main():
     clocks = sorted({c for r in results for c in r["fmax"]})
     rows = [[r["build_id"], r["ip"] or "default", str(r["seed"]), r["router"], str(r["luts"])] +
             [f"{r['fmax'][c][0]:.1f}" if c in r["fmax"] else "" for c in clocks] for r in results]
-    print_table(["build id", "IP", "seed", "router", "LUT4"] + [f"{c} MHz" for c in clocks], rows, markdown=args.markdown)
+    eth = next((c for c in clocks if c.startswith("eth")), None)
+    for row, r in zip(rows, results):
+        row.append(limiting_path(r["report"], eth) if eth and r["report"] else "")
+    print_table(["build id", "IP", "seed", "router", "LUT4"] + [f"{c} MHz" for c in clocks] + [f"{eth}'s worst path"],
+                rows, markdown=args.markdown)
     rows = [[c, f"{s['required']:.1f}", f"{s['required']*(1 + TIMING_MARGIN):.1f}", f"{s['median']:.1f}",
              f"{s['worst']:.1f}", f"{s['best']:.1f}", "yes" if s["median_meets_margin"] else "NO",
              "yes" if s["worst_meets_requirement"] else "NO"] for c, s in summary(results).items()]

@@ -34,3 +34,23 @@ def test_users_builds_differ_in_build_id_and_addresses():
     ids = margin.identities(5)
     assert ids[0][1:] == (None, None)        # A fresh clone's: the git hash, default addresses.
     assert len({i[0] for i in ids}) == 5 and len({i[1] for i in ids[1:]}) == 4 and len({i[2] for i in ids[1:]}) == 4
+
+
+def test_the_limiting_path_is_the_worst_one_within_the_clock(tmp_path):
+    """nextpnr's report lists the worst path per clock pair: the one from eth to eth is named,
+    with its cells' names stripped of the mapping's suffixes, its logic cells and its route."""
+    import json
+    eth, sys_ = "posedge $glbnet$eth_clocks0_rx$TRELLIS_IO_IN", "posedge $glbnet$sys_clk"
+
+    def hop(kind, delay, src="x", dst="y"):
+        return {"type": kind, "delay": delay, "from": {"cell": src}, "to": {"cell": dst}}
+    report = {"critical_paths": [
+        {"from": eth, "to": sys_, "path": [hop("clk-to-q", 0.5, "a_TRELLIS_FF_Q"), hop("routing", 3.0, dst="b")]},
+        {"from": eth, "to": eth, "path": [hop("clk-to-q", 0.5, "serializer_sel_TRELLIS_FF_Q_3"), hop("routing", 2.0),
+                                          hop("logic", 0.4), hop("routing", 1.5), hop("logic", 0.4),
+                                          hop("setup", 0.2, dst="framer_data_TRELLIS_FF_Q")]}]}
+    path = tmp_path / "margin-1.json"
+    path.write_text(json.dumps(report))
+    assert margin.limiting_path(path, "eth_clocks0_rx") == \
+        "serializer_sel → framer_data (2 logic cells, 5.00 ns, 3.50 of them route)"
+    assert margin.limiting_path(path, "crg_clkout") == ""
