@@ -40,6 +40,7 @@ from ethdaq.gateware.macpipeline import (insert_ip_rx_buffer, insert_tx_buffer, 
                                          replace_tx_framing)
 from ethdaq.gateware.macstats import MACErrors
 from ethdaq.gateware.rxaudit import RXAudit, insert_rx_audit
+from ethdaq.gateware.arpcache import answer_from_found_entry
 from ethdaq.gateware.netaddr import NetAddress, route_ip_tx
 from ethdaq.gateware.probe import DAQProbes, MAILBOX_CLASSES, RX_CLASSES, STAMP_BITS as PROBE_STAMP_BITS, TX_CLASSES
 from ethdaq.gateware.streamer import DAQStreamer
@@ -233,6 +234,8 @@ class DAQSoC(SoCCore):
         # Off-subnet destinations of the CPU's datagrams go to the gateway's MAC (gateware/netaddr.py).
         route_ip_tx(self.ethcore.ip.tx, self.ethcore.arp.table, self.netaddr.ip, self.netaddr.netmask,
                     self.netaddr.gateway)
+        # Answers from the ARP cache's entry that matched, not always its first (gateware/arpcache.py).
+        answer_from_found_entry(self.ethcore.arp.table.cache)
         if eth_dw == 8:   # LiteEth's transmit ready chain, cut after its crossing (gateware/macpipeline.py).
             self.eth_tx_buffer = insert_tx_buffer(self.ethcore.mac.core)
             self.eth_tx_cdc    = replace_tx_cdc(self.ethcore.mac.core)
