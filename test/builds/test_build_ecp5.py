@@ -1,6 +1,6 @@
 """Full bitstream builds with the yowasp tools (Yosys + nextpnr-ecp5 + ecppack), as `ethdaq build`
 does them for a user, and the summary table parsed from nextpnr's report: the colorlight_i5
-(CI's board: a 25F-6, 88 % full), meeting every clock's requirement (asserted) and the 10 % margin
+(CI's board: a 25F-6, about 80 % of its LUTs used), meeting every clock's requirement (asserted) and the 10 % margin
 (expected to fail: it depends on the placement). The other ECP5 boards' timing, over several
 netlists and seeds, is bench/margin.py's table (docs/boards/README.md), too long for this suite.
 
