@@ -102,6 +102,17 @@ def _steps(path):
     return lines
 
 
+def path_summary(path):
+    """One critical path of nextpnr's report (its "path" list): (source cell, sink cell, delay ns,
+    of it routing ns, logic levels with a carry chain's cells counted once each)."""
+    src = path[0]["from"]["cell"] if path else "?"
+    dst = path[-1]["to"]["cell"] if path else "?"
+    delay   = sum(s["delay"] for s in path)
+    routing = sum(s["delay"] for s in path if s["type"] == "routing")
+    logic   = sum(1 for s in path if s["type"] == "logic" and "$CCU2_COMB1" not in s["to"]["cell"])
+    return src, dst, delay, routing, logic
+
+
 def report(build_dir, seed, t_yosys, t_nextpnr, cells=("TRELLIS_COMB", "TRELLIS_FF", "TRELLIS_RAMW", "DP16KD")):
     """Print the place-and-route result in `build_dir` (report.json and nextpnr.log)."""
     bd  = Path(build_dir)
@@ -111,15 +122,11 @@ def report(build_dir, seed, t_yosys, t_nextpnr, cells=("TRELLIS_COMB", "TRELLIS_
         ok = "PASS" if f["achieved"] >= f["constraint"] else "FAIL"
         print(f"  Fmax {clk:40s} {f['achieved']:7.2f} MHz (constraint {f['constraint']:.0f} MHz) {ok}")
     for cp in rep.get("critical_paths", []):
-        path  = cp["path"]
-        delay = sum(s["delay"] for s in path)
-        src = path[0]["from"]["cell"] if path else "?"
-        dst = path[-1]["to"]["cell"] if path else "?"
+        path = cp["path"]
+        src, dst, delay, routing, logic = path_summary(path)
         print(f"  critical {cp['from']} -> {cp['to']}: {delay:.2f} ns, {src} -> {dst}")
         if cp["from"] != cp["to"]:
             continue   # Across clocks or to a pin: not constrained here; the source and sink say enough.
-        routing = sum(s["delay"] for s in path if s["type"] == "routing")
-        logic   = sum(1 for s in path if s["type"] == "logic" and "$CCU2_COMB1" not in s["to"]["cell"])
         print(f"    {logic} logic levels (a carry chain's cells counted once each), {routing:.2f} ns routing")
         for step in _steps(path):
             print("    " + step)

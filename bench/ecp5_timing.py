@@ -36,7 +36,7 @@ from liteeth.common import eth_phy_description
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.ecp5_pnr import export_top, nextpnr_command, yosys_command  # noqa: E402
+from bench.ecp5_pnr import export_top, nextpnr_command, path_summary, yosys_command  # noqa: E402
 from ethdaq.gateware.streamer import DAQStreamer  # noqa: E402
 from ethdaq.gateware.txpath import TXPath, connect_streamer  # noqa: E402
 
@@ -165,10 +165,7 @@ def main():
         ok = "PASS" if f["achieved"] >= f["constraint"] else "FAIL"
         print(f"  Fmax {clk:40s} {f['achieved']:7.2f} MHz (constraint {f['constraint']:.0f} MHz) {ok}")
     for cp in rep.get("critical_paths", []):
-        path = cp["path"]
-        src = path[0]["from"]["cell"] if path else "?"
-        dst = path[-1]["to"]["cell"] if path else "?"
-        delay = sum(s["delay"] for s in path)
+        src, dst, delay, _, _ = path_summary(cp["path"])
         print(f"  critical {cp['from']} -> {cp['to']}: {delay:.2f} ns, {src} -> {dst}")
     util = rep.get("utilization", {})
     for k in ("TRELLIS_COMB", "TRELLIS_FF", "DP16KD"):

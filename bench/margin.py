@@ -30,6 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.ecp5_pnr import path_summary  # noqa: E402
 from bench.seeds import BIN, nextpnr_command  # noqa: E402
 from bench.table import print_table  # noqa: E402
 from ethdaq.soc import pnr  # noqa: E402
@@ -100,18 +101,15 @@ def _cell(name):
 
 
 def limiting_path(report, clock):
-    """The worst path within `clock` in a nextpnr report (JSON): "from → to (N logic cells, T ns, R of
-    them route)", or "" when the report has none."""
+    """The worst path within `clock` in a nextpnr report (JSON): "from → to (N logic levels, T ns, R of
+    them route)", or "" when the report has none; a carry chain's cells count as one level each
+    (bench/ecp5_pnr.py path_summary)."""
     paths = [cp for cp in json.loads(Path(report).read_text()).get("critical_paths", [])
              if clock in cp["from"] and clock in cp["to"] and cp.get("path")]
     if not paths:
         return ""
-    path = paths[0]["path"]
-    total = sum(p["delay"] for p in path)
-    route = sum(p["delay"] for p in path if p["type"] == "routing")
-    luts = sum(1 for p in path if p["type"] == "logic")
-    return (f"{_cell(path[0]['from']['cell'])} → {_cell(path[-1]['to']['cell'])} "
-            f"({luts} logic cells, {total:.2f} ns, {route:.2f} of them route)")
+    src, dst, total, route, levels = path_summary(paths[0]["path"])
+    return f"{_cell(src)} → {_cell(dst)} ({levels} logic levels, {total:.2f} ns, {route:.2f} of them route)"
 
 
 def summary(results, margin=TIMING_MARGIN):

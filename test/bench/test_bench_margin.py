@@ -38,7 +38,7 @@ def test_users_builds_differ_in_build_id_and_addresses():
 
 def test_the_limiting_path_is_the_worst_one_within_the_clock(tmp_path):
     """nextpnr's report lists the worst path per clock pair: the one from eth to eth is named,
-    with its cells' names stripped of the mapping's suffixes, its logic cells and its route."""
+    with its cells' names stripped of the mapping's suffixes, its logic levels and its route."""
     import json
     eth, sys_ = "posedge $glbnet$eth_clocks0_rx$TRELLIS_IO_IN", "posedge $glbnet$sys_clk"
 
@@ -52,5 +52,18 @@ def test_the_limiting_path_is_the_worst_one_within_the_clock(tmp_path):
     path = tmp_path / "margin-1.json"
     path.write_text(json.dumps(report))
     assert margin.limiting_path(path, "eth_clocks0_rx") == \
-        "serializer_sel → framer_data (2 logic cells, 5.00 ns, 3.50 of them route)"
+        "serializer_sel → framer_data (2 logic levels, 5.00 ns, 3.50 of them route)"
     assert margin.limiting_path(path, "crg_clkout") == ""
+
+
+def test_a_carry_chain_counts_as_one_level_per_cell(tmp_path):
+    import json
+    eth = "posedge $glbnet$eth_clocks0_rx$TRELLIS_IO_IN"
+
+    def hop(kind, delay, dst="y"):
+        return {"type": kind, "delay": delay, "from": {"cell": "a_TRELLIS_FF_Q"}, "to": {"cell": dst}}
+    path = [hop("clk-to-q", 0.5), hop("logic", 0.2, "c$CCU2_COMB0"), hop("logic", 0.1, "c$CCU2_COMB1"),
+            hop("logic", 0.4, "l"), hop("setup", 0.3, "b_TRELLIS_FF_Q")]
+    (tmp_path / "r.json").write_text(json.dumps({"critical_paths": [{"from": eth, "to": eth, "path": path}]}))
+    assert margin.limiting_path(tmp_path / "r.json", "eth_clocks0_rx") == \
+        "a → b (2 logic levels, 1.50 ns, 0.00 of them route)"
