@@ -21,7 +21,8 @@ broker acknowledged / the time from the first datagram sent until the receiver e
 close() waits for every delivery report); `unpublished` = the receiver's count of the rest
 (ring full, delivery failed); `recv-CPU-%` = CPU time of the receiver's process over its
 receiving time (run.json's cpu_s / elapsed_s) and `pub-CPU-%` = its publishing process's over
-the publishing time above (kafka.process_cpu_s), in % of one core. Each row is the median over --repeats runs (the machine may be shared); with
+the publishing time above (kafka.process_cpu_s), in % of one core; with --zero-loss also
+`broker-CPU-%`, the broker's JVM's over the same time (when this bench started the broker). Each row is the median over --repeats runs (the machine may be shared); with
 --markdown each cell also gives the range over the runs, and the load average is printed.
 
 First, the cost of building one se00 message of 1, 8 and 64 datagrams' samples, in this process:
@@ -30,6 +31,15 @@ runs each).
 
     .venv/bin/python bench/scaleout.py [--datagrams 100000] [--repeats 3] [--rate 0] [--markdown]
     .venv/bin/python bench/scaleout.py --quick --bootstrap 127.0.0.1:9092    # a few seconds
+
+With --zero-loss, instead of the table at --rate: each row's highest paced rate at which nothing
+is lost and, with Kafka, nothing is unpublished and the broker's acknowledgements keep pace
+(the receiver exits at most 1 s after the last datagram is sent, so a publisher that only
+fills its ring while the run lasts does not count), found by bisection with short runs and confirmed with
+--seconds-long runs as bench/recvrate.py does; each Kafka row also as % of the receiver's
+zero-loss rate alone.
+
+    .venv/bin/python bench/scaleout.py --zero-loss --batches none,64 --markdown
 """
 
 import argparse
@@ -59,6 +69,7 @@ CLI = [sys.executable, "-m", "ethdaq.soc.cli"]
 PERIOD_NS = 8
 T0 = 1_795_000_000_000_000_000
 MIB = 2**20
+DRAIN_S = 1.0        # a run's end: the receiver's exit and its last delivery reports take 0.1 - 0.6 s
 
 
 def send(exe, port, count, size, rate):
@@ -110,9 +121,11 @@ def one_run(workdir, bootstrap, batch, exe, count, size, rate, nice=None):
     if "receiving on UDP" not in line:
         p.kill()
         sys.exit(f"ethdaq recv did not start: {line}{p.stderr.read()}")
+    broker_cpu = process_cpu_s(BROKER_PID)
     t0, sent = send(exe, port, count, size, rate)
     _, err = p.communicate(timeout=600)
     wall = time.monotonic() - t0
+    broker_cpu = None if broker_cpu is None else process_cpu_s(BROKER_PID) - broker_cpu
     if p.returncode not in (0, 3, 5):              # 3: data lost, 5: not all published; both measured
         sys.exit(f"ethdaq recv failed (exit status {p.returncode}): {err.strip()}")
     summary = json.loads(out.with_suffix(".json").read_text())
@@ -129,7 +142,8 @@ def one_run(workdir, bootstrap, batch, exe, count, size, rate, nice=None):
             "mib_per_s": published * sample_bytes / MIB / wall, "unpublished": k.get("unpublished", 0),
             "published": published, "recv_cpu": 100 * summary["cpu_s"] / receiving,
             "pub_cpu": 100 * k.get("process_cpu_s", 0.0) / wall, "topic": topic,
-            "samples": summary["packets"] * ((size - HEADER_LEN) // 2)}
+            "samples": summary["packets"] * ((size - HEADER_LEN) // 2), "sending_s": sent, "drain_s": wall - sent,
+            "broker_cpu": None if broker_cpu is None or batch is None else 100 * broker_cpu / wall}
 
 
 MERGED = re.compile(r"^merged .*?: (\d+) messages .*?, (\d+) samples of (\d+) sources")
@@ -162,8 +176,84 @@ def cell(values, spec, markdown):
     return f"{text} ({lo} - {hi})" if markdown and lo != hi else text
 
 
+def held(run, batch):
+    """A run held its rate: nothing lost; with Kafka also nothing unpublished, and the publishing
+    kept pace: the receiver exited (its last delivery report in) at most DRAIN_S after the last
+    datagram was sent. A publisher slower than the rate fills its ring while the run lasts and
+    drains it afterwards: over a 10 s run, a deficit of more than about 5 to 9 % shows (and one of
+    more than 65536 datagrams, the ring's room, is counted unpublished)."""
+    if run["lost"]:
+        return False
+    return batch is None or (run["unpublished"] == 0 and run["drain_s"] <= DRAIN_S)
+
+
+def zero_loss_rate(measure, batch, steps, full_steps):
+    """Highest paced rate that `measure(rate, long)` holds (held()): an unpaced short run gives the
+    ceiling; `steps` short runs bisect below it; full-length runs then step down 10 % until one
+    holds and bisect between it and the lowest failure (a short run hides a small deficit in the
+    socket buffer and the ring). Returns (rate, the held full-length run) or (0, None)."""
+    ceiling = measure(0, False)
+    lo, hi = 0.0, ceiling["offered"]
+    rate = round(0.95 * min(hi, ceiling["received_per_s"]), -2)
+    for _ in range(steps):
+        if rate <= 0:                                 # rate 0 would be unpaced
+            break
+        lo, hi = (rate, hi) if held(measure(rate, False), batch) else (lo, rate)
+        rate = round((lo + hi) / 2, -2)
+    best, rate = None, lo or rate
+    for _ in range(full_steps):
+        if rate <= 0:
+            break
+        m = measure(rate, True)
+        if held(m, batch):
+            best = dict(m, rate=rate)
+        else:
+            hi = rate
+        rate = round((best["rate"] + hi) / 2, -2) if best else round(0.9 * rate, -2)
+        if best and hi - best["rate"] <= 0.02 * hi:
+            break
+    return (best["rate"], best) if best else (0, None)
+
+
+def zero_loss_table(args, bootstrap, exe, batches):
+    """Each row's highest zero-loss rate and, for Kafka rows, that rate against the receiver's
+    alone (the first row without Kafka)."""
+    rows, alone = [], None
+    for batch in batches:
+        def measure(rate, full, batch=batch):
+            count = args.datagrams if not rate else max(1000, int(rate * (args.seconds if full else args.trial_seconds)))
+            r = one_run(args.dir, bootstrap, batch, exe, count, args.bytes, rate, args.kafka_nice)
+            print(f"  kafka-batch {batch}: {'unpaced' if not rate else f'{rate:,.0f}/s'} x {count}: "
+                  f"{'held' if held(r, batch) else 'not held'} (lost {r['lost']}, unpublished {r['unpublished']}, "
+                  f"drain {r['drain_s']:.2f} s)", file=sys.stderr, flush=True)
+            return r
+        rate, run = zero_loss_rate(measure, batch, args.steps, args.full_steps)
+        alone = rate if batch is None and alone is None else alone
+        share = f"{100 * rate / alone:.0f}" if batch is not None and alone else "-"
+        rows.append(["no Kafka" if batch is None else str(batch), f"{rate:,.0f}",
+                     f"{rate * (args.bytes - HEADER_LEN) / MIB:.1f}",
+                     f"{run['recv_cpu']:.0f}" if run else "-",
+                     f"{run['published_per_s']:,.0f}" if run and batch is not None else "-",
+                     f"{run['pub_cpu']:.0f}" if run and batch is not None else "-",
+                     f"{run['broker_cpu']:.0f}" if run and run["broker_cpu"] is not None else "-", share])
+    return rows
+
+
+def process_cpu_s(pid):
+    """CPU seconds (user + system) process `pid` has used, from /proc; None without one."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, TypeError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+BROKER_PID = None    # the broker's JVM when this bench started it: its CPU is measured
+
+
 @contextlib.contextmanager
 def broker(bootstrap):
+    global BROKER_PID
     if bootstrap:
         yield bootstrap
         return
@@ -172,9 +262,11 @@ def broker(bootstrap):
         b = KafkaBroker().start()
     except BrokerError as e:
         sys.exit(f"no Kafka broker: {e} (make kafka fetches its jars)")
+    BROKER_PID = b.proc.pid
     try:
         yield b.bootstrap
     finally:
+        BROKER_PID = None
         b.close()
 
 
@@ -193,6 +285,14 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="2000 datagrams, one run per row (a smoke test)")
     parser.add_argument("--no-merge", action="store_true", help="skip ethdaq merge of each run's topic")
     parser.add_argument("--markdown", action="store_true", help="print the table as Markdown")
+    z = parser.add_argument_group("zero-loss rate (instead of the table at --rate)")
+    z.add_argument("--zero-loss", action="store_true",
+                   help="each row's highest paced rate with nothing lost and, with Kafka, nothing unpublished "
+                        "and publishing keeping pace; Kafka rows as %% of the receiver's rate alone")
+    z.add_argument("--seconds", type=float, default=10, help="length of the runs that count (default 10)")
+    z.add_argument("--trial-seconds", type=float, default=2, help="length of the search runs (default 2)")
+    z.add_argument("--steps", type=int, default=5, help="short-run bisection steps (default 5)")
+    z.add_argument("--full-steps", type=int, default=8, help="full-length runs per row at most (default 8)")
     args = parser.parse_args(argv)
     try:
         batches = [None if b == "none" else int(b) for b in args.batches.split(",")]
@@ -202,6 +302,7 @@ def main(argv=None):
         parser.error("--batches takes none and positive integers")
     if args.quick:
         args.datagrams, args.repeats = 2000, 1
+        args.seconds, args.trial_seconds, args.steps, args.full_steps = 0.5, 0.25, 1, 1
     if not HEADER_LEN + 2 <= args.bytes <= 65507 or args.datagrams < 1 or args.repeats < 1:
         parser.error("--bytes must leave room for samples, --datagrams and --repeats must be positive")
     print(f"se00 message of N datagrams of {args.bytes} bytes: build time, us")
@@ -210,6 +311,17 @@ def main(argv=None):
                 markdown=args.markdown)
     print()
     exe = build_sender(REPO / "build" / "bench")
+    if args.zero_loss:
+        with broker(args.bootstrap) as bootstrap:
+            load = os.getloadavg()
+            rows = zero_loss_table(args, bootstrap, exe, batches)
+            load = f"{load[0]:.2f} - {os.getloadavg()[0]:.2f}"
+        print(f"highest zero-loss rate of ethdaq recv alone and with --kafka (simulated: sender, receiver and "
+              f"broker on this machine), {args.bytes}-byte datagrams, confirmed over {args.seconds:g} s; "
+              f"load average (1 min) {load}")
+        print_table(["kafka-batch", "datagrams/s", "MiB/s", "recv-CPU-%", "published/s", "pub-CPU-%",
+                     "broker-CPU-%", "% of alone"], rows, markdown=args.markdown)
+        return 0
     rows, merges = [], []
     with broker(args.bootstrap) as bootstrap:
         load = os.getloadavg()

@@ -78,3 +78,48 @@ def test_scaleout_quick_run_publishes_every_datagram(kafka_broker):
     merges = [line.split() for line in r.stdout.split("\n\n")[2].splitlines()[2:]]
     assert [m[0] for m in merges] == ["1", "8", "64"], r.stdout
     assert all(m[-1] == "yes" and float(m[-2]) > 0 and float(m[2].replace(",", "")) > 0 for m in merges), r.stdout
+
+
+def test_scaleout_zero_loss_search_finds_the_capacity_from_below():
+    """bench/scaleout.zero_loss_rate against a modelled receiver: every rate above its capacity
+    loses datagrams, a short run hides a deficit of up to 3 %, and the Kafka row's publisher
+    keeps pace only below its own capacity: the search returns a confirmed rate within a few %
+    below the capacity, never above it, and nothing when even the lowest rate fails."""
+    from bench.scaleout import held, zero_loss_rate
+
+    def model(capacity, publisher=None, hide=0.03):
+        def measure(rate, full):
+            offered, seconds = rate or 2.5 * capacity, 10 if full else 2
+            took = min(offered, capacity * (1 if full else 1 + hide))
+            backlog = max(0, took - publisher) * seconds if publisher else 0
+            return {"offered": offered, "lost": int(offered - took), "unpublished": 0, "received_per_s": took,
+                    "sending_s": seconds, "drain_s": 0.15 + (backlog / publisher if publisher else 0)}
+        return measure
+
+    rate, run = zero_loss_rate(model(100_000), None, steps=5, full_steps=6)
+    assert 90_000 <= rate <= 100_000 and run["lost"] == 0
+    rate, run = zero_loss_rate(model(100_000, publisher=60_000), 64, steps=5, full_steps=6)
+    assert 0.9 * 60_000 <= rate <= 60_000 * 1.1 and held(run, 64)
+    assert zero_loss_rate(model(40), None, steps=2, full_steps=2) == (0, None)
+
+
+def test_scaleout_held_needs_every_datagram_published_at_pace():
+    from bench.scaleout import held
+    run = {"lost": 0, "unpublished": 0, "sending_s": 10.0, "drain_s": 0.2}
+    assert held(run, None) and held(run, 64)
+    assert not held(dict(run, lost=1), None)
+    assert held(dict(run, unpublished=5), None) and not held(dict(run, unpublished=5), 64)
+    assert held(dict(run, drain_s=3.0), None) and not held(dict(run, drain_s=3.0), 64)
+
+
+def test_scaleout_zero_loss_quick_run(kafka_broker):
+    """bench/scaleout.py --zero-loss --quick against the test broker: a row without Kafka and one
+    with, each a positive confirmed rate, the Kafka row's share of the rate alone printed."""
+    r = subprocess.run([sys.executable, "bench/scaleout.py", "--quick", "--zero-loss", "--batches", "none,64",
+                        "--bootstrap", kafka_broker.bootstrap], cwd=REPO, capture_output=True, text=True,
+                       timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    rows = [line.split() for line in r.stdout.split("\n\n")[1].splitlines()[2:]]
+    assert [row[0] for row in rows] == ["no", "64"], r.stdout
+    assert float(rows[0][2].replace(",", "")) > 0 and rows[0][-1] == "-", r.stdout
+    assert float(rows[1][1].replace(",", "")) > 0 and float(rows[1][-1]) > 0 and rows[1][-2] == "-", r.stdout
