@@ -217,3 +217,48 @@ def test_eight_channels_of_32_bit_samples_arrive_whole_and_in_order(board):
     assert sorted(out["received"]) == [str(i) for i in range(8)], out
     assert (out["missing"], out["malformed"], out["board_dropped"]) == (0, 0, 0), out
     assert out["counters_run"] == out["run"] and out["counters"] == out["received"], out
+
+
+HOST_B_IP = "192.168.78.3"
+HOST_B_NS = NETNS + "-b"
+
+
+def test_two_hosts_with_their_own_macs_each_get_their_replies(board):
+    """Two hosts with their own MAC addresses on the board's link: the namespace (on a bridge with
+    the board's tap) and host B (its own namespace, a veth into that bridge). They ping the board
+    in turn, so both are in its ARP cache: each gets every reply. LiteEth's ARP cache answers a
+    lookup from its first entry; without gateware/arpcache.py one of the two hosts gets none
+    (its replies go to the other's MAC, which drops them: forwarding is off). Runs last: it moves
+    the namespace's addresses onto the bridge and puts them back."""
+    run = lambda *cmd: board.ns_run(list(cmd), check=True)                      # noqa: E731
+    subprocess.run(["ip", "netns", "add", HOST_B_NS], check=True)
+    try:
+        run("ip", "link", "add", "br0", "type", "bridge")
+        run("ip", "link", "set", "br0", "address", "02:00:00:00:78:01")
+        run("ip", "addr", "flush", "dev", TAP)       # deleting the first address takes the second too
+        for ip in (HOST_IP, OTHER_IP):
+            run("ip", "addr", "add", f"{ip}/24", "dev", "br0")
+        run("ip", "link", "set", TAP, "master", "br0")
+        run("ip", "link", "add", "vb", "type", "veth", "peer", "name", "eth0", "netns", HOST_B_NS)
+        run("ip", "link", "set", "vb", "master", "br0")
+        for dev in ("vb", "br0"):
+            run("ip", "link", "set", dev, "up")
+        b = ["ip", "netns", "exec", HOST_B_NS]
+        subprocess.run(b + ["ip", "link", "set", "eth0", "address", "02:00:00:00:78:03"], check=True)
+        subprocess.run(b + ["ip", "addr", "add", f"{HOST_B_IP}/24", "dev", "eth0"], check=True)
+        subprocess.run(b + ["ip", "link", "set", "eth0", "up"], check=True)
+        ping = ["ping", "-c", "1", "-W", "10", BOARD_IP]
+        got = {"A": 0, "B": 0}
+        for _ in range(4):
+            a = board.ns_run(ping + ["-I", HOST_IP], capture_output=True, text=True, timeout=60)
+            got["A"] += " 0% packet loss" in a.stdout
+            r = subprocess.run(b + ping, capture_output=True, text=True, timeout=60)
+            got["B"] += " 0% packet loss" in r.stdout
+        neigh = board.ns_run(["ip", "neigh", "show", BOARD_IP], capture_output=True, text=True).stdout
+        assert got == {"A": 4, "B": 4}, (got, neigh)
+    finally:
+        subprocess.run(["ip", "netns", "del", HOST_B_NS])
+        board.ns_run(["ip", "link", "set", TAP, "nomaster"])
+        board.ns_run(["ip", "link", "del", "br0"])
+        for ip in (HOST_IP, OTHER_IP):
+            board.ns_run(["ip", "addr", "add", f"{ip}/24", "dev", TAP])
