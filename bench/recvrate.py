@@ -40,6 +40,7 @@ measures the CPU they used during the run (from /proc), and repeats a run they d
 (--max-others); the table shows that "other load" for each figure.
 
     .venv/bin/python bench/recvrate.py [--path veth|loopback] [--no-gro] [--seconds 10] [--markdown]
+    .venv/bin/python bench/recvrate.py --line-rate 10 [--payloads 1472,8972]   # at a 10 Gb/s link's rate
 
 veth needs root (namespaces) and ethtool; the addresses exist only inside the two namespaces.
 """
@@ -290,7 +291,12 @@ def main(argv=None):
     p.add_argument("--retries", type=int, default=5, help="repeats of a disturbed run (default 5)")
     p.add_argument("--max-wait", type=float, default=600.0,
                    help="seconds to wait for other processes to quiet down before a run (default 600)")
+    p.add_argument("--line-rate", type=float, metavar="GBPS",
+                   help="instead of the search: each payload at a GBPS link's line rate for --seconds "
+                        "(e.g. 10: 812,744 packets/s at 1472 bytes), held or not, with where it fell short")
     args = p.parse_args(argv)
+    if args.line_rate is not None and not 0 < args.line_rate <= 400:
+        p.error(f"--line-rate takes a link's rate in Gb/s, 0 < GBPS <= 400, not {args.line_rate:g}")
     exe = build_sender(args.build_dir)
     cpus = sorted(os.sched_getaffinity(0))
     if {args.rx_cpu, args.tx_cpu} - set(cpus):
@@ -307,9 +313,21 @@ def main(argv=None):
             args.prefix, args.host = stack.enter_context(veth_pair())
         else:
             args.prefix, args.host = (), "127.0.0.1"
+        if args.line_rate is not None:
+            rows = [quiet_measure(exe, payload, line_rate(payload, args.line_rate), args.seconds, args, log)
+                    for payload in [int(x) for x in args.payloads.split(",")]]
+            report_line_rate(rows, args)
+            return 0
         rows, checks = run_all(exe, args, log)
     report(rows, checks, args)
     return 0
+
+
+def line_rate(payload, gbps):
+    """Datagrams per second of `payload`-byte UDP payloads that fill a `gbps` Gb/s Ethernet link:
+    each frame adds UDP 8, IPv4 20, Ethernet 14 and FCS 4 bytes, and takes preamble 8 and the
+    minimum gap 12 on the wire."""
+    return round(gbps * 1e9 / 8 / (payload + 66))
 
 
 def run_all(exe, args, log):
@@ -325,7 +343,7 @@ def run_all(exe, args, log):
     return rows, checks
 
 
-def report(rows, checks, args):
+def print_setup(args):
     cpu_model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
                       if line.startswith("model name")), "unknown")
     gso = "GSO " + ("as many as fit, up to 64" if args.gso == 0 else str(args.gso)) + " datagrams per send"
@@ -335,6 +353,26 @@ def report(rows, checks, args):
           f"RxCore {'without' if args.no_gro else 'with'} UDP GRO; "
           f"receiver on CPU {args.rx_cpu}, sender on CPU {args.tx_cpu} ({gso}); "
           f"held = zero loss for {args.seconds:g} s")
+
+
+def report_line_rate(rows, args):
+    """--line-rate's table: each payload at the link's line rate, held or not and why not."""
+    print_setup(args)
+    head = ["UDP payload (B)", f"{args.line_rate:g} Gb/s line rate (packets/s)", "sent/s", "received", "lost",
+            "receiver CPU %", "sender CPU %", "datagrams per read buffer", "other load %", "verdict"]
+    lines = []
+    for m in rows:
+        lost = m["sent"] - m["received"]
+        verdict = "held" if m["held"] else ("sender short of the rate" if not m["kept_rate"] and not lost
+                                             else "lost datagrams")
+        lines.append([str(m["payload"]), f"{m['rate']:,}", f"{m['achieved']:,.0f}", f"{m['received']:,}", f"{lost:,}",
+                      f"{m['rx_cpu']:.0f}", f"{m['tx_cpu']:.0f}", f"{m['per_buffer']:.1f}", f"{m['others']:.0f}",
+                      verdict])
+    print_table(head, lines, args.markdown)
+
+
+def report(rows, checks, args):
+    print_setup(args)
     head = ["UDP payload (B)", "packets/s held", "MiB/s", "receiver CPU %", "sender CPU %", "limited by",
             "datagrams per read buffer", "other load %"]
     lines = []

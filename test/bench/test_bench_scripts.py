@@ -123,3 +123,23 @@ def test_scaleout_zero_loss_quick_run(kafka_broker):
     assert [row[0] for row in rows] == ["no", "64"], r.stdout
     assert float(rows[0][2].replace(",", "")) > 0 and rows[0][-1] == "-", r.stdout
     assert float(rows[1][1].replace(",", "")) > 0 and float(rows[1][-1]) > 0 and rows[1][-2] == "-", r.stdout
+
+
+def test_recvrate_line_rate_is_the_links_datagrams_per_second():
+    """bench/recvrate.line_rate: payload + 66 bytes on the wire per datagram (UDP, IPv4, Ethernet
+    headers, FCS, preamble, minimum gap): 10 Gb/s at 1472 bytes is 812,744/s."""
+    from bench.recvrate import LINE_RATE_256, line_rate
+    assert line_rate(1472, 10) == 812_744 and line_rate(8972, 10) == 138_305
+    assert abs(line_rate(256, 1) - LINE_RATE_256) < 200
+
+
+def test_recvrate_at_a_line_rate_on_loopback():
+    """bench/recvrate.py --line-rate over loopback at a rate any machine holds: one row per
+    payload, each run at the line rate it names, and held."""
+    r = subprocess.run([sys.executable, "bench/recvrate.py", "--line-rate", "0.01", "--payloads", "1472,8972",
+                        "--seconds", "0.5", "--path", "loopback", "--max-others", "400", "--max-wait", "0"],
+                       cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    rows = [line.split() for line in r.stdout.splitlines()[2:]]
+    assert [row[0] for row in rows] == ["1472", "8972"], r.stdout
+    assert [row[1] for row in rows] == ["813", "138"] and all(row[-1] == "held" for row in rows), r.stdout
