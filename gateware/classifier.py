@@ -111,9 +111,68 @@ class RXClassifier(LiteXModule):
         # # #
 
         sync_rx = getattr(self.sync, cd_rx)
-        rule_bits = len(self._rule_select.storage)
+        rules = self._add_rule_table(nrules, cd_rx)
 
-        # Rule table (cd_rx), written through a toggle synchroniser from the staged CSRs.
+        # Pass-through; the error flag on the last byte carries the drop decision to LiteEth.
+        drop = Signal()
+        self.comb += [
+            sink.connect(source),
+            If(sink.last & drop, source.error.eq(2**len(source.error) - 1)),
+        ]
+
+        # Parser (cd_rx): the header fields of the frame passing, each with a flag saying the
+        # frame had it.
+        beat = Signal()
+        self.comb += beat.eq(sink.valid & sink.ready)
+        if dw == 8:
+            f = self._parse_bytes(sink, beat, sync_rx, payload_bytes, cd_rx)
+        else:
+            f = self._parse_words(sink, beat, sync_rx, payload_bytes)
+            f["payload"] = [f["payload"]]
+
+        # Rule matching, registered at 8 bits: the fields it reads settle at least a few bytes
+        # before the frame's last byte (a frame holds at least the UDP length and checksum after
+        # the port). At 64 bits the port may be in the beat before the last (IP options), so the
+        # match follows the fields in the same cycle.
+        first, action, any_match = self._add_match(rules, f, sync_rx if dw == 8 else self.comb)
+        # The last byte: is the datagram whole (UDP length within what arrived)?
+        whole = Signal()
+        self.comb += whole.eq(f["whole"])
+        error = sink.error if dw == 8 else (sink.error != 0)   # A bit a byte at dw=64.
+        last_good = Signal()
+        self.comb += [
+            last_good.eq(beat & sink.last & ~error),
+            drop.eq(any_match & (action != ACTION_CPU)),
+            self.takes.eq(drop),
+        ]
+
+        ft = self.fasttrack
+        length = Signal(16)
+        self.comb += [
+            length.eq(f["udp_len"] - 8),
+            ft.payload.eq(Cat(*f["payload"])),
+        ]
+        sync_rx += [
+            self.passed_udp.valid.eq(last_good & f["mac_ok"] & ~drop & whole),
+            If(beat & sink.last, self.passed_udp.dst_port.eq(f["dst_port"])),
+            ft.valid.eq(last_good & any_match & (action == ACTION_FASTTRACK) & whole),
+            If(beat & sink.last,
+                ft.rule.eq(first),
+                ft.src_ip.eq(f["src_ip"]),
+                ft.src_port.eq(f["src_port"]),
+                ft.length.eq(length),
+            ),
+        ]
+
+        # Counters (sys).
+        refused = Signal()
+        self.comb += refused.eq(error | ((action == ACTION_FASTTRACK) & ~whole))
+        self._add_counters(nrules, beat & sink.last, first, any_match, refused, cd_rx)
+
+    def _add_rule_table(self, nrules, cd_rx):
+        """The rule table (cd_rx), written through a toggle synchroniser from the staged CSRs, so
+        a frame never sees half a rule. Returns the rules."""
+        sync_rx = getattr(self.sync, cd_rx)
         rules = [Record([("enable", 1), ("action", 2), ("match_type", 1), ("match_proto", 1),
                          ("match_port", 1), ("match_src", 1), ("ethertype", 16), ("proto", 8),
                          ("port", 16), ("src_ip", 32)]) for _ in range(nrules)]
@@ -133,122 +192,115 @@ class RXClassifier(LiteXModule):
         )
         self.specials += MultiReg(done_rx, done)
         self.comb += self._rule_pending.status.eq(done != toggle)
+        return rules
 
-        # Pass-through; the error flag on the last byte carries the drop decision to LiteEth.
-        drop = Signal()
-        self.comb += [
-            sink.connect(source),
-            If(sink.last & drop, source.error.eq(2**len(source.error) - 1)),
-        ]
+    def _parse_bytes(self, sink, beat, sync_rx, payload_bytes, cd_rx):
+        """dw=8: the header fields of the frame passing, by a state machine a byte a beat, each with
+        a flag saying the frame had it. Returns the fields by name, as _parse_words does, with
+        `whole` (at the last byte: the datagram is whole, its UDP length within what arrived)."""
+        b = sink.data
+        cnt       = Signal(8)
+        hi        = Signal(8)
+        word      = Cat(b, hi)   # Big-endian 16-bit field ending at this byte.
+        group     = Signal()     # Destination: a group (multicast, broadcast) address...
+        mac_eq    = Signal()     # ...or ours.
+        mac_ok    = Signal()
+        self.comb += mac_ok.eq(group | mac_eq)
+        ethertype = Signal(16)
+        has_type  = Signal()
+        proto     = Signal(8)
+        src_ip    = Signal(32)
+        is_ipv4   = Signal()
+        fragment  = Signal()
+        ihl_m1    = Signal(4)
+        src_port  = Signal(16)
+        dst_port  = Signal(16)
+        udp_len   = Signal(16)
+        has_port  = Signal()     # The UDP header's first 4 bytes arrived (IPv4, not a fragment).
+        has_len   = Signal()
+        received  = Signal(16)   # UDP bytes received so far (header included).
+        payload   = [Signal(8, name=f"payload{i}") for i in range(payload_bytes)]
+        mac_b     = Array(self.mac[8*(5 - i):8*(6 - i)] for i in range(6))
 
-        # Parser (cd_rx): the header fields of the frame passing, each with a flag saying the
-        # frame had it.
-        beat = Signal()
-        b    = sink.data
-        self.comb += beat.eq(sink.valid & sink.ready)
-        if dw == 8:
-            cnt       = Signal(8)
-            hi        = Signal(8)
-            word      = Cat(b, hi)   # Big-endian 16-bit field ending at this byte.
-            group     = Signal()     # Destination: a group (multicast, broadcast) address...
-            mac_eq    = Signal()     # ...or ours.
-            mac_ok    = Signal()
-            self.comb += mac_ok.eq(group | mac_eq)
-            ethertype = Signal(16)
-            has_type  = Signal()
-            proto     = Signal(8)
-            src_ip    = Signal(32)
-            is_ipv4   = Signal()
-            fragment  = Signal()
-            ihl_m1    = Signal(4)
-            src_port  = Signal(16)
-            dst_port  = Signal(16)
-            udp_len   = Signal(16)
-            has_port  = Signal()     # The UDP header's first 4 bytes arrived (IPv4, not a fragment).
-            has_len   = Signal()
-            received  = Signal(16)   # UDP bytes received so far (header included).
-            payload   = [Signal(8, name=f"payload{i}") for i in range(payload_bytes)]
-            mac_b     = Array(self.mac[8*(5 - i):8*(6 - i)] for i in range(6))
+        sync_rx += If(beat, hi.eq(b))
+        parse = ClockDomainsRenamer(cd_rx)(FSM(reset_state="ETH"))
+        self.parse = parse
+        parse.act("ETH",  # Destination MAC (0..5), source MAC, EtherType (12..13).
+            If(beat,
+                NextValue(cnt, cnt + 1),
+                If(cnt == 0, NextValue(group, b[0]), NextValue(mac_eq, b == mac_b[0])),
+                If((cnt > 0) & (cnt < 6) & (b != mac_b[cnt[:3]]), NextValue(mac_eq, 0)),
+                If(cnt == 13,
+                    NextValue(ethertype, word), NextValue(has_type, 1), NextValue(cnt, 0),
+                    If(word == ETHERTYPE_IPV4, NextState("IPV4")).Else(NextState("REST")),
+                ),
+            )
+        )
+        parse.act("IPV4",
+            If(beat,
+                NextValue(cnt, cnt + 1),
+                If(cnt == 0,
+                    NextValue(ihl_m1, b[:4] - 1),
+                    If((b[4:] != 4) | (b[:4] < 5), NextState("REST")),
+                ),
+                If(cnt == 6, NextValue(fragment, b[:6] != 0)),          # MF flag, offset bits 12..8.
+                If((cnt == 7) & (b != 0), NextValue(fragment, 1)),      # Offset bits 7..0.
+                If(cnt == 9, NextValue(proto, b)),
+                If((cnt >= 12) & (cnt < 16), NextValue(src_ip, Cat(b, src_ip[:24]))),
+                If(cnt == 15, NextValue(is_ipv4, 1)),
+                # Last header byte: (IHL - 1)*4 + 3. Options are skipped.
+                If((cnt[2:] == ihl_m1) & (cnt[:2] == 3) & (cnt >= 19),
+                    NextValue(cnt, 0),
+                    If((proto == IP_PROTO_UDP) & ~fragment, NextState("UDP")).Else(NextState("REST")),
+                ),
+            )
+        )
+        payload_index = Signal(max=payload_bytes + 1)
+        parse.act("UDP",
+            If(beat,
+                NextValue(cnt, cnt + 1),
+                NextValue(received, received + 1),
+                If(cnt == 1, NextValue(src_port, word)),
+                If(cnt == 3, NextValue(dst_port, word), NextValue(has_port, 1)),
+                If(cnt == 5, NextValue(udp_len, word), NextValue(has_len, 1)),
+                If(cnt == 7, NextValue(payload_index, 0), NextState("PAYLOAD")),
+            )
+        )
+        parse.act("PAYLOAD",
+            If(beat,
+                NextValue(received, received + 1),
+                If(payload_index != payload_bytes,
+                    Case(payload_index, {i: NextValue(payload[i], b) for i in range(payload_bytes)}),
+                    NextValue(payload_index, payload_index + 1),
+                ),
+            )
+        )
+        parse.act("REST")
+        # Whatever the state, the last beat ends the frame (after the state's own actions), and
+        # the next beat starts one.
+        for state in list(parse.actions):
+            parse.act(state, If(beat & sink.last,
+                NextValue(cnt, 0), NextValue(group, 0), NextValue(mac_eq, 0), NextValue(has_type, 0), NextValue(is_ipv4, 0),
+                NextValue(fragment, 0), NextValue(has_port, 0), NextValue(has_len, 0), NextValue(received, 0),
+                NextState("ETH"),
+            ))
+        # `received` counts the UDP bytes before the last one.
+        whole = (has_len & (udp_len >= 8) & (received + 1 >= udp_len) & parse.ongoing("PAYLOAD") |
+                 (has_len & (udp_len == 8) & parse.ongoing("UDP")))
+        return dict(mac_ok=mac_ok, ethertype=ethertype, has_type=has_type, proto=proto, src_ip=src_ip,
+            is_ipv4=is_ipv4, src_port=src_port, dst_port=dst_port, udp_len=udp_len, has_port=has_port,
+            has_len=has_len, payload=payload, whole=whole)
 
-            sync_rx += If(beat, hi.eq(b))
-            parse = ClockDomainsRenamer(cd_rx)(FSM(reset_state="ETH"))
-            self.parse = parse
-            parse.act("ETH",  # Destination MAC (0..5), source MAC, EtherType (12..13).
-                If(beat,
-                    NextValue(cnt, cnt + 1),
-                    If(cnt == 0, NextValue(group, b[0]), NextValue(mac_eq, b == mac_b[0])),
-                    If((cnt > 0) & (cnt < 6) & (b != mac_b[cnt[:3]]), NextValue(mac_eq, 0)),
-                    If(cnt == 13,
-                        NextValue(ethertype, word), NextValue(has_type, 1), NextValue(cnt, 0),
-                        If(word == ETHERTYPE_IPV4, NextState("IPV4")).Else(NextState("REST")),
-                    ),
-                )
-            )
-            parse.act("IPV4",
-                If(beat,
-                    NextValue(cnt, cnt + 1),
-                    If(cnt == 0,
-                        NextValue(ihl_m1, b[:4] - 1),
-                        If((b[4:] != 4) | (b[:4] < 5), NextState("REST")),
-                    ),
-                    If(cnt == 6, NextValue(fragment, b[:6] != 0)),          # MF flag, offset bits 12..8.
-                    If((cnt == 7) & (b != 0), NextValue(fragment, 1)),      # Offset bits 7..0.
-                    If(cnt == 9, NextValue(proto, b)),
-                    If((cnt >= 12) & (cnt < 16), NextValue(src_ip, Cat(b, src_ip[:24]))),
-                    If(cnt == 15, NextValue(is_ipv4, 1)),
-                    # Last header byte: (IHL - 1)*4 + 3. Options are skipped.
-                    If((cnt[2:] == ihl_m1) & (cnt[:2] == 3) & (cnt >= 19),
-                        NextValue(cnt, 0),
-                        If((proto == IP_PROTO_UDP) & ~fragment, NextState("UDP")).Else(NextState("REST")),
-                    ),
-                )
-            )
-            payload_index = Signal(max=payload_bytes + 1)
-            parse.act("UDP",
-                If(beat,
-                    NextValue(cnt, cnt + 1),
-                    NextValue(received, received + 1),
-                    If(cnt == 1, NextValue(src_port, word)),
-                    If(cnt == 3, NextValue(dst_port, word), NextValue(has_port, 1)),
-                    If(cnt == 5, NextValue(udp_len, word), NextValue(has_len, 1)),
-                    If(cnt == 7, NextValue(payload_index, 0), NextState("PAYLOAD")),
-                )
-            )
-            parse.act("PAYLOAD",
-                If(beat,
-                    NextValue(received, received + 1),
-                    If(payload_index != payload_bytes,
-                        Case(payload_index, {i: NextValue(payload[i], b) for i in range(payload_bytes)}),
-                        NextValue(payload_index, payload_index + 1),
-                    ),
-                )
-            )
-            parse.act("REST")
-            # Whatever the state, the last beat ends the frame (after the state's own actions), and
-            # the next beat starts one.
-            for state in list(parse.actions):
-                parse.act(state, If(beat & sink.last,
-                    NextValue(cnt, 0), NextValue(group, 0), NextValue(mac_eq, 0), NextValue(has_type, 0), NextValue(is_ipv4, 0),
-                    NextValue(fragment, 0), NextValue(has_port, 0), NextValue(has_len, 0), NextValue(received, 0),
-                    NextState("ETH"),
-                ))
-        else:
-            f = self._parse_words(sink, beat, sync_rx, payload_bytes)
-            mac_ok, ethertype, has_type, proto = f["mac_ok"], f["ethertype"], f["has_type"], f["proto"]
-            src_ip, is_ipv4, src_port, dst_port = f["src_ip"], f["is_ipv4"], f["src_port"], f["dst_port"]
-            udp_len, has_port, has_len, payload = f["udp_len"], f["has_port"], f["has_len"], [f["payload"]]
-
-        # Rule matching, registered at 8 bits: the fields it reads settle at least a few bytes
-        # before the frame's last byte (a frame holds at least the UDP length and checksum after
-        # the port). At 64 bits the port may be in the beat before the last (IP options), so the
-        # match follows the fields in the same cycle.
+    def _add_match(self, rules, f, matching):
+        """Rule matching on the parsed fields `f`, into `matching` (sync_rx or comb). Returns the
+        lowest-numbered matching rule, its action, and whether any rule matched."""
+        nrules = len(rules)
         match = Signal(nrules)
-        matching = sync_rx if dw == 8 else self.comb
-        matching += [match[i].eq(r.enable & mac_ok &
-            (~r.match_type  | (has_type & (ethertype == r.ethertype))) &
-            (~r.match_proto | (is_ipv4 & (proto == r.proto))) &
-            (~r.match_src   | (is_ipv4 & (src_ip == r.src_ip))) &
-            (~r.match_port  | (has_port & (dst_port == r.port)))) for i, r in enumerate(rules)]
+        matching += [match[i].eq(r.enable & f["mac_ok"] &
+            (~r.match_type  | (f["has_type"] & (f["ethertype"] == r.ethertype))) &
+            (~r.match_proto | (f["is_ipv4"] & (f["proto"] == r.proto))) &
+            (~r.match_src   | (f["is_ipv4"] & (f["src_ip"] == r.src_ip))) &
+            (~r.match_port  | (f["has_port"] & (f["dst_port"] == r.port)))) for i, r in enumerate(rules)]
         first  = Signal(max=max(nrules, 2))
         action = Signal(2)
         any_match = Signal()
@@ -257,48 +309,17 @@ class RXClassifier(LiteXModule):
             # The lowest-numbered matching rule decides.
             *[If(match[i], first.eq(i), action.eq(rules[i].action)) for i in reversed(range(nrules))],
         ]
-        # The last byte: is the datagram whole (UDP length within what arrived)? `received`
-        # counts the UDP bytes before this one.
-        whole = Signal()
-        if dw == 8:
-            self.comb += whole.eq(has_len & (udp_len >= 8) & (received + 1 >= udp_len) &
-                                  parse.ongoing("PAYLOAD") | (has_len & (udp_len == 8) & parse.ongoing("UDP")))
-        else:
-            self.comb += whole.eq(f["whole"])
-        error = sink.error if dw == 8 else (sink.error != 0)   # A bit a byte at dw=64.
-        last_good = Signal()
-        self.comb += [
-            last_good.eq(beat & sink.last & ~error),
-            drop.eq(any_match & (action != ACTION_CPU)),
-            self.takes.eq(drop),
-        ]
+        return first, action, any_match
 
-        ft = self.fasttrack
-        length = Signal(16)
-        self.comb += [
-            length.eq(udp_len - 8),
-            ft.payload.eq(Cat(*payload)),
-        ]
-        sync_rx += [
-            self.passed_udp.valid.eq(last_good & mac_ok & ~drop & whole),
-            If(beat & sink.last, self.passed_udp.dst_port.eq(dst_port)),
-            ft.valid.eq(last_good & any_match & (action == ACTION_FASTTRACK) & whole),
-            If(beat & sink.last,
-                ft.rule.eq(first),
-                ft.src_ip.eq(src_ip),
-                ft.src_port.eq(src_port),
-                ft.length.eq(length),
-            ),
-        ]
-
-        # Counters (sys): one event per frame, its kind and rule held until the next frame's end
-        # (at least 64 byte times), so they are stable when the event's pulse has crossed.
-        ev_kind, ev_rule = Signal(2), Signal(rule_bits)
-        refused = Signal()
-        self.comb += refused.eq(error | ((action == ACTION_FASTTRACK) & ~whole))
+    def _add_counters(self, nrules, ends, first, any_match, refused, cd_rx):
+        """Counters (sys) of frames matched, refused and unmatched: one event per frame (`ends`),
+        its kind and rule held until the next frame's end (at least 64 byte times), so they are
+        stable when the event's pulse has crossed."""
+        sync_rx = getattr(self.sync, cd_rx)
+        ev_kind, ev_rule = Signal(2), Signal(len(self._rule_select.storage))
         self.event = event = PulseSynchronizer(cd_rx, "sys")
-        self.comb += event.i.eq(beat & sink.last)
-        sync_rx += If(beat & sink.last,
+        self.comb += event.i.eq(ends)
+        sync_rx += If(ends,
             ev_rule.eq(first),
             ev_kind.eq(Mux(any_match, Mux(refused, 2, 1), 0)),   # 0 unmatched, 1 taken, 2 refused.
         )

@@ -205,6 +205,14 @@ class CPUUDPPort(LiteXModule):
         self.udp_ports = ports
         self.sink     = sink   = stream.Endpoint(eth_udp_user_description(8)) # From UDP crossbar.
         self.source   = source = stream.Endpoint(eth_udp_user_description(8)) # To UDP crossbar.
+        # Latency probes (probe_stamp_bits).
+        sb = max(probe_stamp_bits, 1)
+        self.probe_arrived      = Signal()
+        self.probe_stamp        = Signal(sb)
+        self.probe_stamped      = Signal()
+        self.probe_seen         = Signal()
+        self.probe_seen_stamp   = Signal(sb)
+        self.probe_seen_stamped = Signal()
 
         # RX CSRs.
         self._rx_ready     = CSRStatus(description="1 when a received datagram is waiting.")
@@ -237,18 +245,62 @@ class CPUUDPPort(LiteXModule):
 
         # RX Data-Path.
         # -------------
+        rx_data, rx_meta, rx_dropped, rx_count, rx_errors = self._add_rx_path(rx_depth, rx_datagrams, probe_stamp_bits, with_counters)
+
+        # RX Control-Path (CPU side).
+        # ---------------------------
+        _add_rx_reader(self, rx_data, rx_meta, skip=rx_meta.source.error)
+        if probe_stamp_bits:
+            # The CPU sees the datagram: its first read of rx_ready as 1 (the firmware polls).
+            seen = Signal()
+            self.sync += If(rx_meta.source.valid & rx_meta.source.ready, seen.eq(0)
+                ).Elif(self.probe_seen, seen.eq(1))
+            self.comb += [
+                self.probe_seen.eq(self._rx_ready.we & self._rx_ready.status & ~seen),
+                self.probe_seen_stamp.eq(rx_meta.source.stamp),
+                self.probe_seen_stamped.eq(rx_meta.source.stamped),
+            ]
+        self.comb += [
+            self._rx_ready.status.eq(rx_meta.source.valid & ~rx_meta.source.error & self.rx_cpu_fsm.ongoing("IDLE")),
+            self._rx_ip.status.eq(rx_meta.source.ip),
+            self._rx_port.status.eq(rx_meta.source.port),
+            self._rx_local_port.status.eq(rx_meta.source.local_port),
+            self._rx_length.status.eq(rx_meta.source.length),
+            self._rx_truncated.status.eq(rx_meta.source.truncated),
+            self._rx_data.status.eq(rx_data.source.data),
+            self._rx_dropped.status.eq(rx_dropped),
+        ]
+        if with_counters:
+            self.comb += [
+                self._rx_count.status.eq(rx_count),
+                self._rx_errors.status.eq(rx_errors),
+            ]
+
+        # TX Data-Path / Control-Path.
+        # ----------------------------
+        # Through a buffer with registered valid and ready: LiteEth's UDP/IP transmit path is
+        # combinational in `ready` (through its ARP table lookup), which with this FSM behind
+        # it would be the sys clock's worst path on ECP5.
+        out = stream.Endpoint(eth_udp_user_description(8))
+        self.tx_buffer = stream.Buffer(eth_udp_user_description(8), pipe_valid=True, pipe_ready=True)
+        self.comb += [out.connect(self.tx_buffer.sink), self.tx_buffer.source.connect(source)]
+        _add_tx_path(self, out, tx_depth, in_flight=self.tx_buffer.source.valid, with_count=with_counters, header=lambda length: [
+            out.src_port.eq(self._tx_local_port.storage if extra_ports else udp_port),
+            out.dst_port.eq(self._tx_port.storage),
+            out.ip_address.eq(self._tx_ip.storage),
+            out.length.eq(length),
+        ])
+
+    def _add_rx_path(self, rx_depth, rx_datagrams, probe_stamp_bits, with_counters):
+        """Receive buffer and its admission: whole datagrams from `sink` into `rx_data`, their
+        headers into `rx_meta`, or dropped and counted. Returns the two FIFOs and the counters."""
+        sink = self.sink
         self.rx_data = rx_data = stream.SyncFIFO([("data", 8)], depth=rx_depth, buffered=True)
-        sb = max(probe_stamp_bits, 1)
+        sb = len(self.probe_stamp)
         self.rx_meta = rx_meta = stream.SyncFIFO(
             [("ip", 32), ("port", 16), ("local_port", 16), ("length", 16), ("truncated", 1), ("error", 1)] +
             ([("stamp", sb), ("stamped", 1)] if probe_stamp_bits else []),
             depth=rx_datagrams)
-        self.probe_arrived      = Signal()
-        self.probe_stamp        = Signal(sb)
-        self.probe_stamped      = Signal()
-        self.probe_seen         = Signal()
-        self.probe_seen_stamp   = Signal(sb)
-        self.probe_seen_stamped = Signal()
         rx_stamp   = Signal(sb)
         rx_stamped = Signal()
 
@@ -332,50 +384,7 @@ class CPUUDPPort(LiteXModule):
                 NextState("IDLE")
             )
         )
-
-        # RX Control-Path (CPU side).
-        # ---------------------------
-        _add_rx_reader(self, rx_data, rx_meta, skip=rx_meta.source.error)
-        if probe_stamp_bits:
-            # The CPU sees the datagram: its first read of rx_ready as 1 (the firmware polls).
-            seen = Signal()
-            self.sync += If(rx_meta.source.valid & rx_meta.source.ready, seen.eq(0)
-                ).Elif(self.probe_seen, seen.eq(1))
-            self.comb += [
-                self.probe_seen.eq(self._rx_ready.we & self._rx_ready.status & ~seen),
-                self.probe_seen_stamp.eq(rx_meta.source.stamp),
-                self.probe_seen_stamped.eq(rx_meta.source.stamped),
-            ]
-        self.comb += [
-            self._rx_ready.status.eq(rx_meta.source.valid & ~rx_meta.source.error & self.rx_cpu_fsm.ongoing("IDLE")),
-            self._rx_ip.status.eq(rx_meta.source.ip),
-            self._rx_port.status.eq(rx_meta.source.port),
-            self._rx_local_port.status.eq(rx_meta.source.local_port),
-            self._rx_length.status.eq(rx_meta.source.length),
-            self._rx_truncated.status.eq(rx_meta.source.truncated),
-            self._rx_data.status.eq(rx_data.source.data),
-            self._rx_dropped.status.eq(rx_dropped),
-        ]
-        if with_counters:
-            self.comb += [
-                self._rx_count.status.eq(rx_count),
-                self._rx_errors.status.eq(rx_errors),
-            ]
-
-        # TX Data-Path / Control-Path.
-        # ----------------------------
-        # Through a buffer with registered valid and ready: LiteEth's UDP/IP transmit path is
-        # combinational in `ready` (through its ARP table lookup), which with this FSM behind
-        # it would be the sys clock's worst path on ECP5.
-        out = stream.Endpoint(eth_udp_user_description(8))
-        self.tx_buffer = stream.Buffer(eth_udp_user_description(8), pipe_valid=True, pipe_ready=True)
-        self.comb += [out.connect(self.tx_buffer.sink), self.tx_buffer.source.connect(source)]
-        _add_tx_path(self, out, tx_depth, in_flight=self.tx_buffer.source.valid, with_count=with_counters, header=lambda length: [
-            out.src_port.eq(self._tx_local_port.storage if extra_ports else udp_port),
-            out.dst_port.eq(self._tx_port.storage),
-            out.ip_address.eq(self._tx_ip.storage),
-            out.length.eq(length),
-        ])
+        return rx_data, rx_meta, rx_dropped, rx_count, rx_errors
 
 
 def connect_udp_ports(crossbar, port):
@@ -479,6 +488,38 @@ class CPUMACPort(LiteXModule):
 
         # RX Data-Path.
         # -------------
+        rx_data, rx_meta, rx_count, rx_dropped, rx_errors = self._add_rx_path(rx_depth, rx_frames, rx_max)
+
+        # RX Control-Path (CPU side).
+        # ---------------------------
+        _add_rx_reader(self, rx_data, rx_meta, skip=rx_meta.source.error)
+        self.comb += [
+            self._rx_ready.status.eq(
+                rx_meta.source.valid & ~rx_meta.source.error & self.rx_cpu_fsm.ongoing("IDLE")),
+            self._rx_mac.status.eq(rx_meta.source.mac),
+            self._rx_dst.fields.multicast.eq(rx_meta.source.multicast),
+            self._rx_length.status.eq(rx_meta.source.length),
+            self._rx_truncated.status.eq(rx_meta.source.truncated),
+            self._rx_data.status.eq(rx_data.source.data),
+            self._rx_count.status.eq(rx_count),
+            self._rx_dropped.status.eq(rx_dropped),
+            self._rx_errors.status.eq(rx_errors),
+        ]
+
+        # TX Data-Path / Control-Path.
+        # ----------------------------
+        # LiteEth's MAC pads short frames to the 60-byte minimum, so any payload length >= 1 works.
+        _add_tx_path(self, source, tx_depth, max_length=tx_depth, header=lambda length: [
+            source.target_mac.eq(self._tx_mac.storage),
+            source.sender_mac.eq(mac_address),
+            source.ethernet_type.eq(ethernet_type),
+        ])
+
+    def _add_rx_path(self, rx_depth, rx_frames, rx_max):
+        """Receive buffer and its admission: frames from `sink` into `rx_data` (at most `rx_max`
+        bytes each), their headers into `rx_meta`, or dropped whole and counted. Returns the two
+        FIFOs and the counters."""
+        sink = self.sink
         self.rx_data = rx_data = stream.SyncFIFO([("data", 8)], depth=rx_depth, buffered=True)
         self.rx_meta = rx_meta = stream.SyncFIFO(
             [("mac", 48), ("multicast", 1), ("length", 16), ("truncated", 1), ("error", 1)],
@@ -566,28 +607,4 @@ class CPUMACPort(LiteXModule):
                 NextState("IDLE")
             )
         )
-
-        # RX Control-Path (CPU side).
-        # ---------------------------
-        _add_rx_reader(self, rx_data, rx_meta, skip=rx_meta.source.error)
-        self.comb += [
-            self._rx_ready.status.eq(
-                rx_meta.source.valid & ~rx_meta.source.error & self.rx_cpu_fsm.ongoing("IDLE")),
-            self._rx_mac.status.eq(rx_meta.source.mac),
-            self._rx_dst.fields.multicast.eq(rx_meta.source.multicast),
-            self._rx_length.status.eq(rx_meta.source.length),
-            self._rx_truncated.status.eq(rx_meta.source.truncated),
-            self._rx_data.status.eq(rx_data.source.data),
-            self._rx_count.status.eq(rx_count),
-            self._rx_dropped.status.eq(rx_dropped),
-            self._rx_errors.status.eq(rx_errors),
-        ]
-
-        # TX Data-Path / Control-Path.
-        # ----------------------------
-        # LiteEth's MAC pads short frames to the 60-byte minimum, so any payload length >= 1 works.
-        _add_tx_path(self, source, tx_depth, max_length=tx_depth, header=lambda length: [
-            source.target_mac.eq(self._tx_mac.storage),
-            source.sender_mac.eq(mac_address),
-            source.ethernet_type.eq(ethernet_type),
-        ])
+        return rx_data, rx_meta, rx_count, rx_dropped, rx_errors

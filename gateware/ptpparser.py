@@ -7,6 +7,8 @@ ports 319/320, one optional VLAN tag; the fields a timestamp record keeps (recor
 PTPParser finds the SFD, so the timestamper takes the time in its exact cycle, and reports
 the message's fields one cycle after the frame's end."""
 
+from types import SimpleNamespace
+
 from migen import *
 
 from litex.gen import *
@@ -38,6 +40,9 @@ PTP_MAC_PDELAY   = 0x0180C200000E
 ETH_SFD      = 0xD5
 ETH_PREAMBLE = 0x55
 
+# The 16-bit fields that steer PTPParser (EtherTypes, UDP ports).
+STEERING = (ETHERTYPE_VLAN, PTP_ETHERTYPE, ETHERTYPE_IPV4, PTP_EVENT_PORT, PTP_GENERAL_PORT)
+
 
 # Records ------------------------------------------------------------------------------------------
 
@@ -54,6 +59,24 @@ def record_layout(dw=8):
         ("vlan",      1),
         ("dst",       2),  # DST_*: which PTP address the frame was sent to.
     ] + ([("start_lane", 3)] if dw == 64 else [])
+
+
+def _position_flags(cnt, ihl_m1):
+    """Position flags, set with `cnt` from its current value: at[k] is cnt == k; `hdr_end`: the
+    IPv4 header's last byte, (IHL - 1)*4 + 3 (options skipped). Returns them and the statements
+    that step them to the next byte (`count()`) or start a header at byte `value`
+    (`restart(value)`)."""
+    at = {k: Signal(name=f"at_{k}") for k in (0, 1, 3, 4, 5, 6, 7, 9, 13, 19, 31, PTP_HEADER_LEN - 1)}
+    hdr_end = Signal()
+    def count():
+        return [NextValue(cnt, cnt + 1),
+                *[NextValue(a, (cnt == k - 1) if k else 0) for k, a in at.items()],
+                NextValue(hdr_end, (cnt[2:] == ihl_m1) & (cnt[:2] == 2))]
+    def restart(value):
+        return [NextValue(cnt, value),
+                *[NextValue(a, int(k == value)) for k, a in at.items()],
+                NextValue(hdr_end, 0)]
+    return at, hdr_end, count, restart
 
 
 # Parser -------------------------------------------------------------------------------------------
@@ -77,7 +100,16 @@ class PTPParser(LiteXModule):
 
         # # #
 
-        # Stage 1: the SFD, and the byte's compares -------------------------------------------
+        beat1, last1, start1, b1, t = self._add_stage1(with_preamble)
+        r = self._add_record(beat1, b1)
+        self._add_walk(beat1, last1, start1, b1, t, r, with_preamble)
+
+    def _add_stage1(self, with_preamble):
+        """Stage 1, at the tap: `sfd`, and the byte registered with its compares against the
+        constants the parser looks for. Returns the registered beat, last, start (`sfd`) and byte,
+        and the compares' flags by name (`byte_is[v]`: the byte was v; `word_is(v)`: the 16-bit
+        field ending at it is v)."""
+        sink = self.sink
         beat = Signal()
         b    = sink.data
         self.comb += beat.eq(sink.valid & sink.ready)
@@ -107,19 +139,25 @@ class PTPParser(LiteXModule):
         # The 16-bit fields that steer the parser (EtherTypes, UDP ports) are compared in
         # halves: the high byte's flag is kept for the next beat (`hi_was`), the low byte's is
         # used in its own beat.
-        steering = (ETHERTYPE_VLAN, PTP_ETHERTYPE, ETHERTYPE_IPV4, PTP_EVENT_PORT, PTP_GENERAL_PORT)
-        values   = {v >> 8 for v in steering} | {v & 0xff for v in steering} | {0, IP_PROTO_UDP}
+        values   = {v >> 8 for v in STEERING} | {v & 0xff for v in STEERING} | {0, IP_PROTO_UDP}
         byte_is  = {v: flag(f"byte_is_{v:02x}", b == v) for v in sorted(values)}
         # Version 4 and IHL < 5, spelled out (a `<` is a carry chain).
         bad_ihl  = flag("bad_ipv4_start", (b[4:] != 4) | (~b[3] & ~(b[2] & (b[1] | b[0]))))
         frag_hi  = flag("frag_hi", b[:6] != 0)   # MF flag, offset bits 12..8.
         bad_vers = flag("bad_ptp_version", b[:4] != PTP_VERSION)
+        hi_was = {h: Signal(name=f"hi_was_{h:02x}") for h in sorted({v >> 8 for v in STEERING})}
+        self.sync += If(beat1, *[flag.eq(byte_is[h]) for h, flag in hi_was.items()])
+        def word_is(value):
+            """The big-endian 16-bit field ending at this byte is `value`."""
+            return hi_was[value >> 8] & byte_is[value & 0xff]
+        t = SimpleNamespace(byte_is=byte_is, word_is=word_is, bad_ihl=bad_ihl, frag_hi=frag_hi, bad_vers=bad_vers)
+        return beat1, last1, start1, b1, t
 
-        # Stage 2: the headers, one beat later ------------------------------------------------
-        cnt      = Signal(6)   # Byte within the current header (an IPv4 header's last is 59).
+    def _add_record(self, beat1, b1):
+        """Stage 2's registers for the record's fields, and the record (`fields`) from them.
+        Returns them by name, with the byte history (`hist`: the bytes before b1)."""
+        fields   = self.fields
         hist     = Signal(40)  # The bytes before b1 (the previous in hist[:8]).
-        hi       = hist[:8]
-        ihl_m1   = Signal(4)
         mac_pri  = Signal()    # Destination MAC matches.
         mac_pd   = Signal()
         ip_pri   = Signal()
@@ -142,36 +180,30 @@ class PTPParser(LiteXModule):
                 Mux(mac_pri, DST_PRIMARY, Mux(mac_pd, DST_PDELAY, DST_OTHER)))),
         ]
         self.sync += If(beat1, hist.eq(Cat(b1, hist[:-8])))
+        return SimpleNamespace(hist=hist, mac_pri=mac_pri, mac_pd=mac_pd, ip_pri=ip_pri, ip_pd=ip_pd,
+            is_udp=is_udp, msg_type=msg_type, seq=seq, domain=domain, source=source, vlan=vlan)
+
+    def _add_walk(self, beat1, last1, start1, b1, t, r, with_preamble):
+        """Stage 2, one beat after the tap: the headers walked on stage 1's registered flags and
+        on registered position flags, into the record's registers `r`; `done` at the end."""
+        byte_is, hist = t.byte_is, r.hist
+        cnt      = Signal(6)   # Byte within the current header (an IPv4 header's last is 59).
+        ihl_m1   = Signal(4)
         # The PTP destinations are compared whole at their last byte, not byte by byte against a
         # table indexed by `cnt` (a multiplexer in the state machine's path).
         w32 = Cat(b1, hist[:24])
         w48 = Cat(b1, hist)
-        hi_was = {h: Signal(name=f"hi_was_{h:02x}") for h in sorted({v >> 8 for v in steering})}
-        self.sync += If(beat1, *[flag.eq(byte_is[h]) for h, flag in hi_was.items()])
-        def word_is(value):
-            """The big-endian 16-bit field ending at this byte is `value`."""
-            return hi_was[value >> 8] & byte_is[value & 0xff]
-
-        # Position flags, set with `cnt` from its current value: at[k] is cnt == k.
-        at = {k: Signal(name=f"at_{k}") for k in (0, 1, 3, 4, 5, 6, 7, 9, 13, 19, 31, PTP_HEADER_LEN - 1)}
-        hdr_end = Signal()  # The IPv4 header's last byte: (IHL - 1)*4 + 3 (options skipped).
-        def count():
-            return [NextValue(cnt, cnt + 1),
-                    *[NextValue(a, (cnt == k - 1) if k else 0) for k, a in at.items()],
-                    NextValue(hdr_end, (cnt[2:] == ihl_m1) & (cnt[:2] == 2))]
-        def restart(value):
-            return [NextValue(cnt, value),
-                    *[NextValue(a, int(k == value)) for k, a in at.items()],
-                    NextValue(hdr_end, 0)]
+        at, hdr_end, count, restart = _position_flags(cnt, ihl_m1)
+        word_is = t.word_is
 
         def ether_type(allow_vlan):
             """Dispatch on the EtherType ending at this byte."""
             return [
                 *restart(0),
                 If(word_is(ETHERTYPE_VLAN) & allow_vlan,
-                    NextValue(vlan, 1), NextState("VLAN"),
+                    NextValue(r.vlan, 1), NextState("VLAN"),
                 ).Elif(word_is(PTP_ETHERTYPE),
-                    NextValue(is_udp, 0), NextState("PTP"),
+                    NextValue(r.is_udp, 0), NextState("PTP"),
                 ).Elif(word_is(ETHERTYPE_IPV4),
                     NextState("IPV4"),
                 ).Else(
@@ -182,8 +214,8 @@ class PTPParser(LiteXModule):
         self.fsm = fsm = FSM(reset_state="IDLE")
         fsm.act("IDLE",  # Until stage 1 found a frame's start.
             If(start1,
-                NextValue(mac_pri, 1), NextValue(mac_pd, 1), NextValue(ip_pri, 0), NextValue(ip_pd, 0),
-                NextValue(vlan, 0), NextValue(is_udp, 0),
+                NextValue(r.mac_pri, 1), NextValue(r.mac_pd, 1), NextValue(r.ip_pri, 0), NextValue(r.ip_pd, 0),
+                NextValue(r.vlan, 0), NextValue(r.is_udp, 0),
                 # With a preamble, b1 is the SFD; without, it is the destination MAC's first byte.
                 *restart(0 if with_preamble else 1),
                 NextState("ETH"),
@@ -193,8 +225,8 @@ class PTPParser(LiteXModule):
             If(beat1,
                 *count(),
                 If(at[5],
-                    NextValue(mac_pri, w48 == PTP_MAC_PRIMARY),
-                    NextValue(mac_pd,  w48 == PTP_MAC_PDELAY),
+                    NextValue(r.mac_pri, w48 == PTP_MAC_PRIMARY),
+                    NextValue(r.mac_pd,  w48 == PTP_MAC_PDELAY),
                 ),
                 If(at[13], *ether_type(allow_vlan=1)),
             )
@@ -211,14 +243,14 @@ class PTPParser(LiteXModule):
                 # Version 4, header 5..15 words; first and only fragment; protocol UDP.
                 If(at[0],
                     NextValue(ihl_m1, b1[:4] - 1),
-                    If(bad_ihl, NextState("DROP")),
+                    If(t.bad_ihl, NextState("DROP")),
                 ),
-                If(at[6] & frag_hi, NextState("DROP")),
+                If(at[6] & t.frag_hi, NextState("DROP")),
                 If(at[7] & ~byte_is[0], NextState("DROP")),   # Offset bits 7..0.
                 If(at[9] & ~byte_is[IP_PROTO_UDP], NextState("DROP")),
                 If(at[19],
-                    NextValue(ip_pri, w32 == PTP_IPV4_PRIMARY),
-                    NextValue(ip_pd,  w32 == PTP_IPV4_PDELAY),
+                    NextValue(r.ip_pri, w32 == PTP_IPV4_PRIMARY),
+                    NextValue(r.ip_pd,  w32 == PTP_IPV4_PDELAY),
                 ),
                 If(hdr_end, *restart(0), NextState("UDP")),
             )
@@ -227,18 +259,18 @@ class PTPParser(LiteXModule):
             If(beat1,
                 *count(),
                 If(at[3] & ~word_is(PTP_EVENT_PORT) & ~word_is(PTP_GENERAL_PORT), NextState("DROP")),
-                If(at[7], NextValue(is_udp, 1), *restart(0), NextState("PTP")),
+                If(at[7], NextValue(r.is_udp, 1), *restart(0), NextState("PTP")),
             )
         )
         fsm.act("PTP",
             If(beat1,
                 *count(),
-                If(at[0], NextValue(msg_type, b1[:4])),
-                If(at[1] & bad_vers, NextState("DROP")),
-                If(at[4], NextValue(domain, b1)),
+                If(at[0], NextValue(r.msg_type, b1[:4])),
+                If(at[1] & t.bad_vers, NextState("DROP")),
+                If(at[4], NextValue(r.domain, b1)),
                 # Bytes 24..29 shifted in: the last four are 26..29 (no `>=`/`<` carry chains).
-                If((cnt[3:] == 3) & ~(cnt[2] & cnt[1]), NextValue(source, Cat(b1, source[:24]))),
-                If(at[31], NextValue(seq, Cat(b1, hi))),
+                If((cnt[3:] == 3) & ~(cnt[2] & cnt[1]), NextValue(r.source, Cat(b1, r.source[:24]))),
+                If(at[31], NextValue(r.seq, Cat(b1, hist[:8]))),
                 If(at[PTP_HEADER_LEN - 1], NextState("DONE")),
             )
         )

@@ -134,6 +134,28 @@ STREAM_ENABLED = 0x02   # Enabled in the run.
 MIN_PAYLOAD    = 64     # The smallest datagram payload a run takes, DAQ header included.
 PTP_LOG_MIN, PTP_LOG_MAX = -10, 6
 
+# IDENTIFY_RSP's capabilities: what the build has. Name (the field's bits), bit, what it means.
+CAPABILITIES = (
+    ("STREAMER",   0x001, "DAQ streamer (nchannels channels)"),
+    ("PTP",        0x002, "PTP clock, timestamp unit and the firmware's IEEE 1588 port (PTP_STATUS)"),
+    ("AUTH",       0x004, "built with a shared key: state changes need signed requests"),
+    ("ALLOW",      0x008, "built with an allow-list (`--ctl-allow`)"),
+    ("ETHERBONE",  0x010, "debug build with raw bus access over UDP (`--with-etherbone`): anyone can change "
+                          "anything"),
+    ("NET_CONFIG", 0x020, "address change: CONFIG_SET takes ip and mac (gateware/netaddr.py)"),
+    ("LAUNCHER",   0x040, "time-triggered transmission: LAUNCH (gateware/launcher.py)"),
+    ("PROBES",     0x080, "latency probes on every frame: PROBE (gateware/probe.py)"),
+    ("RULES",      0x100, "receive classifier, its rules and counters: RULES and RULE_SET (gateware/classifier.py)"),
+    ("FRONTEND",   0x200, "a user's front-end (`--frontend`), its registers: REG_READ and REG_WRITE "
+                          "(gateware/frontend.py)"),
+    ("DHCP",       0x400, "a DHCP client (`--dhcp`): ip, and CONFIG's netmask and gateway, are a lease's while "
+                          "it has one"),
+)
+CAP = {name: bit for name, bit, _ in CAPABILITIES}
+CAP_STREAMER, CAP_PTP, CAP_AUTH, CAP_ALLOW = CAP["STREAMER"], CAP["PTP"], CAP["AUTH"], CAP["ALLOW"]
+CAP_ETHERBONE, CAP_NET_CONFIG, CAP_LAUNCHER = CAP["ETHERBONE"], CAP["NET_CONFIG"], CAP["LAUNCHER"]
+CAP_PROBES, CAP_RULES, CAP_FRONTEND, CAP_DHCP = CAP["PROBES"], CAP["RULES"], CAP["FRONTEND"], CAP["DHCP"]
+
 # Sizes of the messages' repeated parts.
 MAX_STREAMS       = 8      # STREAM_START's channel mask is 8 bits.
 LAUNCH_FRAME_MAX  = 96
@@ -154,10 +176,14 @@ Records.__doc__ = """`fields` repeated once per label, in order. name: the C vie
 a field named "" is the record itself (its flat name is the label)."""
 Block = namedtuple("Block", "name fields")
 Block.__doc__ = """Fields several messages carry the same way (the C view has one set of accessors)."""
-Message = namedtuple("Message", "code name request response access doc")
+Message = namedtuple("Message", "code name request response access doc notes reply_notes tail",
+                     defaults=("", "", ""))
 Message.__doc__ = """A message type: its request and response bodies (after the header). access:
 "anybody" (read-only), "controller" (changes the board's state: the controller's alone, signed on
-a board with a key) or "claim" (signed, but checks the controller itself)."""
+a board with a key) or "claim" (signed, but checks the controller itself). doc: what it is for, in
+a line. notes: what a user needs besides the request's fields (its ERROR_RSP codes, the command
+that sends it); reply_notes: the same for the response; tail: what follows the response's fixed
+fields, varying in length ("": nothing)."""
 
 _INTS = {"u8": "B", "u16": "H", "u32": "I", "u64": "Q", "i8": "b", "i16": "h", "i64": "q", "ipv4": "I"}
 
@@ -219,7 +245,7 @@ IDENTIFY_FIXED = [
     Field("nchannels",    "u8",   "streamer channels (0: no streamer)"),
     Field("sample_bits",  "u8",   "bits per sample", unit="bits"),
     Field("max_payload",  "u16",  "the largest UDP payload per datagram, DAQ header included", unit="bytes"),
-    Field("capabilities", "u32",  "CAP_* bits", show="hex"),
+    Field("capabilities", "u32",  "CAP_* bits: what the build has", show="hex", bits=CAP),
 ]
 IDENTIFY_STRINGS = ("board", "build_id", "ident")
 IDENTIFY_RATE  = Field("max_rate", "u32", "a channel's worst-case samples per second its front-end declares "
@@ -422,54 +448,89 @@ RULES = [
 ]
 
 MESSAGES = [
-    Message(MSG_IDENTIFY, "IDENTIFY", [], IDENTIFY_FIXED, "anybody",
-            "who the board is; then three strings, the channels' rates and event layouts"),
+    Message(MSG_IDENTIFY, "IDENTIFY", [], IDENTIFY_FIXED, "anybody", "who the board is",
+            reply_notes="capabilities: " + "; ".join(f"0x{bit:02X} {doc}" for _, bit, doc in CAPABILITIES),
+            tail="three strings, each u8 length + ASCII: board, build id (git hash), SoC identifier; then nchannels "
+                 "u32 (or none): each channel's worst-case samples per second its user front-end declares, rounded "
+                 "up, 0 undeclared (docs/frontends.md); then, only from a board with an event channel, nchannels "
+                 "u8: each channel's event layout, 0 a channel of samples, 1 to 31 a channel of events whose id has "
+                 "that many bits (docs/frontends.md, \"Event channels\"; 32 to 255 reserved). A reply ending after "
+                 "the strings or after the rates parses: every channel carries samples"),
     Message(MSG_STREAM_START, "STREAM_START", [STREAM_CFG], [
         Field("run",    "u32",  "the run number"),
         Field("dst_ip", "ipv4", "the destination used"),
-    ], "controller", "start a run with these settings"),
+    ], "controller", "start a run with these settings", notes="ERROR_RSP 5 while a run is going"),
     Message(MSG_STREAM_STOP, "STREAM_STOP", [], [Field("run", "u32", "the run that was stopped")], "controller",
-            "stop the run"),
+            "stop the run", notes="each enabled channel sends its partial datagram flagged LAST"),
     Message(MSG_EMULATOR, "EMULATOR", [
         Field("mode", "u8",  "the emulators' mode", enum={v: k for k, v in EMULATOR_MODES.items()}),
         Field("rate", "u32", "samples per cycle per channel x 2^32"),
         Field("seed", "u32", "channel i gets seed + i"),
-    ], [], "controller", "the emulators' mode, rate and seed, on every channel"),
-    Message(MSG_STATUS, "STATUS", [], STATUS, "anybody", "the run, counters, controller, boot and link"),
+    ], [], "controller", "the emulators' mode, rate and seed, on every channel",
+            notes="in pulse mode the rate is the probability of a pulse in each cycle, so arrivals are a Poisson "
+                  "process; the seed restarts both generators. A pulse's sample is its amplitude, uniform over the "
+                  "sample range (0 to 65535 at 16 bits, mean 32767.5), drawn independently of its arrival "
+                  "(gateware/emulator.py)"),
+    Message(MSG_STATUS, "STATUS", [], STATUS, "anybody", "the run, counters, controller, boot and link",
+            notes="`ethdaq ctl status`"),
     Message(MSG_CLAIM, "CLAIM", [
         Field("lease_s", "u16", "lease length (0: the default; at most MAX_LEASE_S)", unit="s"),
     ], [
         Field("granted",       "u8",   "1 granted, 0 held by another"),
         Field("controller_ip", "ipv4", "the controller (0: none)"),
         Field("lease_ms",      "u32",  "the lease left", unit="ms"),
-    ], "claim", "become the controller"),
+    ], "claim", "become the controller", notes="lease 0: 60 s, at most 3600 s ([Who may change the board](#who-may-change-the-board))"),
     Message(MSG_RELEASE, "RELEASE", [], [], "claim", "stop being the controller"),
-    Message(MSG_PTP_STATUS, "PTP_STATUS", [], PTP_STATUS, "anybody", "the firmware's IEEE 1588 port"),
+    Message(MSG_PTP_STATUS, "PTP_STATUS", [], PTP_STATUS, "anybody", "the firmware's IEEE 1588 port",
+            notes="ERROR_RSP 6 in a build without PTP. `ethdaq ctl ptp [--json]`"),
     Message(MSG_REBOOT, "REBOOT", [Field("boots", "u16", "the boot count the requester saw in STATUS")], [
         Field("rebooting", "u8",  "1 rebooting; 0 the board has rebooted since that count"),
         Field("boots",     "u16", "the boot count now"),
-    ], "controller", "reboot, if the board has not rebooted since the requester looked"),
-    Message(MSG_CONFIG_GET, "CONFIG_GET", [], [CONFIG], "anybody", "the board's settings"),
+    ], "controller", "reboot, if the board has not rebooted since the requester looked",
+            reply_notes="sent before the reset ([Reboot and the watchdog](#reboot-and-the-watchdog))"),
+    Message(MSG_CONFIG_GET, "CONFIG_GET", [], [CONFIG], "anybody", "the board's settings",
+            notes="CONFIG: [Configuration](#configuration-config_get-config_set)"),
     Message(MSG_CONFIG_SET, "CONFIG_SET", [
         Field("mask", "u32", "bit i sets CONFIG's field i; the others keep their value", show="hex"),
         CONFIG,
-    ], [CONFIG], "controller", "change the settings in the mask; answered with all of them"),
-    Message(MSG_STREAMS, "STREAMS", [], STREAMS, "anybody", "this run's counters of each stream"),
+    ], [CONFIG], "controller", "change the settings in the mask; answered with all of them",
+            notes="fields outside the mask are ignored"),
+    Message(MSG_STREAMS, "STREAMS", [], STREAMS, "anybody", "this run's counters of each stream",
+            notes="ERROR_RSP 6 in a build without a streamer. `ethdaq ctl status` prints them as a table",
+            reply_notes="all this run (since its STREAM_START; before the first run, since boot)"),
     Message(MSG_LAUNCH, "LAUNCH", LAUNCH_REQ, LAUNCH_STATUS, "controller",
-            "time-triggered transmission (query: anybody's)"),
-    Message(MSG_PROBE, "PROBE", [], PROBE, "anybody", "the latency probes"),
-    Message(MSG_PROBE_CLEAR, "PROBE_CLEAR", [], [], "controller", "empty the latency probes"),
-    Message(MSG_RULES, "RULES", [], RULES, "anybody", "the receive classifier's rules and counters"),
-    Message(MSG_RULE_SET, "RULE_SET", [RULE], [RULE], "controller", "set one receive rule; answered with it"),
+            "time-triggered transmission (query: anybody's)",
+            notes="ERROR_RSP 4 for a first launch too soon to arm in time, 6 in a build without the launcher. "
+                  "`ethdaq ctl launch arm|stop|status`; docs/realtime.md"),
+    Message(MSG_PROBE, "PROBE", [], PROBE, "anybody", "the latency probes",
+            notes="ERROR_RSP 6 in a build without the probes (`--with-probes`). `ethdaq ctl probe`; docs/realtime.md",
+            reply_notes="answered afresh, never from the reply cache"),
+    Message(MSG_PROBE_CLEAR, "PROBE_CLEAR", [], [], "controller", "empty the latency probes",
+            notes="both probes' statistics and counters. `ethdaq ctl probe clear`"),
+    Message(MSG_RULES, "RULES", [], RULES, "anybody", "the receive classifier's rules and counters",
+            notes="ERROR_RSP 6 in a build without the receive classifier. `ethdaq ctl rules`; docs/realtime.md"),
+    Message(MSG_RULE_SET, "RULE_SET", [RULE], [RULE], "controller", "set one receive rule; answered with it",
+            notes="ERROR_RSP 4 for an index past the build's rules, an unknown action or match bit, or an enabled "
+                  "drop or fast-track rule that does not match a UDP port, or matches the control port or PTP's "
+                  "319/320 (the board would no longer hear its controller). "
+                  "`ethdaq ctl rules set 1 action=drop port=9100`"),
     Message(MSG_REG_READ, "REG_READ", [Field("reg_offset", "u16", "bytes from the front-end's first register, "
                                              "a multiple of 4", unit="bytes"),
                                        Field("reg_count", "u8", "32-bit words, 1 to REG_MAX_WORDS")],
-            [REG_WORDS], "anybody", "read the front-end's registers"),
+            [REG_WORDS], "anybody", "read the front-end's registers",
+            notes="the offset is csr.json's address minus `csr_bases.frontend`. Only the front-end's registers "
+                  "(docs/frontends.md), never the rest of the bus: ERROR_RSP 4 past them, 3 in a build without a "
+                  "front-end. `ethdaq ctl regs --csr build/x/csr.json`"),
     Message(MSG_REG_WRITE, "REG_WRITE", [REG_WORDS], [REG_WORDS], "controller",
-            "write the front-end's registers; answered with them read back"),
+            "write the front-end's registers; answered with them read back",
+            notes="the first reg_count words are written in order: a register wider than 32 bits is several words, "
+                  "most significant first, and takes the write at its last word. "
+                  "`ethdaq ctl regs threshold=1500 --csr build/x/csr.json`"),
     Message(MSG_RX_STATS, "RX_STATS", [], [Field("count", "u8", "records that follow (code u8, value u64), "
                                                  "codes ascending")],
-            "anybody", "received frames the board did not use, by cause"),
+            "anybody", "received frames the board did not use, by cause", notes="`ethdaq ctl rx` (below)",
+            tail="`count` records (at most 64) in ascending code order: code (u8), value (u64); only the counters "
+                 "the build has ([Received frames by cause](#received-frames-by-cause-rx_stats))"),
 ]
 MESSAGE = {m.name: m for m in MESSAGES}
 # The fields after a response's fixed ones that vary in number: RX_STATS_RSP's records.
@@ -530,6 +591,31 @@ def _check():
 
 
 _check()
+
+# A refusal's field (REFUSAL_FIELDS' names) is the request field of that flat name, except these.
+REFUSAL_ALIASES = {"config_mask": ("CONFIG_SET", "mask")}
+
+
+def refused_field(name):
+    """The request field (a Field) that a refusal's field `name` stands for."""
+    if name in REFUSAL_ALIASES:
+        message, field = REFUSAL_ALIASES[name]
+        return dict(flatten(MESSAGE[message].request))[field]
+    for m in MESSAGES:
+        fields = dict(flatten(m.request))
+        if name in fields:
+            return fields[name]
+    raise ValueError(f"REFUSAL_FIELDS' {name!r} must be a request's field (or in REFUSAL_ALIASES)")
+
+
+def refusal_hex():
+    """The refused fields whose value and range a refusal shows in hex: those the table shows in hex,
+    and addresses (a range of dotted quads would not read as one)."""
+    return tuple(name for _, name, _ in REFUSAL_FIELDS
+                 if refused_field(name).show == "hex" or refused_field(name).type == "ipv4")
+
+
+refusal_hex()   # Every refused field is a request's.
 
 
 # --- The C view ------------------------------------------------------------------------------------
@@ -697,18 +783,58 @@ def _doc_rows(items, start):
     return rows
 
 
+def _body_heading(code, name, items, m):
+    """The heading of a message body's fields: type, name, length and, for a request, whose it is."""
+    who = f", {m.access}'s" if m and not name.endswith("_RSP") else ""
+    return f"0x{code:02X} {name} ({size(HEADER) + size(items)} bytes{who})"
+
+
+def anchor(heading):
+    """GitHub's anchor of a heading: lower case, punctuation dropped, spaces as hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
 def messages_markdown():
     """Each message body's fields, offsets from the start of the datagram (the header is 8 bytes)."""
     head = "| offset | size | field | type | meaning |\n|-------:|-----:|-------|------|---------|"
     out = ["### Header", "", head, *_doc_rows(HEADER, 0), ""]
     hs = size(HEADER)
     for code, name, items, m in bodies():
-        who = f", {m.access}'s" if m and not name.endswith("_RSP") else ""
-        out += [f"### 0x{code:02X} {name} ({hs + size(items)} bytes{who})", ""]
+        out += [f"### {_body_heading(code, name, items, m)}", ""]
         out += [head, *_doc_rows(items, hs), ""] if items else ["No body: the header only.", ""]
     out += ["### ERROR_RSP's reason (after the code, all of it or none)", "", head,
             *_doc_rows(REFUSAL, hs + size(ERROR)), "",
             "### AUTH (appended to a signed request)", "", head.replace("offset", "from"), *_doc_rows(AUTH, 0)]
+    return "\n".join(out)
+
+
+def _cell(*parts):
+    """A table cell of sentences (empty ones left out)."""
+    text = ". ".join(p[0].upper() + p[1:] for p in parts if p)
+    return (text + "." if text else "").replace("|", "\\|")
+
+
+def overview_markdown():
+    """One row per message type: its direction, whose request it is, its length, what it is for and
+    what a user needs besides its fields; the name links to its fields."""
+    out = ["| type | message | direction | whose | bytes | what for |",
+           "|-----:|---------|-----------|-------|------:|----------|"]
+    hs = size(HEADER)
+    for m in MESSAGES:
+        for code, name, items, who, text in (
+                (m.code, m.name, m.request, f"{m.access}'s", _cell(m.doc, m.notes)),
+                (m.code | RESPONSE, response_name(m), m.response, "",
+                 _cell(m.reply_notes, m.tail and f"then {m.tail}"))):
+            link = anchor(_body_heading(code, name, items, m))
+            length = f"{hs + size(items)}{' +' if who == '' and m.tail else ''}"
+            direction = "host → board" if who else "board → host"
+            out.append(f"| 0x{code:02X} | [{name}](#{link}) | {direction} | {who} | {length} | {text} |")
+    codes = ", ".join(f"{code} {text}" for code, text in sorted(ERROR_NAMES.items()))
+    link = anchor(_body_heading(MSG_ERROR_RSP, "ERROR_RSP", ERROR, None))
+    text = _cell(f"the request refused: code {codes}; for code {ERR_BAD_VALUE}, when the board can say why, "
+                 f"the reason follows (below)")
+    out.append(f"| 0x{MSG_ERROR_RSP:02X} | [ERROR_RSP](#{link}) | board → host | | {hs + size(ERROR)} or "
+               f"{hs + size(ERROR) + size(REFUSAL)} | {text} |")
     return "\n".join(out)
 
 
@@ -719,7 +845,7 @@ def config_markdown():
     return "\n".join(out)
 
 
-DOCS_PARTS = {"messages": messages_markdown, "config": config_markdown}
+DOCS_PARTS = {"overview": overview_markdown, "messages": messages_markdown, "config": config_markdown}
 
 
 def markdown():

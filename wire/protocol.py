@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from ethdaq.wire import ctlformat as T
 # The message types, codes and value names the table uses; protocol.X names them for the host.
 from ethdaq.wire.ctlformat import (
+    CAP_ALLOW, CAP_AUTH, CAP_DHCP, CAP_ETHERBONE, CAP_FRONTEND, CAP_LAUNCHER, CAP_NET_CONFIG, CAP_PROBES, CAP_PTP,
+    CAP_RULES, CAP_STREAMER,
     DEFAULT_CTL_PORT, DEFAULT_DST_PORT, DST_UNREACHABLE, DST_VALID, EMULATOR_MODES, ERR_AUTH_FAILED,
     ERR_AUTH_REQUIRED, ERR_BAD_LENGTH, ERR_BAD_TYPE, ERR_BAD_VALUE, ERR_BAD_VERSION, ERR_BUSY, ERR_NOT_ALLOWED, ERR_NOT_CONTROLLER,
     ERR_STALE_SEQ, ERR_UNSUPPORTED, ERROR_NAMES, LAUNCH_ARM, LAUNCH_FRAME_MAX, LAUNCH_QUERY, LAUNCH_RELATIVE,
@@ -70,7 +72,7 @@ REFUSAL    = T.struct_of(T.REFUSAL)
 # others are the request's), and what else the field takes besides the range.
 REFUSAL_FIELD_CODES = {name: code for code, name, _ in REFUSAL_FIELDS}
 REFUSAL_FIELD_NOTES = {name: note for _, name, note in REFUSAL_FIELDS}
-REFUSAL_HEX = ("enable", "backpressure", "config_mask", "launch_flags", "rule_match", "dst_ip")
+REFUSAL_HEX = T.refusal_hex()   # Fields whose value and range a refusal shows in hex (the table's).
 assert len(REFUSAL_FIELD_CODES) == len(REFUSAL_FIELDS) == len(REFUSAL_FIELD_NAMES) and 0 not in REFUSAL_FIELD_NAMES
 AUTH           = T.struct_of(T.AUTH)
 KEY_MIN, KEY_MAX = 16, 64  # Key bytes.
@@ -145,17 +147,7 @@ IDENTIFY_RATE  = T.struct_of([T.IDENTIFY_RATE])
 # layout is ethdaq.host.events'). Values above EVENT_ID_BITS_MAX are reserved for other layouts.
 IDENTIFY_EVENT = T.struct_of([T.IDENTIFY_EVENT])
 EVENT_ID_BITS_MAX = 31   # ev44's pixel_id is an int32: a 31-bit id is never negative.
-CAP_STREAMER = 0x01  # DAQ streamer (nchannels channels).
-CAP_PTP      = 0x02  # PTP clock, timestamp unit and the firmware's IEEE 1588 port (PTP_STATUS).
-CAP_AUTH     = 0x04  # Built with a shared key: state changes need signed requests.
-CAP_ALLOW    = 0x08  # Built with an allow-list (--ctl-allow).
-CAP_ETHERBONE = 0x10  # Debug build with raw bus access over UDP (--with-etherbone): anyone can change anything.
-CAP_NET_CONFIG = 0x20  # CONFIG_SET changes the board's own IP and MAC (gateware/netaddr.py).
-CAP_LAUNCHER   = 0x40  # Time-triggered transmission (LAUNCH; gateware/launcher.py).
-CAP_PROBES     = 0x80  # Latency probes on every frame (PROBE; gateware/probe.py).
-CAP_RULES      = 0x100 # Receive classifier: its rules and counters (RULES, RULE_SET; gateware/classifier.py).
-CAP_FRONTEND   = 0x200 # A user's front-end (--frontend): its registers (REG_READ, REG_WRITE; gateware/frontend.py).
-CAP_DHCP       = 0x400 # A DHCP client (--dhcp): ip, and CONFIG's netmask and gateway, are a lease's while it has one.
+# CAP_* (ctlformat.CAPABILITIES): IDENTIFY_RSP's capability bits, what the build has.
 CAP_NAMES    = {CAP_STREAMER: "streamer", CAP_PTP: "ptp", CAP_AUTH: "signed requests", CAP_ALLOW: "allow-list",
                 CAP_ETHERBONE: "ETHERBONE (raw bus access for anyone: debug build)",
                 CAP_NET_CONFIG: "address change", CAP_LAUNCHER: "time-triggered launch",

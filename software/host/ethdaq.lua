@@ -214,7 +214,7 @@ local CTL_ERROR_NAMES = { [1] = "bad version", [2] = "unknown message type", [3]
 -- ERROR_RSP's reason (REFUSAL): field names, what else a field takes, fields shown in hex.
 local CTL_REFUSAL_NAMES = { [1] = "payload", [2] = "enable", [3] = "backpressure", [4] = "dst_port", [5] = "dst_ip", [6] = "flush", [7] = "emulator_mode", [8] = "ptp_role", [9] = "ptp_log_sync", [10] = "ptp_log_announce", [11] = "ptp_log_delay_req", [12] = "config_mask", [13] = "lease_s", [14] = "launch_op", [15] = "launch_flags", [16] = "sec", [17] = "ns", [18] = "period", [19] = "frame_len", [20] = "rule_index", [21] = "rule_enable", [22] = "rule_action", [23] = "rule_match", [24] = "reg_count" }
 local CTL_REFUSAL_NOTES = { ["dst_ip"] = " (0: the requester)", ["flush"] = ", or 0", ["lease_s"] = " (0: the default)" }
-local CTL_REFUSAL_HEX = { ["enable"] = true, ["backpressure"] = true, ["config_mask"] = true, ["launch_flags"] = true, ["rule_match"] = true, ["dst_ip"] = true }
+local CTL_REFUSAL_HEX = { ["enable"] = true, ["backpressure"] = true, ["dst_ip"] = true, ["config_mask"] = true, ["launch_flags"] = true, ["rule_match"] = true }
 
 local CTL_HEADER = {
     { name = "magic", offset = 0, size = 2 },
@@ -343,7 +343,7 @@ local CTL_MESSAGES = {
         { f = ProtoField.uint8("ethdaqctl.identify_rsp.nchannels", "nchannels", base.DEC, nil, nil, "streamer channels (0: no streamer)"), size = 1, },
         { f = ProtoField.uint8("ethdaqctl.identify_rsp.sample_bits", "sample_bits", base.DEC, nil, nil, "bits per sample"), size = 1, },
         { f = ProtoField.uint16("ethdaqctl.identify_rsp.max_payload", "max_payload", base.DEC, nil, nil, "the largest UDP payload per datagram, DAQ header included"), size = 2, },
-        { f = ProtoField.uint32("ethdaqctl.identify_rsp.capabilities", "capabilities", base.HEX, nil, nil, "CAP_* bits"), size = 4, },
+        { f = ProtoField.uint32("ethdaqctl.identify_rsp.capabilities", "capabilities", base.HEX, nil, nil, "CAP_* bits: what the build has"), size = 4, bits = { ProtoField.bool("ethdaqctl.identify_rsp.capabilities.streamer", "STREAMER", 32, nil, 0x01), ProtoField.bool("ethdaqctl.identify_rsp.capabilities.ptp", "PTP", 32, nil, 0x02), ProtoField.bool("ethdaqctl.identify_rsp.capabilities.auth", "AUTH", 32, nil, 0x04), ProtoField.bool("ethdaqctl.identify_rsp.capabilities.allow", "ALLOW", 32, nil, 0x08), ProtoField.bool("ethdaqctl.identify_rsp.capabilities.etherbone", "ETHERBONE", 32, nil, 0x10), ProtoField.bool("ethdaqctl.identify_rsp.capabilities.net_config", "NET_CONFIG", 32, nil, 0x20), ProtoField.bool("ethdaqctl.identify_rsp.capabilities.launcher", "LAUNCHER", 32, nil, 0x40), ProtoField.bool("ethdaqctl.identify_rsp.capabilities.probes", "PROBES", 32, nil, 0x80), ProtoField.bool("ethdaqctl.identify_rsp.capabilities.rules", "RULES", 32, nil, 0x100), ProtoField.bool("ethdaqctl.identify_rsp.capabilities.frontend", "FRONTEND", 32, nil, 0x200), ProtoField.bool("ethdaqctl.identify_rsp.capabilities.dhcp", "DHCP", 32, nil, 0x400) }, },
     },
     strings = {
         ProtoField.string("ethdaqctl.identify_rsp.board", "board"),

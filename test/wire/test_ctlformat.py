@@ -1,8 +1,9 @@
 """The control protocol's one table (ethdaq.wire.ctlformat): the shared vectors
 (test/vectors/ctl_messages.json, written from the structs the protocol had before the table) packed
 and parsed by Python and read by the generated C accessors byte for byte; docs/protocol.md's
-generated tables are the table's; and a field added to the table reaches Python, the C header,
-the Wireshark dissector and the docs."""
+generated tables are the table's; a field added to the table reaches Python, the C header, the
+Wireshark dissector and the docs (its fields and the messages' overview); a field the table shows in
+hex is shown in hex in a refusal."""
 
 import json
 import re
@@ -140,8 +141,52 @@ def test_a_field_added_to_the_table_reaches_python_c_lua_and_docs(tmp_path):
     assert "ctl_put_status_rsp_board_temp(uint8_t *p, int16_t v)" in out["c"]
     assert 'ProtoField.int16("ethdaqctl.status_rsp.board_temp", "board_temp"' in out["lua"]
     assert f"| {8 + protocol.STATUS_RSP.size} | 2 | board_temp | i16 | the FPGA's temperature [0.1 degC] |" in out["docs"]
+    length = 8 + protocol.STATUS_RSP.size + 2
+    assert f"| 0x85 | [STATUS_RSP](#0x85-status_rsp-{length}-bytes) | board → host |  | {length} |" in out["docs"]
+    assert f"### 0x85 STATUS_RSP ({length} bytes)" in out["docs"]
     (tmp_path / "generated").mkdir()
     (tmp_path / "generated" / "ctl_protocol.h").write_text(out["c"])
     fw = REPO / "software" / "firmware" / "protocol"
     subprocess.run(["gcc", "-std=c99", "-Wall", "-Wextra", "-Werror", "-c", f"-I{tmp_path}", f"-I{fw}",
                     str(fw / "ctl.c"), "-o", str(tmp_path / "ctl.o")], check=True)
+
+
+def test_the_overview_has_every_message_with_its_length_and_whose_it_is():
+    rows = T.overview_markdown().splitlines()[2:]
+    assert len(rows) == 2 * len(T.MESSAGES) + 1
+    for m in T.MESSAGES:
+        request = next(r for r in rows if r.startswith(f"| 0x{m.code:02X} | [{m.name}]("))
+        assert f"| host → board | {m.access}'s | {8 + T.size(m.request)} |" in request
+        response = next(r for r in rows if r.startswith(f"| 0x{m.code | T.RESPONSE:02X} | [{m.name}_RSP]("))
+        assert f"| board → host |  | {8 + T.size(m.response)}{' +' if m.tail else ''} |" in response
+    assert rows[-1].startswith("| 0xFF | [ERROR_RSP](#0xff-error_rsp-9-bytes) | board → host | | 9 or 34 |")
+    assert "6 not supported by this build" in rows[-1]
+
+
+SHOW_IN_HEX = """
+from ethdaq.wire import ctlformat as T
+fields = T.STREAM_CFG.fields
+i = [f.name for f in fields].index("payload")
+fields[i] = fields[i]._replace(show="hex")
+from ethdaq.wire import protocol as P
+from ethdaq.host import dissector
+print(repr({"describe": P.Refusal(P.REFUSAL_FIELD_CODES["payload"], 9000, 64, 8954).describe(),
+            "lua": dissector.lua_dissector()}))
+"""
+
+
+def test_a_refusal_shows_a_field_in_hex_as_the_table_does():
+    """REFUSAL_HEX is the table's: the fields shown in hex (and addresses); a field the table comes
+    to show in hex is shown in hex in a refusal, by Python and by the dissector."""
+    assert set(protocol.REFUSAL_HEX) == {"enable", "backpressure", "config_mask", "launch_flags", "rule_match",
+                                         "dst_ip"}
+    assert protocol.Refusal(protocol.REFUSAL_FIELD_CODES["payload"], 9000, 64, 8954).describe() == \
+        "payload 9000 out of range 64..8954"
+    r = subprocess.run([sys.executable, "-c", SHOW_IN_HEX], capture_output=True, text=True, check=True)
+    out = eval(r.stdout)
+    assert out["describe"] == "payload 0x2328 out of range 0x40..0x22fa"
+    hex_set = re.search(r"local CTL_REFUSAL_HEX = \{ (.*) \}", out["lua"]).group(1)
+    assert '["payload"] = true' in hex_set
+    assert T.refused_field("config_mask") is dict(T.flatten(T.MESSAGE["CONFIG_SET"].request))["mask"]
+    with pytest.raises(ValueError, match="REFUSAL_FIELDS' 'nope' must be a request's field"):
+        T.refused_field("nope")
