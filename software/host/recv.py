@@ -511,32 +511,10 @@ def run(args, out=sys.stdout, err=sys.stderr):
     from ethdaq.host import h5file
     output = Path(args.output) if args.output else None
     kafka_settings = _check_kafka_args(args)
-    if args.board_ip and output is None and kafka_settings is None:
-        raise RecvError("--board-ip records the board's replies in the run file and names its event channels "
-                        "for --kafka: give the file with -o FILE.h5, or --kafka")
-    if args.board_ip and len(set(args.board_ip)) != len(args.board_ip):
-        raise RecvError(f"--board-ip names each board once, not {', '.join(args.board_ip)}")
-    if output is not None:
-        if output.exists() and not args.overwrite:
-            raise RecvError(f"{output} exists: choose another name or add --overwrite")
-        if not output.parent.is_dir():
-            raise RecvError(f"cannot write {output}: directory {output.parent} does not exist")
-    try:
-        with warnings.catch_warnings():  # Printed below as one line each, not as Python warnings.
-            warnings.simplefilter("ignore", rxcore.RcvbufWarning)
-            warnings.simplefilter("ignore", rxcore.BusyPollWarning)
-            core = rxcore.RxCore(bind=args.bind, port=args.port, rcvbuf=args.rcvbuf,
-                                 busy_poll_us=args.busy_poll or 0, reuseport=args.reuseport,
-                                 kernel_timestamps=args.kernel_timestamps, gro=not args.no_gro)
-    except (ReceiverError, ValueError) as e:
-        raise RecvError(str(e)) from None
+    _check_outputs(args, output, kafka_settings)
+    core = _open_core(args, err)
     writer = pub = None
     with core:
-        note = core.rcvbuf_warning()
-        if note:
-            err.write(f"warning: {note}\n")
-        if args.busy_poll and core.busy_poll_error:
-            err.write(f"warning: SO_BUSY_POLL refused ({core.busy_poll_error}): receiving without busy polling\n")
         started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
         notes = []       # Datagrams arriving while the boards are asked wait in the socket.
         events, idents = boards_events(args, kafka_settings is not None, output, notes)
@@ -563,57 +541,10 @@ def run(args, out=sys.stdout, err=sys.stderr):
             for ip in args.board_ip or []:
                 record_board(writer, ip, args.board_port, BOARD_REPLIES_START, err, board_suffix(args, ip),
                              known={"identify": idents[ip]})
-        live = None
-        show = args.progress == "on" or (args.progress == "auto" and err.isatty())
         t0, cpu0 = time.monotonic(), cpu_seconds()
-        last = [t0, 0, 0]
-        rate = [0.0, 0.0]
-
-        def tick():
-            if writer is not None:
-                writer.write(Batch.empty())  # Lets the writer's timed flush run while no data comes.
-            st = core.stats()                # One snapshot for the publisher, the metrics and the display.
-            if pub is not None:
-                pub.tick(st)
-            if metrics is not None:
-                metrics.update(st, pub)
-            if live is None:
-                return
-            now = time.monotonic()
-            dt = now - last[0]
-            if dt > 0:
-                rate[0] = (st.payload_bytes - last[1])/MIB/dt
-                rate[1] = (st.datagrams - last[2])/dt
-            last[:] = [now, st.payload_bytes, st.datagrams]
-            live.update(_live_table(st, now - t0, rate, pub))
-
+        stopped_by = "error"
         try:
-            with _Stop() as stop:
-                if show:
-                    from rich.console import Console
-                    from rich.live import Live
-                    live = Live(_live_table(core.stats(), 0.0, rate, pub), console=Console(file=err),
-                                auto_refresh=False, transient=True)
-                    live.start()
-                try:
-                    for batch in _loop(core, args.duration, args.count, args.idle_timeout, stop, on_tick=tick):
-                        if writer is not None:
-                            writer.write(batch)
-                        if pub is not None:
-                            pub.publish(batch)
-                        if live is not None:
-                            live.refresh()
-                    if stop.reason != "count":
-                        # What the kernel already queued was received by this host: keep it.
-                        for batch in _drain(core):
-                            if writer is not None:
-                                writer.write(batch)
-                            if pub is not None:
-                                pub.publish(batch)
-                finally:
-                    if live is not None:
-                        live.stop()
-                stopped_by = stop.reason or "end"
+            stopped_by = _receive(args, core, writer, pub, metrics, err, t0)
         finally:
             elapsed = time.monotonic() - t0
             stats = core.stats()
@@ -621,8 +552,7 @@ def run(args, out=sys.stdout, err=sys.stderr):
                 pub.close(stats)
             if metrics is not None:
                 metrics.update(stats, pub, running=False)
-            result = summary(stats, elapsed, started, locals().get("stopped_by", "error"), core, output, pub,
-                             cpu_seconds() - cpu0)
+            result = summary(stats, elapsed, started, stopped_by, core, output, pub, cpu_seconds() - cpu0)
             if writer is not None:
                 for ip in args.board_ip or []:
                     record_board(writer, ip, args.board_port, BOARD_REPLIES_END, err, board_suffix(args, ip))
@@ -631,6 +561,93 @@ def run(args, out=sys.stdout, err=sys.stderr):
                 writer.close(summary=result)
                 h5file.write_summary_json(summary_path(output), result)
     return _report(result, stats, elapsed, core, output, pub, out, err)
+
+
+def _check_outputs(args, output, kafka_settings):
+    """The run file and --board-ip checked before anything is opened."""
+    if args.board_ip and output is None and kafka_settings is None:
+        raise RecvError("--board-ip records the board's replies in the run file and names its event channels "
+                        "for --kafka: give the file with -o FILE.h5, or --kafka")
+    if args.board_ip and len(set(args.board_ip)) != len(args.board_ip):
+        raise RecvError(f"--board-ip names each board once, not {', '.join(args.board_ip)}")
+    if output is not None:
+        if output.exists() and not args.overwrite:
+            raise RecvError(f"{output} exists: choose another name or add --overwrite")
+        if not output.parent.is_dir():
+            raise RecvError(f"cannot write {output}: directory {output.parent} does not exist")
+
+
+def _open_core(args, err):
+    """The receive core on the options' socket; what the kernel refused is one warning line each."""
+    try:
+        with warnings.catch_warnings():  # Printed below as one line each, not as Python warnings.
+            warnings.simplefilter("ignore", rxcore.RcvbufWarning)
+            warnings.simplefilter("ignore", rxcore.BusyPollWarning)
+            core = rxcore.RxCore(bind=args.bind, port=args.port, rcvbuf=args.rcvbuf,
+                                 busy_poll_us=args.busy_poll or 0, reuseport=args.reuseport,
+                                 kernel_timestamps=args.kernel_timestamps, gro=not args.no_gro)
+    except (ReceiverError, ValueError) as e:
+        raise RecvError(str(e)) from None
+    note = core.rcvbuf_warning()
+    if note:
+        err.write(f"warning: {note}\n")
+    if args.busy_poll and core.busy_poll_error:
+        err.write(f"warning: SO_BUSY_POLL refused ({core.busy_poll_error}): receiving without busy polling\n")
+    return core
+
+
+def _receive(args, core, writer, pub, metrics, err, t0):
+    """The receive loop: every Batch to the run file and the publisher, the live display and the
+    metrics at each tick, until the run stops; returns why it stopped."""
+    live = None
+    show = args.progress == "on" or (args.progress == "auto" and err.isatty())
+    last = [t0, 0, 0]
+    rate = [0.0, 0.0]
+
+    def tick():
+        if writer is not None:
+            writer.write(Batch.empty())  # Lets the writer's timed flush run while no data comes.
+        st = core.stats()                # One snapshot for the publisher, the metrics and the display.
+        if pub is not None:
+            pub.tick(st)
+        if metrics is not None:
+            metrics.update(st, pub)
+        if live is None:
+            return
+        now = time.monotonic()
+        dt = now - last[0]
+        if dt > 0:
+            rate[0] = (st.payload_bytes - last[1])/MIB/dt
+            rate[1] = (st.datagrams - last[2])/dt
+        last[:] = [now, st.payload_bytes, st.datagrams]
+        live.update(_live_table(st, now - t0, rate, pub))
+
+    def take(batch):
+        if writer is not None:
+            writer.write(batch)
+        if pub is not None:
+            pub.publish(batch)
+
+    with _Stop() as stop:
+        if show:
+            from rich.console import Console
+            from rich.live import Live
+            live = Live(_live_table(core.stats(), 0.0, rate, pub), console=Console(file=err),
+                        auto_refresh=False, transient=True)
+            live.start()
+        try:
+            for batch in _loop(core, args.duration, args.count, args.idle_timeout, stop, on_tick=tick):
+                take(batch)
+                if live is not None:
+                    live.refresh()
+            if stop.reason != "count":
+                # What the kernel already queued was received by this host: keep it.
+                for batch in _drain(core):
+                    take(batch)
+        finally:
+            if live is not None:
+                live.stop()
+        return stop.reason or "end"
 
 
 def add_file_events(result, writer):
