@@ -315,125 +315,154 @@ def verilog_ports(sources, module, where):
 def load_verilog(path):
     """The description beside a Verilog file (or the description itself), checked against the
     module's ports; returns frontend(ctx) building the wrapper."""
-    desc_path = path.with_suffix(".toml")
-    if not desc_path.is_file():
-        raise FrontendError(f"{path}: a Verilog front-end needs a description of its ports in {desc_path.name} "
-                            f"beside it (docs/frontends.md)")
-    try:
-        desc = tomllib.loads(desc_path.read_text())
-    except tomllib.TOMLDecodeError as e:
-        raise FrontendError(f"{desc_path}: {e}") from None
-    def need(table, key, where):
-        if key not in table:
-            raise FrontendError(f"{desc_path}: {where} has no {key!r}")
-        return table[key]
-    unknown = set(desc) - _DESCRIPTION_KEYS
-    if unknown:
-        raise FrontendError(f"{desc_path}: unknown key(s) {', '.join(sorted(unknown))} "
-                            f"(known: {', '.join(sorted(_DESCRIPTION_KEYS))})")
-    module = need(desc, "module", "the description")
-    default = [path] if path.suffix != ".toml" else [path.with_suffix(".v")]
-    sources = [(desc_path.parent / s).resolve() for s in desc["sources"]] if "sources" in desc else default
-    for src in sources:
-        if not src.is_file():
-            raise FrontendError(f"{desc_path}: source {str(src)!r} not found")
-    channels = desc.get("channel", [])
-    registers = desc.get("register", [])
-    pads = desc.get("pad", [])
-    pin_groups = desc.get("pins", [])
-    for kind, tables, keys in (("channel", channels, _CHANNEL_KEYS), ("register", registers, _REGISTER_KEYS),
-                               ("pad", pads, _PAD_KEYS), ("pins", pin_groups, _PINS_KEYS)):
-        for i, t in enumerate(tables):
-            extra = set(t) - keys
-            if "last" in extra:
-                raise FrontendError(f"{desc_path}: channel {i} has 'last': channels carry samples without packet "
-                                    f"boundaries; mark events in the data (the examples use bit 15)")
-            if extra:
-                raise FrontendError(f"{desc_path}: {kind} {i}: unknown key(s) {', '.join(sorted(extra))} "
-                                    f"(known: {', '.join(sorted(keys))})")
-    ports = verilog_ports(sources, module, desc_path)
-
-    def port(name, direction, width, what):
-        if name not in ports:
-            raise FrontendError(f"{desc_path}: {what}: module {module} has no port {name!r} "
-                                f"(its ports: {', '.join(ports)})")
-        d, w = ports[name]
-        if d != direction or (width is not None and w != width):
-            size = "" if width is None else f" of {width} bit{'' if width == 1 else 's'}"
-            raise FrontendError(f"{desc_path}: {what}: port {name!r} is a {w}-bit {d}; it must be an {direction}{size}")
-        return w
+    desc = _VerilogDescription(path)
 
     def frontend(ctx):
-        if not channels:
-            raise FrontendError(f"{desc_path}: no [[channel]]: the front-end must drive at least one channel")
-        if len(channels) > ctx.max_channels:
-            raise FrontendError(f"{desc_path}: {len(channels)} channels; a front-end drives 1 to {ctx.max_channels}")
+        return desc.build(ctx)
+    frontend.path = desc.path
+    return frontend
+
+
+class _VerilogDescription:
+    """A Verilog front-end's .toml description, read and checked against its module's ports;
+    `build(ctx)` makes the wrapper. Every error names the description file."""
+
+    def __init__(self, path):
+        self.path = desc_path = path.with_suffix(".toml")
+        if not desc_path.is_file():
+            raise FrontendError(f"{path}: a Verilog front-end needs a description of its ports in {desc_path.name} "
+                                f"beside it (docs/frontends.md)")
+        try:
+            self.desc = desc = tomllib.loads(desc_path.read_text())
+        except tomllib.TOMLDecodeError as e:
+            raise FrontendError(f"{desc_path}: {e}") from None
+        unknown = set(desc) - _DESCRIPTION_KEYS
+        if unknown:
+            raise FrontendError(f"{desc_path}: unknown key(s) {', '.join(sorted(unknown))} "
+                                f"(known: {', '.join(sorted(_DESCRIPTION_KEYS))})")
+        self.module = self.need(desc, "module", "the description")
+        default = [path] if path.suffix != ".toml" else [path.with_suffix(".v")]
+        self.sources = [(desc_path.parent / s).resolve() for s in desc["sources"]] if "sources" in desc else default
+        for src in self.sources:
+            if not src.is_file():
+                raise FrontendError(f"{desc_path}: source {str(src)!r} not found")
+        self.channels = desc.get("channel", [])
+        self.registers = desc.get("register", [])
+        self.pads = desc.get("pad", [])
+        self.pin_groups = desc.get("pins", [])
+        self._check_tables()
+        self.ports = verilog_ports(self.sources, self.module, desc_path)
+
+    def _check_tables(self):
+        for kind, tables, keys in (("channel", self.channels, _CHANNEL_KEYS), ("register", self.registers, _REGISTER_KEYS),
+                                   ("pad", self.pads, _PAD_KEYS), ("pins", self.pin_groups, _PINS_KEYS)):
+            for i, t in enumerate(tables):
+                extra = set(t) - keys
+                if "last" in extra:
+                    raise FrontendError(f"{self.path}: channel {i} has 'last': channels carry samples without packet "
+                                        f"boundaries; mark events in the data (the examples use bit 15)")
+                if extra:
+                    raise FrontendError(f"{self.path}: {kind} {i}: unknown key(s) {', '.join(sorted(extra))} "
+                                        f"(known: {', '.join(sorted(keys))})")
+
+    def need(self, table, key, where):
+        if key not in table:
+            raise FrontendError(f"{self.path}: {where} has no {key!r}")
+        return table[key]
+
+    def port(self, name, direction, width, what):
+        """The width of the module's port `name`, which must be an `direction` of `width` bits
+        (None: any width)."""
+        if name not in self.ports:
+            raise FrontendError(f"{self.path}: {what}: module {self.module} has no port {name!r} "
+                                f"(its ports: {', '.join(self.ports)})")
+        d, w = self.ports[name]
+        if d != direction or (width is not None and w != width):
+            size = "" if width is None else f" of {width} bit{'' if width == 1 else 's'}"
+            raise FrontendError(f"{self.path}: {what}: port {name!r} is a {w}-bit {d}; it must be an {direction}{size}")
+        return w
+
+    def build(self, ctx):
+        """The wrapper: a VerilogFrontend instancing the module, its ports connected."""
+        if not self.channels:
+            raise FrontendError(f"{self.path}: no [[channel]]: the front-end must drive at least one channel")
+        if len(self.channels) > ctx.max_channels:
+            raise FrontendError(f"{self.path}: {len(self.channels)} channels; a front-end drives 1 to "
+                                f"{ctx.max_channels}")
         fe = VerilogFrontend()
         conns = {}
-        port(need(desc, "clock", "the description"), "input", 1, "clock")
+        self._clock_reset_time(fe, ctx, conns)
+        self._channel_ports(fe, ctx, conns)
+        self._register_ports(fe, conns)
+        conns.update(_board_connections(ctx, self.path, self.pads, self.pin_groups, self.ports, self.need, self.port))
+        connected = {k[k.index("_") + 1:] for k in conns}
+        loose = [n for n, (d, _) in self.ports.items() if d == "input" and n not in connected]
+        if loose:
+            raise FrontendError(f"{self.path}: input port(s) {', '.join(loose)} of {self.module} connected to "
+                                f"nothing; name them in the description")
+        if not ctx.is_sim:
+            for src in self.sources:
+                if Path("/tmp") in src.parents:
+                    raise FrontendError(f"{src}: keep the front-end's sources out of /tmp for hardware builds "
+                                        f"(the yowasp tools cannot see it)")
+        fe.specials += Instance(self.module, name="frontend_core", **conns)
+        for src in self.sources:
+            ctx.add_source(src)
+        return fe
+
+    def _clock_reset_time(self, fe, ctx, conns):
+        desc = self.desc
+        self.port(self.need(desc, "clock", "the description"), "input", 1, "clock")
         conns["i_" + desc["clock"]] = ClockSignal("sys")
         if "reset" in desc:
             # Held for the first 16 cycles after power-up as well as with sys reset: the
             # simulated board never asserts sys reset at start (its registers start from their
             # initial values), and a module that only resets would start from zeros.
-            port(desc["reset"], "input", 1, "reset")
+            self.port(desc["reset"], "input", 1, "reset")
             power_on = Signal(4, reset=15)
             fe.sync += If(power_on != 0, power_on.eq(power_on - 1))
             conns["i_" + desc["reset"]] = ResetSignal("sys") | (power_on != 0)
         if "time" in desc:
-            port(desc["time"], "input", 64, "time")
+            self.port(desc["time"], "input", 64, "time")
             conns["i_" + desc["time"]] = ctx.time_ns
+
+    def _channel_ports(self, fe, ctx, conns):
         fe.sources = []
-        for i, ch in enumerate(channels):
+        for i, ch in enumerate(self.channels):
             ep = stream.Endpoint([("data", ctx.sample_width)])
-            port(need(ch, "data", f"channel {i}"), "output", ctx.sample_width, f"channel {i} data")
-            port(need(ch, "valid", f"channel {i}"), "output", 1, f"channel {i} valid")
+            self.port(self.need(ch, "data", f"channel {i}"), "output", ctx.sample_width, f"channel {i} data")
+            self.port(self.need(ch, "valid", f"channel {i}"), "output", 1, f"channel {i} valid")
             conns["o_" + ch["data"]] = ep.data
             conns["o_" + ch["valid"]] = ep.valid
             if "ready" in ch:
-                port(ch["ready"], "input", 1, f"channel {i} ready")
+                self.port(ch["ready"], "input", 1, f"channel {i} ready")
                 conns["i_" + ch["ready"]] = ep.ready
             fe.sources.append(ep)
-        fe.max_rates = [_channel_rate(desc_path, i, ch, ctx.sys_clk_freq) for i, ch in enumerate(channels)]
-        fe.event_id_bits = [check_event_id_bits(desc_path, f"channel {i} event_id_bits", ch.get("event_id_bits"))
-                            for i, ch in enumerate(channels)]
-        for i, reg in enumerate(registers):
-            name = need(reg, "name", f"register {i}")
-            pname = need(reg, "port", f"register {name!r}")
-            if pname not in ports:
-                port(pname, "input", None, f"register {name!r}")
-            direction, width = ports[pname]
+        fe.max_rates = [_channel_rate(self.path, i, ch, ctx.sys_clk_freq) for i, ch in enumerate(self.channels)]
+        fe.event_id_bits = [check_event_id_bits(self.path, f"channel {i} event_id_bits", ch.get("event_id_bits"))
+                            for i, ch in enumerate(self.channels)]
+
+    def _register_ports(self, fe, conns):
+        for i, reg in enumerate(self.registers):
+            name = self.need(reg, "name", f"register {i}")
+            pname = self.need(reg, "port", f"register {name!r}")
+            if pname not in self.ports:
+                self.port(pname, "input", None, f"register {name!r}")
+            direction, width = self.ports[pname]
             if width > 64:
-                raise FrontendError(f"{desc_path}: register {name!r}: port {pname!r} is {width} bits; at most 64")
+                raise FrontendError(f"{self.path}: register {name!r}: port {pname!r} is {width} bits; at most 64")
             if direction == "input":
                 csr = CSRStorage(width, reset=reg.get("reset", 0), name=name)
                 conns["i_" + pname] = csr.storage
             elif direction == "output":
                 if "reset" in reg:
-                    raise FrontendError(f"{desc_path}: register {name!r} reads output {pname!r}: it has no reset value")
+                    raise FrontendError(f"{self.path}: register {name!r} reads output {pname!r}: it has no reset "
+                                        f"value")
                 csr = CSRStatus(width, name=name)
                 conns["o_" + pname] = csr.status
             else:
-                raise FrontendError(f"{desc_path}: register {name!r}: port {pname!r} is an {direction}")
+                raise FrontendError(f"{self.path}: register {name!r}: port {pname!r} is an {direction}")
             setattr(fe, f"_csr_{name}", csr)
-        conns.update(_board_connections(ctx, desc_path, pads, pin_groups, ports, need, port))
-        connected = {k[k.index("_") + 1:] for k in conns}
-        loose = [n for n, (d, _) in ports.items() if d == "input" and n not in connected]
-        if loose:
-            raise FrontendError(f"{desc_path}: input port(s) {', '.join(loose)} of {module} connected to nothing; "
-                                f"name them in the description")
-        if not ctx.is_sim:
-            for src in sources:
-                if Path("/tmp") in src.parents:
-                    raise FrontendError(f"{src}: keep the front-end's sources out of /tmp for hardware builds "
-                                        f"(the yowasp tools cannot see it)")
-        fe.specials += Instance(module, name="frontend_core", **conns)
-        for src in sources:
-            ctx.add_source(src)
-        return fe
-
-    frontend.path = desc_path
-    return frontend
 
 
 def _channel_rate(desc_path, i, ch, sys_clk_freq):
