@@ -101,7 +101,7 @@ def test_frames_on_the_wire_decode_cleanly_in_tshark(board, tmp_path):
     """tcpdump on the tap; tshark checks the IPv4 and ICMP checksums of everything the board sent
     and decodes the identify answer as UDP from the control port."""
     pcap = tmp_path / "board.pcap"
-    with Capture(pcap, f"ether src {MAC}"):
+    with Capture(pcap, f"ether src {MAC}", netns=NETNS, tap=TAP):
         board.ns_run(["ping", "-c", "3", "-W", "5", BOARD_IP], capture_output=True, timeout=60)
         ctl(board, "identify")
     r = subprocess.run(["tshark", "-r", str(pcap), "-o", "ip.check_checksum:TRUE", "-o", "udp.check_checksum:TRUE",
