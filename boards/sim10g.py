@@ -27,18 +27,9 @@ from ethdaq.boards import sim
 from ethdaq.gateware.simphy import SIM_MODULES_10G, XGMII_TAP_MODULE
 from ethdaq.gateware.xgmiiphy import XGMII_CLK_FREQ, XGMIIPHY
 
-_io = [
-    ("sys_clk", 0, Pins(1)),
-    ("sys_rst", 0, Pins(1)),
+# The 1G board's clock, reset and console; a clock for the PHY and the XGMII pins.
+_io = [io for io in sim._io if io[0] in ("sys_clk", "sys_rst", "serial")] + [
     ("eth_clk", 0, Pins(1)),
-    ("serial", 0,
-        Subsignal("source_valid", Pins(1)),
-        Subsignal("source_ready", Pins(1)),
-        Subsignal("source_data",  Pins(8)),
-        Subsignal("sink_valid",   Pins(1)),
-        Subsignal("sink_ready",   Pins(1)),
-        Subsignal("sink_data",    Pins(8)),
-    ),
     ("xgmii_eth", 0,
         Subsignal("rx_data", Pins(64)),
         Subsignal("rx_ctl",  Pins(8)),

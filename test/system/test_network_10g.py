@@ -137,6 +137,78 @@ def test_four_channels_at_a_sample_per_cycle_fit_the_10g_link(board):
     assert res["counters"] == res["received"]
 
 
+# Frames (hex, one a line, without FCS) from a file into the tap through a raw socket, spread
+# over a stream; the tap's MTU (ours, in our namespace) raised for the oversize and jumbo ones.
+SEND_FRAMES = """
+import socket, subprocess, sys, time
+tap, path = sys.argv[1:3]
+frames = [bytes.fromhex(line) for line in open(path).read().split()]
+subprocess.run(["ip", "link", "set", "dev", tap, "mtu", "9100"], check=True)
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+s.bind((tap, 0))
+for f in frames:
+    s.send(f)
+    time.sleep(0.02)
+print(len(frames))
+"""
+
+
+def test_hostile_frames_from_linux_during_a_stream_are_each_counted_by_cause(board, tmp_path):
+    """bench/hostile.py's frames, shuffled, from Linux through the XGMII wire while the board
+    streams: each is counted once by the receive audit (RX_STATS) under the cause bench/hostile.py
+    labels it with, none disturbs the stream, the control port answers after. Not the kinds whose
+    point is the FCS or the length on the wire (bad_fcs, runt): this board has no injector, and
+    the tap module gives every frame a good FCS and pads it to 60 bytes."""
+    import collections, json as json_, random, threading
+    from bench.hostile import KINDS, Network, labelled, strip_fcs
+    from ethdaq.wire import protocol
+    mac = json_.loads(board.ns_run(["ip", "-j", "link", "show", TAP], capture_output=True, text=True,
+                                   check=True).stdout)[0]["address"]
+    net = Network(board_mac=MAC, board_ip=BOARD_IP, host_mac=mac, host_ip=HOST_IP, ctl_port=CTL_PORT)
+    rng = random.Random(31)
+    mix = [(f, c) for kind in KINDS if kind not in ("bad_fcs", "runt")
+           for f, c in labelled(kind, net, rng, 2 if kind == "jumbo" else 4) if c is not None]
+    rng.shuffle(mix)
+    frames_file = tmp_path / "frames.hex"
+    frames_file.write_text("\n".join(strip_fcs(f).hex() for f, _ in mix) + "\n")
+    # Linux's own IPv6 chatter (router solicitations, MLD) would count as unknown EtherTypes.
+    board.ns_run(["sysctl", "-q", "-w", f"net.ipv6.conf.{TAP}.disable_ipv6=1"], check=True)
+
+    def rx_stats():
+        r = ctl(board, "rx", "--json")
+        assert r.returncode == 0, r.stderr
+        return json_.loads(r.stdout)
+
+    before = rx_stats()
+    result = {}
+    thread = threading.Thread(target=lambda: result.update(stream(board, rate=0.02, count=60)))
+    thread.start()
+    try:
+        r = board.ns_run([sys.executable, "-c", SEND_FRAMES, TAP, str(frames_file)],
+                         capture_output=True, text=True, timeout=300)
+    finally:
+        thread.join(timeout=300)
+    assert r.returncode == 0 and int(r.stdout) == len(mix), r.stdout + r.stderr
+    assert not thread.is_alive()
+    after = rx_stats()
+    delta = {name: after[name] - before[name] for name in before}
+    expected = collections.Counter(c for _, c in mix)
+    for name in protocol.RX_AUDIT_CAUSES:
+        if name in ("rx_ok", "icmp_type"):
+            # Linux's own good frames (the stream's control, ARP); its "port unreachable" for
+            # stream datagrams that arrive after the receiver closed.
+            assert delta[name] >= expected[name], (name, delta)
+        else:
+            assert delta[name] == expected[name], (name, delta[name], expected[name])
+    assert delta["rx_full"] == 0 and delta["cpu_full"] == 0, delta
+    res = result
+    assert res["problems"] == [] and res["streams"] == [0, 1, 2, 3]
+    assert res["missing"] == 0 and res["malformed"] == 0 and res["board_dropped"] == 0
+    assert res["flags"]["overflow"] == 0 and res["counters"] == res["received"]
+    r = board.ns_run(["ping", "-c", "3", "-i", "0.2", "-W", "5", BOARD_IP], capture_output=True, text=True, timeout=60)
+    assert "3 packets transmitted, 3 received" in r.stdout, r.stdout
+    assert ctl(board, "identify").returncode == 0
+
 def test_every_frame_the_board_sent_passed_the_tap_modules_xgmii_checks(board):
     """Last: the tap module reports each frame it did not pass on (a lane, preamble, SFD or FCS
     error, /E/) on the console; after everything above there is none."""
