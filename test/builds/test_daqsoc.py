@@ -221,7 +221,7 @@ def test_the_add_steps_name_signals_as_one_constructor_would():
 
 def test_the_10g_board_streams_through_a_64_bit_transmit_path_into_ethdaqs_xgmii_transmitter():
     """sim10g (eth_dw=64, XGMII): the streamer, framer and scheduler are 64-bit in eth_tx; the PHY
-    is ethdaq's XGMII transmitter, which frames itself, so neither the transmit path nor LiteEth's
+    (gateware/xgmiiphy.py) is ethdaq's XGMII transmitter, which frames itself, so neither the transmit path nor LiteEth's
     MAC inserts preamble or FCS, and LiteEth's frames reach it whole (store-and-forward); LiteEth
     still checks preamble and FCS on receive; the PTP timestamp units are 64-bit."""
     from litex.soc.interconnect.packet import PacketFIFO

@@ -1,4 +1,4 @@
-"""The simulated 10G board (sim10g: XGMII PHY model, eth_dw=64) on a tap inside a private network
+"""The simulated 10G board (sim10g: gateware/xgmiiphy.py's XGMII PHY, eth_dw=64) on a tap inside a private network
 namespace, against real Linux programs: ping, arping, `ethdaq ctl`, a stream to a receiver that
 checks every sample, tcpdump + tshark as an independent decoder."""
 
