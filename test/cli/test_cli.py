@@ -104,7 +104,7 @@ def test_help_has_examples_for_every_subcommand():
 def test_unknown_board(tmp_path):
     r = run("build", "--board", "nexys", "--output-dir", str(tmp_path / "out"))
     assert_one_line_error(r, "unknown board 'nexys'; expected one of: colorlight_5a_75b, colorlight_i5, "
-                             "digilent_arty, digilent_nexys_video, gsd_butterstick, lattice_versa_ecp5, sim, xilinx_kc705")
+                             "digilent_arty, digilent_nexys_video, gsd_butterstick, lattice_versa_ecp5, sim, sim10g, xilinx_kc705")
     assert not (tmp_path / "out").exists()
 
 
