@@ -5,10 +5,11 @@
 """Board registry: one module per board, each holding only board facts (pins, clocks, PHY)."""
 
 from ethdaq.boards import (colorlight_5a_75b, colorlight_i5, digilent_arty, digilent_nexys_video,
-    gsd_butterstick, lattice_versa_ecp5, sim, xilinx_kc705)
+    gsd_butterstick, lattice_versa_ecp5, sim, sim10g, xilinx_kc705)
 
 BOARDS = {
     "sim":                  sim.Board,
+    "sim10g":               sim10g.Board,
     # Lattice ECP5: Yosys + nextpnr (yowasp), bitstreams built here.
     "colorlight_i5":        colorlight_i5.Board,
     "colorlight_5a_75b":    colorlight_5a_75b.Board,

@@ -387,6 +387,28 @@ class CPUUDPPort(LiteXModule):
         return rx_data, rx_meta, rx_dropped, rx_count, rx_errors
 
 
+def hold_upconverter_params(converter):
+    """Make a widening LiteX StrideConverter (`converter`, before it is finalized) take its
+    parameters with each word it accepts, not in every cycle.
+
+    LiteX 2024.12 registers them unconditionally (`source.param.eq(sink.param)` each cycle), so an
+    output word that waits for `ready` takes on whatever its sink shows next: on LiteEth's UDP
+    crossbar at eth_dw=64 the CPU port's 8-byte datagrams (one word: the control protocol's empty
+    answers) left with the next datagram's or an idle FIFO's address, 0.0.0.0, for which LiteEth's
+    ARP table asks forever while the mailbox waits (and the watchdog resets the board). Within a
+    datagram the parameters do not change, so taking them with each accepted word is exact."""
+    from migen.fhdl.structure import _Assign
+    sink, source = converter.sink, converter.source
+    targets = {id(s) for s in source.param.flatten()}
+    sync = converter._fragment.sync.get("sys", [])
+    found = [j for j, st in enumerate(sync) if isinstance(st, _Assign) and id(st.l) in targets]
+    if len(found) != len(targets):
+        raise ValueError(f"hold_upconverter_params: {len(found)} registers of the converter's {len(targets)} "
+                         f"parameters found; LiteX no longer converts them this way")
+    for j in found:
+        sync[j] = If(sink.valid & sink.ready, sync[j])
+
+
 def connect_udp_ports(crossbar, port):
     """Connect a CPUUDPPort to a LiteEth UDP crossbar on each of its ports (port.udp_ports).
     Returns the statements for the caller's comb.
@@ -396,6 +418,8 @@ def connect_udp_ports(crossbar, port):
     mailbox's datagrams leave with the src_port the firmware chose (tx_local_port). A separate
     user port per number, merged by an arbiter, cost about 400 LUTs more in wide multiplexers."""
     user = crossbar.get_port(port.udp_port, dw=8)
+    if crossbar.dw != 8:
+        hold_upconverter_params(crossbar.tx_converter)
     extra = [n for n in port.udp_ports if n != port.udp_port]
     if extra:
         for n in extra:

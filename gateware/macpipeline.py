@@ -176,3 +176,20 @@ def insert_ip_rx_buffer(ip):
     from liteeth.common import eth_ipv4_user_description
     buf = stream.Buffer(eth_ipv4_user_description(len(ip.rx.source.data)), pipe_valid=True, pipe_ready=True)
     return buf, cut_connection(ip, ip.rx.source, ip.crossbar.master.sink, buf)
+
+
+def drop_tx_framing(mac_core):
+    """Take the FCS and preamble inserters out of `mac_core`'s transmit pipeline, before the core is
+    finalized, for a PHY whose transmitter makes them itself (`tx_framing`, gateware/xgmiiphy.py).
+    Its padding inserter stays (the PHY pads too: a frame it gets at 60 bytes is left as it is).
+    Returns the two stages taken out."""
+    datapath = mac_core.tx_datapath
+    pipeline = datapath.pipeline
+    olds = [m for m in pipeline if isinstance(m, (LiteEthMACCRC32Inserter, LiteEthMACPreambleInserter))]
+    if [type(m) for m in olds] != [LiteEthMACCRC32Inserter, LiteEthMACPreambleInserter]:
+        raise ValueError("drop_tx_framing needs LiteEth's MAC core with its FCS and preamble inserters "
+                         "(with_preamble_crc)")
+    for old in olds:
+        pipeline.remove(old)
+        _drop(datapath, old)
+    return olds

@@ -92,6 +92,10 @@ SIM_MODULES   = {TAP_MODULE: Path(__file__).resolve().parent / "simmodules" / TA
 TAP_IFG       = 12             # Idle cycles after each frame from the tap: the standard gap.
 TAP_MAX_FRAME = 9216           # Bytes without FCS: the usual jumbo limit; longer ones are dropped whole.
 TAP_QUEUE     = 16             # Frames the module holds; the kernel's queue holds the rest.
+# The simulated 10G board's wire (boards/sim10g.py): XGMII pins to the tap, the same pacing and
+# limits at 10 Gb/s (gateware/simmodules/ethdaq_xgmii/ethdaq_xgmii.c).
+XGMII_TAP_MODULE = "ethdaq_xgmii"
+SIM_MODULES_10G  = {XGMII_TAP_MODULE: Path(__file__).resolve().parent / "simmodules" / XGMII_TAP_MODULE}
 PREAMBLE          = bytes.fromhex("55555555555555d5")   # Seven 0x55 and the SFD, as on the pins.
 
 # Clause 22 register numbers and bits (IEEE 802.3 22.2.4, 28.2.4, 40.5).

@@ -12,6 +12,10 @@
                                                                                       boundaries: a waiting frame is delayed by at
                                                                                       most the one frame already on the line
 
+At 64 bits with ethdaq's XGMII PHY (gateware/xgmiiphy.py) the PHY makes preamble, padding and
+FCS itself (no FCS and preamble stage here, none in LiteEth's MAC) and keeps the gap, and
+LiteEth's frames pass a store-and-forward FIFO before the scheduler (`tx_gapless`).
+
 LiteEth is given `mac_phy`, a stand-in PHY: its frames (with preamble and FCS, as the real PHY
 wants them) come out of `mac_phy.sink` into the scheduler, and received frames pass from the
 real PHY to LiteEth untouched. LiteEth's own IFG inserter is turned off (the scheduler's one
@@ -24,6 +28,7 @@ from migen import *
 from litex.gen import *
 
 from litex.soc.interconnect import stream
+from litex.soc.interconnect.packet import PacketFIFO
 
 from liteeth.common import convert_ip, eth_interpacket_gap, eth_phy_description, eth_udp_user_description
 from liteeth.mac.crc import LiteEthMACCRC32Inserter
@@ -35,6 +40,11 @@ from ethdaq.gateware.framer import ARPRequester, UDPFramer
 from ethdaq.gateware.mactx import MACTransmitter
 from ethdaq.gateware.regbuffer import RegisteredBuffer
 from ethdaq.gateware.scheduler import FrameScheduler
+
+
+# Words of LiteEth's frames a `tx_gapless` PHY's store-and-forward FIFO holds: its 1530-byte MTU
+# at 64 bits, rounded up to a power of two.
+MAC_FRAME_WORDS = 256
 
 
 class MACPHY:
@@ -158,13 +168,16 @@ class TXPath(LiteXModule):
             framer.source.connect(framer_reg.sink),
             framer_reg.source.connect(local.sinks[1]),
         ]
-        if mac_phy.with_preamble_crc and dw == 8:
+        # A PHY whose transmitter makes preamble, padding and FCS itself (`tx_framing`,
+        # gateware/xgmiiphy.py) takes our frames as the scheduler gives them.
+        framed = mac_phy.with_preamble_crc and not getattr(phy, "tx_framing", False)
+        if framed and dw == 8:
             # FCS and preamble in one stage with registered outputs (gateware/mactx.py), as in
             # LiteEth's MAC core (gateware/macpipeline.py replace_tx_framing).
             self.mactx = mactx = r(MACTransmitter(with_padding=True))
             self.submodules += stream.Pipeline(local, mactx)
             ours = mactx.source
-        elif mac_phy.with_preamble_crc:
+        elif framed:
             self.crc      = crc      = r(LiteEthMACCRC32Inserter(eth_phy_description(dw)))
             self.preamble = preamble = r(LiteEthMACPreambleInserter(dw))
             # A register between the CRC and the preamble (one cycle): the preamble inserter's,
@@ -187,7 +200,15 @@ class TXPath(LiteXModule):
         self.mac_buffer = mac_buffer = r(RegisteredBuffer(eth_phy_description(dw)))
         sources += [mac_buffer.source, ours]
         self.scheduler = scheduler = r(FrameScheduler(len(sources), dw, idle_choice=len(sources) - 1))
-        self.comb += mac_phy.sink.connect(mac_buffer.sink)
+        if getattr(phy, "tx_gapless", False):
+            # A PHY that cannot wait inside a frame (`tx_gapless`: gateware/xgmiitx.py sends a
+            # missing word as /E/) gets LiteEth's frames whole: they cross from sys, which may be
+            # slower than the PHY (125 MHz against XGMII's 156.25 MHz), word by word. Ours come
+            # whole from the streamer's buffers.
+            self.mac_frames = mac_frames = r(PacketFIFO(eth_phy_description(dw), payload_depth=MAC_FRAME_WORDS))
+            self.comb += [mac_phy.sink.connect(mac_frames.sink), mac_frames.source.connect(mac_buffer.sink)]
+        else:
+            self.comb += mac_phy.sink.connect(mac_buffer.sink)
         self.comb += [s.connect(scheduler.sinks[i]) for i, s in enumerate(sources)]
         if launcher is not None:
             self.comb += scheduler.hold.eq(launcher.hold)

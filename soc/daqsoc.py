@@ -36,8 +36,8 @@ from ethdaq.gateware.ipchecksum import replace_ip_checksums
 from ethdaq.gateware.frontend import FrontendContext, declared_events, declared_rates, instantiate as instantiate_frontend
 from ethdaq.gateware.classifier import FastTrackSink, RXClassifier, insert_classifier
 from ethdaq.gateware.framegate import FrameGate, FrameGateCounters
-from ethdaq.gateware.macpipeline import (insert_ip_rx_buffer, insert_tx_buffer, replace_rx_crc, replace_tx_cdc,
-                                         replace_tx_framing)
+from ethdaq.gateware.macpipeline import (drop_tx_framing, insert_ip_rx_buffer, insert_tx_buffer, replace_rx_crc,
+                                         replace_tx_cdc, replace_tx_framing)
 from ethdaq.gateware.macstats import MACErrors
 from ethdaq.gateware.rxaudit import RXAudit, insert_rx_audit
 from ethdaq.gateware.arpcache import answer_from_found_entry
@@ -68,6 +68,9 @@ PTP_TX_MAX     = 64    # Largest message the firmware sends: Announce (64 bytes)
 
 # The UDP port the simulated board's launch probe (--pin-probe) watches on the transmit pins.
 LAUNCH_PROBE_PORT = 9100
+
+# Words of a 64-bit PHY's receive crossing into sys (add_ethernet_core).
+RX_CDC_WORDS_64 = 256
 
 # Time-triggered launcher: one frame of up to this many wire bytes (preamble to FCS; one DP16KD).
 LAUNCHER_DEPTH = 2048
@@ -206,6 +209,10 @@ class DAQSoC(SoCCore):
 
     def add_ethernet_core(self):
         eth_dw = self.soc_config.eth_dw
+        # A 64-bit PHY's frames cross into sys (125 MHz on the simulated 10G board) slower than the
+        # PHY delivers them (156.25 MHz), and its receiver does not wait: the receive crossing
+        # holds what a jumbo frame leaves behind (a fifth of its 1125 words), not LiteEth's 32.
+        wide_phy = {"rx_cdc_depth": RX_CDC_WORDS_64} if self.ethphy.dw == 64 else {}
         self.ethcore = LiteEthUDPIPCore(
             phy         = self.txpath.mac_phy,
             mac_address = self.netaddr.mac,
@@ -216,7 +223,11 @@ class DAQSoC(SoCCore):
             # LiteEth's default 128-byte echo buffer silently drops pings with more than 128
             # bytes of payload; 2048 answers every ping up to the 1500-byte MTU.
             icmp_fifo_depth = 2048,
+            **wide_phy,
         )
+        if getattr(self.ethphy, "tx_framing", False):
+            # The PHY makes the preamble and FCS (gateware/xgmiiphy.py).
+            drop_tx_framing(self.ethcore.mac.core)
         # LiteEth's receive path is combinational in `ready` from the ICMP/UDP layers back into
         # the MAC's clock-crossing FIFO (its AsyncFIFOBuffered reads on ready in the same cycle):
         # on ECP5 that chain alone is a 17 ns sys path. A buffer with registered
@@ -364,12 +375,18 @@ class DAQSoC(SoCCore):
         # sys faster than the PHY (100 Mb/s: 25 MHz): the record FIFOs' reader must not outrun
         # their registered writes (gateware/cdcfifo.py reader_faster).
         phy_freq = min(getattr(self.ethphy, "tx_clk_freq", sys_clk_freq), getattr(self.ethphy, "rx_clk_freq", sys_clk_freq))
-        self.ptp_tx = PTPTimestamper(self.ptp.clock, cd="eth_tx", cd_clock="sys", depth=512,
+        # At 64 bits (XGMII) the units parse 64-bit words and keep the lane of each frame's /S/;
+        # what the PHY's transmitter takes has no preamble when it makes it itself.
+        dw = self.ethphy.dw
+        self.ptp_tx = PTPTimestamper(self.ptp.clock, dw=dw, cd="eth_tx", cd_clock="sys", depth=512,
+                                     with_preamble=not getattr(self.ethphy, "tx_framing", False),
                                      sys_faster=sys_clk_freq > phy_freq)
-        self.ptp_rx = PTPTimestamper(self.ptp.clock, cd="eth_rx", cd_clock="sys", depth=512,
+        self.ptp_rx = PTPTimestamper(self.ptp.clock, dw=dw, cd="eth_rx", cd_clock="sys", depth=512,
                                      sys_faster=sys_clk_freq > phy_freq)
         # The TX tap is registered; the cycle it lags is taken out of the TX correction.
         tap_phy(self, self.ethphy, self.ptp_tx, self.ptp_rx)
+        if dw == 64:
+            self.comb += [self.ptp_tx.lane4.eq(self.ethphy.tx_lane4), self.ptp_rx.lane4.eq(self.ethphy.rx_lane4)]
 
         # PTP messages to and from the firmware: UDP ports 319 (event) and 320 (general) on the
         # control port's mailbox (add_control_port; the IP layer accepts the multicast
@@ -422,7 +439,7 @@ class DAQSoC(SoCCore):
         self.streamer = DAQStreamer(nchannels=nchannels, sample_width=config.sample_width,
             timestamp=self.ptp.clock.time_ns, timestamp_next=self.ptp.clock.time_ns_next, ts_flags=Mux(self.ptp.synced, daqformat.FLAG_TS_PTP, 0),
             src_port=config.data_port, max_payload=config.max_payload,
-            cd_tx="eth_tx", clk_freq=self.sys_clk_freq,
+            cd_tx="eth_tx", clk_freq=self.sys_clk_freq, dw=self.ethphy.dw,
             arp_timeout=getattr(board, "arp_timeout", 0.1),
             arp_retry_interval=getattr(board, "arp_retry_interval", 1.0),
             arp_refresh=getattr(board, "arp_refresh", 30.0))

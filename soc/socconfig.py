@@ -243,6 +243,11 @@ class SoCConfig:
 
     def _check(self, board):
         """The checks of resolve(), on a resolved configuration."""
+        # LiteEth's MAC converts the PHY's words to a datapath as wide or wider, never narrower.
+        phy_dw = getattr(board, "phy_dw", 8)
+        if self.eth_dw not in (8, 16, 32, 64) or self.eth_dw < phy_dw:
+            raise ValueError(f"eth_dw must be 8, 16, 32 or 64 and at least the PHY's width on {board.name} "
+                             f"({phy_dw} bits), not {self.eth_dw!r}")
         if not protocol.gateway_valid(self.ip_address, self.netmask, self.gateway):
             net = ipaddress.IPv4Network((self.ip_address, bin(self.netmask).count("1")), strict=False)
             raise ValueError(f"gateway must be a host of the board's subnet {net} other than the board "
@@ -271,6 +276,8 @@ class SoCConfig:
                     raise ValueError(f"{name} port {port} is the DHCP client's (--dhcp)")
         if self.with_pin_probe and not board.is_sim:
             raise ValueError(f"--pin-probe reports from the simulated board's pins; {board.name} is real hardware")
+        if self.with_pin_probe and getattr(board, "phy_dw", 8) != 8:
+            raise ValueError(f"--pin-probe watches GMII pins; {board.name}'s PHY is {board.phy_dw}-bit")
         if self.with_ptp_testbench and not board.is_sim:
             raise ValueError(f"with_ptp_testbench models a board in simulation; {board.name} is real hardware")
         if self.with_classifier:
@@ -291,5 +298,3 @@ class SoCConfig:
             if self.frontend is None and not (1 <= self.nchannels <= protocol.MAX_STREAMS):
                 raise ValueError(f"the streamer takes 1 to {protocol.MAX_STREAMS} channels (the control protocol's "
                                  f"channel mask is 8 bits), not {self.nchannels!r}")
-            if self.eth_dw != 8:
-                raise ValueError(f"the streamer supports eth_dw=8 for now, not {self.eth_dw!r}")

@@ -186,7 +186,8 @@ def pytest_collection_finish(session):
 
 
 def _is_sim_build(args):
-    return "--board" in args and args[args.index("--board") + 1] == "sim"
+    from ethdaq.boards import BOARDS
+    return "--board" in args and getattr(BOARDS.get(args[args.index("--board") + 1]), "is_sim", False)
 
 
 def background_build(name, timeout):

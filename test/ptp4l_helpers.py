@@ -58,18 +58,18 @@ def clock_id(text):
 
 # --- building and running ---------------------------------------------------------------------
 
-def build_board(name, *options):
-    """The simulated board built by the CLI in its own process, as a user would, into
-    build/test-ptp-<name>; returns its gateware directory. Reused when nothing changed (the
-    Verilator compile is skipped when its sources are the same)."""
+def build_board(name, *options, board="sim"):
+    """The simulated board (`board`: sim, or sim10g) built by the CLI in its own process, as a
+    user would, into build/test-ptp-<name>; returns its gateware directory. Reused when nothing
+    changed (the Verilator compile is skipped when its sources are the same)."""
     out = REPO / "build" / f"test-ptp-{name}"
-    r = subprocess.run(ethdaq_cmd("build", "--board", "sim", "--output-dir", str(out), *options),
+    r = subprocess.run(ethdaq_cmd("build", "--board", board, "--output-dir", str(out), *options),
                        capture_output=True, text=True, timeout=1200)
     assert r.returncode == 0, r.stdout + r.stderr
     gateware = out / "gateware"
     from ethdaq.boards import get_board
     from ethdaq.soc import build
-    build.write_sim_config(get_board("sim"), gateware, tap=TAP, host_ip=HOST_IP)
+    build.write_sim_config(get_board(board), gateware, tap=TAP, host_ip=HOST_IP)
     return gateware
 
 

@@ -70,14 +70,24 @@ def _check_demo_stream(board, args):
         print(f"warning: {text}", file=sys.stderr, flush=True)
 
 
+def sim_board(name):
+    """The simulated board `name` (`ethdaq sim --board`); CLIError for any other board."""
+    from ethdaq.boards import BOARDS
+    names = sorted(n for n, b in BOARDS.items() if b.is_sim)
+    board = board_class(name)
+    if not board.is_sim:
+        raise CLIError(f"--board must be a simulated board ({', '.join(names)}), not {name!r}")
+    return board
+
+
 def cmd_sim(args):
     from ethdaq.soc import build, sim
-    board = board_class("sim")
+    board = sim_board(args.board)
     sim.check_addresses(args.ip, args.host_ip)
     if args.stream:
         _check_demo_stream(board, args)
     sim.check_can_run(args.netns)  # Fail before the (long) build.
-    output_dir = Path(args.output_dir or os.path.join("build", "sim"))
+    output_dir = Path(args.output_dir or os.path.join("build", board.name))
     config = soc_config(args, board)
     build.preflight(board, output_dir)
     log = output_dir / "build.log"
@@ -119,13 +129,16 @@ def cmd_sim(args):
 
 def add_parser(sub):
     p = sub.add_parser("sim", help="build and run the simulated board in a private network namespace (root)",
-                       epilog="example:\n  sudo ethdaq sim --ping 5 --identify",
+                       epilog="examples:\n  sudo ethdaq sim --ping 5 --identify\n"
+                              "  sudo ethdaq sim --board sim10g --ping 5 --stream 5",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--board", default="sim",
+                   help="simulated board: sim (1G, GMII) or sim10g (10G, XGMII) (default sim; see 'ethdaq boards')")
     add_network_options(p)
     p.add_argument("--host-ip", type=ipv4, default="192.168.1.100", help="address of the tap inside the namespace (default 192.168.1.100)")
     p.add_argument("--netns", default="ethdaq", help="network namespace to create (default ethdaq)")
     p.add_argument("--tap", default="ethdaq0", help="tap interface name inside the namespace (default ethdaq0)")
-    p.add_argument("--output-dir", help="build directory (default build/sim)")
+    p.add_argument("--output-dir", help="build directory (default build/BOARD)")
     add_output_options(p)
     p.add_argument("--pin-probe", action="store_true",
                    help="print the cycle of every control frame at the GMII pins on the console (bench/ctllatency.py)")

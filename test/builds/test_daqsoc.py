@@ -217,3 +217,32 @@ def test_the_add_steps_name_signals_as_one_constructor_would():
         names = [name for name, _ in signal.backtrace]
         i = names.index(var)
         assert names[i - 1] == "daqsoc" and names[i - 2] != "daqsoc", names
+
+
+def test_the_10g_board_streams_through_a_64_bit_transmit_path_into_ethdaqs_xgmii_transmitter():
+    """sim10g (eth_dw=64, XGMII): the streamer, framer and scheduler are 64-bit in eth_tx; the PHY
+    (gateware/xgmiiphy.py) is ethdaq's XGMII transmitter, which frames itself, so neither the transmit path nor LiteEth's
+    MAC inserts preamble or FCS, and LiteEth's frames reach it whole (store-and-forward); LiteEth
+    still checks preamble and FCS on receive; the PTP timestamp units are 64-bit."""
+    from litex.soc.interconnect.packet import PacketFIFO
+    from liteeth.mac.crc import LiteEthMACCRC32Checker, LiteEthMACCRC32Inserter
+    from liteeth.mac.preamble import LiteEthMACPreambleChecker, LiteEthMACPreambleInserter
+    from ethdaq.gateware.xgmiitx import XGMIITransmitter
+    soc = DAQSoC(get_board("sim10g"))
+    assert soc.soc_config.eth_dw == 64 and soc.constants["ETHDAQ_ETH_DW"] == 64
+    assert isinstance(soc.ethphy.tx, XGMIITransmitter)
+    assert len(soc.streamer.source.data) == len(soc.txpath.data.data) == 64
+    assert len(soc.txpath.scheduler.source.data) == 64
+    assert not hasattr(soc.txpath, "crc") and not hasattr(soc.txpath, "mactx") and not hasattr(soc.txpath, "phy_reg")
+    tx = [type(m) for m in soc.ethcore.mac.core.tx_datapath.pipeline]
+    assert LiteEthMACCRC32Inserter not in tx and LiteEthMACPreambleInserter not in tx
+    assert not any(isinstance(m, (LiteEthMACCRC32Inserter, LiteEthMACPreambleInserter))
+                   for _, m in soc.ethcore.mac.core.tx_datapath._submodules)
+    rx = [type(m) for m in soc.ethcore.mac.core.rx_datapath.pipeline]
+    assert LiteEthMACPreambleChecker in rx and LiteEthMACCRC32Checker in rx
+    assert isinstance(soc.txpath.mac_frames, PacketFIFO)
+    assert len(soc.ptp_tx.sink.data) == len(soc.ptp_rx.sink.data) == 64
+    # The 1G board's transmit path is unchanged: 8 bits, the MAC transmitter's preamble and FCS.
+    plain = DAQSoC(get_board("sim"))
+    assert len(plain.streamer.source.data) == 8 and hasattr(plain.txpath, "mactx")
+    assert not hasattr(plain.txpath, "mac_frames")

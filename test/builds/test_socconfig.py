@@ -69,7 +69,9 @@ def test_resolve_leaves_the_config_it_was_given_as_it_was():
      "PTP over Ethernet (l2) needs eth_dw=8 for now, not 64; use ptp_transport='udp'"),
     ("sim", dict(frontend=object(), with_streamer=False), "a front-end needs the streamer: it drives the stream channels"),
     ("sim", dict(nchannels=9), "the streamer takes 1 to 8 channels (the control protocol's channel mask is 8 bits), not 9"),
-    ("sim", dict(eth_dw=64, with_rx_audit=False), "the streamer supports eth_dw=8 for now, not 64"),
+    ("sim10g", dict(eth_dw=8), "eth_dw must be 8, 16, 32 or 64 and at least the PHY's width on sim10g (64 bits), not 8"),
+    ("sim", dict(eth_dw=12), "eth_dw must be 8, 16, 32 or 64 and at least the PHY's width on sim (8 bits), not 12"),
+    ("sim10g", dict(with_pin_probe=True), "--pin-probe watches GMII pins; sim10g's PHY is 64-bit"),
 ])
 def test_what_the_build_refuses_is_a_one_line_value_error(board, options, text):
     with pytest.raises(ValueError) as e:

@@ -32,6 +32,7 @@ def test_boards_lists_fpga_phy_and_link():
     rows = {line.split()[0]: line for line in r.stdout.splitlines()[1:]}
     expected = {
         "sim":                  ("Verilator",            "GMII model", "1G",   "verilator"),
+        "sim10g":               ("Verilator",            "XGMII model", "10G", "verilator"),
         "colorlight_i5":        ("LFE5U-25F-6BG381C",    "RGMII",      "1G",   "trellis"),
         "colorlight_5a_75b":    ("LFE5U-25F-6BG256C",    "RGMII",      "1G",   "trellis"),
         "lattice_versa_ecp5":   ("LFE5UM5G-45F-8BG381C", "RGMII",      "1G",   "trellis"),
@@ -44,6 +45,12 @@ def test_boards_lists_fpga_phy_and_link():
     for name, (fpga, phy, link, toolchains) in expected.items():
         assert fpga in rows[name] and phy in rows[name] and f" {link} " in rows[name], rows[name]
         assert rows[name].rstrip().endswith(toolchains), rows[name]
+
+
+def test_sim_runs_only_a_simulated_board():
+    assert_one_line_error(run("sim", "--board", "colorlight_i5"),
+                          "--board must be a simulated board (sim, sim10g), not 'colorlight_i5'")
+    assert_one_line_error(run("sim", "--board", "nope"), "unknown board 'nope'")
 
 
 def _openfpgaloader_list(what):
@@ -97,7 +104,7 @@ def test_help_has_examples_for_every_subcommand():
 def test_unknown_board(tmp_path):
     r = run("build", "--board", "nexys", "--output-dir", str(tmp_path / "out"))
     assert_one_line_error(r, "unknown board 'nexys'; expected one of: colorlight_5a_75b, colorlight_i5, "
-                             "digilent_arty, digilent_nexys_video, gsd_butterstick, lattice_versa_ecp5, sim, xilinx_kc705")
+                             "digilent_arty, digilent_nexys_video, gsd_butterstick, lattice_versa_ecp5, sim, sim10g, xilinx_kc705")
     assert not (tmp_path / "out").exists()
 
 

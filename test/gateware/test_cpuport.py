@@ -706,3 +706,43 @@ def test_mailbox_ports_must_be_distinct_and_valid():
         CPUUDPPort(udp_port=319, extra_ports=(319, 320))
     with pytest.raises(ValueError, match="udp_port must be in 1..65535"):
         CPUUDPPort(udp_port=7000, extra_ports=(70000,))
+
+
+@pytest.mark.parametrize("fixed", [False, True])
+def test_a_one_word_datagram_waiting_at_the_udp_crossbars_widening_converter_keeps_its_address(fixed):
+    """LiteEth's UDP crossbar widens the CPU port's 8-bit datagrams for a 64-bit stack with LiteX's
+    StrideConverter, which registers the parameters in every cycle: an 8-byte datagram (one word)
+    whose word waits for `ready` took on the address the sink showed next. hold_upconverter_params
+    makes the word keep its own; without it this test shows the loss."""
+    from liteeth.common import eth_udp_user_description
+    from ethdaq.gateware.cpuport import hold_upconverter_params
+    conv = stream.StrideConverter(eth_udp_user_description(8), eth_udp_user_description(64))
+    if fixed:
+        hold_upconverter_params(conv)
+    seen = []
+
+    def source():
+        for i in range(8):
+            yield conv.sink.valid.eq(1)
+            yield conv.sink.data.eq(i)
+            yield conv.sink.last.eq(i == 7)
+            yield conv.sink.ip_address.eq(0xC0A80164)
+            yield conv.sink.length.eq(8)
+            yield
+            while not (yield conv.sink.ready):
+                yield
+        # The sink shows something else (the next datagram, or an idle FIFO's output).
+        yield conv.sink.valid.eq(0)
+        yield conv.sink.ip_address.eq(0)
+        yield conv.sink.length.eq(0)
+
+    def sink():
+        for _ in range(20):   # The stack is busy: the word waits.
+            yield
+        yield conv.source.ready.eq(1)
+        while not (yield conv.source.valid):
+            yield
+        seen.append(((yield conv.source.ip_address), (yield conv.source.length), (yield conv.source.last)))
+
+    run_simulation(conv, [source(), sink()])
+    assert (seen[0] == (0xC0A80164, 8, 1)) is fixed

@@ -78,11 +78,12 @@ class Capture:
     file has stopped growing: SIGTERM loses what tcpdump has not yet read, so stopping it at once
     can cut the capture's last packets."""
 
-    def __init__(self, pcap, expr, count=None):
+    def __init__(self, pcap, expr, count=None, netns=NETNS, tap=TAP):
         self.pcap, self.expr, self.count = pcap, expr, count
+        self.netns, self.tap = netns, tap
 
     def __enter__(self):
-        cmd = ["ip", "netns", "exec", NETNS, "tcpdump", "-i", TAP, "--immediate-mode", "-U", "-n"]
+        cmd = ["ip", "netns", "exec", self.netns, "tcpdump", "-i", self.tap, "--immediate-mode", "-U", "-n"]
         cmd += ["-c", str(self.count)] if self.count else []
         self.proc = subprocess.Popen(cmd + ["-w", str(self.pcap), self.expr], stderr=subprocess.PIPE, text=True)
         self.proc.stderr.readline()  # "listening on ...": capturing.

@@ -208,16 +208,20 @@ def run_board_master(gateware, netns, tmp):
 # reported by the firmware.
 
 @pytest.fixture(scope="module", params=[
-    "udp", pytest.param("l2", marks=pytest.mark.slow)])
+    "udp", "udp-10g", pytest.param("l2", marks=pytest.mark.slow)])
 def slave_run(request, tmp_path_factory):
-    """(a), and (d) with the l2 parameter: ptp4l -2 against a board built for Layer 2."""
+    """(a), (a) on the simulated 10G board (udp-10g: XGMII, 64-bit timestamp units), and (d) with
+    the l2 parameter: ptp4l -2 against a board built for Layer 2."""
     if request.param == "udp":
         gateware = h.build_board("slave", *SLAVE_BUILD)
         run = run_board_slave(gateware, "ethdaq-ptp-a", tmp_path_factory.mktemp("ptp-a"), "UDPv4")
+    elif request.param == "udp-10g":
+        gateware = h.build_board("slave-10g", *SLAVE_BUILD, board="sim10g")
+        run = run_board_slave(gateware, "ethdaq-ptp-a10g", tmp_path_factory.mktemp("ptp-a10g"), "UDPv4")
     else:
         gateware = h.build_board("slave-l2", *SLAVE_BUILD, "--ptp-transport", "l2")
         run = run_board_slave(gateware, "ethdaq-ptp-d", tmp_path_factory.mktemp("ptp-d"), "L2")
-    run.transport = request.param
+    run.transport = request.param.split("-")[0]
     return run
 
 
