@@ -469,10 +469,15 @@ class DAQSoC(SoCCore):
         """What the firmware is compiled with (LiteX writes them into soc.h and csr.json): the
         options of this build and the facts of the gateware it runs on, each part's in the order
         the parts are added."""
+        tx_cycle_ps = round(1e12 / getattr(self.ethphy, "tx_clk_freq", 125e6))
+        self._launcher_and_receive_constants(tx_cycle_ps)
+        self._ptp_constants()
+        self._data_path_constants(tx_cycle_ps)
+        self._board_constants()
+
+    def _launcher_and_receive_constants(self, tx_cycle_ps):
         config, board = self.soc_config, self.board
         add = self.add_constant
-        tx_cycle_ps = round(1e12 / getattr(self.ethphy, "tx_clk_freq", 125e6))
-
         # Time-triggered launcher (add_tx_path). Fire time = launch time - lead: from the fire
         # decision to the first preamble byte on the PHY's pins, in eth_tx cycles (plus the guard
         # band the firmware chooses).
@@ -497,6 +502,9 @@ class DAQSoC(SoCCore):
         if config.with_etherbone:
             add("ETHDAQ_ETHERBONE_PORT", config.etherbone_port)
 
+    def _ptp_constants(self):
+        config, board = self.soc_config, self.board
+        add = self.add_constant
         # PTP (add_ptp): the clock's increments, the timestamps' corrections for the PHY, and the
         # firmware's PTP port.
         for name, value in self.ptp.clock.constants().items():
@@ -517,6 +525,9 @@ class DAQSoC(SoCCore):
         # path delay, frequency), or followed by the full line with every counter.
         add("ETHDAQ_PTP_STATUS_FULL",   int(bool(config.ptp_status_full)))
 
+    def _data_path_constants(self, tx_cycle_ps):
+        config = self.soc_config
+        add = self.add_constant
         # Data path (add_streamer).
         if config.frontend is not None:
             # Each channel's declared worst-case samples/s, for IDENTIFY (the host's link budget).
@@ -546,6 +557,9 @@ class DAQSoC(SoCCore):
                 add("ETHDAQ_PROBE_FASTTRACK")
                 add("ETHDAQ_PROBE_MAILBOX_CLASSES", len(MAILBOX_CLASSES))
 
+    def _board_constants(self):
+        config, board = self.soc_config, self.board
+        add = self.add_constant
         # Facts the firmware prints and reports.
         add("ETHDAQ_BOARD",    board.name)
         add("ETHDAQ_BUILD_ID", config.build_id)
