@@ -49,7 +49,7 @@ def _project(name):
 
 
 def test_every_xilinx_board_is_tested():
-    assert sorted(XILINX) == ["digilent_arty", "digilent_nexys_video", "xilinx_kc705"]
+    assert sorted(XILINX) == ["digilent_arty", "digilent_nexys_video", "xilinx_kc705", "xilinx_kcu116"]
 
 
 def _resources(text):
@@ -153,3 +153,24 @@ def test_vivado_missing_gives_one_line_and_a_complete_project():
         assert (gateware / f"digilent_arty{suffix}").stat().st_size > 0
     assert not (gateware / "digilent_arty.bit").exists()
     _check_project("digilent_arty", gateware)
+
+
+@vivado_project("xilinx_kcu116")
+def test_kcu116_project():
+    """The 10G board: an UltraScale+ project with the GTY, its reference clock constrained on its
+    pins and the transceiver's clocks, the SFP's transmitter enabled."""
+    gateware = _project("xilinx_kcu116")
+    board = BOARDS["xilinx_kcu116"]
+    tcl = (gateware / "xilinx_kcu116.tcl").read_text()
+    assert re.search(rf"synth_design .*-top xilinx_kcu116 -part {board.platform().device}", tcl), tcl
+    assert "write_bitstream" in tcl and "read_xdc xilinx_kcu116.xdc" in tcl and "VexRiscv" in tcl
+    verilog = (gateware / "xilinx_kcu116.v").read_text()
+    for primitive in ("GTYE4_CHANNEL", "GTYE4_COMMON", "IBUFDS_GTE4", "BUFG_GT", "MMCME4_ADV"):
+        assert re.search(rf"^{primitive} ", verilog, re.M), primitive
+    xdc = (gateware / "xilinx_kcu116.xdc").read_text()
+    for pin, port in (("M7", "sfp_refclk_p"), ("L5", "sfp_txp"), ("K2", "sfp_rxp"), ("AA14", "sfp_tx_disable_n")):
+        assert f"set_property LOC {pin} [get_ports {{{port}}}]" in xdc, (pin, port)
+    # The reference clock on its pin (156.25 MHz) and the transceiver's output clocks.
+    assert re.search(r"create_clock -name sfp_refclk_p -period 6\.4 \[get_ports sfp_refclk_p\]", xdc), xdc
+    assert len(re.findall(r"create_clock -name \S+ -period 6\.4 \[get_nets \S*(tx|rx)outclk\S*\]", xdc)) == 2, xdc
+    assert "set_clock_groups" in xdc  # sys and the transceiver's clocks are asynchronous (CDC FIFOs).
