@@ -64,8 +64,9 @@ class BaseREncoder(LiteXModule):
     def __init__(self):
         self.tx_data = Signal(64)
         self.tx_ctl  = Signal(8)
-        self.header  = Signal(2)
-        self.payload = Signal(64)
+        # From reset, an idle block: the line never carries an invalid sync header.
+        self.header  = Signal(2, reset=SYNC_CTRL)
+        self.payload = Signal(64, reset=TYPE_CTRL)
         self.bad     = Signal()   # The column had no block: an error block went instead.
 
         # # #
@@ -74,7 +75,7 @@ class BaseREncoder(LiteXModule):
         is_char  = lambda i, char: ctl[i] & (_lane(data, i) == char)
         # Lane i is an idle or an error (the only control codes the transmitter sends).
         is_code  = [is_char(i, XGMII_IDLE) | is_char(i, XGMII_ERROR) for i in range(8)]
-        code     = [Mux(_lane(data, i) == XGMII_IDLE, CODE_IDLE, CODE_ERROR)[:7] for i in range(8)]
+        code     = [Mux(_lane(data, i) == XGMII_IDLE, Constant(CODE_IDLE, 7), Constant(CODE_ERROR, 7)) for i in range(8)]
         codes_ok = lambda lanes: reduce(and_, [is_code[i] for i in lanes], 1)
 
         header, payload, bad = Signal(2), Signal(64), Signal()
@@ -253,7 +254,7 @@ class BaseRPCS(LiteXModule):
         encoder   = ClockDomainsRenamer("eth_tx")(BaseREncoder())
         scrambler = ClockDomainsRenamer("eth_tx")(BaseRScrambler())
         self.encoder, self.scrambler = encoder, scrambler
-        header_d = Signal(2)   # The header, a cycle later with its scrambled payload.
+        header_d = Signal(2, reset=SYNC_CTRL)   # The header, a cycle later with its scrambled payload.
         self.comb += [
             encoder.tx_data.eq(pads.tx_data),
             encoder.tx_ctl.eq(pads.tx_ctl),
