@@ -33,6 +33,20 @@ from ethdaq.gateware.xgmiiphy import XGMII_CLK_FREQ, XGMIIPHY
 REFCLK_FREQ = 156.25e6
 LINERATE    = 10.3125e9
 
+# Widths of the GTYE4_CHANNEL outputs LiteEth ties to a constant (UG578); the others are 1 bit.
+_GTY_OUTPUT_WIDTHS = {"RXCTRL0": 16, "RXCTRL1": 16}
+
+
+def _open_constant_outputs(gty_params):
+    """LiteEth 2024.12's usp_gty_10g_baser connects some of the GTYE4_CHANNEL's outputs
+    (TXPHINITDONE, RXCTRL0, RXCTRL1) to the constant 0, which Yosys refuses ("Output port ... is
+    connected to constants"): each gets an unused signal of its width instead. `gty_params`: the
+    transceiver's Instance parameters, before its do_finalize makes the Instance."""
+    for key, value in gty_params.items():
+        if key.startswith("o_") and isinstance(value, (int, Constant)):
+            port = key[2:]
+            gty_params[key] = Signal(_GTY_OUTPUT_WIDTHS.get(port, 1), name=f"gty_{port.lower()}")
+
 
 class _XGMIISignals:
     """The XGMII between XGMIIPHY and the PCS (the pins of the simulated board)."""
@@ -64,6 +78,7 @@ class USPGTY10GPHY(XGMIIPHY):
         self.qpll = GTYQuadPLL(refclk, REFCLK_FREQ, LINERATE)
         self.pma  = USP_GTY_10G_BASER(self.qpll, data_pads, sys_clk_freq,
                                       tx_polarity=tx_polarity, rx_polarity=rx_polarity)
+        _open_constant_outputs(self.pma.gty_params)
         self.pcs  = BaseRPCS(xgmii)
         self.rx_lock       = self.pcs.rx_lock
         self.tx_bad_blocks = self.pcs.tx_bad_blocks
