@@ -3,8 +3,9 @@ vivado` writes the complete Vivado project of every Xilinx board and says in one
 where Vivado is installed; `--toolchain yosys` synthesises the full SoC with Yosys' synth_xilinx
 (so the Xilinx path cannot rot) and reports resource estimates, on the smallest part (the Arty's
 XC7A35T), with a detector front-end as a user builds one: the Verilog example pulse_height.v with
-its output on a Pmod pin. The SoC is the same on every board: the others differ in their PHY's
-I/O, which their projects' constraints show.
+its output on a Pmod pin, and on the UltraScale+ 10G board (the KCU116's XCKU5P, synth_xilinx
+-family xcup, its GTY transceiver's primitives as blackboxes). The SoC is the same on every
+board: the others differ in their PHY's I/O, which their projects' constraints show.
 
 The builds (a synthesis about 3 minutes of one core, a project under a minute) are queued behind
 the ECP5 bitstream build from collection on (test/conftest.py, background_build); these tests run
@@ -20,7 +21,7 @@ import pytest
 from conftest import REPO, background_build
 
 from ethdaq.boards import BOARDS
-from ethdaq.soc.build import XILINX_CAPACITY
+from ethdaq.soc.build import XILINX_CAPACITY, xilinx_family
 
 pytestmark = pytest.mark.slow
 
@@ -52,21 +53,33 @@ def test_every_xilinx_board_is_tested():
     assert sorted(XILINX) == ["digilent_arty", "digilent_nexys_video", "xilinx_kc705", "xilinx_kcu116"]
 
 
-def _resources(text):
+# The cells synth_xilinx leaves, by family: the primitives it maps to and those ethdaq
+# instantiates (clocking, I/O, the GTY transceiver's blackboxes).
+CELLS = {
+    "xc7":  r"\$scopeinfo|BUFG|CARRY4|FD[RSCP]E|IBUF|IBUFDS|IOBUF|OBUF|IDDR|ODDR|IDELAYCTRL|IDELAYE2|INV|"
+            r"LUT[1-6]|MUXF[78]|PLLE2_ADV|MMCME2_ADV|RAM\w+|RAMB(18|36)E1|SRL\w+|DSP48E1",
+    # CARRY4: Yosys' carry cell on UltraScale+ too (Vivado retargets it to CARRY8).
+    "xcup": r"\$scopeinfo|BUFG|BUFG_GT|CARRY[48]|FD[RSCP]E|IBUF|IBUFDS|IBUFDS_GTE4|IOBUF|OBUF|INV|LUT[1-6]|MUXF[789]|"
+            r"MMCME4_ADV|GTYE4_CHANNEL|GTYE4_COMMON|RAM\w+|RAMB(18|36)E2|SRL\w+|DSP48E2",
+}
+
+
+def _resources(text, dsp):
     found = {}
-    for label in ("LUT6", "FF", "BRAM \\(36 Kb\\)", "DSP48E1"):
+    for label in ("LUT6", "FF", "BRAM \\(36 Kb\\)", dsp):
         m = re.search(rf"^\s+{label}\s+([\d.]+) / (\d+)\s+\(\s*([\d.]+) %\)$", text, re.M)
         assert m, (label, text)
         found[label.split()[0]] = (float(m.group(1)), int(m.group(2)))
     return found
 
 
-def _check_synth(name, min_luts, min_bram):
-    code, out = background_build(f"{name}-yosys", timeout=3600)
+def _check_synth(name, min_luts, min_bram, timeout=3600):
+    code, out = background_build(f"{name}-yosys", timeout=timeout)
     assert code == 0, out[-4000:]
     text = out[out.index("ethdaq build summary"):]
     board = BOARDS[name]
-    res = _resources(text)
+    family = xilinx_family(board.platform().device)
+    res = _resources(text, "DSP48E2" if family == "xcup" else "DSP48E1")
     cap = next(v for k, v in XILINX_CAPACITY.items() if board.fpga.lower().startswith(k))
     assert res["LUT6"][1] == cap[0] and res["FF"][1] == cap[1] and res["BRAM"][1] == cap[2]
     # The whole SoC was synthesised (CPU, LiteEth, streamer, PTP), and it fits.
@@ -77,11 +90,11 @@ def _check_synth(name, min_luts, min_bram):
     gateware = OUT / name / "gateware"
     log = (gateware / f"{name}_yosys.log").read_text()
     assert "Executing SYNTH_XILINX pass" in log and "End of script" in log and "ERROR" not in log
-    # No cell left as an unknown black box: every instance Yosys did not map is a 7-series primitive.
+    assert f"synth_xilinx -family {family} " in (gateware / f"{name}_yosys.ys").read_text()
+    # No cell left as an unknown black box: every instance Yosys did not map is a primitive of the family.
     stat = json.loads((gateware / f"{name}_yosys_stat.json").read_text())
     for cell in stat["design"]["num_cells_by_type"]:
-        assert re.fullmatch(r"\$scopeinfo|BUFG|CARRY4|FD[RSCP]E|IBUF|IBUFDS|IOBUF|OBUF|IDDR|ODDR|IDELAYCTRL|IDELAYE2|INV|"
-                            r"LUT[1-6]|MUXF[78]|PLLE2_ADV|MMCME2_ADV|RAM\w+|RAMB(18|36)E1|SRL\w+|DSP48E1", cell), cell
+        assert re.fullmatch(CELLS[family], cell), cell
     return gateware
 
 
@@ -174,3 +187,17 @@ def test_kcu116_project():
     assert re.search(r"create_clock -name sfp_refclk_p -period 6\.4 \[get_ports sfp_refclk_p\]", xdc), xdc
     assert len(re.findall(r"create_clock -name \S+ -period 6\.4 \[get_nets \S*(tx|rx)outclk\S*\]", xdc)) == 2, xdc
     assert "set_clock_groups" in xdc  # sys and the transceiver's clocks are asynchronous (CDC FIFOs).
+
+
+@yosys_build("xilinx_kcu116")
+def test_kcu116_synth_xilinx_ultrascale_plus():
+    """The 10G board through synth_xilinx -family xcup: the whole SoC at eth_dw=64 with the PCS
+    mapped to UltraScale+ cells, the GTY transceiver, its quad PLL, reference clock buffer and
+    clock buffers kept as blackbox instances. About 50 minutes on a loaded 2-core machine (ABC9
+    on the flattened design takes most of it)."""
+    gateware = _check_synth("xilinx_kcu116", min_luts=8000, min_bram=4, timeout=3*3600)
+    cells = json.loads((gateware / "xilinx_kcu116_yosys_stat.json").read_text())["design"]["num_cells_by_type"]
+    for primitive, count in (("GTYE4_CHANNEL", 1), ("GTYE4_COMMON", 1), ("IBUFDS_GTE4", 1), ("BUFG_GT", 2),
+                             ("MMCME4_ADV", 1)):
+        assert cells.get(primitive) == count, (primitive, cells.get(primitive))
+    assert cells.get("CARRY4", 0) + cells.get("CARRY8", 0) > 0 and cells.get("RAMB36E2", 0) + cells.get("RAMB18E2", 0) > 0, cells
