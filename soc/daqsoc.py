@@ -37,7 +37,7 @@ from ethdaq.gateware.frontend import FrontendContext, declared_events, declared_
 from ethdaq.gateware.classifier import FastTrackSink, RXClassifier, insert_classifier
 from ethdaq.gateware.framegate import FrameGate, FrameGateCounters
 from ethdaq.gateware.macpipeline import (drop_tx_framing, insert_ip_rx_buffer, insert_tx_buffer, replace_rx_crc,
-                                         replace_tx_cdc, replace_tx_framing)
+                                         replace_tx_cdc, replace_tx_framing, space_rx_crc)
 from ethdaq.gateware.macstats import MACErrors
 from ethdaq.gateware.rxaudit import RXAudit, insert_rx_audit
 from ethdaq.gateware.arpcache import answer_from_found_entry
@@ -228,6 +228,10 @@ class DAQSoC(SoCCore):
         if getattr(self.ethphy, "tx_framing", False):
             # The PHY makes the preamble and FCS (gateware/xgmiiphy.py).
             drop_tx_framing(self.ethcore.mac.core)
+        if eth_dw == 64:
+            # Frames leave the receive crossing back to back; LiteEth's 64-bit FCS checker needs
+            # two cycles between them (gateware/framespacer.py).
+            self.eth_rx_spacer = space_rx_crc(self.ethcore.mac.core, mac_rx_domain(eth_dw))
         # LiteEth's receive path is combinational in `ready` from the ICMP/UDP layers back into
         # the MAC's clock-crossing FIFO (its AsyncFIFOBuffered reads on ready in the same cycle):
         # on ECP5 that chain alone is a 17 ns sys path. A buffer with registered
