@@ -47,7 +47,8 @@ from ethdaq.gateware.streamer import DAQStreamer
 from ethdaq.gateware.streamstats import COUNTER_BITS
 from ethdaq.gateware.ptpclock import PTPClock, PTPClockCSR
 from ethdaq.gateware.ptpparser import PTP_ETHERTYPE, PTP_IPV4_PDELAY, PTP_IPV4_PRIMARY
-from ethdaq.gateware.tsu import PHY_FPGA_LATENCY_CYCLES, TX_TAP_CYCLES, PTPTimestamper, phy_corrections_ns, tap_phy
+from ethdaq.gateware.tsu import (PHY_FPGA_LATENCY_CYCLES, TX_TAP_CYCLES, XGMII_LANE4_NS, PTPTimestamper,
+                                 phy_corrections_ns, tap_phy)
 from ethdaq.gateware.launcher import LATENCY_CYCLES as LAUNCHER_LATENCY_CYCLES, Launcher, guard_cycles
 from ethdaq.gateware.txpath import TXPath, connect_streamer
 from ethdaq.gateware.watchdog import Watchdog
@@ -513,9 +514,14 @@ class DAQSoC(SoCCore):
         # firmware's PTP port.
         for name, value in self.ptp.clock.constants().items():
             add(name, value)
+        # In ps: XGMII's are fractions of a ns (the firmware rounds each sum once, ptp_hwts.h).
         ptp_tx_ns, ptp_rx_ns = phy_corrections_ns(board.ptp_phy, tx_tap_cycles=TX_TAP_CYCLES)
-        add("PTP_TX_CORRECTION_NS", ptp_tx_ns)
-        add("PTP_RX_CORRECTION_NS", ptp_rx_ns)
+        add("PTP_TX_CORRECTION_PS", round(1000*ptp_tx_ns))
+        add("PTP_RX_CORRECTION_PS", round(1000*ptp_rx_ns))
+        if self.ethphy.dw == 64:
+            # What a start in lane 4 adds (the records' start_lane).
+            add("PTP_TX_LANE4_PS", round(1000*XGMII_LANE4_NS[0]))
+            add("PTP_RX_LANE4_PS", round(1000*XGMII_LANE4_NS[1]))
         add("ETHDAQ_PTP_UDP" if config.ptp_transport == "udp" else "ETHDAQ_PTP_L2")
         add("ETHDAQ_PTP_TX_MAX",        PTP_TX_MAX)
         add("ETHDAQ_PTP_ROLE",          PTP_ROLES[config.ptp_role])
