@@ -48,6 +48,7 @@ veth needs root (namespaces) and ethtool; the addresses exist only inside the tw
 import argparse
 import contextlib
 import ctypes
+import json
 import os
 import platform
 import signal
@@ -60,7 +61,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.table import print_table  # noqa: E402
-from ethdaq.host.rxcore import RxCore  # noqa: E402
+from ethdaq.host.rxcore import DEFAULT_RCVBUF, RxCore  # noqa: E402
 
 MIB = 2**20
 LINE_RATE_256 = 388_000   # 1 Gb/s / ((256 + 8 + 20 + 14 + 4 + 8 + 12) bytes * 8) = 388,198
@@ -177,11 +178,31 @@ def wait_until_quiet(limit, log_wait, window=2.0, most=0.03):
         log_wait(load)
 
 
-def measure(exe, payload, rate, seconds, rx_cpu, tx_cpu, gso=0, gro=True, prefix=(), host="127.0.0.1"):
+def path_drops(prefix=()):
+    """The kernel's drop counters on the way to the receiver: the receiving namespace's UDP
+    RcvbufErrors (a full socket buffer) and InErrors (this process is in that namespace), and on
+    the veth pair (`prefix` runs commands in the sender's namespace) the frames each end dropped:
+    the sending veth's when the receiving one's NAPI ring was full."""
+    rows = [line.split() for line in Path("/proc/self/net/snmp").read_text().splitlines() if line.startswith("Udp:")]
+    udp = dict(zip(rows[0][1:], (int(v) for v in rows[1][1:])))
+    out = {"rcvbuf": udp["RcvbufErrors"], "udp_in_errors": udp["InErrors"]}
+    if prefix:
+        tx_ns = prefix[-1]   # veth_pair's prefix: ip netns exec NAMESPACE
+        for key, cmd in (("veth_tx_dropped", ["ip", "-n", tx_ns, "-s", "-j", "link", "show", "rrtx"]),
+                         ("veth_rx_dropped", ["ip", "-s", "-j", "link", "show", "rrrx"])):
+            stats = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)[0]["stats64"]
+            out[key] = stats["tx" if key == "veth_tx_dropped" else "rx"]["dropped"]
+    return out
+
+
+def measure(exe, payload, rate, seconds, rx_cpu, tx_cpu, gso=0, gro=True, prefix=(), host="127.0.0.1",
+            rcvbuf=DEFAULT_RCVBUF):
     """One run: sender at `rate` packets/s (0: unpaced) for `seconds`, RxCore receiving.
-    `others` is the CPU other processes used meanwhile, in % of one CPU."""
+    `others` is the CPU other processes used meanwhile, in % of one CPU; `drops` what the
+    kernel's counters (path_drops) added meanwhile."""
     os.sched_setaffinity(0, {rx_cpu})
-    with RxCore(host, 0, gro=gro) as rx:
+    drops0 = path_drops(prefix)
+    with RxCore(host, 0, gro=gro, rcvbuf=rcvbuf) as rx:
         assert rx.gro_active == gro, rx.gro_error
         cmd = list(prefix) + [
                str(exe), "--host", host, "--port", str(rx.port), "--payload", str(payload), "--rate", str(rate),
@@ -200,6 +221,7 @@ def measure(exe, payload, rate, seconds, rx_cpu, tx_cpu, gso=0, gro=True, prefix
         others = other_load(others0, process_cpu({os.getpid(), proc.pid}))
         out = dict(kv.split("=") for kv in proc.stdout.read().split())
         stats = rx.stats()
+    drops = {k: v - drops0[k] for k, v in path_drops(prefix).items()}
     sent, tx_seconds = int(out["sent"]), float(out["seconds"])
     achieved = sent / tx_seconds if tx_seconds > 0 else 0.0
     kept_rate = rate == 0 or achieved >= 0.99 * rate
@@ -210,7 +232,7 @@ def measure(exe, payload, rate, seconds, rx_cpu, tx_cpu, gso=0, gro=True, prefix
                 stats.malformed_total == 0 and stats.duplicates == 0 and kept_rate,
                 kept_rate=kept_rate, rx_cpu=100 * cpu / tx_seconds if tx_seconds else 0.0,
                 rx_cpu_wall=100 * cpu / wall, tx_cpu=100 * (float(out["user"]) + float(out["sys"])) / tx_seconds,
-                seconds=tx_seconds, others=100 * others / wall)
+                seconds=tx_seconds, others=100 * others / wall, drops=drops)
 
 
 def describe(m):
@@ -219,6 +241,7 @@ def describe(m):
             f"lost {loss} (kernel {m['kernel_dropped']}, missing {m['missing']})  "
             f"rx cpu {m['rx_cpu']:.0f} %  tx cpu {m['tx_cpu']:.0f} %  others {m['others']:.0f} %  "
             f"{m['per_buffer']:.1f} datagrams/buffer  "
+            f"kernel counters {' '.join(f'{k} {v}' for k, v in m['drops'].items() if v) or 'no drops'}  "
             f"{'held' if m['held'] else 'NOT held'}")
 
 
@@ -228,7 +251,7 @@ def quiet_measure(exe, payload, rate, seconds, args, log):
         wait_until_quiet(args.max_wait, lambda load: print(f"  waiting: other processes use {100 * load:.0f} % "
                                                             f"of a CPU", file=sys.stderr, flush=True))
         m = log(measure(exe, payload, rate, seconds, args.rx_cpu, args.tx_cpu, args.gso, not args.no_gro,
-                        args.prefix, args.host))
+                        args.prefix, args.host, args.rcvbuf * 2**20))
         if m["others"] <= args.max_others:
             break
         print(f"  disturbed (other processes used {m['others']:.0f} % of a CPU): again", file=sys.stderr, flush=True)
@@ -282,6 +305,8 @@ def main(argv=None):
     p.add_argument("--path", choices=["veth", "loopback"], default="veth",
                    help="veth: separate frames into a GRO-capable veth, like a NIC (default); loopback")
     p.add_argument("--no-gro", action="store_true", help="RxCore without UDP GRO: every datagram read separately")
+    p.add_argument("--rcvbuf", type=int, default=DEFAULT_RCVBUF // 2**20, metavar="MiB",
+                   help=f"the receiver's socket buffer (default {DEFAULT_RCVBUF // 2**20}, as ethdaq recv's)")
     p.add_argument("--rx-cpu", type=int, default=0)
     p.add_argument("--tx-cpu", type=int, default=1)
     p.add_argument("--build-dir", default=str(REPO / "build" / "bench"))
@@ -359,7 +384,7 @@ def report_line_rate(rows, args):
     """--line-rate's table: each payload at the link's line rate, held or not and why not."""
     print_setup(args)
     head = ["UDP payload (B)", f"{args.line_rate:g} Gb/s line rate (packets/s)", "sent/s", "received", "lost",
-            "receiver CPU %", "sender CPU %", "datagrams per read buffer", "other load %", "verdict"]
+            "receiver CPU %", "sender CPU %", "datagrams per read buffer", "other load %", "kernel drop counters", "verdict"]
     lines = []
     for m in rows:
         lost = m["sent"] - m["received"]
@@ -367,7 +392,7 @@ def report_line_rate(rows, args):
                                              else "lost datagrams")
         lines.append([str(m["payload"]), f"{m['rate']:,}", f"{m['achieved']:,.0f}", f"{m['received']:,}", f"{lost:,}",
                       f"{m['rx_cpu']:.0f}", f"{m['tx_cpu']:.0f}", f"{m['per_buffer']:.1f}", f"{m['others']:.0f}",
-                      verdict])
+                      ", ".join(f"{k} {v:,}" for k, v in m["drops"].items() if v) or "none", verdict])
     print_table(head, lines, args.markdown)
 
 

@@ -42,6 +42,7 @@ from liteeth.mac.preamble import LiteEthMACPreambleInserter
 from ethdaq.gateware.framefifo import FrameFIFO
 from ethdaq.gateware.mactx import MACTransmitter
 from ethdaq.gateware.fcschecker import FCSChecker
+from ethdaq.gateware.framespacer import FrameSpacer
 from ethdaq.gateware.regbuffer import RegisteredBuffer
 
 
@@ -117,6 +118,20 @@ def replace_rx_crc(mac_core):
     comb[drives[0]] = comb[drives[0]].l.eq(new.error)
     _swap(datapath, old, new)
     return new
+
+
+def space_rx_crc(mac_core, cd):
+    """A FrameSpacer of two cycles right before LiteEth's FCS checker at 64 bits (in clock domain
+    `cd`), before the core is finalized: its checker drops the first word of a frame that follows
+    a frame ending in 5 to 8 bytes by less (gateware/framespacer.py). Returns the spacer."""
+    pipeline = mac_core.rx_datapath.pipeline
+    olds = [i for i, m in enumerate(pipeline) if isinstance(m, LiteEthMACCRC32Checker)]
+    if len(olds) != 1 or len(pipeline[olds[0]].sink.data) != 64:
+        raise ValueError("space_rx_crc needs LiteEth's MAC core with its FCS checker at 64 bits (with_preamble_crc=True)")
+    spacer = ClockDomainsRenamer(cd)(FrameSpacer(eth_phy_description(64), cycles=2))
+    pipeline.insert(olds[0], spacer)
+    mac_core.rx_datapath.submodules += spacer
+    return spacer
 
 
 def replace_tx_framing(mac_core):

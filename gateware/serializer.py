@@ -14,7 +14,7 @@ A few signals are named explicitly with a name other than their variable's (`nam
 are created in the constructor rather than in the part that drives them: so the generated Verilog
 keeps the names it has. Migen's tracer names a closure variable's signal after its neighbour in
 the code object on Python 3.11 (pop_arm is "pending", d_pop "self"), and a signal's place in the
-names' hierarchy follows the function that creates it (`stale_h`, named "source", shares a level
+names' hierarchy follows the function that creates it (`stale_sel`, named "source", shares a level
 with `source`).
 """
 
@@ -107,12 +107,12 @@ class Serializer(LiteXModule):
             self, heads, desc, load, load_sel, late, sample_bytes)
         _add_sequence_numbers(self, desc, nchannels, dw, late, load, load_sel, pop_r, pop_ch, pop_rr, pop_ch_r)
         others, any_r, nxt_r, nxt_other_r = _add_arbiter(self, heads, pop_r, pop_ch)
-        # Per channel, registered: its head datagram's age in runs, and "it is of an earlier run";
-        # then whether the datagram being sent is.
+        # Per channel, registered: its head datagram's age in runs; "the chosen channel's head is of
+        # an earlier run", registered at the choice; then whether the datagram being sent is.
         ages      = [Signal(32, name=f"age{i}") for i in range(nchannels)]
-        stale_h   = Signal(nchannels, name="source")
+        stale_sel = Signal(name="source")
         stale_now = Signal()
-        _add_stale_check(self, heads, desc, ages, stale_h, stale_now, load_d, load_dd)
+        _add_stale_check(self, heads, desc, ages, stale_sel, stale_now, load_sel, load_d, load_dd)
         nwords_r, nw_zero, nw_one, nbeats_r, nb_one = _add_lengths(self, desc, packed, spw, sample_bytes)
 
         # Control-Path.
@@ -262,25 +262,24 @@ def _add_arbiter(ser, heads, pop_r, pop_ch):
     return others, any_r, nxt_r, nxt_other_r
 
 
-def _add_stale_check(ser, heads, desc, ages, stale_h, stale_now, load_d, load_dd):
+def _add_stale_check(ser, heads, desc, ages, stale_sel, stale_now, load_sel, load_d, load_dd):
     # A datagram of an earlier run can only still be here if its destination never answered
     # ARP; it must not go to the next run's destination. "Earlier" modulo 2**32 (run - desc.run
     # in 1..2**31-1), so a run number that has not crossed from sys yet cannot make a new
-    # datagram look stale. Computed in two registered steps (age, then the test) for every
-    # channel's head descriptor, so it is ready in a datagram's first header cycle (the head
-    # was shown at least a cycle before its load, and stays until the pop after it); then
-    # re-evaluated from `desc` (from the header's fourth cycle on), so a datagram waiting at
-    # the first header word for its destination's MAC turns stale when a new run starts.
-    sel       = ser.sel
-    nchannels = len(heads)
+    # datagram look stale. Computed in two registered steps for every channel's head descriptor
+    # (its age; then, at the choice, the chosen one's test), so it is ready in a datagram's first
+    # header cycle (the head was shown at least a cycle before its load, and stays until the pop
+    # after it) from a register, not through a multiplexer behind `sel`; then re-evaluated from
+    # `desc` (from the header's fourth cycle on), so a datagram waiting at the first header word
+    # for its destination's MAC turns stale when a new run starts.
     age_d     = Signal(32)
     stale     = Signal()
     ser.sync += [
         [a.eq(ser.run - d.run) for a, (d, w) in zip(ages, heads)],
-        stale_h.eq(Cat(*[_is_stale(a) for a in ages])),
+        stale_sel.eq(Array(_is_stale(a) for a in ages)[load_sel]),   # Read at load_d only.
         age_d.eq(ser.run - desc.run),
     ]
-    ser.comb += stale_now.eq(Mux(load_d, Array(stale_h[i] for i in range(nchannels))[sel], stale))
+    ser.comb += stale_now.eq(Mux(load_d, stale_sel, stale))
     ser.sync += If(load_d, stale.eq(stale_now)).Elif(~load_dd, stale.eq(_is_stale(age_d)))
 
 

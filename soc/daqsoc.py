@@ -37,7 +37,7 @@ from ethdaq.gateware.frontend import FrontendContext, declared_events, declared_
 from ethdaq.gateware.classifier import FastTrackSink, RXClassifier, insert_classifier
 from ethdaq.gateware.framegate import FrameGate, FrameGateCounters
 from ethdaq.gateware.macpipeline import (drop_tx_framing, insert_ip_rx_buffer, insert_tx_buffer, replace_rx_crc,
-                                         replace_tx_cdc, replace_tx_framing)
+                                         replace_tx_cdc, replace_tx_framing, space_rx_crc)
 from ethdaq.gateware.macstats import MACErrors
 from ethdaq.gateware.rxaudit import RXAudit, insert_rx_audit
 from ethdaq.gateware.arpcache import answer_from_found_entry
@@ -47,7 +47,8 @@ from ethdaq.gateware.streamer import DAQStreamer
 from ethdaq.gateware.streamstats import COUNTER_BITS
 from ethdaq.gateware.ptpclock import PTPClock, PTPClockCSR
 from ethdaq.gateware.ptpparser import PTP_ETHERTYPE, PTP_IPV4_PDELAY, PTP_IPV4_PRIMARY
-from ethdaq.gateware.tsu import PHY_FPGA_LATENCY_CYCLES, TX_TAP_CYCLES, PTPTimestamper, phy_corrections_ns, tap_phy
+from ethdaq.gateware.tsu import (PHY_FPGA_LATENCY_CYCLES, TX_TAP_CYCLES, XGMII_LANE4_NS, PTPTimestamper,
+                                 phy_corrections_ns, tap_phy)
 from ethdaq.gateware.launcher import LATENCY_CYCLES as LAUNCHER_LATENCY_CYCLES, Launcher, guard_cycles
 from ethdaq.gateware.txpath import TXPath, connect_streamer
 from ethdaq.gateware.watchdog import Watchdog
@@ -228,6 +229,10 @@ class DAQSoC(SoCCore):
         if getattr(self.ethphy, "tx_framing", False):
             # The PHY makes the preamble and FCS (gateware/xgmiiphy.py).
             drop_tx_framing(self.ethcore.mac.core)
+        if eth_dw == 64:
+            # Frames leave the receive crossing back to back; LiteEth's 64-bit FCS checker needs
+            # two cycles between them (gateware/framespacer.py).
+            self.eth_rx_spacer = space_rx_crc(self.ethcore.mac.core, mac_rx_domain(eth_dw))
         # LiteEth's receive path is combinational in `ready` from the ICMP/UDP layers back into
         # the MAC's clock-crossing FIFO (its AsyncFIFOBuffered reads on ready in the same cycle):
         # on ECP5 that chain alone is a 17 ns sys path. A buffer with registered
@@ -509,9 +514,14 @@ class DAQSoC(SoCCore):
         # firmware's PTP port.
         for name, value in self.ptp.clock.constants().items():
             add(name, value)
+        # In ps: XGMII's are fractions of a ns (the firmware rounds each sum once, ptp_hwts.h).
         ptp_tx_ns, ptp_rx_ns = phy_corrections_ns(board.ptp_phy, tx_tap_cycles=TX_TAP_CYCLES)
-        add("PTP_TX_CORRECTION_NS", ptp_tx_ns)
-        add("PTP_RX_CORRECTION_NS", ptp_rx_ns)
+        add("PTP_TX_CORRECTION_PS", round(1000*ptp_tx_ns))
+        add("PTP_RX_CORRECTION_PS", round(1000*ptp_rx_ns))
+        if self.ethphy.dw == 64:
+            # What a start in lane 4 adds (the records' start_lane).
+            add("PTP_TX_LANE4_PS", round(1000*XGMII_LANE4_NS[0]))
+            add("PTP_RX_LANE4_PS", round(1000*XGMII_LANE4_NS[1]))
         add("ETHDAQ_PTP_UDP" if config.ptp_transport == "udp" else "ETHDAQ_PTP_L2")
         add("ETHDAQ_PTP_TX_MAX",        PTP_TX_MAX)
         add("ETHDAQ_PTP_ROLE",          PTP_ROLES[config.ptp_role])

@@ -8,15 +8,19 @@ The sanitizers abort on the first error (-fno-sanitize-recover=all) and every dr
 so undefined behaviour anywhere fails the test that caused it.
 """
 
+import math
 import random
 import re
 import shutil
 import struct
 import subprocess
 
+from fractions import Fraction
+
 import pytest
 
 from conftest import REPO
+from ethdaq.gateware import tsu
 
 PTP_DIR = REPO / "software" / "firmware" / "services" / "ptp"
 SOURCES = sorted(PTP_DIR.glob("*.c"))
@@ -651,6 +655,102 @@ def test_slave_computes_delay_and_offset_with_every_correction(host):
     st = host.status()
     assert int(st["offset"]) == round(50_000 - expected_delay)
     assert st["servo"] == "UNLOCKED" and host.counters()["servo_samples"] == 1
+
+
+# --- hardware timestamps: the PHY's corrections, per XGMII start lane (ptp_hwts) ----------------
+
+def _phy_corrections_ps(phy):
+    """The SoC's constants (DAQSoC._ptp_constants): {lane: (tx ps, rx ps)}, lane 4 at XGMII only."""
+    tx_ns, rx_ns = tsu.phy_corrections_ns(phy, tx_tap_cycles=tsu.TX_TAP_CYCLES)
+    tx_ps, rx_ps = round(1000 * tx_ns), round(1000 * rx_ns)
+    lanes = {0: (tx_ps, rx_ps, 0, 0)}
+    if phy == "xgmii":
+        lanes[4] = (tx_ps, rx_ps, round(1000 * tsu.XGMII_LANE4_NS[0]), round(1000 * tsu.XGMII_LANE4_NS[1]))
+    return lanes
+
+
+def hwts(host, ps, lane4_ps, sec, ns, lane):
+    (line,) = host(f"hwts {ps} {lane4_ps} {sec} {ns} {lane}")
+    rc, sec, ns = map(int, line.split()[1:])
+    return rc, sec, ns
+
+
+@pytest.mark.parametrize("phy", sorted(tsu.PHY_FPGA_LATENCY_CYCLES))
+def test_hwts_adds_each_lanes_correction_rounded_once_to_the_nearest_ns(host, phy):
+    """Raw record + the SoC's correction for the record's lane, in exact arithmetic, rounded to the
+    nearest ns (halves up), with the carry or borrow across a second."""
+    rng = random.Random(phy)
+    for lane, (tx_ps, rx_ps, tx4_ps, rx4_ps) in _phy_corrections_ps(phy).items():
+        for ps, lane4_ps in ((tx_ps, tx4_ps), (rx_ps, rx4_ps)):
+            for sec, ns in [(1, 0), (1, 1), (7, SECOND - 1), (7, SECOND - 7), (2**40, 123)] + \
+                           [(rng.randrange(1, 2**47), rng.randrange(SECOND)) for _ in range(50)]:
+                total = Fraction(sec * SECOND + ns) + Fraction(ps + (lane4_ps if lane == 4 else 0), 1000)
+                want = math.floor(total + Fraction(1, 2))
+                assert hwts(host, ps, lane4_ps, sec, ns, lane) == (0, want // SECOND, want % SECOND), \
+                    (phy, lane, sec, ns)
+
+
+def test_hwts_xgmii_corrections_are_the_sub_ns_sums_rounded_not_truncated(host):
+    """XGMII: TX 6.4 ns (+3.2 in lane 4), RX 0 (-3.2 in lane 4): 6, 10, 0 and -3 ns; truncating the
+    constants instead gave 6, 9, 0 and -3."""
+    (tx_ps, rx_ps, tx4_ps, rx4_ps) = _phy_corrections_ps("xgmii")[4]
+    assert (tx_ps, rx_ps, tx4_ps, rx4_ps) == (6400, 0, 3200, -3200)
+    assert [hwts(host, tx_ps, tx4_ps, 5, 100, lane)[2] for lane in (0, 4)] == [106, 110]
+    assert [hwts(host, rx_ps, rx4_ps, 5, 100, lane)[2] for lane in (0, 4)] == [100, 97]
+    # The 8-bit PHYs' corrections are whole ns: the same as the ns constants before.
+    for phy in ("gmii", "ecp5rgmii", "s7rgmii", "mii"):
+        (tx, rx, _, _), = _phy_corrections_ps(phy).values()
+        assert tx % 1000 == 0 and rx % 1000 == 0, phy
+
+
+def test_hwts_refuses_records_no_unit_makes(host):
+    for lane in (1, 2, 3, 5, 6, 7):
+        assert hwts(host, 6400, 3200, 5, 100, lane)[0] == -1, lane
+    assert hwts(host, 6400, 3200, 5, SECOND, 0)[0] == -1                    # nsec beyond the second
+    assert hwts(host, 0, -3200, 0, 2, 4)[0] == -1                          # corrected before the epoch
+    assert hwts(host, 0, -3200, 0, 3, 4) == (0, 0, 0)
+
+
+@pytest.mark.parametrize("sync_lane,dreq_lane", [(0, 0), (0, 4), (4, 0), (4, 4)])
+def test_slave_measures_offset_and_delay_to_the_ns_with_either_start_lane(host, sync_lane, dreq_lane):
+    """A 10G slave (XGMII corrections) whose clock equals the master's, 10 us of path: the Sync's
+    RX record and the Delay_Req's TX record as the units make them (the clock's whole ns at the
+    tap, the pins' time minus the lane's correction), corrected by ptp_hwts: offset 0 and delay
+    10 us to the ns. The same records read as lane 0 (the lane ignored) give another offset or
+    delay: half of 3.2 ns on the offset when the lanes differ, 3.2 ns on the delay when both are
+    lane 4 (here, after rounding: -2/10002, 1/10002, 0/10003)."""
+    tx_ps, rx_ps, tx4_ps, rx4_ps = _phy_corrections_ps("xgmii")[4]
+    path_ns = 10_000
+
+    def run(lanes_seen):
+        def rx_record(pin_ns, lane):   # the clock's ns at the tap, floored: what the unit records
+            return math.floor(Fraction(pin_ns) - Fraction(rx_ps + (rx4_ps if lane == 4 else 0), 1000))
+
+        def corrected(raw, ps, lane4_ps, lane):
+            rc, sec, ns = hwts(host, ps, lane4_ps, raw // SECOND, raw % SECOND, lane)
+            assert rc == 0
+            return sec, ns
+
+        make_slave(host)
+        t1 = 100 * SECOND
+        raw2 = rx_record(t1 + path_ns, sync_lane)
+        host.rx(sync(1), corrected(raw2, rx_ps, rx4_ps, lanes_seen[0]))
+        host.rx(follow_up(1, 100, 0))
+        raw3 = 100 * SECOND + 200_000_000   # TX record at the tap; the pins' time is the correction later
+        t3_pin = raw3 + Fraction(tx_ps + (tx4_ps if dreq_lane == 4 else 0), 1000)
+        t4 = math.floor(t3_pin + path_ns)
+        delay_exchange(host, corrected(raw3, tx_ps, tx4_ps, lanes_seen[1]), (t4 // SECOND, t4 % SECOND))
+        t1 = 100 * SECOND + 300_000_000
+        host.rx(sync(2), corrected(rx_record(t1 + path_ns, sync_lane), rx_ps, rx4_ps, lanes_seen[0]))
+        host.rx(follow_up(2, 100, 300_000_000))
+        st = host.status()
+        return int(st["offset"]), int(st["delay"])
+
+    offset, delay = run((sync_lane, dreq_lane))
+    assert (offset, delay) == (0, path_ns)
+    if (sync_lane, dreq_lane) != (0, 0):
+        blind_offset, blind_delay = run((0, 0))
+        assert (blind_offset, blind_delay) != (0, path_ns), (blind_offset, blind_delay)
 
 
 def test_slave_accepts_one_step_sync(host):

@@ -8,7 +8,8 @@ other (bench/ptp2.py, two simulated boards, measures accuracy).
     qualifies ptp4l, takes it as parent and grandmaster, goes LISTENING -> UNCALIBRATED, measures
     the path delay with Delay_Req/Delay_Resp, and steps its clock to ptp4l's time.
 (b) board master (--ptp-role master), ptp4l slave (slaveOnly): ptp4l selects the board as best
-    master, goes LISTENING -> UNCALIBRATED, and accepts the board's Delay_Resp to its Delay_Req.
+    master, goes LISTENING -> UNCALIBRATED, and accepts the board's Delay_Resp to its Delay_Req;
+    on the 1G board and on the simulated 10G board (sim10g).
 (c) both runs are captured on the tap (tcpdump) and every PTP frame decoded by tshark.
 (d) (a) again over Layer 2 (--ptp-transport l2, ptp4l -2): marked slow, it needs its own build.
 
@@ -225,10 +226,17 @@ def slave_run(request, tmp_path_factory):
     return run
 
 
-@pytest.fixture(scope="module")
-def master_run(tmp_path_factory):
-    gateware = h.build_board("master", *MASTER_BUILD)
-    return run_board_master(gateware, "ethdaq-ptp-b", tmp_path_factory.mktemp("ptp-b"))
+@pytest.fixture(scope="module", params=["udp", "udp-10g"])
+def master_run(request, tmp_path_factory):
+    """(b), and (b) on the simulated 10G board (udp-10g: XGMII, the firmware's lane correction on
+    its Sync and Delay_Resp timestamps)."""
+    if request.param == "udp":
+        gateware = h.build_board("master", *MASTER_BUILD)
+        run = run_board_master(gateware, "ethdaq-ptp-b", tmp_path_factory.mktemp("ptp-b"))
+    else:
+        gateware = h.build_board("master-10g", *MASTER_BUILD, board="sim10g")
+        run = run_board_master(gateware, "ethdaq-ptp-b10g", tmp_path_factory.mktemp("ptp-b10g"))
+    return run
 
 
 # --- shared checks -------------------------------------------------------------------------------

@@ -12,6 +12,7 @@
 #include "protocol/ctl.h"
 #include "drivers/ctlport.h"
 #include "ptpsvc.h"
+#include "ptp/ptp_hwts.h"
 
 #ifdef CSR_PTP_BASE
 
@@ -197,19 +198,19 @@ static int send(void *ctx, enum ptp_channel channel, const uint8_t *msg, size_t 
 #define INFO_TYPE(info) ((info) & 0x0fu)
 #define INFO_SEQ(info)  ((info) >> 16)
 
-static void corrected(struct ptp_time *t, uint64_t sec, uint32_t nsec, int32_t corr)
-{
-	int64_t ns = (int64_t)nsec + corr;
-	if (ns < 0) {
-		ns += NSEC_PER_SEC;
-		sec -= 1;
-	} else if (ns >= (int64_t)NSEC_PER_SEC) {
-		ns -= NSEC_PER_SEC;
-		sec += 1;
-	}
-	t->sec  = sec;
-	t->nsec = (uint32_t)ns;
-}
+/* The units' corrections to the timestamp point (ptp_hwts.h): the SoC's, in ps. Units at 64 bits
+ * (XGMII) keep the lane of each frame's /S/ (start_lane), and lane 4 adds its own. */
+#ifdef CSR_PTP_RX_START_LANE_ADDR
+static const struct ptp_hwts_corr rx_corr = PTP_HWTS_CORR(PTP_RX_CORRECTION_PS, PTP_RX_LANE4_PS);
+static const struct ptp_hwts_corr tx_corr = PTP_HWTS_CORR(PTP_TX_CORRECTION_PS, PTP_TX_LANE4_PS);
+#define RX_START_LANE() ptp_rx_start_lane_read()
+#define TX_START_LANE() ptp_tx_start_lane_read()
+#else
+static const struct ptp_hwts_corr rx_corr = PTP_HWTS_CORR(PTP_RX_CORRECTION_PS, 0);
+static const struct ptp_hwts_corr tx_corr = PTP_HWTS_CORR(PTP_TX_CORRECTION_PS, 0);
+#define RX_START_LANE() 0u
+#define TX_START_LANE() 0u
+#endif
 
 static int is_event(unsigned type)
 {
@@ -237,9 +238,12 @@ static int rx_timestamp(const uint8_t *msg, size_t len, struct ptp_time *ts)
 			continue;  /* Still crossing into sys: give it a few more reads. */
 		info = ptp_rx_info_read();
 		if (INFO_TYPE(info) == type && INFO_SEQ(info) == seq && ptp_rx_source_read() == source) {
-			corrected(ts, ptp_rx_seconds_read(), ptp_rx_nanoseconds_read(), PTP_RX_CORRECTION_NS);
+			int ok = ptp_hwts_correct(ts, ptp_rx_seconds_read(), ptp_rx_nanoseconds_read(),
+			                          RX_START_LANE(), &rx_corr) == 0;
 			ptp_rx_pop_write(1);
-			return 1;
+			if (!ok)
+				cnt.rx_ts_missing++;
+			return ok;
 		}
 		if (is_event(INFO_TYPE(info)))
 			cnt.rx_ts_discarded++;
@@ -265,10 +269,14 @@ static void tx_timestamps(void)
 	while ((ptp_tx_status_read() >> CSR_PTP_TX_STATUS_PENDING_OFFSET) & 1u) {
 		uint32_t info = ptp_tx_info_read();
 		if (is_event(INFO_TYPE(info))) {
+			/* A record no unit makes is not used: the port counts the Sync's or Delay_Req's
+			 * timestamp as missing (tx_ts_missing). */
 			struct ptp_time ts;
-			corrected(&ts, ptp_tx_seconds_read(), ptp_tx_nanoseconds_read(), PTP_TX_CORRECTION_NS);
+			int ok = ptp_hwts_correct(&ts, ptp_tx_seconds_read(), ptp_tx_nanoseconds_read(),
+			                          TX_START_LANE(), &tx_corr) == 0;
 			ptp_tx_pop_write(1);
-			ptp_port_tx_timestamp(&port, INFO_TYPE(info), (uint16_t)INFO_SEQ(info), &ts);
+			if (ok)
+				ptp_port_tx_timestamp(&port, INFO_TYPE(info), (uint16_t)INFO_SEQ(info), &ts);
 		} else {
 			ptp_tx_pop_write(1);
 		}

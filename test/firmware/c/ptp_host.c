@@ -28,6 +28,8 @@
  *   servo <offset_ns> <local_ns>  -> servo <state> <adj>
  *   servo_reset
  *   div <n> <d>                  -> div <q> <r>
+ *   hwts <ps> <lane4_ps> <sec> <nsec> <lane>
+ *                                -> hwts <rc> <sec> <nsec>   (PTP_HWTS_CORR, ptp_hwts_correct)
  *   format <buflen>              status of the port formatted into a buffer of buflen
  */
 #include <inttypes.h>
@@ -35,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ptp_hwts.h"
 #include "ptp_port.h"
 
 static struct ptp_port port;
@@ -408,6 +411,17 @@ int main(void)
 			if (sscanf(rest, "%lld %lld", &n, &d) == 2) {
 				int64_t q = ptp_div64(n, d, &r);
 				printf("div %" PRId64 " %" PRId64 "\n", q, r);
+			}
+		} else if (!strcmp(cmd, "hwts")) {
+			long ps, lane4_ps;
+			unsigned long long sec;
+			unsigned long nsec;
+			unsigned lane;
+			if (sscanf(rest, "%ld %ld %llu %lu %u", &ps, &lane4_ps, &sec, &nsec, &lane) == 5) {
+				const struct ptp_hwts_corr c = PTP_HWTS_CORR(ps, lane4_ps);
+				struct ptp_time t = { 0, 0 };
+				int rc = ptp_hwts_correct(&t, sec, (uint32_t)nsec, lane, &c);
+				printf("hwts %d %" PRIu64 " %" PRIu32 "\n", rc, t.sec, t.nsec);
 			}
 		} else {
 			printf("error unknown command %s\n", cmd);
