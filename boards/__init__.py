@@ -5,7 +5,7 @@
 """Board registry: one module per board, each holding only board facts (pins, clocks, PHY)."""
 
 from ethdaq.boards import (colorlight_5a_75b, colorlight_i5, digilent_arty, digilent_nexys_video,
-    gsd_butterstick, lattice_versa_ecp5, sim, sim10g, xilinx_kc705)
+    gsd_butterstick, lattice_versa_ecp5, sim, sim10g, xilinx_kc705, xilinx_kcu116)
 
 BOARDS = {
     "sim":                  sim.Board,
@@ -19,6 +19,8 @@ BOARDS = {
     "digilent_nexys_video": digilent_nexys_video.Board,
     "xilinx_kc705":         xilinx_kc705.Board,
     "digilent_arty":        digilent_arty.Board,
+    # Xilinx UltraScale+: the same, 10GBASE-R on a GTY transceiver.
+    "xilinx_kcu116":        xilinx_kcu116.Board,
 }
 
 

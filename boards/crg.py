@@ -15,7 +15,7 @@ from litex.gen import *
 
 from migen.genlib.resetsync import AsyncResetSynchronizer
 
-from litex.soc.cores.clock import ECP5PLL, S7PLL, S7IDELAYCTRL
+from litex.soc.cores.clock import ECP5PLL, S7PLL, S7IDELAYCTRL, USPMMCM
 
 
 class ECP5CRG(LiteXModule):
@@ -70,3 +70,23 @@ class S7CRG(LiteXModule):
             self.cd_eth_ref = ClockDomain(reset_less=True)
             pll.create_clkout(self.cd_eth_ref, 25e6)
             self.comb += platform.request(eth_ref_clk_name).eq(self.cd_eth_ref.clk)
+
+
+class USPCRG(LiteXModule):
+    """sys from the board oscillator (the platform's default clock) through an UltraScale+ MMCM;
+    held in reset while the (active-high) reset button is pressed."""
+    def __init__(self, platform, sys_clk_freq, rst_name=None, speedgrade=-2):
+        self.rst      = Signal()
+        self.soft_rst = Signal()
+        self.cd_sys   = ClockDomain()
+
+        # # #
+
+        clk = platform.request(platform.default_clk_name)
+        rst = platform.request(rst_name) if rst_name else 0
+        self.pll = pll = USPMMCM(speedgrade=speedgrade)
+        self.comb += pll.reset.eq(rst | self.rst)
+        pll.register_clkin(clk, platform.default_clk_freq)
+        pll.create_clkout(self.cd_sys, sys_clk_freq, with_reset=False)
+        self.specials += AsyncResetSynchronizer(self.cd_sys, ~pll.locked | self.soft_rst)
+        platform.add_false_path_constraints(self.cd_sys.clk, pll.clkin)

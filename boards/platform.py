@@ -7,7 +7,7 @@ LiteX's form, for front-ends: gateware/connectors.py) and its oscillator; the os
 constraint (and the CRG's PLL input, boards/crg.py) follow from them."""
 
 from litex.build.lattice import LatticeECP5Platform
-from litex.build.xilinx import Xilinx7SeriesPlatform
+from litex.build.xilinx import Xilinx7SeriesPlatform, XilinxUSPPlatform
 
 from ethdaq.gateware.bram import ecp5_special_overrides
 
@@ -45,4 +45,20 @@ class S7BoardPlatform(Xilinx7SeriesPlatform):
 
     def do_finalize(self, fragment):
         Xilinx7SeriesPlatform.do_finalize(self, fragment)
+        self.add_period_constraint(self.lookup_request(self.default_clk_name, loose=True), self.default_clk_period)
+
+
+class USPBoardPlatform(XilinxUSPPlatform):
+    """UltraScale+ boards, as S7BoardPlatform: the oscillator's period constraint and the
+    board's own XDC lines."""
+    def __init__(self, device, io, clk_name, clk_freq, toolchain="vivado", commands=(), connectors=()):
+        self.default_clk_name   = clk_name
+        self.default_clk_freq   = clk_freq
+        self.default_clk_period = 1e9/clk_freq
+        XilinxUSPPlatform.__init__(self, device, io, connectors=list(connectors), toolchain=toolchain)
+        for command in commands:
+            self.add_platform_command(command)
+
+    def do_finalize(self, fragment):
+        XilinxUSPPlatform.do_finalize(self, fragment)
         self.add_period_constraint(self.lookup_request(self.default_clk_name, loose=True), self.default_clk_period)

@@ -19,7 +19,8 @@ first and the FCS last, as LiteEth's MAC checks them (`with_preamble_crc`).
 
 `tx_lane4` and `rx_lane4` (gateware/tsu.py XGMIIStartLane on the pins) say in which lane the
 frame's /S/ was, for the PTP timestamp units. Both directions are clocked by `clk` (a 156.25 MHz
-clock: the simulated board's, or a transceiver's recovered clock on hardware).
+clock: the simulated board's); without `clk` the eth_tx and eth_rx domains are made elsewhere (a
+transceiver's transmit and recovered receive clocks: gateware/uspgty10g.py).
 """
 
 from migen import *
@@ -45,15 +46,17 @@ class XGMIIPHY(LiteXModule):
     tx_framing              = True   # The transmitter makes preamble, padding and FCS.
     tx_gapless              = True   # A frame's words must come without a gap.
 
-    def __init__(self, pads, clk):
-        self.cd_eth_tx = ClockDomain()
-        self.cd_eth_rx = ClockDomain()
+    def __init__(self, pads, clk=None):
+        if clk is not None:
+            self.cd_eth_tx = ClockDomain()
+            self.cd_eth_rx = ClockDomain()
         self.tx_lane4  = Signal()
         self.rx_lane4  = Signal()
 
         # # #
 
-        self.comb += [self.cd_eth_tx.clk.eq(clk), self.cd_eth_rx.clk.eq(clk)]
+        if clk is not None:
+            self.comb += [self.cd_eth_tx.clk.eq(clk), self.cd_eth_rx.clk.eq(clk)]
         self.tx = ClockDomainsRenamer("eth_tx")(XGMIITransmitter(pads))
         self.rx = ClockDomainsRenamer("eth_rx")(LiteEthPHYXGMIIRX(pads, self.dw))
         self.sink, self.source = self.tx.sink, self.rx.source

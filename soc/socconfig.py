@@ -205,6 +205,9 @@ class SoCConfig:
         ValueError with a one-line message for anything the build would refuse."""
         if board.is_sim and self.sys_clk_freq not in (None, board.sys_clk_freq):
             raise ValueError("the simulated board's sys clock is fixed at 125 MHz (it is the GMII clock)")
+        if getattr(board, "sys_clk_fixed", False) and self.sys_clk_freq not in (None, board.sys_clk_freq):
+            raise ValueError(f"{board.name}'s sys clock is fixed at {board.sys_clk_freq/1e6:g} MHz (its transceiver's "
+                             f"reset sequencer counts in it), not {self.sys_clk_freq/1e6:g} MHz")
         ip_address  = parse_ip(self.ip_address)   if isinstance(self.ip_address,  str) else self.ip_address
         mac_address = parse_mac(self.mac_address) if isinstance(self.mac_address, str) else self.mac_address
         # The subnet's mask: which directed broadcast the board takes (gateware/rxaudit.py).
@@ -280,6 +283,10 @@ class SoCConfig:
             raise ValueError(f"--pin-probe watches GMII pins; {board.name}'s PHY is {board.phy_dw}-bit")
         if self.with_ptp_testbench and not board.is_sim:
             raise ValueError(f"with_ptp_testbench models a board in simulation; {board.name} is real hardware")
+        if self.with_launcher and phy_dw != 8:
+            raise ValueError(f"the time-triggered launcher needs an 8-bit PHY for now; {board.name}'s is {phy_dw}-bit")
+        if self.with_probes and phy_dw != 8:
+            raise ValueError(f"the latency probes need an 8-bit PHY for now; {board.name}'s is {phy_dw}-bit")
         if self.with_classifier:
             check_fasttrack_ports(self.fasttrack_ports, self.ctl_port, data_port)
         # The latency probes time the classifier's fast-track deliveries in the PHY's receive

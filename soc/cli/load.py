@@ -16,6 +16,9 @@ def cmd_load(args):
     board = board_class(args.board)
     if board.is_sim:
         raise CLIError("board 'sim' is simulated and cannot be loaded; run 'sudo ethdaq sim'")
+    if board.loader is None:
+        raise CLIError(f"openFPGALoader cannot load {board.name} ({board.fpga}); load the bitstream with "
+                       f"Vivado's hardware manager")
     bitstream = Path(args.bitstream or os.path.join(args.output_dir or os.path.join("build", board.name),
                                                     "gateware", f"{board.name}.bit"))
     if not bitstream.exists():

@@ -72,11 +72,26 @@ def test_resolve_leaves_the_config_it_was_given_as_it_was():
     ("sim10g", dict(eth_dw=8), "eth_dw must be 8, 16, 32 or 64 and at least the PHY's width on sim10g (64 bits), not 8"),
     ("sim", dict(eth_dw=12), "eth_dw must be 8, 16, 32 or 64 and at least the PHY's width on sim (8 bits), not 12"),
     ("sim10g", dict(with_pin_probe=True), "--pin-probe watches GMII pins; sim10g's PHY is 64-bit"),
+    # The 10G hardware board: its PHY is 64-bit, its sys clock fixed by the transceiver's resets.
+    ("xilinx_kcu116", dict(eth_dw=8),
+     "eth_dw must be 8, 16, 32 or 64 and at least the PHY's width on xilinx_kcu116 (64 bits), not 8"),
+    ("xilinx_kcu116", dict(sys_clk_freq=100e6),
+     "xilinx_kcu116's sys clock is fixed at 125 MHz (its transceiver's reset sequencer counts in it), not 100 MHz"),
+    ("xilinx_kcu116", dict(with_launcher=True), "the time-triggered launcher needs an 8-bit PHY for now; xilinx_kcu116's is 64-bit"),
+    ("xilinx_kcu116", dict(with_probes=True), "the latency probes need an 8-bit PHY for now; xilinx_kcu116's is 64-bit"),
+    ("xilinx_kcu116", dict(ptp_transport="l2"), "PTP over Ethernet (l2) needs eth_dw=8 for now, not 64"),
+    ("xilinx_kcu116", dict(with_pin_probe=True), "--pin-probe reports from the simulated board's pins; xilinx_kcu116 is real hardware"),
 ])
 def test_what_the_build_refuses_is_a_one_line_value_error(board, options, text):
     with pytest.raises(ValueError) as e:
         SoCConfig(**options).resolve(get_board(board))
     assert str(e.value).startswith(text) and "\n" not in str(e.value)
+
+
+def test_kcu116_takes_its_64_bit_datapath_and_sys_clock():
+    config = SoCConfig().resolve(get_board("xilinx_kcu116"))
+    assert (config.eth_dw, config.sys_clk_freq) == (64, 125_000_000)
+    assert SoCConfig(sys_clk_freq=125e6).resolve(get_board("xilinx_kcu116")).sys_clk_freq == 125_000_000
 
 
 def test_without_the_streamer_its_port_is_free():

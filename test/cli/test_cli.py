@@ -40,6 +40,7 @@ def test_boards_lists_fpga_phy_and_link():
         "digilent_nexys_video": ("XC7A200T-1SBG484C",    "RGMII",      "1G",   "vivado, yosys"),
         "xilinx_kc705":         ("XC7K325T-2FFG900C",    "GMII",       "1G",   "vivado, yosys"),
         "digilent_arty":        ("XC7A35TICSG324-1L",    "MII",        "100M", "vivado, yosys"),
+        "xilinx_kcu116":        ("XCKU5P-2FFVB676E",     "10GBASE-R",  "10G",  "vivado, yosys"),
     }
     assert sorted(rows) == sorted(expected)
     for name, (fpga, phy, link, toolchains) in expected.items():
@@ -64,7 +65,7 @@ def test_every_board_loads_with_a_board_or_cable_openfpgaloader_knows():
     from ethdaq.boards import BOARDS
     boards, cables = _openfpgaloader_list("boards"), _openfpgaloader_list("cables")
     for board in BOARDS.values():
-        if board.is_sim:
+        if board.is_sim or board.loader is None:
             continue
         args = dict(zip(board.loader[::2], board.loader[1::2])) if "--dfu" not in board.loader else {}
         if "--board" in args:
@@ -198,6 +199,12 @@ def test_load_without_bitstream(tmp_path):
 
 def test_load_sim_board_is_refused():
     assert_one_line_error(run("load", "--board", "sim"), "board 'sim' is simulated")
+
+
+def test_load_a_board_openfpgaloader_cannot_program_is_refused():
+    assert_one_line_error(run("load", "--board", "xilinx_kcu116"),
+                          "openFPGALoader cannot load xilinx_kcu116 (XCKU5P-2FFVB676E); load the bitstream "
+                          "with Vivado's hardware manager")
 
 
 def test_sim_needs_root(monkeypatch, capsys):
