@@ -65,6 +65,32 @@ _io = [
 ]
 
 
+# Expansion connectors (for front-ends' pins, docs/frontends.md), from litex-boards
+# (platforms/xilinx_kcu116.py, _connectors): the FMC HPC connector's user I/O (LA00 to LA22, the
+# mezzanine clock CLK0_M2C and PG_M2C; its transceiver lanes and clocks are left out: transceivers,
+# not general I/O) and the two Pmod headers (LVCMOS33). pmod0's first two pins are the SoC's PTP
+# outputs. Untested on hardware by this project.
+_connectors = [
+    ("HPC", {
+        "LA00_P_CC": "AD20",  "LA00_N_CC": "AE20",  "LA01_P_CC": "AC19",  "LA01_N_CC": "AD19",
+        "LA02_P": "Y17",      "LA02_N": "AA17",     "LA03_P": "AB17",     "LA03_N": "AC17",
+        "LA04_P": "AA20",     "LA04_N": "AB20",     "LA05_P": "AA19",     "LA05_N": "AB19",
+        "LA06_P": "Y20",      "LA06_N": "Y21",      "LA07_P": "AD16",     "LA07_N": "AE16",
+        "LA08_P": "AE17",     "LA08_N": "AF17",     "LA09_P": "AC18",     "LA09_N": "AD18",
+        "LA10_P": "AF18",     "LA10_N": "AF19",     "LA11_P": "Y18",      "LA11_N": "AA18",
+        "LA12_P": "AC22",     "LA12_N": "AC23",     "LA13_P": "AD23",     "LA13_N": "AE23",
+        "LA14_P": "AE22",     "LA14_N": "AF22",     "LA15_P": "AB24",     "LA15_N": "AC24",
+        "LA16_P": "AD24",     "LA16_N": "AD25",     "LA17_P_CC": "AD21",  "LA17_N_CC": "AE21",
+        "LA18_P_CC": "AA22",  "LA18_N_CC": "AB22",  "LA19_P": "AC26",     "LA19_N": "AD26",
+        "LA20_P": "AF24",     "LA20_N": "AF25",     "LA21_P": "AB25",     "LA21_N": "AB26",
+        "LA22_P": "AE25",     "LA22_N": "AE26",     "CLK0_M2C_P": "AB21",  "CLK0_M2C_N": "AC21",
+        "PG_M2C": "H13",
+    }),
+    ("pmod0", "A14 B15 A12 A13 B12 C12 C13 C14"),
+    ("pmod1", "D13 D14 E12 E13 F13 F14 J14 J15"),
+]
+
+
 class Board:
     name         = "xilinx_kcu116"
     description  = "Xilinx KCU116, Kintex UltraScale+ KU5P, 10GBASE-R on SFP28 (GTY)"
@@ -92,7 +118,7 @@ class Board:
         return USPBoardPlatform("xcku5p-ffvb676-2-e", _io, "clk125", 125e6, toolchain=toolchain, commands=[
             # LiteEth's GTY set-up trips this DRC (litex-boards' KCU116 target does the same).
             "set_property SEVERITY {{Warning}} [get_drc_checks REQP-1753]",
-        ])
+        ], connectors=_connectors)
 
     @staticmethod
     def crg(platform, sys_clk_freq):

@@ -31,6 +31,7 @@ CONNECTORS = {
                              {"pmoda:0": "ptp_pps", "pmoda:1": "ptp_periodic"}),
     "digilent_nexys_video": ({"pmoda", "pmodb", "pmodc", "LPC"}, {"pmoda:0": "ptp_pps", "pmoda:1": "ptp_periodic"}),
     "xilinx_kc705":         ({"HPC", "LPC"}, {}),
+    "xilinx_kcu116":        ({"HPC", "pmod0", "pmod1"}, {"pmod0:0": "ptp_pps", "pmod0:1": "ptp_periodic"}),
 }
 
 

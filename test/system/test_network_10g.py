@@ -43,6 +43,19 @@ def ctl(board, *args, timeout=60):
                         capture_output=True, text=True, timeout=timeout)
 
 
+def tap_mac(board):
+    """The MAC address of the tap, Linux's end of the board's wire."""
+    return json.loads(board.ns_run(["ip", "-j", "link", "show", TAP], capture_output=True, text=True,
+                                   check=True).stdout)[0]["address"]
+
+
+def rx_stats(board):
+    """The board's receive counters (RX_STATS), by name."""
+    r = ctl(board, "rx", "--json")
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
 def stream(board, rate, count):
     r = board.ns_run([sys.executable, "-c", STREAM_CHECK, BOARD_IP, str(CTL_PORT), str(rate), str(count)],
                      capture_output=True, text=True, timeout=300)
@@ -178,12 +191,10 @@ def test_hostile_frames_from_linux_during_a_stream_are_each_counted_by_cause(boa
     labels it with, none disturbs the stream, the control port answers after. Not the kinds whose
     point is the FCS or the length on the wire (bad_fcs, runt): this board has no injector, and
     the tap module gives every frame a good FCS and pads it to 60 bytes."""
-    import collections, json as json_, random, threading
+    import collections, random, threading
     from bench.hostile import KINDS, Network, labelled, strip_fcs
     from ethdaq.wire import protocol
-    mac = json_.loads(board.ns_run(["ip", "-j", "link", "show", TAP], capture_output=True, text=True,
-                                   check=True).stdout)[0]["address"]
-    net = Network(board_mac=MAC, board_ip=BOARD_IP, host_mac=mac, host_ip=HOST_IP, ctl_port=CTL_PORT)
+    net = Network(board_mac=MAC, board_ip=BOARD_IP, host_mac=tap_mac(board), host_ip=HOST_IP, ctl_port=CTL_PORT)
     rng = random.Random(31)
     mix = [(f, c) for kind in KINDS if kind not in ("bad_fcs", "runt")
            for f, c in labelled(kind, net, rng, 2 if kind == "jumbo" else 4) if c is not None]
@@ -193,13 +204,7 @@ def test_hostile_frames_from_linux_during_a_stream_are_each_counted_by_cause(boa
                                      for line in in_pairs([strip_fcs(f) for f, _ in mix])) + "\n")
     # Linux's own IPv6 chatter (router solicitations, MLD) would count as unknown EtherTypes.
     board.ns_run(["sysctl", "-q", "-w", f"net.ipv6.conf.{TAP}.disable_ipv6=1"], check=True)
-
-    def rx_stats():
-        r = ctl(board, "rx", "--json")
-        assert r.returncode == 0, r.stderr
-        return json_.loads(r.stdout)
-
-    before = rx_stats()
+    before = rx_stats(board)
     result = {}
     thread = threading.Thread(target=lambda: result.update(stream(board, rate=0.02, count=60)))
     thread.start()
@@ -210,7 +215,7 @@ def test_hostile_frames_from_linux_during_a_stream_are_each_counted_by_cause(boa
         thread.join(timeout=300)
     assert r.returncode == 0 and int(r.stdout) == len(mix), r.stdout + r.stderr
     assert not thread.is_alive()
-    after = rx_stats()
+    after = rx_stats(board)
     delta = {name: after[name] - before[name] for name in before}
     expected = collections.Counter(c for _, c in mix)
     # Linux's own good frames (the stream's control, ARP) add to rx_ok; its "port unreachable"
@@ -235,23 +240,15 @@ def test_frames_back_to_back_of_every_length_are_each_counted_once(board, tmp_pa
     receive crossing back to back; gateware/framespacer.py)."""
     from scapy.all import IP, UDP, Ether, Raw, raw
     from ethdaq.wire import protocol
-    mac = json.loads(board.ns_run(["ip", "-j", "link", "show", TAP], capture_output=True, text=True,
-                                  check=True).stdout)[0]["address"]
-    frames = [raw(Ether(src=mac, dst=MAC) / IP(src=HOST_IP, dst=BOARD_IP) / UDP(sport=40000, dport=9999) /
+    frames = [raw(Ether(src=tap_mac(board), dst=MAC) / IP(src=HOST_IP, dst=BOARD_IP) / UDP(sport=40000, dport=9999) /
                   Raw(bytes(n - 42))) for n in range(60, 76)]
     frames_file = tmp_path / "frames.hex"
     frames_file.write_text("\n".join(f"{f.hex()},{f.hex()}" for f in frames) + "\n")
     board.ns_run(["sysctl", "-q", "-w", f"net.ipv6.conf.{TAP}.disable_ipv6=1"], check=True)
-
-    def rx_stats():
-        r = ctl(board, "rx", "--json")
-        assert r.returncode == 0, r.stderr
-        return json.loads(r.stdout)
-
-    before = rx_stats()
+    before = rx_stats(board)
     r = board.ns_run([sys.executable, "-c", SEND_FRAMES, TAP, str(frames_file)], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and int(r.stdout) == 2*len(frames), r.stdout + r.stderr
-    after = rx_stats()
+    after = rx_stats(board)
     delta = {name: after[name] - before[name] for name in protocol.RX_AUDIT_CAUSES if after[name] != before[name]}
     rx_ok = delta.pop("rx_ok", 0)   # The control request itself, ARP.
     assert delta == {"udp_port": 2*len(frames)} and rx_ok >= 1, delta
