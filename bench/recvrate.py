@@ -188,10 +188,10 @@ def path_drops(prefix=()):
     out = {"rcvbuf": udp["RcvbufErrors"], "udp_in_errors": udp["InErrors"]}
     if prefix:
         tx_ns = prefix[-1]   # veth_pair's prefix: ip netns exec NAMESPACE
-        for key, cmd in (("veth_tx_dropped", ["ip", "-n", tx_ns, "-s", "-j", "link", "show", "rrtx"]),
-                         ("veth_rx_dropped", ["ip", "-s", "-j", "link", "show", "rrrx"])):
+        for key, cmd, direction in (("veth_tx_dropped", ["ip", "-n", tx_ns, "-s", "-j", "link", "show", "rrtx"], "tx"),
+                                    ("veth_rx_dropped", ["ip", "-s", "-j", "link", "show", "rrrx"], "rx")):
             stats = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)[0]["stats64"]
-            out[key] = stats["tx" if key == "veth_tx_dropped" else "rx"]["dropped"]
+            out[key] = stats[direction]["dropped"]
     return out
 
 

@@ -96,17 +96,23 @@ def replace_tx_cdc(mac_core, depth=2048):
     return cdc
 
 
+def _rx_crc_index(pipeline, dw, error):
+    """Where LiteEth's FCS checker is in a MAC core's receive pipeline, if there is one and it is
+    `dw` bits wide; else ValueError(error)."""
+    found = [i for i, m in enumerate(pipeline) if isinstance(m, LiteEthMACCRC32Checker)]
+    if len(found) != 1 or len(pipeline[found[0]].sink.data) != dw:
+        raise ValueError(error)
+    return found[0]
+
+
 def replace_rx_crc(mac_core):
     """Replace the FCS checker of `mac_core` (a LiteEthMACCore with its 8-bit datapath in eth_rx,
     with_preamble_crc True) by an FCSChecker, before the core is finalized: in its pipeline, and
     as the source of its FCS error counter's pulse. Returns the new checker."""
     datapath = mac_core.rx_datapath
     pipeline = datapath.pipeline
-    olds = [i for i, m in enumerate(pipeline) if isinstance(m, LiteEthMACCRC32Checker)]
-    if len(olds) != 1 or len(pipeline[olds[0]].sink.data) != 8:
-        raise ValueError("replace_rx_crc needs LiteEth's MAC core with its FCS checker at 8 bits "
-                         "(with_preamble_crc=True, with_sys_datapath=False)")
-    i   = olds[0]
+    i   = _rx_crc_index(pipeline, 8, "replace_rx_crc needs LiteEth's MAC core with its FCS checker at 8 bits "
+                                     "(with_preamble_crc=True, with_sys_datapath=False)")
     old = pipeline[i]
     # LiteEth's counter: `ps.i.eq(rx_crc.error)` among the datapath's combinatorial statements.
     comb   = datapath._fragment.comb
@@ -125,11 +131,9 @@ def space_rx_crc(mac_core, cd):
     `cd`), before the core is finalized: its checker drops the first word of a frame that follows
     a frame ending in 5 to 8 bytes by less (gateware/framespacer.py). Returns the spacer."""
     pipeline = mac_core.rx_datapath.pipeline
-    olds = [i for i, m in enumerate(pipeline) if isinstance(m, LiteEthMACCRC32Checker)]
-    if len(olds) != 1 or len(pipeline[olds[0]].sink.data) != 64:
-        raise ValueError("space_rx_crc needs LiteEth's MAC core with its FCS checker at 64 bits (with_preamble_crc=True)")
+    i = _rx_crc_index(pipeline, 64, "space_rx_crc needs LiteEth's MAC core with its FCS checker at 64 bits (with_preamble_crc=True)")
     spacer = ClockDomainsRenamer(cd)(FrameSpacer(eth_phy_description(64), cycles=2))
-    pipeline.insert(olds[0], spacer)
+    pipeline.insert(i, spacer)
     mac_core.rx_datapath.submodules += spacer
     return spacer
 
