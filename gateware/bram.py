@@ -268,13 +268,19 @@ class BlockRAMFIFO(LiteXModule):
     cycle t+3 at the earliest, and `level` counts the words in the array and the read stage,
     not the one at the source (as the buffered FIFO's level does not count the register after
     it); at most `depth` + 2 words are inside. `depth` is a power of two.
+
+    `with_ready=False`: `sink.ready` is 1 and every `valid` word is written, for a writer that
+    keeps the room itself from `level` (the frame gate): the RAM's write enable is then the
+    writer's flip-flops' logic, without the full comparison of the pointers (a carry chain).
+    A write to a full FIFO would overwrite its oldest word; the writer must not make one.
     """
-    def __init__(self, layout, depth):
+    def __init__(self, layout, depth, with_ready=True):
         if depth < 2 or depth & (depth - 1):
             raise ValueError(f"BlockRAMFIFO: depth must be a power of two (its pointers wrap), not {depth!r}")
         self.sink   = sink   = stream.Endpoint(layout)
         self.source = source = stream.Endpoint(layout)
         self.level  = Signal(max=depth + 2)
+        self.full   = Signal()   # The array holds `depth` words.
         self.depth  = depth
 
         # # #
@@ -300,7 +306,8 @@ class BlockRAMFIFO(LiteXModule):
         self.comb += [
             empty.eq(wptr == rptr),
             count.eq(wptr - rptr),
-            sink.ready.eq(~((wptr[:bits] == rptr[:bits]) & (wptr[bits] != rptr[bits]))),
+            self.full.eq((wptr[:bits] == rptr[:bits]) & (wptr[bits] != rptr[bits])),
+            sink.ready.eq(~self.full if with_ready else 1),
             write.eq(sink.valid & sink.ready),
             ram.we.eq(write),
             ram.wadr.eq(wptr[:bits]),

@@ -63,9 +63,9 @@ class FrameGate(LiteXModule):
 
         # Bytes (data and last) and one verdict per stored frame (1: drop it).
         if dw == 8:
-            self.data_fifo = data_fifo = BlockRAMFIFO([("data", 8)], depth)
+            self.data_fifo = data_fifo = BlockRAMFIFO([("data", 8)], depth, with_ready=False)
         else:   # Beats, with their last_be; depth and max_frame from here on in beats.
-            self.data_fifo = data_fifo = BlockRAMFIFO([("data", dw), ("last_be", dw//8)], depth//(dw//8))
+            self.data_fifo = data_fifo = BlockRAMFIFO([("data", dw), ("last_be", dw//8)], depth//(dw//8), with_ready=False)
             depth, max_frame = depth//(dw//8), max_frame//(dw//8)
         # The verdict comes out of a register (buffered), and the gate's output goes through a
         # buffer with registered valid and ready: the data FIFO's read enable is then one LUT from
@@ -92,7 +92,8 @@ class FrameGate(LiteXModule):
         # leaves one free byte (or reaches max_frame) ends it in the buffer, so a frame always has
         # its end there and the rest of it is never stored. `room` and `full` are registered, and
         # so is the level they compare (a subtraction of the FIFO's pointers): two cycles late,
-        # two bytes on the safe side, since the level moves by at most one a cycle.
+        # two bytes on the safe side, since the level moves by at most one a cycle. So the data
+        # FIFO never fills, and it writes every admitted byte without a full check of its own.
         level = Signal.like(data_fifo.level)
         self.sync += [
             level.eq(data_fifo.level),
