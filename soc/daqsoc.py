@@ -31,6 +31,7 @@ from ethdaq.boards import BOARDS
 from ethdaq.gateware.bustimeout import use_registered_timeout
 from ethdaq.gateware.cpuport import CPUMACPort, CPUUDPPort, connect_udp_ports
 from ethdaq.gateware.emulator import add_emulators
+from ethdaq.gateware.eventcounters import EventCounters
 from ethdaq.gateware.globalreset import promote_resets
 from ethdaq.gateware.ipchecksum import replace_ip_checksums
 from ethdaq.gateware.frontend import FrontendContext, declared_events, declared_rates, instantiate as instantiate_frontend
@@ -138,6 +139,7 @@ class DAQSoC(SoCCore):
         soc.add_ptp()
         soc.add_streamer()
         soc.add_probes()
+        soc.add_event_counters()
         soc.add_firmware_constants()
 
     def add_soc_core(self, toolchain=None, **kwargs):
@@ -469,6 +471,32 @@ class DAQSoC(SoCCore):
                                 fasttrack=self.classifier.fasttrack if config.with_classifier else None,
                                 passed_udp=self.classifier.passed_udp if config.with_classifier else None,
                                 mailbox=self.ctlport if config.with_classifier else None)
+
+    def add_event_counters(self):
+        # The drop and error counts the firmware reports, in one RAM behind one CSR window
+        # (gateware/eventcounters.py): each core's counter stays, of it only the low bits are
+        # read, and its own CSR is not built. Each event's index is the firmware's EVENT_<NAME>.
+        taken = [(self.eth_errors, "_fcs_errors", "eth_fcs_errors"),
+                 (self.eth_errors, "_preamble_errors", "eth_preamble_errors"),
+                 (self.ctlport, "_rx_dropped", "ctlport_rx_dropped"),
+                 (self.ctlport, "_tx_dropped", "ctlport_tx_dropped"),
+                 (self.ptp_rx, "_overflows", "ptp_rx_overflows"),
+                 (self.ptp_tx, "_overflows", "ptp_tx_overflows")]
+        if hasattr(self, "rx_gate_counters"):
+            taken += [(self.rx_gate_counters, f"_dropped_{why}", f"rx_gate_dropped_{why}")
+                      for why in ("full", "error", "oversize") if hasattr(self.rx_gate_counters, f"_dropped_{why}")]
+        if hasattr(self, "streamer"):
+            taken += [(self.streamer, "_arp_timeouts", "streamer_arp_timeouts"),
+                      (self.streamer, "_stale", "streamer_stale"),
+                      (self.streamer, "_dst_mac_changes", "streamer_dst_mac_changes"),
+                      (self.streamer, "_arp_refused", "streamer_arp_refused")]
+        sources = []
+        for module, attr, name in taken:
+            module.autocsr_exclude = set(getattr(module, "autocsr_exclude", ())) | {attr}
+            sources.append((name, getattr(module, attr).status))
+        self.events = EventCounters(sources)
+        for i, name in enumerate(self.events.names):
+            self.add_constant(f"EVENT_{name.upper()}", i)
 
     def add_firmware_constants(self):
         """What the firmware is compiled with (LiteX writes them into soc.h and csr.json): the

@@ -8,6 +8,7 @@
 #include <generated/soc.h>
 
 #include "classifier.h"
+#include "events.h"
 
 #ifdef CSR_CLASSIFIER_BASE
 
@@ -68,11 +69,9 @@ int classifier_rules_op(const struct ctl_rule *set, struct ctl_rules_report *rep
 		o->refused = classifier_refused_read();
 	}
 	rep->unmatched = classifier_unmatched_read();
-#ifdef CSR_RX_GATE_COUNTERS_BASE
-	rep->gate_error    = rx_gate_counters_dropped_error_read();
-	rep->gate_full     = rx_gate_counters_dropped_full_read();
-	rep->gate_oversize = rx_gate_counters_dropped_oversize_read();
-#endif
+	rep->gate_error    = event_count(EVENT_RX_GATE_DROPPED_ERROR);
+	rep->gate_full     = event_count(EVENT_RX_GATE_DROPPED_FULL);
+	rep->gate_oversize = event_count(EVENT_RX_GATE_DROPPED_OVERSIZE);
 	return 0;
 }
 

@@ -14,11 +14,11 @@
 	.rx_port = prefix##_rx_port_read,    .rx_length = prefix##_rx_length_read,               \
 	.rx_truncated = prefix##_rx_truncated_read, .rx_data = prefix##_rx_data_read,            \
 	.rx_next = prefix##_rx_next_write,   .rx_consume = prefix##_rx_consume_write,            \
-	.rx_dropped = prefix##_rx_dropped_read, .rx_local_port = prefix##_rx_local_port_read,   \
+	.rx_local_port = prefix##_rx_local_port_read,                                            \
 	.tx_data = prefix##_tx_data_write,   .tx_ip = prefix##_tx_ip_write,                      \
 	.tx_port = prefix##_tx_port_write,   .tx_send = prefix##_tx_send_write,                  \
 	.tx_local_port = prefix##_tx_local_port_write,                                           \
-	.tx_busy = prefix##_tx_busy_read,    .tx_dropped = prefix##_tx_dropped_read,             \
+	.tx_busy = prefix##_tx_busy_read,                                                        \
 	.tx_max = (max),                                                                         \
 }
 

@@ -26,7 +26,6 @@ struct cpuport {
 	uint32_t (*rx_data)(void);
 	void     (*rx_next)(uint32_t);
 	void     (*rx_consume)(uint32_t);
-	uint32_t (*rx_dropped)(void);
 	uint32_t (*rx_local_port)(void);
 	void     (*tx_data)(uint32_t);
 	void     (*tx_ip)(uint32_t);
@@ -34,7 +33,6 @@ struct cpuport {
 	void     (*tx_local_port)(uint32_t);
 	void     (*tx_send)(uint32_t);
 	uint32_t (*tx_busy)(void);
-	uint32_t (*tx_dropped)(void);
 	size_t   tx_max;        /* Largest payload the port's transmit buffer holds. */
 };
 

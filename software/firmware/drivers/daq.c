@@ -6,6 +6,7 @@
 #include <generated/soc.h>
 
 #include "daq.h"
+#include "events.h"
 #include "netaddr.h"
 
 #ifdef CSR_STREAMER_BASE
@@ -232,18 +233,18 @@ static void status(struct ctl_status *st)
 	st->running   = (streamer_status_read() >> CSR_STREAMER_STATUS_RUNNING_OFFSET) & 1u;
 	st->run       = streamer_run_read();
 	totals(&st->datagrams, &st->dropped);
-	st->port_rx_dropped = ctlport_rx_dropped_read();
-	st->port_tx_dropped = ctlport_tx_dropped_read() + port_stats->tx_too_long + port_stats->tx_timeout;
+	st->port_rx_dropped = event_count(EVENT_CTLPORT_RX_DROPPED);
+	st->port_tx_dropped = event_count(EVENT_CTLPORT_TX_DROPPED) + port_stats->tx_too_long + port_stats->tx_timeout;
 	uint32_t s = streamer_status_read();
-	st->arp_timeouts = streamer_arp_timeouts_read();
+	st->arp_timeouts = event_count(EVENT_STREAMER_ARP_TIMEOUTS);
 	st->dst_flags    = (uint8_t)((s & (1u << CSR_STREAMER_STATUS_DST_VALID_OFFSET) ? CTL_DST_VALID : 0) |
 	                             (s & (1u << CSR_STREAMER_STATUS_UNREACHABLE_OFFSET) ? CTL_DST_UNREACHABLE : 0));
 	mac_from_u64(st->dst_mac, streamer_dst_mac_status_read());
-	st->stale        = streamer_stale_read();
-	st->dst_mac_changes = streamer_dst_mac_changes_read();
-	st->arp_refused     = streamer_arp_refused_read();
-	st->rx_fcs_errors      = eth_errors_fcs_errors_read();
-	st->rx_preamble_errors = eth_errors_preamble_errors_read();
+	st->stale        = event_count(EVENT_STREAMER_STALE);
+	st->dst_mac_changes = event_count(EVENT_STREAMER_DST_MAC_CHANGES);
+	st->arp_refused     = event_count(EVENT_STREAMER_ARP_REFUSED);
+	st->rx_fcs_errors      = event_count(EVENT_ETH_FCS_ERRORS);
+	st->rx_preamble_errors = event_count(EVENT_ETH_PREAMBLE_ERRORS);
 }
 
 void daq_ops(struct ctl_ops *ops, const struct ctlport_stats *port)

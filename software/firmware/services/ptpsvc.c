@@ -11,6 +11,7 @@
 #include "drivers/console.h"
 #include "protocol/ctl.h"
 #include "drivers/ctlport.h"
+#include "drivers/events.h"
 #include "ptpsvc.h"
 #include "ptp/ptp_hwts.h"
 
@@ -511,14 +512,14 @@ void ptpsvc_poll(void)
 #ifdef ETHDAQ_PTP_L2
 	cnt.port_rx_dropped = ptp_l2_rx_dropped_read();
 #else
-	cnt.port_rx_dropped = ctlport_rx_dropped_read();
+	cnt.port_rx_dropped = event_count(EVENT_CTLPORT_RX_DROPPED);
 	cnt.rx_truncated = port_stats.rx_truncated;
 	cnt.rx_too_long  = port_stats.rx_too_long;
 	cnt.tx_too_long  = port_stats.tx_too_long;
 	cnt.tx_timeout   = port_stats.tx_timeout;
 #endif
-	cnt.hw_rx_overflows = ptp_rx_overflows_read();
-	cnt.hw_tx_overflows = ptp_tx_overflows_read();
+	cnt.hw_rx_overflows = event_count(EVENT_PTP_RX_OVERFLOWS);
+	cnt.hw_tx_overflows = event_count(EVENT_PTP_TX_OVERFLOWS);
 }
 
 const struct ptp_status *ptpsvc_status(void)

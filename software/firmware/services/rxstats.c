@@ -5,6 +5,7 @@
 #include <generated/csr.h>
 #include <generated/soc.h>
 
+#include "drivers/events.h"
 #include "protocol/ctl.h"
 #include "ptpsvc.h"
 #include "rxstats.h"
@@ -33,19 +34,17 @@ int rxstats_counter(uint8_t code, uint64_t *value)
 	}
 #endif
 	switch (code) {
-#ifdef CSR_ETH_ERRORS_BASE
 	case CTL_RX_COUNTER_PREAMBLE:
-		*value = eth_errors_preamble_errors_read();
+		*value = event_count(EVENT_ETH_PREAMBLE_ERRORS);
 		return 1;
-#endif
-#ifdef CSR_RX_GATE_COUNTERS_BASE
+#ifdef EVENT_RX_GATE_DROPPED_FULL
 	case CTL_RX_COUNTER_RX_FULL:
-		*value = rx_gate_counters_dropped_full_read();
+		*value = event_count(EVENT_RX_GATE_DROPPED_FULL);
 		return 1;
 #endif
 	case CTL_RX_COUNTER_CPU_FULL:
 		/* The control mailbox (which also takes PTP over UDP), and PTP over Ethernet's. */
-		*value = ctlport_rx_dropped_read();
+		*value = event_count(EVENT_CTLPORT_RX_DROPPED);
 #ifdef CSR_PTP_L2_BASE
 		*value += ptp_l2_rx_dropped_read();
 #endif
