@@ -311,19 +311,19 @@ def _add_header_shift(ser, fsm, hb, header, hwords, pop_rr):
     # multiplexer was five LUTs deep. The shift register shifts a cycle after the fetch, on
     # a registered enable (`owed`), and a fetch while a shift is owed takes the byte after:
     # its 256 clock enables hang on a flip-flop, not on `ready` (7.7 ns on the LFE5U-25F-6).
-    load, h_adv = fsm.load, fsm.h_adv
+    h_adv = fsm.h_adv
     seq_at = next(f.offset for f in daqformat.FIELDS if f.name == "seq")
     assert isinstance(hb[0], Constant) and seq_at == 8
-    hidx    = Signal(max=hwords + 1)
+    hidx    = Signal(max=hwords + 1, reset=1)
     hhi     = Signal()  # hidx >= 8
-    hword   = Signal(8)
+    hword   = Signal(8, reset=hb[0].value)
     hsr     = Signal(8*(hwords - 8))
     hsr_ld  = Signal()
     owed    = Signal()  # hsr[:8] went out last cycle: shift now.
     ser.sync += [
         hsr_ld.eq(pop_rr),  # `desc` since the cycle before, seq since this one.
         owed.eq(h_adv & hhi),
-        If(load,
+        If(fsm.h_end,    # Ready for the next header (as _add_header_position's registers).
             hword.eq(hb[0]),
             hidx.eq(1),
             hhi.eq(0),
@@ -350,6 +350,7 @@ def _declare_fsm_states(fsm):
     fsm.s_samples = Signal()
     fsm.s_discard = Signal()
     fsm.s_gap     = Signal()
+    fsm.h_end = Signal()  # The header ends: its last word goes out, or it is dropped as stale.
 
 
 def _declare_fsm_signals(fsm, hwords, nbeats_bits, nwords_bits):
@@ -357,7 +358,7 @@ def _declare_fsm_signals(fsm, hwords, nbeats_bits, nwords_bits):
     # parts below read and drive many of the same ones.
     # Header: position, first word, last word, last word of a datagram without samples.
     fsm.hcount = Signal(max=hwords)
-    fsm.hfirst = Signal()
+    fsm.hfirst = Signal(reset=1)
     fsm.hlast  = Signal()
     fsm.h_fin  = Signal()
     # Samples: output words left (the current one included), and "this is the last".
@@ -436,6 +437,7 @@ def _add_fsm(ser, fsm, samples, packed, sample_bytes):
         stale_drop.eq(first_word & stale_now),
         # Not gated by stale_drop (valid is): a stale datagram's header state is dropped with it.
         h_adv.eq(s_header & ready),
+        fsm.h_end.eq((h_adv & hlast) | stale_drop),
         s_beat.eq(s_samples & ready),
         fin.eq(ready & ((s_header & h_fin) | (s_samples & s_fin))),
         s_init.eq(h_adv & hlast & ~h_fin),
@@ -463,10 +465,12 @@ def _add_fsm(ser, fsm, samples, packed, sample_bytes):
 
 def _add_header_position(ser, fsm, hwords, nw_zero):
     # Where the header is, kept as registers: its first word, its last, and whether it is the
-    # datagram's last (no samples).
+    # datagram's last (no samples). They are made ready for the next header as this one ends
+    # (its last word goes out, or it is dropped as stale) and hold outside headers, so `load`,
+    # the end of the state machine's logic, does not reach their resets.
     hcount, hfirst, hlast, h_fin = fsm.hcount, fsm.hfirst, fsm.hlast, fsm.h_fin
     ser.sync += [
-        If(fsm.load,
+        If(fsm.h_end,
             hcount.eq(0),
             hfirst.eq(1),
             hlast.eq(0),

@@ -162,6 +162,9 @@ class DAQSoC(SoCCore):
         kwargs.setdefault("uart_name",            board.uart_name)
         # No timer: the firmware's PTP service keeps its monotonic time from the PTP clock.
         kwargs.setdefault("with_timer",           False)
+        # No SoC controller: the watchdog resets and reboots (add_watchdog); its scratch word and
+        # bus error count are read by nothing here (about 90 LUT4 of the ECP5-25F's).
+        kwargs.setdefault("with_ctrl",            False)
         SoCCore.__init__(self, platform, sys_clk_freq,
             # No build date: the same sources give the same bitstream, and the git hash says which.
             ident         = f"ethdaq {board.name} {config.build_id} {options}",
