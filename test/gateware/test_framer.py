@@ -1,6 +1,9 @@
 """Canned-header framer and ARP requester (gateware/framer.py) in Migen simulation, decoded by
 scapy: every header field, the IPv4 checksum (scapy recomputes it), and holding for the MAC."""
 
+import random
+
+import pytest
 from migen import Module, Signal, run_simulation
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import ARP, Ether
@@ -106,6 +109,47 @@ def test_arp_request_is_a_padded_who_has():
     assert pkt.dst == "ff:ff:ff:ff:ff:ff" and pkt.src == "10:e2:d5:00:00:77"
     arp = pkt[ARP]
     assert (arp.op, arp.hwsrc, arp.psrc, arp.pdst) == (1, "10:e2:d5:00:00:77", "192.168.77.50", "192.168.77.1")
+
+
+@pytest.mark.parametrize("dw", [8, 64])
+def test_arp_frames_back_to_back_to_a_stalling_consumer_are_whole(dw):
+    """An announcement and a who-has waiting together go out one after the other, first the
+    announcement, each whole (60 bytes, scapy's decode), while the consumer takes a word only
+    now and then: the registered output word must follow `ready`, not run ahead of it."""
+    dut = ARPRequester(SRC_MAC, SRC_IP, dw=dw)
+    nb, frames, rng = dw//8, [], random.Random(dw)
+
+    def gen():
+        yield dut.target_ip.eq(DST_IP)
+        yield dut.request.eq(1)
+        yield dut.announce.eq(1)
+        yield
+        yield dut.request.eq(0)
+        yield dut.announce.eq(0)
+
+    def take():
+        cur = []
+        for _ in range(2000):
+            ready = int(rng.random() < 0.4)
+            yield dut.source.ready.eq(ready)
+            yield
+            if ready and (yield dut.source.valid):
+                word = (yield dut.source.data).to_bytes(nb, "little")
+                if (yield dut.source.last):
+                    word = word[:(yield dut.source.last_be).bit_length()]
+                cur += word
+                if (yield dut.source.last):
+                    frames.append(bytes(cur))
+                    cur = []
+                    if len(frames) == 2:
+                        return
+
+    run_simulation(dut, [gen(), take()])
+    assert [len(f) for f in frames] == [60, 60]
+    announce, request = (Ether(f)[ARP] for f in frames)
+    assert (announce.op, announce.psrc, announce.pdst) == (1, "192.168.77.50", "192.168.77.50")
+    assert (request.op, request.hwsrc, request.psrc, request.pdst) == (1, "10:e2:d5:00:00:77", "192.168.77.50", "192.168.77.1")
+    assert all(Ether(f).dst == "ff:ff:ff:ff:ff:ff" for f in frames)
 
 
 def test_checksums_with_the_source_a_setting_and_a_new_destination_every_datagram():
