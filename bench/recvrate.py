@@ -60,6 +60,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench.ratesearch import highest_held_rate  # noqa: E402
 from bench.table import print_table  # noqa: E402
 from ethdaq.host.rxcore import DEFAULT_RCVBUF, RxCore  # noqa: E402
 
@@ -259,37 +260,20 @@ def quiet_measure(exe, payload, rate, seconds, args, log):
 
 
 def search(exe, payload, args, log):
-    """Highest held rate for `payload`: (confirmed measurement, limited_by)."""
-    def run(rate, seconds):
-        return quiet_measure(exe, payload, rate, seconds, args, log)
+    """Highest held rate for `payload`: (confirmed measurement, limited_by), found as
+    bench/ratesearch.py finds it, to within 1 %."""
+    def run(rate, full):
+        return quiet_measure(exe, payload, rate, args.seconds if full else args.trial_seconds, args, log)
 
-    ceiling = run(0, args.trial_seconds)
+    ceiling = run(0, False)
     if ceiling["held"]:
         # The receiver keeps up with everything the sender can send: confirm over the full time.
-        full = run(0, args.seconds)
+        full = run(0, True)
         if full["held"]:
             return full, "sender"
-    # Coarse: bisect with short runs, starting just below what the receiver took unpaced.
-    lo, hi = 0.0, ceiling["achieved"]
-    rate = round(0.95 * min(hi, ceiling["received"] / ceiling["seconds"]), -2)
-    for _ in range(args.steps):
-        if run(rate, args.trial_seconds)["held"]:
-            lo = rate
-        else:
-            hi = rate
-        rate = round((lo + hi) / 2, -2)
-    # Fine: full-length runs. Short runs overestimate (a buffer absorbs a small deficit for a
-    # while), so step down 10 % until one holds, then bisect between it and the lowest failure.
-    best, rate, hi = None, lo or hi, hi
-    for _ in range(args.full_steps):
-        m = run(rate, args.seconds)
-        if m["held"]:
-            best = m
-        else:
-            hi = rate
-        rate = round((best["rate"] + hi) / 2, -2) if best else round(0.9 * rate, -2)
-        if best and hi - best["rate"] <= 0.01 * hi:
-            break
+    _, best = highest_held_rate(run, lambda m: m["held"], offered=lambda m: m["achieved"],
+                                received_per_s=lambda m: m["received"] / m["seconds"], steps=args.steps,
+                                full_steps=args.full_steps, close=0.01, ceiling=ceiling)
     return best, "receiver"
 
 

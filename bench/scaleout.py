@@ -61,6 +61,7 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+from bench.ratesearch import highest_held_rate                                # noqa: E402
 from bench.recvrate import build_sender                                      # noqa: E402
 from bench.table import print_table                                          # noqa: E402
 from ethdaq.wire.daqformat import HEADER_LEN                                 # noqa: E402
@@ -188,31 +189,12 @@ def held(run, batch):
 
 
 def zero_loss_rate(measure, batch, steps, full_steps):
-    """Highest paced rate that `measure(rate, long)` holds (held()): an unpaced short run gives the
-    ceiling; `steps` short runs bisect below it; full-length runs then step down 10 % until one
-    holds and bisect between it and the lowest failure (a short run hides a small deficit in the
-    socket buffer and the ring). Returns (rate, the held full-length run) or (0, None)."""
-    ceiling = measure(0, False)
-    lo, hi = 0.0, ceiling["offered"]
-    rate = round(0.95 * min(hi, ceiling["received_per_s"]), -2)
-    for _ in range(steps):
-        if rate <= 0:                                 # rate 0 would be unpaced
-            break
-        lo, hi = (rate, hi) if held(measure(rate, False), batch) else (lo, rate)
-        rate = round((lo + hi) / 2, -2)
-    best, rate = None, lo or rate
-    for _ in range(full_steps):
-        if rate <= 0:
-            break
-        m = measure(rate, True)
-        if held(m, batch):
-            best = dict(m, rate=rate)
-        else:
-            hi = rate
-        rate = round((best["rate"] + hi) / 2, -2) if best else round(0.9 * rate, -2)
-        if best and hi - best["rate"] <= 0.02 * hi:
-            break
-    return (best["rate"], best) if best else (0, None)
+    """Highest paced rate that `measure(rate, long)` holds (held()), found as bench/ratesearch.py
+    finds it, to within 2 %. Returns (rate, the held full-length run) or (0, None)."""
+    rate, best = highest_held_rate(measure, lambda m: held(m, batch), offered=lambda m: m["offered"],
+                                   received_per_s=lambda m: m["received_per_s"], steps=steps,
+                                   full_steps=full_steps, close=0.02)
+    return (rate, dict(best, rate=rate)) if best else (0, None)
 
 
 def zero_loss_table(args, bootstrap, exe, batches):

@@ -127,3 +127,29 @@ def test_scaleout_zero_loss_quick_run(kafka_broker):
     assert alone > 0 and rows[0][-1] == "-", r.stdout
     assert rows[1][-2] == "-", r.stdout                     # the broker's CPU: not this bench's broker
     assert rows[1][-1] == f"{100 * with_kafka / alone:.0f}", r.stdout
+
+
+def test_recvrate_search_finds_the_receivers_capacity_or_names_the_sender(monkeypatch):
+    """bench/recvrate.search (bench/ratesearch.py's search, as scaleout's) against a modelled
+    receiver: below the sender's own speed it returns a held rate within a few % below the
+    receiver's capacity, "receiver"; when the receiver takes all the sender sends, "sender"."""
+    import types
+
+    import bench.recvrate as rr
+
+    def model(capacity, sender=300_000, hide=0.03):
+        def quiet_measure(exe, payload, rate, seconds, args, log):
+            full = seconds == args.seconds
+            offered = rate or sender
+            took = min(offered, capacity * (1 if full else 1 + hide))
+            return {"rate": rate, "sent": offered * seconds, "received": took * seconds, "achieved": offered,
+                    "seconds": seconds, "held": took >= offered}
+        return quiet_measure
+
+    args = types.SimpleNamespace(seconds=10, trial_seconds=2, steps=5, full_steps=6)
+    monkeypatch.setattr(rr, "quiet_measure", model(100_000))
+    m, limit = rr.search(None, 1472, args, None)
+    assert limit == "receiver" and 90_000 <= m["rate"] <= 100_000 and m["held"]
+    monkeypatch.setattr(rr, "quiet_measure", model(1_000_000))
+    m, limit = rr.search(None, 1472, args, None)
+    assert limit == "sender" and m["rate"] == 0 and m["held"]
