@@ -402,7 +402,7 @@ _XCU_LUTRAM_FIX = 'option "ABITS" 9 {\n\t\tabits 9;'
 
 # ABC9's LUT mapping with ABC's structural steps only: `&st; &if` in place of abc9's default
 # script (&scorr; &sweep; &dc2; &dch -f -r; &ps; &if; &mfs). With the default script the
-# KCU116's synthesis took 47 minutes of CPU (51 of wall time), with this one about 3.5 for the
+# KCU116's synthesis took 47 minutes of CPU (51 of wall time), with this one about 3 for the
 # whole build (the rest of synth_xilinx is the same): the default script's optimisations spend
 # them on the 64-bit datapath's XOR networks, LiteEth's CRC-32 engines at 64 bits (receive and
 # transmit, about 14000 XOR operators in the Verilog; one LiteEthMACCRC32(64) alone: over 4
