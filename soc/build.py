@@ -406,8 +406,10 @@ _XCU_LUTRAM_FIX = 'option "ABITS" 9 {\n\t\tabits 9;'
 # whole build (the rest of synth_xilinx is the same): the default script's optimisations spend
 # them on the 64-bit datapath's XOR networks, LiteEth's CRC-32 engines at 64 bits (receive and
 # transmit, about 14000 XOR operators in the Verilog; one LiteEthMACCRC32(64) alone: over 4
-# minutes of CPU in ABC9 without finishing, 15 s with this script). The cost is accuracy: LUTs
-# as mapped without those optimisations, 21430 LUT6 at 68f4a11 against 19907 with the default
+# minutes of CPU in ABC9 without finishing, 15 s with this script, 109 s with the default
+# script less &mfs, which is what takes the time: without &dch it did not finish in 4 minutes).
+# The cost is accuracy: LUTs as mapped without those optimisations, that CRC alone 1810 LUTs
+# against 1509 without &mfs; the SoC 21430 LUT6 at 68f4a11 against 19907 with the default
 # script at 1544c94 (other gateware: not the same netlist).
 XCUP_ABC9_SCRIPT = "&st; &if -W 300 -v"
 
