@@ -17,7 +17,7 @@ add_firmware_constants.
 import ipaddress
 from pathlib import Path
 
-from migen import ClockDomainsRenamer, ClockSignal, Instance, Mux
+from migen import ClockDomainsRenamer, ClockSignal, If, Instance, Mux, Signal
 
 from litex.build.generic_platform import ConstraintError
 from litex.build.lattice import LatticeECP5Platform
@@ -162,14 +162,15 @@ class DAQSoC(SoCCore):
         kwargs.setdefault("uart_name",            board.uart_name)
         # No timer: the firmware's PTP service keeps its monotonic time from the PTP clock.
         kwargs.setdefault("with_timer",           False)
-        # No SoC controller: the watchdog resets and reboots (add_watchdog); its scratch word and
-        # bus error count are read by nothing here (about 90 LUT4 of the ECP5-25F's).
+        # LiteX's SoC controller without its reset and scratch word (the watchdog resets and
+        # reboots: add_watchdog); its bus errors are counted among the event counters.
         kwargs.setdefault("with_ctrl",            False)
         SoCCore.__init__(self, platform, sys_clk_freq,
             # No build date: the same sources give the same bitstream, and the git hash says which.
             ident         = f"ethdaq {board.name} {config.build_id} {options}",
             ident_version = False,
             **kwargs)
+        self.add_controller("ctrl", with_reset=False, with_scratch=False, with_errors=True)
         # The bus timeout answers from a flip-flop, not from its counter's compare: that compare
         # fed the CPU's data bus acknowledge, the start of sys's critical path on the 25F-6 boards.
         use_registered_timeout(self.bus)
@@ -493,7 +494,12 @@ class DAQSoC(SoCCore):
                       (self.streamer, "_stale", "streamer_stale"),
                       (self.streamer, "_dst_mac_changes", "streamer_dst_mac_changes"),
                       (self.streamer, "_arp_refused", "streamer_arp_refused")]
-        sources = []
+        # The CPU bus's timeouts (LiteX drives ctrl.bus_error): counted here, not by the
+        # controller's own CSR (a saturating counter whose compare keeps all 32 bits).
+        bus_errors = Signal(32)
+        self.sync += If(self.ctrl.bus_error, bus_errors.eq(bus_errors + 1))
+        self.ctrl.autocsr_exclude = {"_bus_errors"}
+        sources = [("bus_errors", bus_errors)]
         for module, attr, name in taken:
             module.autocsr_exclude = set(getattr(module, "autocsr_exclude", ())) | {attr}
             sources.append((name, getattr(module, attr).status))

@@ -80,8 +80,8 @@ def test_cycles_are_checked():
 
 
 def test_the_daqsoc_bus_uses_it_and_counts_its_errors():
-    """DAQSoC's shared interconnect has the registered timeout, and LiteX's bus error counter
-    (ctrl.bus_error, the firmware's bus_errors CSR) counts its answers."""
+    """DAQSoC's shared interconnect has the registered timeout, and its answers reach LiteX's
+    bus error signal (ctrl.bus_error), which the SoC's event counters count (EVENT_BUS_ERRORS)."""
     from migen.fhdl.structure import _Assign
     from ethdaq.boards import get_board
     from ethdaq.soc.daqsoc import DAQSoC
@@ -91,6 +91,7 @@ def test_the_daqsoc_bus_uses_it_and_counts_its_errors():
     assert isinstance(timeout, RegisteredTimeout)
     assert any(isinstance(st, _Assign) and st.l is soc.ctrl.bus_error and st.r is timeout.error
                for st in soc._fragment.comb)
+    assert soc.events.names[0] == "bus_errors" and soc.constants["EVENT_BUS_ERRORS"] == 0
 
 
 def test_litex_building_another_timeout_is_an_error(monkeypatch):
