@@ -14,16 +14,22 @@ SRC_MAC, SRC_IP = 0x10E2D5000077, 0xC0A84D32      # 192.168.77.50
 DST_MAC, DST_IP = 0x02AABBCCDD01, 0xC0A84D01
 
 
-def collect(source, frames, out, limit=4000):
-    cur = []
+def collect(source, frames, out, limit=4000, ready=1.0, rng=None):
+    """`frames` frames from `source` into `out`, taking a word in a cycle with probability
+    `ready` (`rng`'s); words of more than a byte cut at `last_be` in the last one."""
+    nb, cur = len(source.data)//8, b""
     for _ in range(limit):
-        yield source.ready.eq(1)
+        take = 1 if ready >= 1 else int(rng.random() < ready)
+        yield source.ready.eq(take)
         yield
-        if (yield source.valid):
-            cur.append((yield source.data))
+        if take and (yield source.valid):
+            word = (yield source.data).to_bytes(nb, "little")
+            if nb > 1 and (yield source.last):
+                word = word[:(yield source.last_be).bit_length()]
+            cur += word
             if (yield source.last):
-                out.append(bytes(cur))
-                cur = []
+                out.append(cur)
+                cur = b""
                 if len(out) == frames:
                     return
 
@@ -117,7 +123,7 @@ def test_arp_frames_back_to_back_to_a_stalling_consumer_are_whole(dw):
     announcement, each whole (60 bytes, scapy's decode), while the consumer takes a word only
     now and then: the registered output word must follow `ready`, not run ahead of it."""
     dut = ARPRequester(SRC_MAC, SRC_IP, dw=dw)
-    nb, frames, rng = dw//8, [], random.Random(dw)
+    frames = []
 
     def gen():
         yield dut.target_ip.eq(DST_IP)
@@ -127,24 +133,7 @@ def test_arp_frames_back_to_back_to_a_stalling_consumer_are_whole(dw):
         yield dut.request.eq(0)
         yield dut.announce.eq(0)
 
-    def take():
-        cur = []
-        for _ in range(2000):
-            ready = int(rng.random() < 0.4)
-            yield dut.source.ready.eq(ready)
-            yield
-            if ready and (yield dut.source.valid):
-                word = (yield dut.source.data).to_bytes(nb, "little")
-                if (yield dut.source.last):
-                    word = word[:(yield dut.source.last_be).bit_length()]
-                cur += word
-                if (yield dut.source.last):
-                    frames.append(bytes(cur))
-                    cur = []
-                    if len(frames) == 2:
-                        return
-
-    run_simulation(dut, [gen(), take()])
+    run_simulation(dut, [gen(), collect(dut.source, 2, frames, limit=2000, ready=0.4, rng=random.Random(dw))])
     assert [len(f) for f in frames] == [60, 60]
     announce, request = (Ether(f)[ARP] for f in frames)
     assert (announce.op, announce.psrc, announce.pdst) == (1, "192.168.77.50", "192.168.77.50")
