@@ -264,7 +264,8 @@ def main(argv=None):
     parser.add_argument("--batches", default="none,1,8,64",
                         help="rows: --kafka-batch values, none for the receiver alone (default none,1,8,64)")
     parser.add_argument("--kafka-nice", type=int, help="ethdaq recv --kafka-nice (default: its default)")
-    parser.add_argument("--quick", action="store_true", help="2000 datagrams, one run per row (a smoke test)")
+    parser.add_argument("--quick", action="store_true",
+                        help="2000 datagrams, one run per row; with --zero-loss 0.5 s runs (a smoke test)")
     parser.add_argument("--no-merge", action="store_true", help="skip ethdaq merge of each run's topic")
     parser.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     z = parser.add_argument_group("zero-loss rate (instead of the table at --rate)")
@@ -284,7 +285,7 @@ def main(argv=None):
         parser.error("--batches takes none and positive integers")
     if args.quick:
         args.datagrams, args.repeats = 2000, 1
-        args.seconds, args.trial_seconds, args.steps, args.full_steps = 0.5, 0.25, 1, 1
+        args.seconds, args.trial_seconds, args.steps, args.full_steps = 0.5, 0.25, 1, 4
     if not HEADER_LEN + 2 <= args.bytes <= 65507 or args.datagrams < 1 or args.repeats < 1:
         parser.error("--bytes must leave room for samples, --datagrams and --repeats must be positive")
     print(f"se00 message of N datagrams of {args.bytes} bytes: build time, us")
