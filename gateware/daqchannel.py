@@ -35,15 +35,20 @@ def reverse_bytes(signal):
 
 # Flag bits a descriptor carries: the defined ones (the header's other flag bits are 0).
 DESC_FLAG_BITS = max(daqformat.FLAGS.values()).bit_length()
+# Low bits of the run number a descriptor carries: enough to tell a datagram of an earlier run
+# (up to 2**7 - 1 runs back) from one of the serializer's run or of a run it has not seen yet;
+# the serializer rebuilds the full number for the header from its own (gateware/serializer.py).
+RUN_TAG_BITS = 8
 
 
 def descriptor_layout(count_bits=16):
     """What a channel hands the serializer per datagram, through a clock-crossing FIFO of
-    distributed RAM (the FIFOs of 4 channels are about 180 DPR16X4 on ECP5): no sequence number
+    distributed RAM (the FIFOs of 4 channels are about 150 DPR16X4 on ECP5): no sequence number
     (the serializer counts datagrams per channel itself, from 0 at FLAG_FIRST), only the defined
-    flag bits, and a sample count as wide as the build's largest datagram needs (`count_bits`;
-    the header's field is 16 bits, the count's upper bits 0)."""
-    return [("timestamp", 64), ("dropped", 64), ("count", count_bits), ("flags", DESC_FLAG_BITS), ("run", 32)]
+    flag bits, a sample count as wide as the build's largest datagram needs (`count_bits`; the
+    header's field is 16 bits, the count's upper bits 0), and the run number's low RUN_TAG_BITS."""
+    return [("timestamp", 64), ("dropped", 64), ("count", count_bits), ("flags", DESC_FLAG_BITS),
+            ("run_tag", RUN_TAG_BITS)]
 
 # Channel ------------------------------------------------------------------------------------------
 
@@ -239,7 +244,7 @@ def _add_descriptor(ch, descs, track_time, in_packet, count, ts_first, overflow,
         descs.sink.dropped.eq(ch.dropped),
         descs.sink.count.eq(Mux(close_last | close_flush, count, count + 1)),
         descs.sink.flags.eq(flags[:DESC_FLAG_BITS]),
-        descs.sink.run.eq(ch.run),
+        descs.sink.run_tag.eq(ch.run[:RUN_TAG_BITS]),
         descs.sink.valid.eq(close | close_last | close_flush),
     ]
     ch.comb += close_last.eq(stopping & descs.sink.ready)

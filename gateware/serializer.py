@@ -28,7 +28,7 @@ from litex.soc.interconnect import stream
 
 from liteeth.common import eth_udp_user_description
 
-from ethdaq.gateware.daqchannel import descriptor_layout
+from ethdaq.gateware.daqchannel import RUN_TAG_BITS, descriptor_layout
 from ethdaq.gateware.framer import field_bytes, mux_tree
 from ethdaq.wire import daqformat
 
@@ -43,7 +43,7 @@ def header_bytes(fields):
 
 
 def _is_stale(age):
-    return (age != 0) & ~age[31]
+    return (age != 0) & ~age[-1]
 
 # Serializer ---------------------------------------------------------------------------------------
 
@@ -78,10 +78,11 @@ class Serializer(LiteXModule):
         # Data-Path.
         heads, desc, samples = _add_heads(self, channels)
         sel      = self.sel
+        run_hdr  = Signal(32)  # The datagram's run number, from its descriptor's tag (_add_stale_check).
         hb = header_bytes(dict(
             magic=daqformat.MAGIC, version=daqformat.VERSION, header_len=daqformat.HEADER_LEN,
             stream_id=sel, flags=desc.flags, seq=desc.seq, timestamp=desc.timestamp,
-            dropped=desc.dropped, sample_count=desc.count, sample_bits=sample_width, run=desc.run))
+            dropped=desc.dropped, sample_count=desc.count, sample_bits=sample_width, run=run_hdr))
         hwords   = daqformat.HEADER_LEN//nb
         assert hwords >= 5  # The registers derived from `desc` below are right from the header's 4th cycle on.
         header   = [Cat(*hb[i*nb:(i + 1)*nb]) for i in range(hwords)]  # Lane 0 first on the wire.
@@ -109,10 +110,10 @@ class Serializer(LiteXModule):
         others, any_r, nxt_r, nxt_other_r = _add_arbiter(self, heads, pop_r, pop_ch)
         # Per channel, registered: its head datagram's age in runs; "the chosen channel's head is of
         # an earlier run", registered at the choice; then whether the datagram being sent is.
-        ages      = [Signal(32, name=f"age{i}") for i in range(nchannels)]
+        self.ages = ages = [Signal(RUN_TAG_BITS, name=f"age{i}") for i in range(nchannels)]
         stale_sel = Signal(name="source")
         stale_now = Signal()
-        _add_stale_check(self, heads, desc, ages, stale_sel, stale_now, load_sel, load_d, load_dd)
+        _add_stale_check(self, heads, desc, ages, stale_sel, stale_now, load_sel, load_d, load_dd, run_hdr)
         nwords_r, nw_zero, nw_one, nbeats_r, nb_one = _add_lengths(self, desc, packed, spw, sample_bytes)
 
         # Control-Path.
@@ -121,7 +122,7 @@ class Serializer(LiteXModule):
             d_pop=d_pop, others=others, any_r=any_r, nxt_r=nxt_r, nxt_other_r=nxt_other_r, stale_now=stale_now)
         _declare_fsm_states(fsm)
         if nb == 1:
-            _add_header_shift(self, fsm, hb, header, hwords, pop_rr)
+            _add_header_shift(self, fsm, hb, header, hwords, pop_rr, run_hdr)
         _declare_fsm_signals(fsm, hwords, len(nbeats_r), len(nwords_r))
         _add_fsm(self, fsm, samples, packed, sample_bytes)
         _add_header_position(self, fsm, hwords, nw_zero)
@@ -262,22 +263,29 @@ def _add_arbiter(ser, heads, pop_r, pop_ch):
     return others, any_r, nxt_r, nxt_other_r
 
 
-def _add_stale_check(ser, heads, desc, ages, stale_sel, stale_now, load_sel, load_d, load_dd):
+def _add_stale_check(ser, heads, desc, ages, stale_sel, stale_now, load_sel, load_d, load_dd, run_hdr):
     # A datagram of an earlier run can only still be here if its destination never answered
-    # ARP; it must not go to the next run's destination. "Earlier" modulo 2**32 (run - desc.run
-    # in 1..2**31-1), so a run number that has not crossed from sys yet cannot make a new
-    # datagram look stale. Computed in two registered steps for every channel's head descriptor
-    # (its age; then, at the choice, the chosen one's test), so it is ready in a datagram's first
-    # header cycle (the head was shown at least a cycle before its load, and stays until the pop
-    # after it) from a register, not through a multiplexer behind `sel`; then re-evaluated from
-    # `desc` (from the header's fourth cycle on), so a datagram waiting at the first header word
-    # for its destination's MAC turns stale when a new run starts.
-    age_d     = Signal(32)
+    # ARP; it must not go to the next run's destination. Its age is the run number's low
+    # RUN_TAG_BITS against the descriptor's tag; "earlier" is an age of 1..2**(RUN_TAG_BITS-1)-1
+    # (modulo 2**RUN_TAG_BITS), so a run number that has not crossed from sys yet cannot make a
+    # new datagram look stale. Computed in two registered steps for every channel's head
+    # descriptor (its age; then, at the choice, the chosen one's test), so it is ready in a
+    # datagram's first header cycle (the head was shown at least a cycle before its load, and
+    # stays until the pop after it) from a register, not through a multiplexer behind `sel`;
+    # then re-evaluated from `desc` (from the header's fourth cycle on), so a datagram waiting at
+    # the first header word for its destination's MAC turns stale when a new run starts.
+    # The header's run number is the serializer's less the datagram's (signed) age, both taken
+    # in the same cycle: the descriptor's own run, also while the serializer's changes. It is
+    # right from the header's fourth cycle on (`desc` copied, age_d, run_hdr).
+    age_d     = Signal(RUN_TAG_BITS)
+    run_d     = Signal(32)
     stale     = Signal()
     ser.sync += [
-        [a.eq(ser.run - d.run) for a, (d, w) in zip(ages, heads)],
+        [a.eq(ser.run[:RUN_TAG_BITS] - d.run_tag) for a, (d, w) in zip(ages, heads)],
         stale_sel.eq(Array(_is_stale(a) for a in ages)[load_sel]),   # Read at load_d only.
-        age_d.eq(ser.run - desc.run),
+        age_d.eq(ser.run[:RUN_TAG_BITS] - desc.run_tag),
+        run_d.eq(ser.run),
+        run_hdr.eq(run_d - Cat(age_d, Replicate(age_d[-1], 32 - RUN_TAG_BITS))),
     ]
     ser.comb += stale_now.eq(Mux(load_d, stale_sel, stale))
     ser.sync += If(load_d, stale.eq(stale_now)).Elif(~load_dd, stale.eq(_is_stale(age_d)))
@@ -302,7 +310,7 @@ def _add_lengths(ser, desc, packed, spw, sample_bytes):
     return nwords_r, nw_zero, nw_one, nbeats_r, nb_one
 
 
-def _add_header_shift(ser, fsm, hb, header, hwords, pop_rr):
+def _add_header_shift(ser, fsm, hb, header, hwords, pop_rr, run_hdr):
     # At 8 bits, the header byte on the output is a register, fetched when the previous one
     # goes out (no multiplexer between the header and data_buf). Bytes 0-7 (constants, the
     # stream id and the flags) come from an 8-way multiplexer; bytes 8-39 (seq and every
@@ -311,6 +319,8 @@ def _add_header_shift(ser, fsm, hb, header, hwords, pop_rr):
     # multiplexer was five LUTs deep. The shift register shifts a cycle after the fetch, on
     # a registered enable (`owed`), and a fetch while a shift is owed takes the byte after:
     # its 256 clock enables hang on a flip-flop, not on `ready` (7.7 ns on the LFE5U-25F-6).
+    # The run number (run_hdr) is right a cycle after the load: its bytes are loaded again then,
+    # long before the first shift.
     h_adv = fsm.h_adv
     seq_at = next(f.offset for f in daqformat.FIELDS if f.name == "seq")
     assert isinstance(hb[0], Constant) and seq_at == 8
@@ -319,9 +329,13 @@ def _add_header_shift(ser, fsm, hb, header, hwords, pop_rr):
     hword   = Signal(8, reset=hb[0].value)
     hsr     = Signal(8*(hwords - 8))
     hsr_ld  = Signal()
+    run_ld  = Signal()
+    run_at  = next(f.offset for f in daqformat.FIELDS if f.name == "run")
+    run_bytes = field_bytes([(run_hdr, 4)])
     owed    = Signal()  # hsr[:8] went out last cycle: shift now.
     ser.sync += [
         hsr_ld.eq(pop_rr),  # `desc` since the cycle before, seq since this one.
+        run_ld.eq(hsr_ld),
         owed.eq(h_adv & hhi),
         If(fsm.h_end,    # Ready for the next header (as _add_header_position's registers).
             hword.eq(hb[0]),
@@ -336,6 +350,9 @@ def _add_header_shift(ser, fsm, hb, header, hwords, pop_rr):
             hsr.eq(Cat(*hb[8:])),
         ).Elif(owed,
             hsr.eq(hsr[8:]),
+        ),
+        If(run_ld,
+            hsr[8*(run_at - 8):8*(run_at - 4)].eq(Cat(*run_bytes)),
         ),
     ]
     fsm.hdata = hword

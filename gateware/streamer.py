@@ -159,7 +159,7 @@ class DAQStreamer(LiteXModule):
 
         # Control-Path (sys): run control and channels.
         running = Signal()
-        run     = Signal(32)
+        self.run = run = Signal(32)  # The current run number (sys).
         max_samples = Signal(count_bits)
         _add_run_control(self, running, run, max_samples, sample_bytes, max_payload, max_samples_build)
         _add_channels(self, nchannels, sample_width, buffer_samples, cd_tx, dw, flush_bits, timestamp_next, ts_flags,

@@ -318,10 +318,14 @@ def test_stop_flushes_partial_datagram_flagged_last_and_pulse_mode_runs():
     assert 20 <= n <= 110  # About 60 pulses expected in 3000 cycles at 2 %.
 
 
-def test_datagrams_of_an_earlier_run_are_discarded_counted_and_never_sent():
+@pytest.mark.parametrize("before", [0, 0xFE, 0xFFFFFFFE])
+def test_datagrams_of_an_earlier_run_are_discarded_counted_and_never_sent(before):
     """Run 1's datagrams wait (the stack is not ready, as when the destination never answers
     ARP); run 2 starts: every run-1 datagram is discarded and counted, even the one already
-    waiting at the serializer's output, and run 2 starts cleanly at sequence 0."""
+    waiting at the serializer's output, and run 2 starts cleanly at sequence 0, its headers
+    with its run number. Runs 1 and 2 are the run numbers after `before`: also across the
+    descriptors' run tag's wrap (0xFF, 0x100) and the run number's own (0xFFFFFFFF, 0)."""
+    run1, run2 = (before + 1) % 2**32, (before + 2) % 2**32
     dut = DUT()
     gate = {"open": False}
     cap = Capture(dut, ready=lambda cycle: gate["open"])
@@ -334,9 +338,10 @@ def test_datagrams_of_an_earlier_run_are_discarded_counted_and_never_sent():
             yield
             for ch in dut.streamer.channels:
                 if (yield ch.descs.sink.valid) and (yield ch.descs.sink.ready):
-                    closed.append((yield ch.descs.sink.run))
+                    closed.append((yield dut.streamer.run))
 
     def control():
+        yield dut.streamer.run.eq(before)
         yield from write(dut.streamer._payload, 128)
         for emu in dut.emulators:
             yield from write(emu._mode, MODE_COUNTER)
@@ -366,14 +371,14 @@ def test_datagrams_of_an_earlier_run_are_discarded_counted_and_never_sent():
             out["stream_datagrams"].append((yield dut.streamer.counters._datagrams.status))
 
     run_simulation(dut, [control(), cap.run(), count_closed()])
-    run1 = sum(1 for run in closed if run == 1)
-    assert out["waiting"] == 1 and run1 > 4
-    assert out["stale"] == run1
-    assert len(cap.datagrams) == sum(1 for run in closed if run == 2)
+    stale = sum(1 for run in closed if run == run1)
+    assert out["waiting"] == 1 and stale > 4
+    assert out["stale"] == stale
+    assert len(cap.datagrams) == sum(1 for run in closed if run == run2)
     streams = per_stream(cap.datagrams)
     assert len(streams) == 2
     for stream in streams.values():
-        assert all(h.run == 2 for h, _ in stream)
+        assert all(h.run == run2 for h, _ in stream)
         check_stream_invariants(stream)
     # Discarded datagrams are not counted as sent, per stream either.
     assert sum(out["stream_datagrams"]) == len(cap.datagrams)
@@ -413,6 +418,47 @@ def test_channel_buffers_cross_to_a_faster_or_slower_transmit_clock(tx_period):
         assert len(stream) >= 5
         check_stream_invariants(stream)
     check_stream_counters(cap)  # Counted in eth_tx, read from sys.
+
+
+def test_a_new_runs_datagram_before_its_run_number_crosses_carries_its_own_run():
+    """Transmit side in eth_tx, one sample a datagram, two runs back to back: the new run's
+    first descriptors reach the serializer before the run number does (their age is negative,
+    which the test sees happen), and go out at once with their own run in the header."""
+    dut = DUT(cd_tx="eth_tx", max_payload=daqformat.HEADER_LEN + 2)
+    cap = Capture(dut)
+    ahead = []
+
+    @passive
+    def watch_ages():
+        ser = dut.streamer.serializer
+        while True:
+            yield
+            for age, ch in zip(ser.ages, dut.streamer.channels):
+                if (yield ch.desc.valid) and (yield age) >= 0x80:
+                    ahead.append((yield age))
+
+    def control():
+        yield dut.streamer.run.eq(0xFE)
+        yield from write(dut.streamer._payload, daqformat.HEADER_LEN + 2)
+        for emu in dut.emulators:
+            yield from write(emu._mode, MODE_COUNTER)
+            yield from write(emu._rate, 2**32 - 1)
+        for _ in range(2):
+            yield from start(dut)
+            for _ in range(400):
+                yield
+            yield from stop(dut)
+            for _ in range(3):
+                yield
+        cap.quiet = 0
+        yield from drain(cap)
+
+    run_simulation(dut, {"sys": control(), "eth_tx": [cap.run(), watch_ages()]}, clocks={"sys": 10, "eth_tx": 7})
+    assert ahead, "no descriptor reached the serializer ahead of its run number"
+    for stream in per_stream(cap.datagrams).values():
+        firsts = [i for i, (h, _) in enumerate(stream) if h.flags & daqformat.FLAG_FIRST]
+        assert len(firsts) == 2 and firsts[0] == 0
+        assert [h.run for h, _ in stream] == [0xFF] * firsts[1] + [0x100] * (len(stream) - firsts[1])
 
 
 @pytest.mark.parametrize("gap", [0, 1, 2, 3, 7])
