@@ -30,15 +30,27 @@ def send_frames(sink, frames, rng=None, gaps=0.0, errors=None, between=0):
         yield
 
 
-def collect_frames(source, out, cycles):
-    """Take `source` (always ready) for `cycles` cycles, appending each whole frame (bytes, up to
-    and including the byte with `last`) to `out`."""
-    cur = []
+def collect_frames(source, out, cycles, count=None, ready=1.0, rng=None, fields=()):
+    """Take `source` for up to `cycles` cycles, a word in a cycle (with probability `ready`,
+    drawn from `rng`), appending each whole frame to `out`: its bytes (words of more than a byte
+    in wire order, lane 0 first, the last one cut at `last_be`) or, with `fields` (names of
+    `source`'s other fields), (bytes, {name: its value at the last word}). Returns after
+    `count` frames, if given."""
+    nb, cur = len(source.data)//8, b""
     for _ in range(cycles):
-        yield source.ready.eq(1)
+        take = 1 if ready >= 1 else int(rng.random() < ready)
+        yield source.ready.eq(take)
         yield
-        if (yield source.valid):
-            cur.append((yield source.data))
+        if take and (yield source.valid):
+            word = (yield source.data).to_bytes(nb, "little")
+            if nb > 1 and (yield source.last):
+                word = word[:(yield source.last_be).bit_length()]
+            cur += word
             if (yield source.last):
-                out.append(bytes(cur))
-                cur = []
+                values = {}
+                for name in fields:
+                    values[name] = yield getattr(source, name)
+                out.append((cur, values) if fields else cur)
+                cur = b""
+                if len(out) == count:
+                    return

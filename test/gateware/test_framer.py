@@ -9,29 +9,10 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import ARP, Ether
 
 from ethdaq.gateware.framer import ARPRequester, UDPFramer
+from stream_helpers import collect_frames
 
 SRC_MAC, SRC_IP = 0x10E2D5000077, 0xC0A84D32      # 192.168.77.50
 DST_MAC, DST_IP = 0x02AABBCCDD01, 0xC0A84D01
-
-
-def collect(source, frames, out, limit=4000, ready=1.0, rng=None):
-    """`frames` frames from `source` into `out`, taking a word in a cycle with probability
-    `ready` (`rng`'s); words of more than a byte cut at `last_be` in the last one."""
-    nb, cur = len(source.data)//8, b""
-    for _ in range(limit):
-        take = 1 if ready >= 1 else int(rng.random() < ready)
-        yield source.ready.eq(take)
-        yield
-        if take and (yield source.valid):
-            word = (yield source.data).to_bytes(nb, "little")
-            if nb > 1 and (yield source.last):
-                word = word[:(yield source.last_be).bit_length()]
-            cur += word
-            if (yield source.last):
-                out.append(cur)
-                cur = b""
-                if len(out) == frames:
-                    return
 
 
 def send(framer, datagrams):
@@ -64,7 +45,7 @@ def test_udp_frames_decode_with_valid_checksums_and_increasing_identification():
     payloads = [bytes((i*7 + n) & 0xff for i in range(n)) for n in (1, 64, 255, 1000)]
     frames = []
     datagrams = [(DST_IP, 6000 + k, p) for k, p in enumerate(payloads)]
-    run_simulation(dut, [send(dut, datagrams), collect(dut.source, len(payloads), frames)])
+    run_simulation(dut, [send(dut, datagrams), collect_frames(dut.source, frames, 4000, count=len(payloads))])
     assert len(frames) == len(payloads)
     for k, (frame, p) in enumerate(zip(frames, payloads)):
         pkt = Ether(frame)
@@ -109,7 +90,7 @@ def test_arp_request_is_a_padded_who_has():
         yield
         yield dut.request.eq(0)
 
-    run_simulation(dut, [gen(), collect(dut.source, 1, frames, limit=200)])
+    run_simulation(dut, [gen(), collect_frames(dut.source, frames, 200, count=1)])
     assert len(frames) == 1 and len(frames[0]) == 60
     pkt = Ether(frames[0])
     assert pkt.dst == "ff:ff:ff:ff:ff:ff" and pkt.src == "10:e2:d5:00:00:77"
@@ -133,7 +114,7 @@ def test_arp_frames_back_to_back_to_a_stalling_consumer_are_whole(dw):
         yield dut.request.eq(0)
         yield dut.announce.eq(0)
 
-    run_simulation(dut, [gen(), collect(dut.source, 2, frames, limit=2000, ready=0.4, rng=random.Random(dw))])
+    run_simulation(dut, [gen(), collect_frames(dut.source, frames, 2000, count=2, ready=0.4, rng=random.Random(dw))])
     assert [len(f) for f in frames] == [60, 60]
     announce, request = (Ether(f)[ARP] for f in frames)
     assert (announce.op, announce.psrc, announce.pdst) == (1, "192.168.77.50", "192.168.77.50")
@@ -154,7 +135,7 @@ def test_checksums_with_the_source_a_setting_and_a_new_destination_every_datagra
     dsts = [0xC0A84D01, 0x0A000001, 0xFFFFFFFE, 0x01020304, 0xAC10FFFF, 0xC0A84D01]
     frames = []
     datagrams = [(dst, 6000, bytes([k])) for k, dst in enumerate(dsts)]
-    run_simulation(dut, [send(framer, datagrams), collect(framer.source, len(dsts), frames)])
+    run_simulation(dut, [send(framer, datagrams), collect_frames(framer.source, frames, 4000, count=len(dsts))])
     assert len(frames) == len(dsts)
     for k, (frame, dst) in enumerate(zip(frames, dsts)):
         ip = Ether(frame)[IP]
