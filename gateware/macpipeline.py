@@ -23,6 +23,11 @@ TX_EN drops mid-frame (gateware/framefifo.py). `replace_tx_cdc` puts gateware/fr
 FrameFIFO in its place: store-and-forward, 2048 bytes in one block RAM, read at a registered
 address.
 
+At 64 bits (the 10G boards, the datapath in sys), the receive crossing from the PHY's clock into a
+slower sys is LiteEth's AsyncFIFO, which loses the words that find it full while the rest of
+their frame goes on; `replace_rx_cdc` puts gateware/framecrossing.py's FrameCrossing in its
+place, which drops such a frame whole and counts it.
+
 On the receive side, LiteEth's FCS checker judged a frame from the CRC after its last byte, in
 that byte's cycle, into the last byte's `error` and the clock enable of its error counter's pulse
 synchronizer: eth_rx's critical path in the colorlight_i5's full SoC. `replace_rx_crc` puts
@@ -39,6 +44,7 @@ from liteeth.mac.crc import LiteEthMACCRC32Checker, LiteEthMACCRC32Inserter
 from liteeth.mac.padding import LiteEthMACPaddingInserter
 from liteeth.mac.preamble import LiteEthMACPreambleInserter
 
+from ethdaq.gateware.framecrossing import FrameCrossing
 from ethdaq.gateware.framefifo import FrameFIFO
 from ethdaq.gateware.mactx import MACTransmitter
 from ethdaq.gateware.fcschecker import FCSChecker
@@ -123,6 +129,23 @@ def replace_rx_crc(mac_core):
     pipeline[i] = new
     comb[drives[0]] = comb[drives[0]].l.eq(new.error)
     _swap(datapath, old, new)
+    return new
+
+
+def replace_rx_cdc(mac_core, depth):
+    """Put a FrameCrossing of `depth` words in place of the receive crossing (eth_rx to sys) of
+    `mac_core` (LiteEth's MAC core with its datapath in sys: a 64-bit PHY), before the core is
+    finalized: a frame that finds no room is dropped whole and counted, where LiteEth's crossing
+    loses the words that find it full and the rest of the frame goes on. Returns it."""
+    pipeline = mac_core.rx_datapath.pipeline
+    cdcs = [i for i, m in enumerate(pipeline) if isinstance(m, stream.ClockDomainCrossing)]
+    if len(cdcs) != 1:
+        raise ValueError("replace_rx_cdc needs LiteEth's MAC core with its receive crossing in the datapath "
+                         "(with_sys_datapath=True)")
+    old = pipeline[cdcs[0]]
+    new = FrameCrossing(eth_phy_description(len(old.sink.data)), depth, "eth_rx", "sys")
+    pipeline[cdcs[0]] = new
+    _swap(mac_core.rx_datapath, old, new)
     return new
 
 

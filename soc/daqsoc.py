@@ -37,8 +37,9 @@ from ethdaq.gateware.ipchecksum import replace_ip_checksums
 from ethdaq.gateware.frontend import FrontendContext, declared_events, declared_rates, instantiate as instantiate_frontend
 from ethdaq.gateware.classifier import FastTrackSink, RXClassifier, insert_classifier
 from ethdaq.gateware.framegate import FrameGate, FrameGateCounters
-from ethdaq.gateware.macpipeline import (drop_tx_framing, insert_ip_rx_buffer, insert_tx_buffer, replace_rx_crc,
-                                         replace_tx_cdc, replace_tx_framing, space_rx_crc)
+from ethdaq.gateware.framecrossing import FrameCrossingCounters
+from ethdaq.gateware.macpipeline import (drop_tx_framing, insert_ip_rx_buffer, insert_tx_buffer, replace_rx_cdc,
+                                         replace_rx_crc, replace_tx_cdc, replace_tx_framing, space_rx_crc)
 from ethdaq.gateware.macstats import MACErrors
 from ethdaq.gateware.rxaudit import RXAudit, insert_rx_audit
 from ethdaq.gateware.arpcache import answer_from_found_entry
@@ -71,8 +72,10 @@ PTP_TX_MAX     = 64    # Largest message the firmware sends: Announce (64 bytes)
 # The UDP port the simulated board's launch probe (--pin-probe) watches on the transmit pins.
 LAUNCH_PROBE_PORT = 9100
 
-# Words of a 64-bit PHY's receive crossing into sys (add_ethernet_core).
-RX_CDC_WORDS_64 = 256
+# Words of a 64-bit PHY's receive crossing into sys (add_ethernet_core): whole frames, so a
+# burst of 1514-byte frames (191 words, a fifth of each left behind at 125 into 156.25 MHz) has
+# room for several before one is dropped.
+RX_CDC_WORDS_64 = 1024
 
 # Time-triggered launcher: one frame of up to this many wire bytes (preamble to FCS; one DP16KD).
 LAUNCHER_DEPTH = 2048
@@ -216,10 +219,6 @@ class DAQSoC(SoCCore):
 
     def add_ethernet_core(self):
         eth_dw = self.soc_config.eth_dw
-        # A 64-bit PHY's frames cross into sys (125 MHz on the simulated 10G board) slower than the
-        # PHY delivers them (156.25 MHz), and its receiver does not wait: the receive crossing
-        # holds what a jumbo frame leaves behind (a fifth of its 1125 words), not LiteEth's 32.
-        wide_phy = {"rx_cdc_depth": RX_CDC_WORDS_64} if self.ethphy.dw == 64 else {}
         self.ethcore = LiteEthUDPIPCore(
             phy         = self.txpath.mac_phy,
             mac_address = self.netaddr.mac,
@@ -230,12 +229,16 @@ class DAQSoC(SoCCore):
             # LiteEth's default 128-byte echo buffer silently drops pings with more than 128
             # bytes of payload; 2048 answers every ping up to the 1500-byte MTU.
             icmp_fifo_depth = 2048,
-            **wide_phy,
         )
         if getattr(self.ethphy, "tx_framing", False):
             # The PHY makes the preamble and FCS (gateware/xgmiiphy.py).
             drop_tx_framing(self.ethcore.mac.core)
         if eth_dw == 64:
+            # A 64-bit PHY's frames cross into sys (125 MHz on the 10G boards) slower than the PHY
+            # delivers them (156.25 MHz), and its receiver does not wait: the crossing takes whole
+            # frames and drops, counted, those that find no room (gateware/framecrossing.py).
+            self.eth_rx_crossing = replace_rx_cdc(self.ethcore.mac.core, RX_CDC_WORDS_64)
+            self.eth_rx_crossing_counters = FrameCrossingCounters(self.eth_rx_crossing, "eth_rx")
             # Frames leave the receive crossing back to back; LiteEth's 64-bit FCS checker needs
             # two cycles between them (gateware/framespacer.py).
             self.eth_rx_spacer = space_rx_crc(self.ethcore.mac.core, mac_rx_domain(eth_dw))
@@ -486,6 +489,9 @@ class DAQSoC(SoCCore):
                  (self.ctlport, "_tx_dropped", "ctlport_tx_dropped"),
                  (self.ptp_rx, "_overflows", "ptp_rx_overflows"),
                  (self.ptp_tx, "_overflows", "ptp_tx_overflows")]
+        if hasattr(self, "eth_rx_crossing_counters"):
+            taken += [(self.eth_rx_crossing_counters, f"_dropped_{why}", f"rx_crossing_dropped_{why}")
+                      for why in ("full", "long")]
         if hasattr(self, "rx_gate_counters"):
             taken += [(self.rx_gate_counters, f"_dropped_{why}", f"rx_gate_dropped_{why}")
                       for why in ("full", "error", "oversize") if hasattr(self.rx_gate_counters, f"_dropped_{why}")]

@@ -275,7 +275,7 @@ RX_COUNTERS = (
     (0x11, "phy_error",      "the PHY signalled a receive error (RX_ER) during the frame"),
     (0x12, "broadcast",  "a control request other than IDENTIFY to a broadcast address (only discovery is answered there)"),
     (0x20, "preamble",       "bad preamble or start-of-frame delimiter (dropped by the MAC)"),
-    (0x21, "rx_full",        "no room in the receive buffer (the frame gate)"),
+    (0x21, "rx_full",        "no room in a receive buffer (the frame gate; on a 64-bit PHY also the receive crossing)"),
     (0x22, "cpu_full",       "control or PTP datagram: the CPU's mailbox was full"),
     (0x40, "ctl_short",      "control: shorter than the header"),
     (0x41, "ctl_magic",      "control: wrong magic (not this protocol)"),

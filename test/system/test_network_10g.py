@@ -170,9 +170,7 @@ print(sum(len(frames) for frames in lines))
 
 
 def in_pairs(frames, longest=1514):
-    """Frames two to a line (back to back on the wire), those longer than `longest` alone: two
-    jumbo frames back to back would leave more behind in the receive crossing than it holds
-    (docs/liteeth-notes.md)."""
+    """Frames two to a line (back to back on the wire), those longer than `longest` alone."""
     lines, pending = [], []
     for f in frames:
         if len(f) > longest:
@@ -252,6 +250,32 @@ def test_frames_back_to_back_of_every_length_are_each_counted_once(board, tmp_pa
     delta = {name: after[name] - before[name] for name in protocol.RX_AUDIT_CAUSES if after[name] != before[name]}
     rx_ok = delta.pop("rx_ok", 0)   # The control request itself, ARP.
     assert delta == {"udp_port": 2*len(frames)} and rx_ok >= 1, delta
+
+
+def test_bursts_that_overfill_the_receive_crossing_are_counted_frame_by_frame(board, tmp_path):
+    """Frames back to back from Linux, faster than sys takes them (156.25 into 125 MHz): 40
+    1514-byte UDP frames to a port nothing listens on, then 4 jumbo frames. Each MTU frame is
+    counted once, as udp_port or, once the receive crossing is full, as rx_full (dropped whole:
+    none as an FCS or PHY error); each jumbo frame, longer than the crossing, as oversize. The
+    board answers after."""
+    from scapy.all import IP, UDP, Ether, Raw, raw
+    from ethdaq.wire import protocol
+    udp = Ether(src=tap_mac(board), dst=MAC) / IP(src=HOST_IP, dst=BOARD_IP) / UDP(sport=40000, dport=9999)
+    mtu, jumbo = raw(udp / Raw(bytes(1514 - 42))), raw(udp / Raw(bytes(9014 - 42)))
+    frames_file = tmp_path / "frames.hex"
+    frames_file.write_text(",".join([mtu.hex()] * 40) + "\n" + ",".join([jumbo.hex()] * 4) + "\n")
+    board.ns_run(["sysctl", "-q", "-w", f"net.ipv6.conf.{TAP}.disable_ipv6=1"], check=True)
+    before = rx_stats(board)
+    r = board.ns_run([sys.executable, "-c", SEND_FRAMES, TAP, str(frames_file)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and int(r.stdout) == 44, r.stdout + r.stderr
+    after = rx_stats(board)
+    delta = {name: after[name] - before[name] for name in (*protocol.RX_AUDIT_CAUSES, "rx_full")
+             if after[name] != before[name]}
+    delta.pop("rx_ok", 0)   # The control requests themselves, ARP.
+    assert delta.get("rx_full", 0) > 0 and delta.get("udp_port", 0) >= 10, delta
+    assert delta == {"udp_port": 40 - delta["rx_full"], "rx_full": delta["rx_full"], "oversize": 4}, delta
+    r = board.ns_run(["ping", "-c", "3", "-i", "0.2", "-W", "5", BOARD_IP], capture_output=True, text=True, timeout=60)
+    assert "3 packets transmitted, 3 received" in r.stdout, r.stdout
 
 
 def test_every_frame_the_board_sent_passed_the_tap_modules_xgmii_checks(board):
