@@ -632,3 +632,44 @@ class CPUMACPort(LiteXModule):
             )
         )
         return rx_data, rx_meta, rx_count, rx_dropped, rx_errors
+
+
+class MACPortConverter(LiteXModule):
+    """A CPUMACPort (8 bits) on a MAC crossbar of `dw` bits, whose user ports LiteEth does not
+    convert (get_port(dw=8) on a wider MAC connects mismatched streams without an error).
+
+        crossbar port.source ─► wide_sink ─► StrideConverter ─► last handler ─► source ─► CPU port
+        crossbar port.sink ◄─ wide_source ◄─ StrideConverter ◄─ sink (last_be = last) ◄─ CPU port
+
+    The MAC's header fields (addresses, EtherType) are in eth_mac_description's payload beside
+    the data, so LiteX's StrideConverter cannot take the whole word: it converts the data, `last_be`
+    and `error` (eth_phy_description), and the header goes around it. Received: a word stays at
+    the converter's sink until its last byte is taken, so its header is shown with each byte, and
+    each frame ends at its last valid byte (LiteEth's last handler drops the lanes after it, as
+    LiteEth's MAC does for an 8-bit PHY). Sent: the header is taken with each byte accepted (all
+    of a frame's bytes carry the same), so a word shows its own frame's header while it waits;
+    `last_be` is the 8-bit `last`."""
+    def __init__(self, dw):
+        from liteeth.common import eth_phy_description
+        from liteeth.mac.common import LiteEthLastHandler
+        self.wide_sink   = wide_sink   = stream.Endpoint(eth_mac_description(dw))
+        self.wide_source = wide_source = stream.Endpoint(eth_mac_description(dw))
+        self.sink        = sink        = stream.Endpoint(eth_mac_description(8))
+        self.source      = source      = stream.Endpoint(eth_mac_description(8))
+
+        # # #
+
+        header = ("target_mac", "sender_mac", "ethernet_type")
+        self.rx_converter = rx = stream.StrideConverter(eth_phy_description(dw), eth_phy_description(8))
+        self.rx_last      = rx_last = LiteEthLastHandler(eth_phy_description(8))
+        self.tx_converter = tx = stream.StrideConverter(eth_phy_description(8), eth_phy_description(dw))
+        self.comb += [
+            wide_sink.connect(rx.sink, omit=set(header)),
+            rx.source.connect(rx_last.sink),
+            rx_last.source.connect(source),
+            [getattr(source, f).eq(getattr(wide_sink, f)) for f in header],
+            sink.connect(tx.sink, omit={"last_be", *header}),
+            tx.sink.last_be.eq(sink.last),
+            tx.source.connect(wide_source, omit=set(header)),
+        ]
+        self.sync += If(sink.valid & sink.ready, [getattr(wide_source, f).eq(getattr(sink, f)) for f in header])

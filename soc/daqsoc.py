@@ -29,7 +29,7 @@ from liteeth.core import LiteEthUDPIPCore
 
 from ethdaq.boards import BOARDS
 from ethdaq.gateware.bustimeout import use_registered_timeout
-from ethdaq.gateware.cpuport import CPUMACPort, CPUUDPPort, connect_udp_ports
+from ethdaq.gateware.cpuport import CPUMACPort, CPUUDPPort, MACPortConverter, connect_udp_ports
 from ethdaq.gateware.emulator import add_emulators
 from ethdaq.gateware.eventcounters import EventCounters
 from ethdaq.gateware.globalreset import promote_resets
@@ -409,7 +409,11 @@ class DAQSoC(SoCCore):
         if config.ptp_transport == "l2":
             self.ptp_l2 = CPUMACPort(ethernet_type=PTP_ETHERTYPE, mac_address=self.netaddr.mac,
                 rx_depth=256, rx_frames=4, rx_max=128, tx_depth=PTP_TX_MAX)
-            l2_port = self.ethcore.mac.crossbar.get_port(PTP_ETHERTYPE, dw=8)
+            l2_port = self.ethcore.mac.crossbar.get_port(PTP_ETHERTYPE, dw=config.eth_dw)
+            if config.eth_dw != 8:   # The crossbar does not convert widths (gateware/cpuport.py).
+                self.ptp_l2_converter = conv = MACPortConverter(config.eth_dw)
+                self.comb += [l2_port.source.connect(conv.wide_sink), conv.wide_source.connect(l2_port.sink)]
+                l2_port = conv
             self.comb += [
                 l2_port.source.connect(self.ptp_l2.sink),
                 self.ptp_l2.source.connect(l2_port.sink),

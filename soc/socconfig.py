@@ -293,11 +293,6 @@ class SoCConfig:
         # clock, where the 8-bit MAC datapath puts the classifier (a wider one is in sys).
         if self.with_probes and self.with_classifier and self.eth_dw != 8:
             raise ValueError(f"the latency probes with the receive classifier need eth_dw=8 for now, not {self.eth_dw!r}")
-        # LiteEth's MAC crossbar does not convert widths (get_port(dw=8) on a wider MAC connects
-        # mismatched streams without an error).
-        if self.ptp_transport == "l2" and self.eth_dw != 8:
-            raise ValueError(f"PTP over Ethernet (l2) needs eth_dw=8 for now, not {self.eth_dw!r}; "
-                             f"use ptp_transport='udp'")
         if self.frontend is not None and not self.with_streamer:
             raise ValueError("a front-end needs the streamer: it drives the stream channels")
         if self.with_streamer:

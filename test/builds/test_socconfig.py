@@ -65,8 +65,6 @@ def test_resolve_leaves_the_config_it_was_given_as_it_was():
     ("sim", dict(fasttrack_ports=(1, 2, 3, 4, 6)), "at most 4 fast-track ports (the classifier's rules), not 5"),
     ("sim", dict(eth_dw=64, with_streamer=False, with_classifier=True, with_probes=True),
      "the latency probes with the receive classifier need eth_dw=8 for now, not 64"),
-    ("sim", dict(eth_dw=64, with_streamer=False, with_rx_audit=False, ptp_transport="l2"),
-     "PTP over Ethernet (l2) needs eth_dw=8 for now, not 64; use ptp_transport='udp'"),
     ("sim", dict(frontend=object(), with_streamer=False), "a front-end needs the streamer: it drives the stream channels"),
     ("sim", dict(nchannels=9), "the streamer takes 1 to 8 channels (the control protocol's channel mask is 8 bits), not 9"),
     ("sim10g", dict(eth_dw=8), "eth_dw must be 8, 16, 32 or 64 and at least the PHY's width on sim10g (64 bits), not 8"),
@@ -79,7 +77,6 @@ def test_resolve_leaves_the_config_it_was_given_as_it_was():
      "xilinx_kcu116's sys clock is fixed at 125 MHz (its transceiver's reset sequencer counts in it), not 100 MHz"),
     ("xilinx_kcu116", dict(with_launcher=True), "the time-triggered launcher needs an 8-bit PHY for now; xilinx_kcu116's is 64-bit"),
     ("xilinx_kcu116", dict(with_probes=True), "the latency probes need an 8-bit PHY for now; xilinx_kcu116's is 64-bit"),
-    ("xilinx_kcu116", dict(ptp_transport="l2"), "PTP over Ethernet (l2) needs eth_dw=8 for now, not 64"),
     ("xilinx_kcu116", dict(with_pin_probe=True), "--pin-probe reports from the simulated board's pins; xilinx_kcu116 is real hardware"),
 ])
 def test_what_the_build_refuses_is_a_one_line_value_error(board, options, text):
@@ -91,6 +88,7 @@ def test_what_the_build_refuses_is_a_one_line_value_error(board, options, text):
 def test_kcu116_takes_its_64_bit_datapath_and_sys_clock():
     config = SoCConfig().resolve(get_board("xilinx_kcu116"))
     assert (config.eth_dw, config.sys_clk_freq) == (64, 125_000_000)
+    assert SoCConfig(ptp_transport="l2").resolve(get_board("xilinx_kcu116")).ptp_transport == "l2"
     assert SoCConfig(sys_clk_freq=125e6).resolve(get_board("xilinx_kcu116")).sys_clk_freq == 125_000_000
 
 

@@ -746,3 +746,43 @@ def test_a_one_word_datagram_waiting_at_the_udp_crossbars_widening_converter_kee
 
     run_simulation(conv, [source(), sink()])
     assert (seen[0] == (0xC0A80164, 8, 1)) is fixed
+
+
+def test_mac_port_converter_carries_frames_between_8_bits_and_64_whole_with_their_header():
+    """MACPortConverter, both ways, against stalling consumers: 64-bit frames of every last-word
+    fill come out as their bytes, no more, with their addresses and EtherType; 8-bit frames go in
+    as 64-bit words whose `last_be` marks the last byte, each word with its own frame's header."""
+    from ethdaq.gateware.cpuport import MACPortConverter
+    from stream_helpers import collect_frames
+    rng = random.Random(64)
+    frames = [(bytes(rng.getrandbits(8) for _ in range(n)), rng.getrandbits(47) << 1, 0x88F7 + k)
+              for k, n in enumerate([1, 7, 8, 9, 15, 16, 17, 44, 60, 64, 90])]
+    fields = ("target_mac", "sender_mac", "ethernet_type")
+
+    def offer(sink, nb):
+        for payload, mac, ethertype in frames:
+            words = [payload[i:i + nb] for i in range(0, len(payload), nb)]
+            for i, w in enumerate(words):
+                yield sink.valid.eq(1)
+                yield sink.data.eq(int.from_bytes(w, "little"))
+                yield sink.last.eq(i == len(words) - 1)
+                yield sink.last_be.eq(1 << (len(w) - 1) if i == len(words) - 1 else 0)
+                yield sink.target_mac.eq(mac)
+                yield sink.sender_mac.eq(mac ^ 1)
+                yield sink.ethernet_type.eq(ethertype)
+                yield
+                while not (yield sink.ready):
+                    yield
+            yield sink.valid.eq(0)
+            for _ in range(rng.randrange(3)):
+                yield
+
+    dut = MACPortConverter(64)
+    down, up = [], []
+    run_simulation(dut, [
+        offer(dut.wide_sink, 8), offer(dut.sink, 1),
+        collect_frames(dut.source, down, 4000, count=len(frames), ready=0.7, rng=random.Random(1), fields=fields),
+        collect_frames(dut.wide_source, up, 4000, count=len(frames), ready=0.3, rng=random.Random(2), fields=fields),
+    ])
+    expected = [(p, dict(target_mac=mac, sender_mac=mac ^ 1, ethernet_type=t)) for p, mac, t in frames]
+    assert down == expected and up == expected

@@ -11,7 +11,8 @@ other (bench/ptp2.py, two simulated boards, measures accuracy).
     master, goes LISTENING -> UNCALIBRATED, and accepts the board's Delay_Resp to its Delay_Req;
     on the 1G board and on the simulated 10G board (sim10g).
 (c) both runs are captured on the tap (tcpdump) and every PTP frame decoded by tshark.
-(d) (a) again over Layer 2 (--ptp-transport l2, ptp4l -2): marked slow, it needs its own build.
+(d) (a) again over Layer 2 (--ptp-transport l2, ptp4l -2), on the 1G and the 10G board: marked
+    slow, each needs its own build.
 
 Each run happens once per module (fixtures): build (reused when unchanged), simulation, capture
 and ptp4l, then everything stops and the namespace is removed; the tests judge what the run left.
@@ -203,22 +204,21 @@ def run_board_master(gateware, netns, tmp):
     return run
 
 
-# (d) cannot build at e353cba. With the definition moved into the UDP branch (tried on a copy)
-# these tests pass over Layer 2, but for test_a_board_loses_no_ptp4l_message: the L2 port loses
-# frames too (rx_ts_discarded, delay_rejected, delay_resp_missing), and its rx_dropped is not
-# reported by the firmware.
-
 @pytest.fixture(scope="module", params=[
-    "udp", "udp-10g", pytest.param("l2", marks=pytest.mark.slow)])
+    "udp", "udp-10g", pytest.param("l2", marks=pytest.mark.slow), pytest.param("l2-10g", marks=pytest.mark.slow)])
 def slave_run(request, tmp_path_factory):
     """(a), (a) on the simulated 10G board (udp-10g: XGMII, 64-bit timestamp units), and (d) with
-    the l2 parameter: ptp4l -2 against a board built for Layer 2."""
+    the l2 parameters: ptp4l -2 against a board built for Layer 2, on the 1G and the 10G board
+    (the PTP CPU port's bytes through gateware/cpuport.py's MACPortConverter)."""
     if request.param == "udp":
         gateware = h.build_board("slave", *SLAVE_BUILD)
         run = run_board_slave(gateware, "ethdaq-ptp-a", tmp_path_factory.mktemp("ptp-a"), "UDPv4")
     elif request.param == "udp-10g":
         gateware = h.build_board("slave-10g", *SLAVE_BUILD, board="sim10g")
         run = run_board_slave(gateware, "ethdaq-ptp-a10g", tmp_path_factory.mktemp("ptp-a10g"), "UDPv4")
+    elif request.param == "l2-10g":
+        gateware = h.build_board("slave-l2-10g", *SLAVE_BUILD, "--ptp-transport", "l2", board="sim10g")
+        run = run_board_slave(gateware, "ethdaq-ptp-d10g", tmp_path_factory.mktemp("ptp-d10g"), "L2")
     else:
         gateware = h.build_board("slave-l2", *SLAVE_BUILD, "--ptp-transport", "l2")
         run = run_board_slave(gateware, "ethdaq-ptp-d", tmp_path_factory.mktemp("ptp-d"), "L2")
