@@ -409,8 +409,8 @@ _XCU_LUTRAM_FIX = 'option "ABITS" 9 {\n\t\tabits 9;'
 # minutes of CPU in ABC9 without finishing, 15 s with this script, 109 s with the default
 # script less &mfs, which is what takes the time: without &dch it did not finish in 4 minutes).
 # The cost is accuracy: LUTs as mapped without those optimisations, that CRC alone 1810 LUTs
-# against 1509 without &mfs; the SoC 21430 LUT6 at 68f4a11 against 19907 with the default
-# script at 1544c94 (other gateware: not the same netlist).
+# against 1509 without &mfs; the whole SoC about 8 % more LUT6 than with the default script
+# (docs/boards/README.md).
 XCUP_ABC9_SCRIPT = "&st; &if -W 300 -v"
 
 
