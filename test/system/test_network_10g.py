@@ -20,9 +20,11 @@ BOARD_IP = "192.168.84.50"
 HOST_IP  = "192.168.84.1"
 MAC      = "10:e2:d5:00:00:84"
 CTL_PORT = 7010
+FASTTRACK_PORT = 9000
 OUT      = REPO / "build" / "test-sim10g"
+# With the receive classifier at 64 bits (a fast-track rule implies it).
 BUILD = ["build", "--board", "sim10g", "--ip", BOARD_IP, "--netmask", "24", "--mac", MAC,
-         "--ctl-port", str(CTL_PORT), "--output-dir", str(OUT)]
+         "--ctl-port", str(CTL_PORT), "--fasttrack-port", str(FASTTRACK_PORT), "--output-dir", str(OUT)]
 pytestmark = [requires_root, pytest.mark.network, pytest.mark.background_build("sim10g", BUILD)]
 
 
@@ -276,6 +278,43 @@ def test_bursts_that_overfill_the_receive_crossing_are_counted_frame_by_frame(bo
     assert delta == {"udp_port": 40 - delta["rx_full"], "rx_full": delta["rx_full"], "oversize": 4}, delta
     r = board.ns_run(["ping", "-c", "3", "-i", "0.2", "-W", "5", BOARD_IP], capture_output=True, text=True, timeout=60)
     assert "3 packets transmitted, 3 received" in r.stdout, r.stdout
+
+
+def rules_now(board):
+    r = ctl(board, "rules", "--json")
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def test_receive_rules_at_64_bits_take_their_datagrams_and_count_them(board):
+    """The receive classifier at 64 bits, behind the XGMII receiver and the 64-bit FCS checker:
+    RULES shows the build's fast-track rule; datagrams to its port are counted by it (and go to
+    the hardware sink, not to LiteEth); a drop rule set through the control protocol counts what
+    Linux sends to its port, dropped whole at the frame gate; the control port answers after."""
+    from ethdaq.wire import protocol
+    before = rules_now(board)
+    assert len(before["rules"]) == protocol.MAX_RULES
+    assert [(r["index"], r["enable"], r["action"], r["port"]) for r in before["rules"]][:2] == [
+        (0, 1, "fasttrack", FASTTRACK_PORT), (1, 0, "cpu", 0)]
+    r = ctl(board, "rules", "set", "1", "action=drop", "port=9100")
+    assert r.returncode == 0 and "rule 1: enabled, drop for UDP port 9100" in r.stdout, r.stdout + r.stderr
+    try:
+        r = board.ns_run([sys.executable, "-c", f"""
+import socket, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for port in (9100, 9100, 9100, {FASTTRACK_PORT}, {FASTTRACK_PORT}):
+    s.sendto(b"x" * 50, ({BOARD_IP!r}, port))
+    time.sleep(0.2)
+"""], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        after = rules_now(board)
+        assert after["rules"][1]["matched"] - before["rules"][1]["matched"] == 3
+        assert after["rules"][0]["matched"] - before["rules"][0]["matched"] == 2
+        assert after["gate_error"] - before["gate_error"] >= 3
+    finally:
+        r = ctl(board, "rules", "set", "1", "enable=0")
+        assert r.returncode == 0, r.stderr
+    assert ctl(board, "identify").returncode == 0
 
 
 def test_every_frame_the_board_sent_passed_the_tap_modules_xgmii_checks(board):
