@@ -93,6 +93,13 @@ class GrayDecoder2(LiteXModule):
                 self.sync += self.o[k].eq(reduce(xor, [within[k]] + above))
 
 
+def entry_bits(ep, framing=True):
+    """What a FIFO entry stores of endpoint `ep`: its payload and parameters, and first/last if
+    `framing`, as one value (read and written whole)."""
+    parts = [ep.payload.raw_bits(), ep.param.raw_bits()] + ([ep.first, ep.last] if framing else [])
+    return Cat(*[p for p in parts if len(p)])  # An empty Cat makes invalid Verilog.
+
+
 class LevelFIFO(LiteXModule):
     """`depth` entries (a power of two) of `layout`; sink in `cd_write`, source in `cd_read`.
 
@@ -215,10 +222,7 @@ class LevelFIFO(LiteXModule):
         ]
 
         # Storage: whole endpoint payload (data fields, and first/last if `framing`) per entry.
-        def fields(ep):
-            parts = [ep.payload.raw_bits(), ep.param.raw_bits()] + ([ep.first, ep.last] if framing else [])
-            return Cat(*[p for p in parts if len(p)])  # An empty Cat makes invalid Verilog.
-        payload, out = fields(sink), fields(source)
+        payload, out = entry_bits(sink, framing), entry_bits(source, framing)
         if buffered:
             # `readable`: the RAM holds an entry at the read pointer, from the comparisons of the
             # last cycle's pointer and the next one with the other side's pointer then (which can

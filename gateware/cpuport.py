@@ -27,7 +27,8 @@ from litex.gen import *
 from litex.soc.interconnect import stream
 from litex.soc.interconnect.csr import *
 
-from liteeth.common import eth_udp_user_description, eth_mac_description
+from liteeth.common import eth_mac_description, eth_phy_description, eth_udp_user_description
+from liteeth.mac.common import LiteEthLastHandler
 
 from ethdaq.gateware.csr import CSRConfig
 
@@ -650,8 +651,6 @@ class MACPortConverter(LiteXModule):
     of a frame's bytes carry the same), so a word shows its own frame's header while it waits;
     `last_be` is the 8-bit `last`."""
     def __init__(self, dw):
-        from liteeth.common import eth_phy_description
-        from liteeth.mac.common import LiteEthLastHandler
         self.wide_sink   = wide_sink   = stream.Endpoint(eth_mac_description(dw))
         self.wide_source = wide_source = stream.Endpoint(eth_mac_description(dw))
         self.sink        = sink        = stream.Endpoint(eth_mac_description(8))

@@ -38,7 +38,7 @@ from litex.soc.interconnect import stream
 from litex.soc.interconnect.csr import CSRStatus
 
 from ethdaq.gateware.bram import BlockRAM
-from ethdaq.gateware.cdcfifo import AheadGrayCounter, GrayDecoder2
+from ethdaq.gateware.cdcfifo import AheadGrayCounter, GrayDecoder2, entry_bits
 
 
 class FrameCrossing(LiteXModule):
@@ -114,10 +114,7 @@ class FrameCrossing(LiteXModule):
         # read in two stages as LevelFIFO's buffered read side: the read stage loads at `take`
         # (the reader's pointer is behind `pub`), the output register at `oce` (empty or read).
         # The write is registered, so the RAM's enable and address are flip-flops.
-        def fields(ep):
-            parts = [ep.payload.raw_bits(), ep.param.raw_bits(), ep.first, ep.last]
-            return Cat(*[p for p in parts if len(p)])
-        payload, out = fields(sink), fields(source)
+        payload, out = entry_bits(sink), entry_bits(source)
         self.ram = ram = BlockRAM(len(payload), depth, cd_write=cd_write, cd_read=cd_read, with_ce=True)
         sync_w += [ram.wadr.eq(wr[:bits]), ram.wdata.eq(payload), ram.we.eq(write)]
         sync_r  = getattr(self.sync, cd_read)
