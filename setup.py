@@ -49,7 +49,7 @@ setup(
         "softioc==4.7.2",
     ],
     extras_require = {
-        "test": ["pytest==9.2.0", "pytest-xdist==3.8.0", "scapy==2.8.0", "nexusformat==2.1.0",
+        "test": ["pytest==9.2.0", "pytest-xdist==3.8.0", "pytest-instafail==0.5.0", "scapy==2.8.0", "nexusformat==2.1.0",
                  # Independent Channel Access and pvAccess clients of `ethdaq ioc`.
                  "pyepics==3.5.10", "p4p==4.3.0",
                  # cocotbext-eth's XGMII sink decodes the 10G transmitter's lanes (Verilator):

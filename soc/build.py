@@ -81,10 +81,32 @@ class DAQBuilder(Builder):
             stale.unlink()
         # The firmware replaces the BIOS; the LiteX libraries are still built and linked.
         Builder._generate_rom_software(self, compile_bios=False)
+        slim_libc(Path(self.software_dir))
 
     @property
     def firmware_bin(self):
         return Path(self.software_dir) / "firmware" / "firmware.bin"
+
+
+def slim_libc(software_dir):
+    """picolibc as LiteX builds it into each build directory (common.mak compiles it with -g3):
+    meson's objects, its archive and three copies of it that make keeps, 430 MB of debug
+    information in all. The firmware links only their code: the archives lose their debug
+    sections and keep their times (make sees them up to date), meson's outputs go (make reruns
+    meson only for a new cross.txt, and ninja then rebuilds them): 430 MB become 26."""
+    libc = software_dir / "libc"
+    variables = software_dir / "include" / "generated" / "variables.mak"
+    triple = re.search(r"^TRIPLE=(\S+)$", variables.read_text(), re.M) if variables.exists() else None
+    strip = shutil.which(f"{triple.group(1)}-strip") if triple else None
+    if strip is None or not (libc / "newlib").is_dir():
+        return
+    archives = [libc / name for name in ("__libc.a", "_libc.a", "libc.a") if (libc / name).exists()]
+    times = {a: a.stat() for a in archives}
+    subprocess.run([strip, "--strip-debug", *map(str, archives)], check=True, capture_output=True)
+    for a, st in times.items():
+        os.utime(a, ns=(st.st_atime_ns, st.st_mtime_ns))
+    for output in [*(libc / "newlib").rglob("*.o"), *(libc / "newlib").rglob("*.a")]:
+        output.unlink()
 
 
 def _init_firmware(soc, **kwargs):

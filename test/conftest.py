@@ -115,6 +115,9 @@ def pytest_runtest_setup(item):
 def pytest_configure(config):
     workerinput = getattr(config, "workerinput", None)
     RUN_ID["id"] = workerinput["testrunuid"] if workerinput else uuid.uuid4().hex
+    if workerinput is None:
+        from run_guard import RunGuard
+        config.pluginmanager.register(RunGuard(config, REPO), "ethdaq-run-guard")
 
 
 class _Build:

@@ -61,6 +61,10 @@ def test_colorlight_i5_bitstream_and_summary():
     assert re.search(r'LOCATE COMP "ptp_periodic" SITE "B18"', lpf), lpf
     # The firmware is in the bitstream's ROM: the same binary the build reports.
     assert (OUT / "software" / "firmware" / "firmware.bin").stat().st_size > 1000
+    # picolibc is kept without its debug information (-g3: 86 MB an archive) or meson's objects.
+    libc = OUT / "software" / "libc"
+    assert all((libc / a).stat().st_size < 10_000_000 for a in ("__libc.a", "_libc.a", "libc.a"))
+    assert not list((libc / "newlib").rglob("*.o"))
     # --build-id reached the SoC's identifier and the firmware.
     soc_h = (OUT / "software" / "include" / "generated" / "soc.h").read_text()
     assert re.search(rf'#define ETHDAQ_BUILD_ID "{BUILD_ID}"', soc_h), soc_h
