@@ -100,6 +100,35 @@ def entry_bits(ep, framing=True):
     return Cat(*[p for p in parts if len(p)])  # An empty Cat makes invalid Verilog.
 
 
+def read_in_two_stages(module, ram, source, readable, cd):
+    """The read side of a block RAM `ram` (gateware/bram.py, with_ce) shown on the stream `source`,
+    in `module`, clock domain `cd`: stage a, the RAM's read stage, loads at `take` (the entry at the
+    read address is `readable`, and stage a is empty or moves on); stage b, its output register,
+    loads at `oce` (empty or read). Each stage has its own enable, so the pipeline runs at full
+    throughput and stalls without loss. Returns `take`: the read address moves on with it."""
+    take    = Signal()
+    oce     = Signal()
+    valid_a = Signal()
+    valid_b = Signal()
+    module.comb += [
+        oce.eq(~valid_b | source.ready),
+        take.eq(readable & (~valid_a | oce)),
+        ram.read_ce.eq(take),
+        ram.out_ce.eq(oce),
+        source.valid.eq(valid_b),
+    ]
+    sync = getattr(module.sync, cd)
+    sync += [
+        If(take,
+            valid_a.eq(1)
+        ).Elif(oce,
+            valid_a.eq(0)
+        ),
+        If(oce, valid_b.eq(valid_a)),
+    ]
+    return take
+
+
 class LevelFIFO(LiteXModule):
     """`depth` entries (a power of two) of `layout`; sink in `cd_write`, source in `cd_read`.
 
@@ -154,7 +183,6 @@ class LevelFIFO(LiteXModule):
 
         bits = log2_int(depth)  # Raises for a depth that is not a power of two.
         same = cd_write == cd_read
-        sync_read = getattr(self.sync, cd_read)
         produce = ClockDomainsRenamer(cd_write)(GrayCounter(bits + 1))
         self.submodules += produce
 
@@ -227,26 +255,8 @@ class LevelFIFO(LiteXModule):
             # `readable`: the RAM holds an entry at the read pointer, from the comparisons of the
             # last cycle's pointer and the next one with the other side's pointer then (which can
             # only have moved on since), chosen by whether the last cycle took an entry.
-            # Stage a: the RAM's output latch (loads at `take`); stage b: the output register
-            # (loads at `oce`, when it is empty or read).
             readable = Signal()
-            valid_a  = Signal()
-            valid_b  = Signal()
-            oce      = Signal()
-            self.comb += [
-                oce.eq(~valid_b | source.ready),
-                readable.eq(consume.differs),
-                take.eq(readable & (~valid_a | oce)),
-                source.valid.eq(valid_b),
-            ]
-            sync_read += [
-                If(take,
-                    valid_a.eq(1)
-                ).Elif(oce,
-                    valid_a.eq(0)
-                ),
-                If(oce, valid_b.eq(valid_a)),
-            ]
+            self.comb += readable.eq(consume.differs)
             # The write is registered (one cycle late: the reader sees the entry two or more
             # cycles after `produce` moves): the block RAM's write enable and address then come
             # from flip-flops, not from the writer's admission logic. The RAM (gateware/bram.py)
@@ -256,9 +266,8 @@ class LevelFIFO(LiteXModule):
                 with_dp16kd=with_dp16kd)
             sync_write += [ram.wadr.eq(produce.q_binary[:bits]), ram.wdata.eq(payload), ram.we.eq(produce.ce)]
             self.comb += [
+                take.eq(read_in_two_stages(self, ram, source, readable, cd_read)),
                 ram.radr.eq(rd_bin[:bits]),
-                ram.read_ce.eq(take),
-                ram.out_ce.eq(oce),
                 out.eq(ram.rdata),
             ]
         else:

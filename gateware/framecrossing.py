@@ -38,7 +38,7 @@ from litex.soc.interconnect import stream
 from litex.soc.interconnect.csr import CSRStatus
 
 from ethdaq.gateware.bram import BlockRAM
-from ethdaq.gateware.cdcfifo import AheadGrayCounter, GrayDecoder2, entry_bits
+from ethdaq.gateware.cdcfifo import AheadGrayCounter, GrayDecoder2, entry_bits, read_in_two_stages
 
 
 class FrameCrossing(LiteXModule):
@@ -111,34 +111,16 @@ class FrameCrossing(LiteXModule):
         ]
 
         # Storage: the payload, its parameters and first/last, in a block RAM (gateware/bram.py)
-        # read in two stages as LevelFIFO's buffered read side: the read stage loads at `take`
-        # (the reader's pointer is behind `pub`), the output register at `oce` (empty or read).
+        # read in two stages as LevelFIFO's buffered read side (an entry is readable while the
+        # reader's pointer is behind `pub`).
         # The write is registered, so the RAM's enable and address are flip-flops.
         payload, out = entry_bits(sink), entry_bits(source)
         self.ram = ram = BlockRAM(len(payload), depth, cd_write=cd_write, cd_read=cd_read, with_ce=True)
         sync_w += [ram.wadr.eq(wr[:bits]), ram.wdata.eq(payload), ram.we.eq(write)]
-        sync_r  = getattr(self.sync, cd_read)
-        take    = Signal()
-        oce     = Signal()
-        valid_a = Signal()
-        valid_b = Signal()
         self.comb += [
-            oce.eq(~valid_b | source.ready),
-            take.eq(consume.differs & (~valid_a | oce)),
-            consume.ce.eq(take),
+            consume.ce.eq(read_in_two_stages(self, ram, source, consume.differs, cd_read)),
             ram.radr.eq(consume.q_binary[:bits]),
-            ram.read_ce.eq(take),
-            ram.out_ce.eq(oce),
             out.eq(ram.rdata),
-            source.valid.eq(valid_b),
-        ]
-        sync_r += [
-            If(take,
-                valid_a.eq(1),
-            ).Elif(oce,
-                valid_a.eq(0),
-            ),
-            If(oce, valid_b.eq(valid_a)),
         ]
 
 

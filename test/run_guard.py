@@ -1,10 +1,11 @@
 """What a run that goes wrong leaves in its log, for a run read only from its output (CI).
 
-At its first failure or error the run prints the machine's state (free disk, free memory, load, the
-busiest processes): a full disk or an exhausted memory fails many tests at once, each for a reason
-of its own. At its deadline (ETHDAQ_TEST_DEADLINE seconds, default 80 minutes: CI stops a run at 90
-without a summary) it prints the tests still running and the machine's state, then interrupts
-itself the way Ctrl-C does, so pytest stops its workers and prints its summary.
+The header gives the free disk and memory the run starts with. At the first failure or error the
+run prints the machine's state (free disk and memory, load, the busiest processes): a full disk or
+an exhausted memory fails many tests at once, each for a reason of its own. At its deadline
+(ETHDAQ_TEST_DEADLINE seconds, default 80 minutes: CI stops a run at 90 without a summary) it
+prints the tests still running and the machine's state, then interrupts itself the way Ctrl-C
+does, so pytest stops its workers and prints its summary.
 
 Runs in the process that reports (pytest-xdist's controller, or the only process)."""
 import os
@@ -50,6 +51,9 @@ class RunGuard:
         reporter.write_sep("-", title)
         for line in lines:
             reporter.write_line(line)
+
+    def pytest_report_header(self, config):
+        return machine_state(self.path)[:2]
 
     def pytest_sessionstart(self, session):
         if self.deadline_s > 0:
