@@ -24,12 +24,27 @@ cycles old.
 """
 
 from migen import *
+from migen.genlib.cdc import PulseSynchronizer
 
 from litex.gen import *
 
 from litex.soc.interconnect.csr import *
 
 COUNT_BITS = 32
+
+
+def count_pulses(module, cd, pulses, clear=None):
+    """In `module`: for each (pulse, csr) of `pulses`, the pulses of `pulse` (one cycle in clock
+    domain `cd`, far rarer than the synchroniser's few cycles) counted in `csr.status` (sys),
+    zeroed while `clear` (sys), if given."""
+    for pulse, csr in pulses:
+        ps = PulseSynchronizer(cd, "sys")
+        module.submodules += ps
+        module.comb += ps.i.eq(pulse)
+        if clear is None:
+            module.sync += If(ps.o, csr.status.eq(csr.status + 1))
+        else:
+            module.sync += If(clear, csr.status.eq(0)).Elif(ps.o, csr.status.eq(csr.status + 1))
 
 
 class EventCounters(LiteXModule):

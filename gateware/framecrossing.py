@@ -30,7 +30,7 @@ of room, `oversize` for the frames longer than the crossing).
 """
 
 from migen import *
-from migen.genlib.cdc import GrayCounter, MultiReg, PulseSynchronizer
+from migen.genlib.cdc import GrayCounter, MultiReg
 
 from litex.gen import *
 
@@ -39,6 +39,7 @@ from litex.soc.interconnect.csr import CSRStatus
 
 from ethdaq.gateware.bram import BlockRAM
 from ethdaq.gateware.cdcfifo import AheadGrayCounter, GrayDecoder2, entry_bits, read_in_two_stages
+from ethdaq.gateware.eventcounters import count_pulses
 
 
 class FrameCrossing(LiteXModule):
@@ -133,8 +134,4 @@ class FrameCrossingCounters(LiteXModule):
 
         # # #
 
-        for ev, csr in ((crossing.full, self._dropped_full), (crossing.long, self._dropped_long)):
-            ps = PulseSynchronizer(cd, "sys")
-            self.submodules += ps
-            self.comb += ps.i.eq(ev)
-            self.sync += If(ps.o, csr.status.eq(csr.status + 1))
+        count_pulses(self, cd, ((crossing.full, self._dropped_full), (crossing.long, self._dropped_long)))

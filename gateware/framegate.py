@@ -29,7 +29,6 @@ multiple of 8).
 """
 
 from migen import *
-from migen.genlib.cdc import PulseSynchronizer
 
 from litex.gen import *
 
@@ -39,6 +38,7 @@ from litex.soc.interconnect.csr import CSRStatus
 from liteeth.common import eth_phy_description
 
 from ethdaq.gateware.bram import BlockRAMFIFO
+from ethdaq.gateware.eventcounters import count_pulses
 from ethdaq.gateware.regbuffer import RegisteredBuffer
 
 
@@ -176,8 +176,4 @@ class FrameGateCounters(LiteXModule):
             events.append((gate.ev_error, self._dropped_error))
         if with_oversize:
             events.append((gate.ev_oversize, self._dropped_oversize))
-        for ev, csr in events:
-            ps = PulseSynchronizer(cd, "sys")
-            self.submodules += ps
-            self.comb += ps.i.eq(ev)
-            self.sync += If(ps.o, csr.status.eq(csr.status + 1))
+        count_pulses(self, cd, events)

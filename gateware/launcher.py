@@ -31,7 +31,7 @@ short, or the previous launch still running) are both dropped and counted.
 """
 
 from migen import *
-from migen.genlib.cdc import MultiReg, PulseSynchronizer
+from migen.genlib.cdc import MultiReg
 
 from litex.gen import *
 
@@ -41,6 +41,7 @@ from litex.soc.interconnect.csr import CSR, CSRStatus, CSRStorage, CSRField
 from liteeth.common import eth_phy_description, eth_interpacket_gap
 
 from ethdaq.gateware.csr import CSRConfig
+from ethdaq.gateware.eventcounters import count_pulses
 
 NS_PER_S = 10**9
 
@@ -255,9 +256,5 @@ class Launcher(LiteXModule):
 
     def _add_counters(self, cd_tx):
         """Counters (sys) of launches sent and missed."""
-        for ev, csr, cd in ((self.ev_sent, self._sent, cd_tx), (self.ev_busy, self._missed_busy, cd_tx)):
-            ps = PulseSynchronizer(cd, "sys")
-            self.submodules += ps
-            self.comb += ps.i.eq(ev)
-            self.sync += If(ps.o, csr.status.eq(csr.status + 1))
+        count_pulses(self, cd_tx, ((self.ev_sent, self._sent), (self.ev_busy, self._missed_busy)))
         self.sync += If(self.ev_past, self._missed_past.status.eq(self._missed_past.status + 1))

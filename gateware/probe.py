@@ -61,6 +61,8 @@ from litex.gen import *
 
 from litex.soc.interconnect.csr import CSR, CSRStatus, CSRStorage
 
+from ethdaq.gateware.eventcounters import count_pulses
+
 NBINS        = 16
 LAT_BITS     = 16
 STAMP_BITS   = 24   # Start stamps: latencies up to 2^24 cycles are told apart from saturated ones.
@@ -130,11 +132,7 @@ class LatencyProbe(LiteXModule):
         self._add_statistics(cd, results, ev_overflow, lat_bits)
 
         # Event counters (sys), cleared with the statistics.
-        for ev, csr in ((ev_unpaired, self._unpaired), (ev_overflow | lost, self._overflows)):
-            ps = PulseSynchronizer(cd, "sys")
-            self.submodules += ps
-            self.comb += ps.i.eq(ev)
-            self.sync += If(self._clear.re, csr.status.eq(0)).Elif(ps.o, csr.status.eq(csr.status + 1))
+        count_pulses(self, cd, ((ev_unpaired, self._unpaired), (ev_overflow | lost, self._overflows)), clear=self._clear.re)
 
     def _add_pairing(self, cd, now, modes, offsets, inflight, lat_bits, stamp_bits):
         """One FIFO of start stamps per class ("fifo"), or one held stamp, or the end's own;
