@@ -86,7 +86,8 @@ INJECT_MAX_FRAMES = 4096
 # Bytes of one injected frame at most (on the pins): the tap's frames behind it must fit the FIFO.
 INJECT_MAX_FRAME  = INJECT_FIFO_BYTES - 2*INJECT_IFG
 
-# The tap's wire (module docstring), as in gateware/simmodules/ethdaq_gmii/ethdaq_gmii.c.
+# The tap's wire (module docstring), as in gateware/simmodules/ethdaq_gmii/ethdaq_gmii.c; its tap
+# queue (TAP_MAX_FRAME, TAP_QUEUE) is gateware/simmodules/common/tapqueue.h, shared with ethdaq_xgmii.
 TAP_MODULE    = "ethdaq_gmii"
 SIM_MODULES   = {TAP_MODULE: Path(__file__).resolve().parent / "simmodules" / TAP_MODULE}
 TAP_IFG       = 12             # Idle cycles after each frame from the tap: the standard gap.

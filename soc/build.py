@@ -636,6 +636,7 @@ def sim_inputs(gateware, platform):
 
 # The board's own simulation modules (C, beside LiteX's), copied under the gateware directory.
 SIM_MODULES = "sim_modules"
+SIM_MODULES_COMMON = Path(ethdaq.gateware.__file__).resolve().parent / "simmodules" / "common"
 
 
 def copy_sim_modules(board, gateware):
@@ -648,6 +649,8 @@ def copy_sim_modules(board, gateware):
     dest = Path(gateware) / SIM_MODULES
     for name, src in modules.items():
         shutil.copytree(src, dest / name, dirs_exist_ok=True)
+    # What the modules share (their Makefiles add it to the include path).
+    shutil.copytree(SIM_MODULES_COMMON, dest / "common", dirs_exist_ok=True)
     return {"extra_mods": list(modules), "extra_mods_path": str(dest)}
 
 

@@ -504,3 +504,17 @@ def test_tap_frames_at_the_wires_rate_never_overflow_the_fifo_behind_the_longest
     # between the two frames' starts.
     assert max(o - i for (o, _), i in zip(out, sent_at)) == longest + simphy.INJECT_IFG - 1
     assert all(g >= simphy.INJECT_IFG for g in gaps[1:]), gaps
+
+
+def test_the_tap_modules_limits_are_the_ones_documented_here():
+    """simphy's TAP_MAX_FRAME and TAP_QUEUE describe the C modules' shared tap queue
+    (gateware/simmodules/common/tapqueue.h), which both wire modules include."""
+    import re
+    from pathlib import Path
+    simmodules = Path(simphy.__file__).resolve().parent / "simmodules"
+    header = (simmodules / "common" / "tapqueue.h").read_text()
+    defines = dict(re.findall(r"^#define (TAPQ_\w+)\s+(\d+)", header, re.M))
+    assert int(defines["TAPQ_MAX_FRAME"]) == simphy.TAP_MAX_FRAME
+    assert int(defines["TAPQ_LEN"]) == simphy.TAP_QUEUE
+    for module in (simphy.TAP_MODULE, simphy.XGMII_TAP_MODULE):
+        assert '#include "tapqueue.h"' in (simmodules / module / f"{module}.c").read_text()
