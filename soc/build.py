@@ -98,14 +98,15 @@ def slim_libc(software_dir):
     variables = software_dir / "include" / "generated" / "variables.mak"
     triple = re.search(r"^TRIPLE=(\S+)$", variables.read_text(), re.M) if variables.exists() else None
     strip = shutil.which(f"{triple.group(1)}-strip") if triple else None
-    if strip is None or not (libc / "newlib").is_dir():
-        return
+    objects = [*(libc / "newlib").rglob("*.o"), *(libc / "newlib").rglob("*.a")]
+    if strip is None or not objects:
+        return   # No strip tool, or slimmed already (meson has not run since).
     archives = [libc / name for name in ("__libc.a", "_libc.a", "libc.a") if (libc / name).exists()]
     times = {a: a.stat() for a in archives}
     subprocess.run([strip, "--strip-debug", *map(str, archives)], check=True, capture_output=True)
     for a, st in times.items():
         os.utime(a, ns=(st.st_atime_ns, st.st_mtime_ns))
-    for output in [*(libc / "newlib").rglob("*.o"), *(libc / "newlib").rglob("*.a")]:
+    for output in objects:
         output.unlink()
 
 

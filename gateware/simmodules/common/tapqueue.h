@@ -42,6 +42,9 @@
 #define TAPQ_LEN       16       // Frames waiting: more than the wire drains between two reads.
 #define TAPQ_RDBUF     65600    // Beyond the largest frame a tap passes (MTU 65535 plus header).
 
+// The host's side of the tap.
+static const char tapq_host_mac[6] = {0xaa, 0xb6, 0x24, 0x69, 0x77, 0x21};
+
 typedef struct {
     uint8_t data[TAPQ_MAX_FRAME + 4];   // The frame and its FCS.
     size_t  len;                        // With the FCS.
@@ -139,10 +142,9 @@ static void tapq_pop(tapq_t *q) {
     tapq_arm(q, true);
 }
 
-// The tap named by the module's argument "interface", with the host's `mac` and the address of
-// the argument "ip" (/24), up, read from the simulation's event loop `base`.
-static int tapq_open(tapq_t *q, const char *module, struct event_base *base, const char *args,
-                     const char mac[6]) {
+// The tap named by the module's argument "interface", with the host's MAC and the address of the
+// argument "ip" (/24), up, read from the simulation's event loop `base`.
+static int tapq_open(tapq_t *q, const char *module, struct event_base *base, const char *args) {
     q->name = module;
     char *tap = module_arg(module, args, "interface");
     char *ip  = module_arg(module, args, "ip");
@@ -154,7 +156,7 @@ static int tapq_open(tapq_t *q, const char *module, struct event_base *base, con
     q->tapcfg = tapcfg_init();
     tapcfg_start(q->tapcfg, tap, 0);
     q->fd = tapcfg_get_fd(q->tapcfg);
-    tapcfg_iface_set_hwaddr(q->tapcfg, mac, 6);
+    tapcfg_iface_set_hwaddr(q->tapcfg, tapq_host_mac, 6);
     tapcfg_iface_set_ipv4(q->tapcfg, ip, 24);
     tapcfg_iface_set_status(q->tapcfg, TAPCFG_STATUS_ALL_UP);
     free(tap);

@@ -18,9 +18,6 @@
 #define PREAMBLE     8        // Seven 0x55 and the SFD 0xD5.
 #define IFG          12       // Idle cycles at least between frames on the receive pins.
 
-// The host's side of the tap.
-static const char macadr[6] = {0xaa, 0xb6, 0x24, 0x69, 0x77, 0x21};
-
 typedef struct {
     // Pins.
     uint8_t *rx_data;
@@ -155,7 +152,7 @@ static int gmii_new(void **state, char *args) {
     if (!s)
         return RC_NOENMEM;
     s->rx_idle = IFG;
-    return tapq_open(&s->tap, "ethdaq_gmii", base, args, macadr);
+    return tapq_open(&s->tap, "ethdaq_gmii", base, args);
 }
 
 static struct ext_module_s ext_mod = {

@@ -26,9 +26,6 @@
 #define CH_START 0xfb
 #define CH_TERM  0xfd
 
-// The host's side of the tap.
-static const char macadr[6] = {0xaa, 0xb6, 0x24, 0x69, 0x77, 0x21};
-
 typedef enum { TX_IDLE, TX_PREAMBLE, TX_FRAME, TX_ABORT } tx_state_t;
 
 typedef struct {
@@ -218,7 +215,7 @@ static int xgmii_new(void **state, char *args) {
     if (!s)
         return RC_NOENMEM;
     s->rx_idle = IFG;
-    return tapq_open(&s->tap, "ethdaq_xgmii", base, args, macadr);
+    return tapq_open(&s->tap, "ethdaq_xgmii", base, args);
 }
 
 static struct ext_module_s ext_mod = {
