@@ -103,10 +103,23 @@ PRIORITY_NETWORK = -5   # nice steps: about three times a default process's shar
 NICE_AT_START = os.getpriority(os.PRIO_PROCESS, 0)
 
 
+def forget_traced_objects():
+    """Migen's tracer (migen/fhdl/tracer.py) keeps every module object it has named a signal
+    after, per class, in a list it searches linearly for each new signal, and never drops one:
+    in a worker that has built hundreds of SoCs, each new signal scans all of them (a DAQSoC that
+    elaborates in 1 s alone took 50 s late in a run) and none of them is freed. Each test starts
+    as a fresh process would: its signals are numbered from 0, as in `ethdaq build`."""
+    from migen.fhdl import tracer
+    tracer.classname_to_objs.clear()
+    tracer.name_to_idx.clear()
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item):
     """Before the test's fixtures are made (a module's simulated board starts with its first
-    test): the priority of its file's kind."""
+    test): Migen's tracer forgets the earlier tests' objects, and the process takes the priority
+    of its file's kind."""
+    forget_traced_objects()
     if os.geteuid() == 0:
         network = item.get_closest_marker("network") is not None
         os.setpriority(os.PRIO_PROCESS, 0, max(-20, NICE_AT_START + PRIORITY_NETWORK) if network else NICE_AT_START)
