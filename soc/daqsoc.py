@@ -24,7 +24,7 @@ from litex.build.lattice import LatticeECP5Platform
 from litex.soc.integration.soc_core import SoCCore
 from litex.soc.interconnect import stream
 
-from liteeth.common import eth_phy_description
+from liteeth.common import eth_phy_description, icmp_protocol
 from liteeth.core import LiteEthUDPIPCore
 
 from ethdaq.boards import BOARDS
@@ -43,6 +43,7 @@ from ethdaq.gateware.macpipeline import (drop_tx_framing, insert_ip_rx_buffer, i
 from ethdaq.gateware.macstats import MACErrors
 from ethdaq.gateware.rxaudit import RXAudit, insert_rx_audit
 from ethdaq.gateware.arpcache import answer_from_found_entry
+from ethdaq.gateware.icmpecho import ICMPEcho
 from ethdaq.gateware.netaddr import NetAddress, route_ip_tx
 from ethdaq.gateware.probe import DAQProbes, MAILBOX_CLASSES, RX_CLASSES, STAMP_BITS as PROBE_STAMP_BITS, TX_CLASSES
 from ethdaq.gateware.streamer import DAQStreamer
@@ -226,10 +227,17 @@ class DAQSoC(SoCCore):
             clk_freq    = self.sys_clk_freq,
             dw          = eth_dw,
             with_sys_datapath = (eth_dw != 8),
-            # LiteEth's default 128-byte echo buffer silently drops pings with more than 128
-            # bytes of payload; 2048 answers every ping up to the 1500-byte MTU.
+            # At 8 bits pings are answered by ethdaq's ICMPEcho (below). LiteEth's default
+            # 128-byte echo buffer silently drops pings with more than 128 bytes of payload;
+            # 2048 answers every ping up to the 1500-byte MTU.
+            with_icmp       = (eth_dw != 8),
             icmp_fifo_depth = 2048,
         )
+        if eth_dw == 8:
+            # Pings answered from one block RAM of whole messages (gateware/icmpecho.py).
+            self.icmp_echo = ICMPEcho(depth=2048)
+            port = self.ethcore.ip.crossbar.get_port(icmp_protocol, eth_dw)
+            self.comb += [self.icmp_echo.source.connect(port.sink), port.source.connect(self.icmp_echo.sink)]
         if getattr(self.ethphy, "tx_framing", False):
             # The PHY makes the preamble and FCS (gateware/xgmiiphy.py).
             drop_tx_framing(self.ethcore.mac.core)

@@ -6,22 +6,18 @@ FCS is bad; behind the gate it does not (scapy builds the frames, zlib the FCS).
 run at 8 bits (bytes) and at 64 (beats with last_be, as LiteEth's 64-bit MAC datapath)."""
 
 import random
-import zlib
 
 import pytest
 from migen import *
-from migen.sim import passive, run_simulation
+from migen.sim import run_simulation
 
-from litex.gen import LiteXModule
-from litex.soc.interconnect import stream
-
-from liteeth.common import eth_phy_description
 from liteeth.core import LiteEthIPCore
-from scapy.layers.inet import ICMP, IP
-from scapy.layers.l2 import ARP, Ether
+from scapy.layers.inet import ICMP
+from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
 from ethdaq.gateware.framegate import FrameGate
+from ipcore_helpers import BOARD_IP, BOARD_MAC, IPCoreBench, exchange_ping, ping_request
 
 
 @pytest.fixture(params=[8, 64])
@@ -126,24 +122,9 @@ def test_bad_parameters_are_refused():
 
 # --- LiteEth answers a ping with a bad FCS; behind the gate it does not ----------------------------
 
-BOARD_MAC, BOARD_IP = 0x10E2D5000077, "192.168.77.50"
-
-
-class _PHY:
-    dw = 8
-
-    def __init__(self):
-        self.sink   = stream.Endpoint(eth_phy_description(8))
-        self.source = stream.Endpoint(eth_phy_description(8))
-
-
-class IPCoreDut(LiteXModule):
+class IPCoreDut(IPCoreBench):
     def __init__(self, with_gate):
-        for cd in ("sys", "eth_rx", "eth_tx"):
-            setattr(self, f"cd_{cd}", ClockDomain(cd))
-        self.phy  = _PHY()
-        self.rx   = stream.Endpoint(eth_phy_description(8))   # What the bench puts on the wire.
-        self.comb += [self.rx.connect(self.phy.source), self.phy.source.last_be.eq(self.rx.last)]
+        IPCoreBench.__init__(self)
         self.core = LiteEthIPCore(self.phy, BOARD_MAC, BOARD_IP, clk_freq=100e6, dw=8)
         if with_gate:
             from liteeth.mac.crc import LiteEthMACCRC32Checker
@@ -153,56 +134,9 @@ class IPCoreDut(LiteXModule):
             pipeline.insert(crc + 1, self.gate)
 
 
-def wire(frame, fcs_flip=0):
-    body = bytes(frame) + bytes(max(0, 60 - len(bytes(frame))))
-    return bytes([0x55] * 7 + [0xD5]) + body + (zlib.crc32(body) ^ fcs_flip).to_bytes(4, "little")
-
-
 def pings_answered(with_gate, fcs_flip):
-    dut = IPCoreDut(with_gate)
-    ping = Ether(dst="10:e2:d5:00:00:77", src="02:00:00:00:00:01") / IP(src="192.168.77.1", dst=BOARD_IP) / \
-        ICMP(type=8, id=7, seq=1) / b"ethdaq!"
-    # LiteEth resolves the sender before it answers: the bench answers its ARP request.
-    arp_reply = Ether(dst="10:e2:d5:00:00:77", src="02:00:00:00:00:01") / ARP(
-        op=2, hwsrc="02:00:00:00:00:01", psrc="192.168.77.1", hwdst="10:e2:d5:00:00:77", pdst=BOARD_IP)
-    sent = []
-    stats = {}
-
-    def send(f):
-        for i, b in enumerate(f):
-            yield dut.rx.valid.eq(1)
-            yield dut.rx.data.eq(b)
-            yield dut.rx.last.eq(i == len(f) - 1)
-            yield
-        yield dut.rx.valid.eq(0)
-
-    def feed():
-        for _ in range(50):
-            yield
-        yield from send(wire(ping, fcs_flip))
-        for _ in range(1500):
-            if any(len(f) > 12 and Ether(f[8:-4]).haslayer(ARP) for f in sent):
-                yield from send(wire(arp_reply))
-                break
-            yield
-
-    def watch():
-        cur = []
-        yield dut.phy.sink.ready.eq(1)
-        for cycle in range(1500):   # A reply comes after about 500.
-            yield
-            if (yield dut.phy.sink.valid):
-                cur.append((yield dut.phy.sink.data))
-                if (yield dut.phy.sink.last):
-                    sent.append(bytes(cur))
-                    cur = []
-                    if Ether(sent[-1][8:-4]).haslayer(ICMP):
-                        stats["cycles"] = cycle
-                        return
-
-    run_simulation(dut, {"eth_rx": [feed()], "eth_tx": [watch()]},
-                   clocks={"sys": 10, "eth_rx": 8, "eth_tx": 8})
-    print("reply after", stats.get("cycles"), "cycles")
+    # A reply comes after about 500 cycles.
+    sent = exchange_ping(IPCoreDut(with_gate), ping_request(), fcs_flip=fcs_flip, cycles=1500)
     replies = [Ether(f[8:-4]) for f in sent if len(f) > 12]
     return [r for r in replies if r.haslayer(ICMP) and r[ICMP].type == 0]
 
