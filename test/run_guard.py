@@ -57,6 +57,11 @@ class RunGuard:
 
     def pytest_sessionstart(self, session):
         if self.deadline_s > 0:
+            # A run started in the background by a non-interactive shell (`make test &`, a CI
+            # script) inherits SIGINT ignored, and Python then installs no KeyboardInterrupt for
+            # it: the deadline's interrupt would do nothing. Take it as Python does by default.
+            if signal.getsignal(signal.SIGINT) in (signal.SIG_IGN, signal.SIG_DFL):
+                signal.signal(signal.SIGINT, signal.default_int_handler)
             self.timer = threading.Timer(self.deadline_s, self._deadline)
             self.timer.daemon = True
             self.timer.start()

@@ -4,9 +4,11 @@
 
 """test/run_guard.py in a pytest run of its own (two xdist workers, as `make test`): the header
 gives the free disk, the first failure prints the machine's state, and the deadline lists the test
-still running and stops the run, which still prints its summary."""
+still running and stops the run, which still prints its summary. The run is started with SIGINT
+ignored, as a non-interactive shell starts a background job (`make test &`, a CI script)."""
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -41,7 +43,8 @@ def test_a_failing_and_a_hanging_run_says_why_and_stops_at_its_deadline(tmp_path
     env = dict(os.environ, ETHDAQ_TEST_DEADLINE="20")
     t0 = time.monotonic()
     r = subprocess.run([sys.executable, "-m", "pytest", "-n", "2", "-p", "no:cacheprovider", "-rA", str(tmp_path)],
-                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=110)
+                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=110,
+                       preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
     out = r.stdout + r.stderr
     assert time.monotonic() - t0 < 100, out          # Stopped long before the hanging test ends.
     assert "disk free:" in out.split("created: 2/2 workers")[0], out   # In the header.
