@@ -64,7 +64,7 @@ CORES = [
     # Migen names a front-end's signals after the function that calls frontend(ctx)
     # (gateware/frontend.py instantiate); its pins are frontend_<name>.
     ("detector front-end",       ("instantiate", "frontend")),
-    ("IP/UDP/ARP/ICMP",          ("ethcore_ip", "ethcore_arp", "ethcore_icmp", "icmp_echo", "icmpecho", "ethcore_udp", "liteethip",
+    ("IP/UDP/ARP/ICMP",          ("ethcore_ip", "ethcore_arp", "ethcore_icmp", "icmpecho", "ethcore_udp", "liteethip",
                                   "liteethudp", "liteetharp", "liteethicmp", "txpath_udpframer",
                                   "txpath_arprequester", "txpath_framer", "ipv4", "udpframer", "arprequester")),
     ("MAC + PHY",                ("ethcore_mac", "liteethmac", "ethphy", "eth_", "txpath", "ethcore",

@@ -17,8 +17,8 @@ header stays in the message RAM and only the bytes the reply changes are replace
 
 - A message is taken only whole: admitted at its first byte when the RAM has room for the
   longest message and the parameter FIFO a slot (the crossbar waits until then, as LiteEth's
-  buffer makes it wait); bytes after its length (Ethernet padding) are dropped; a message whose frame ends
-  before its length is given back, never answered.
+  buffer makes it wait); bytes after its length (Ethernet padding) are dropped; a message whose
+  frame ends before its length is given back, never answered.
 - Only echo requests (type 8) of 8 bytes or more, up to `max_message`, are answered;
   other ICMP messages are consumed and dropped, as LiteEth's ICMP does.
 - The reply keeps the request's length (trailing padding is not echoed) and goes to its sender.

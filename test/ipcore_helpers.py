@@ -15,7 +15,8 @@ from scapy.layers.inet import ICMP, IP
 from scapy.layers.l2 import ARP, Ether
 
 BOARD_MAC, BOARD_IP = 0x10E2D5000077, "192.168.77.50"
-BOARD_MAC_STR, HOST_MAC, HOST_IP = "10:e2:d5:00:00:77", "02:00:00:00:00:01", "192.168.77.1"
+BOARD_MAC_STR = ":".join(f"{b:02x}" for b in BOARD_MAC.to_bytes(6, "big"))
+HOST_MAC, HOST_IP = "02:00:00:00:00:01", "192.168.77.1"
 
 
 class StandInPHY:
