@@ -43,6 +43,7 @@ from ethdaq.gateware.macpipeline import (drop_tx_framing, insert_ip_rx_buffer, i
 from ethdaq.gateware.macstats import MACErrors
 from ethdaq.gateware.rxaudit import RXAudit, insert_rx_audit
 from ethdaq.gateware.arpcache import answer_from_found_entry
+from ethdaq.gateware.packetizer import byte_packetizers
 from ethdaq.gateware.icmpecho import ICMPEcho
 from ethdaq.gateware.netaddr import NetAddress, route_ip_tx
 from ethdaq.gateware.probe import DAQProbes, MAILBOX_CLASSES, RX_CLASSES, STAMP_BITS as PROBE_STAMP_BITS, TX_CLASSES
@@ -220,19 +221,22 @@ class DAQSoC(SoCCore):
 
     def add_ethernet_core(self):
         eth_dw = self.soc_config.eth_dw
-        self.ethcore = LiteEthUDPIPCore(
-            phy         = self.txpath.mac_phy,
-            mac_address = self.netaddr.mac,
-            ip_address  = self.netaddr.ip,
-            clk_freq    = self.sys_clk_freq,
-            dw          = eth_dw,
-            with_sys_datapath = (eth_dw != 8),
-            # At 8 bits pings are answered by ethdaq's ICMPEcho (below). LiteEth's default
-            # 128-byte echo buffer silently drops pings with more than 128 bytes of payload;
-            # 2048 answers every ping up to the 1500-byte MTU.
-            with_icmp       = (eth_dw != 8),
-            icmp_fifo_depth = 2048,
-        )
+        # At 8 bits its MAC, ARP, IPv4 and UDP headers are sent from their fields, without
+        # LiteEth's shift registers (gateware/packetizer.py).
+        with byte_packetizers():
+            self.ethcore = LiteEthUDPIPCore(
+                phy         = self.txpath.mac_phy,
+                mac_address = self.netaddr.mac,
+                ip_address  = self.netaddr.ip,
+                clk_freq    = self.sys_clk_freq,
+                dw          = eth_dw,
+                with_sys_datapath = (eth_dw != 8),
+                # At 8 bits pings are answered by ethdaq's ICMPEcho (below). LiteEth's default
+                # 128-byte echo buffer silently drops pings with more than 128 bytes of payload;
+                # 2048 answers every ping up to the 1500-byte MTU.
+                with_icmp       = (eth_dw != 8),
+                icmp_fifo_depth = 2048,
+            )
         if eth_dw == 8:
             # Pings answered from one block RAM of whole messages (gateware/icmpecho.py).
             self.icmp_echo = ICMPEcho(depth=2048)
