@@ -7,6 +7,7 @@
 ECP5 cells, for the cost of a core before it goes into a full SoC (docs/realtime.md).
 
     .venv/bin/python bench/coresynth.py rxaudit classifier framegate launcher
+    .venv/bin/python bench/coresynth.py ipcore_liteeth ipcore_packetizers
 """
 
 import argparse
@@ -71,7 +72,43 @@ def rxaudit():
     return m, ios
 
 
-CORES = {"rxaudit": rxaudit, "classifier": classifier, "framegate": framegate, "launcher": launcher, "probe": probe}
+def _ipcore(packetizers):
+    """LiteEth's IPv4 core at 8 bits as DAQSoC builds it (addresses as signals, no ICMP, one
+    protocol port, LiteEth's ARP cache fixed as gateware/arpcache.py does), with LiteEth's or
+    ethdaq's packetizers (gateware/packetizer.py)."""
+    from contextlib import nullcontext
+    from migen import Signal
+    from litex.soc.interconnect import stream
+    from liteeth.common import eth_phy_description
+    from liteeth.core import LiteEthIPCore
+    from ethdaq.gateware.arpcache import answer_from_found_entry
+    from ethdaq.gateware.packetizer import byte_packetizers
+
+    class PHY:
+        dw = 8
+        def __init__(self):
+            self.sink, self.source = stream.Endpoint(eth_phy_description(8)), stream.Endpoint(eth_phy_description(8))
+    phy, mac, ip = PHY(), Signal(48), Signal(32)
+    with byte_packetizers() if packetizers else nullcontext():
+        m = LiteEthIPCore(phy, mac, ip, clk_freq=60e6, dw=8, with_icmp=False)
+    answer_from_found_entry(m.arp.table.cache)
+    port = m.ip.crossbar.get_port(17, 8)
+    ios = {mac, ip}
+    for ep in (phy.sink, phy.source, port.sink, port.source):
+        ios |= set(ep.flatten())
+    return m, ios
+
+
+def ipcore_liteeth():
+    return _ipcore(False)
+
+
+def ipcore_packetizers():
+    return _ipcore(True)
+
+
+CORES = {"ipcore_liteeth": ipcore_liteeth, "ipcore_packetizers": ipcore_packetizers,
+         "rxaudit": rxaudit, "classifier": classifier, "framegate": framegate, "launcher": launcher, "probe": probe}
 
 
 def synth(name, out_dir):
