@@ -100,13 +100,15 @@ def wait_listening(b, port, timeout=60):
 
 def run_file(path):
     """{stream name: (samples, index of each datagram's first sample, its header's PTP time)} of
-    a receiver's run file."""
+    a receiver's run file, for the datagrams that carry samples (the run's last one, FLAG_LAST,
+    has none when the stop finds no datagram open)."""
     out = {}
     with h5py.File(path, "r") as f:
         for name, g in f["streams"].items():
             if isinstance(g, h5py.Group) and "samples" in g:
                 p = g["packets"]
-                out[name] = (g["samples"][()], p["first_sample"][()], p["timestamp"][()].astype(np.int64))
+                full = p["sample_count"][()] > 0
+                out[name] = (g["samples"][()], p["first_sample"][()][full], p["timestamp"][()].astype(np.int64)[full])
     return out
 
 
