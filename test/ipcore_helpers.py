@@ -2,8 +2,6 @@
 read what it sends: the board's addresses, the wire's bytes (preamble, padding, FCS), and one
 ping exchanged with it (scapy builds the frames; the bench answers the core's ARP request)."""
 
-import zlib
-
 from migen import ClockDomain
 from migen.sim import run_simulation
 
@@ -13,6 +11,8 @@ from litex.soc.interconnect import stream
 from liteeth.common import eth_phy_description
 from scapy.layers.inet import ICMP, IP
 from scapy.layers.l2 import ARP, Ether
+
+from stream_helpers import wire
 
 BOARD_MAC, BOARD_IP = 0x10E2D5000077, "192.168.77.50"
 BOARD_MAC_STR = ":".join(f"{b:02x}" for b in BOARD_MAC.to_bytes(6, "big"))
@@ -35,12 +35,6 @@ class IPCoreBench(LiteXModule):
         self.phy = StandInPHY()
         self.rx  = stream.Endpoint(eth_phy_description(8))
         self.comb += [self.rx.connect(self.phy.source), self.phy.source.last_be.eq(self.rx.last)]
-
-
-def wire(frame, fcs_flip=0):
-    """A frame's bytes on the wire: preamble, the frame padded to 60 bytes, its FCS (xor fcs_flip)."""
-    body = bytes(frame) + bytes(max(0, 60 - len(bytes(frame))))
-    return bytes([0x55] * 7 + [0xD5]) + body + (zlib.crc32(body) ^ fcs_flip).to_bytes(4, "little")
 
 
 def ping_request(payload=b"ethdaq!"):

@@ -1,6 +1,20 @@
 """Helpers for the Migen tests of byte streams (eth_phy_description(8) endpoints)."""
 
+import zlib
+
 from migen.sim import passive
+
+PREAMBLE = bytes([0x55] * 7 + [0xD5])   # Seven preamble bytes and the SFD.
+
+
+def wire(frame, fcs_flip=0, padding=True):
+    """What 802.3 puts on the line for `frame` (bytes, or a scapy packet), as a PHY carries it:
+    preamble and SFD, the frame padded with zeros to 60 bytes (`padding`), its FCS xor `fcs_flip`.
+    Independent of every implementation under test."""
+    body = bytes(frame)
+    if padding:
+        body += bytes(max(0, 60 - len(body)))
+    return PREAMBLE + body + (zlib.crc32(body) ^ fcs_flip).to_bytes(4, "little")
 
 
 @passive

@@ -9,7 +9,6 @@ The same frames arrive at 64 bits too (dw=64): as XGMII columns through LiteEth'
 (/S/ in lane 0 or 4, which its aligner moves to lane 0) and its 64-bit preamble and FCS checkers,
 and must give the same fast-track deliveries, flags and counters."""
 
-import zlib
 
 import pytest
 from migen import *
@@ -30,6 +29,7 @@ from ethdaq.gateware.classifier import (ACTION_CPU, ACTION_DROP, ACTION_FASTTRAC
 from ethdaq.gateware.probe import RX_CLASSES, DAQProbes
 from ethdaq.gateware.tsu import PHY_FPGA_LATENCY_CYCLES
 
+from stream_helpers import wire
 from test_probe import expected, read_class
 
 BOARD_MAC = "10:e2:d5:00:00:77"
@@ -94,13 +94,6 @@ def xgmii_columns(frames):
         col = chars[c:c + 8]
         columns.append((sum(k << i for i, (k, _) in enumerate(col)), sum(b << 8*i for i, (_, b) in enumerate(col))))
     return columns, ends
-
-
-def wire(frame, fcs_flip=0):
-    body = bytes(frame)
-    body += bytes(max(0, 60 - len(body)))                 # Padding, as a sender adds it.
-    fcs = zlib.crc32(body) ^ fcs_flip
-    return bytes([0x55] * 7 + [0xD5]) + body + fcs.to_bytes(4, "little")
 
 
 def udp(dport, payload, src_ip="192.168.77.1", sport=40000, dst_mac=BOARD_MAC, **ip):

@@ -5,7 +5,6 @@ frame never paused mid-datagram. CPUMACPort: raw frames of one EtherType in and 
 drops and errors counted, the MAC crossbar never stalled; and once through LiteEth's real MAC."""
 
 import random
-import zlib
 
 import pytest
 from migen import passive, run_simulation
@@ -15,6 +14,8 @@ from liteeth.common import eth_phy_description
 from liteeth.mac import LiteEthMAC
 
 from ethdaq.gateware.cpuport import CPUUDPPort, CPUMACPort, connect_udp_ports
+
+from stream_helpers import wire
 
 
 def send_datagram(sink, payload, ip=0xC0A80164, port=5555, declared=None, padding=0, dst_port=None, error_at=None):
@@ -568,9 +569,7 @@ class MACTop(LiteXModule):
 def wire_frame(dst, src, ethernet_type, payload, bad_fcs=False):
     """Preamble, SFD, header, payload, zero padding to 60 bytes, FCS: what a GMII PHY carries."""
     frame = dst.to_bytes(6, "big") + src.to_bytes(6, "big") + ethernet_type.to_bytes(2, "big") + payload
-    frame += bytes(max(0, 60 - len(frame)))
-    fcs = zlib.crc32(frame) ^ (0xFFFFFFFF if bad_fcs else 0)
-    return bytes([0x55] * 7 + [0xD5]) + frame + fcs.to_bytes(4, "little")
+    return wire(frame, 0xFFFFFFFF if bad_fcs else 0)
 
 
 def test_mac_port_through_liteeth_mac_with_preamble_and_fcs():

@@ -5,7 +5,6 @@ frame, under gaps on the input and random stalls on the output; and in LiteEth's
 macpipeline.replace_tx_framing."""
 
 import random
-import zlib
 
 import pytest
 
@@ -25,16 +24,7 @@ from ethdaq.gateware.mactx import MACTransmitter
 from ethdaq.gateware.macpipeline import insert_tx_buffer, replace_tx_cdc, replace_tx_framing
 from ethdaq.gateware.txpath import MACPHY
 
-from stream_helpers import send_frames
-
-PREAMBLE = bytes([0x55] * 7 + [0xD5])
-
-
-def on_the_line(body, padding=True):
-    """What 802.3 puts on the line for `body` (independent of both implementations)."""
-    if padding and len(body) < 60:
-        body = body + bytes(60 - len(body))
-    return PREAMBLE + body + zlib.crc32(body).to_bytes(4, "little")
+from stream_helpers import send_frames, wire as on_the_line
 
 
 class _LiteEthChain(LiteXModule):

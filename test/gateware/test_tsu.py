@@ -11,8 +11,6 @@ clock's time at the frame's timestamp point on the pins."""
 
 import collections
 import random
-import struct
-import zlib
 from fractions import Fraction
 
 import pytest
@@ -30,6 +28,7 @@ from ethdaq.gateware import ptpclock, tsu
 from ethdaq.gateware.ptpclock import (PTPClock, PTPClockCSR, NS_PER_S, ADD_LATENCY, ADJ_LATENCY, SET_LATENCY)
 from ethdaq.gateware.ptpparser import DST_OTHER, DST_PRIMARY, DST_PDELAY
 from ethdaq.gateware.tsu import PTPTimestamper, XGMIIStartLane, tap
+from stream_helpers import PREAMBLE, wire
 
 CLK = 125e6
 F   = 34
@@ -495,15 +494,7 @@ def test_csr_latch_set_add_and_adj_in_the_same_and_another_domain(cd_clock):
 # PTPTimestamper -------------------------------------------------------------------------------------
 
 CLOCK_ID = 0x0011223344556677
-PREAMBLE = bytes([0x55]*7 + [0xD5])
 OUR_MAC  = "10:e2:d5:00:00:00"
-
-
-def wire(pkt):
-    """Ethernet frame (scapy) → PHY-side bytes: preamble, SFD, frame padded to 60, FCS."""
-    frame = bytes(pkt)
-    frame += bytes(max(0, 60 - len(frame)))
-    return PREAMBLE + frame + struct.pack("<I", zlib.crc32(frame))
 
 
 def ptp(msg_type, seq, domain=0, port=1, version=2):
