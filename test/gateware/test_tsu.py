@@ -28,6 +28,7 @@ from ethdaq.gateware import ptpclock, tsu
 from ethdaq.gateware.ptpclock import (PTPClock, PTPClockCSR, NS_PER_S, ADD_LATENCY, ADJ_LATENCY, SET_LATENCY)
 from ethdaq.gateware.ptpparser import DST_OTHER, DST_PRIMARY, DST_PDELAY
 from ethdaq.gateware.tsu import PTPTimestamper, XGMIIStartLane, tap
+
 from stream_helpers import PREAMBLE, wire
 
 CLK = 125e6
