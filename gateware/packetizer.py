@@ -48,11 +48,11 @@ class BytePacketizer(LiteXModule):
     without; `header`, the encoded header, for LiteEth's IPv4 checksum), built without a shift
     register at 8 bits; LiteEth's Packetizer at any other width."""
     def __init__(self, sink_description, source_description, header):
-        self.sink   = sink   = stream.Endpoint(sink_description)
-        self.source = source = stream.Endpoint(source_description)
-        if len(sink.data) != 8:
+        if dict((f[0], f[1]) for f in sink_description.payload_layout)["data"] != 8:
             LiteEthPacketizer.__init__(self, sink_description, source_description, header)
             return
+        self.sink   = sink   = stream.Endpoint(sink_description)
+        self.source = source = stream.Endpoint(source_description)
         self.header = Signal(header.length*8)
 
         # # #
