@@ -23,9 +23,8 @@ from ethdaq.gateware.framefifo import FrameFIFO
 from ethdaq.gateware.macpipeline import insert_tx_buffer, replace_tx_cdc
 from ethdaq.gateware.txpath import MACPHY
 
-from stream_helpers import send_frames
+from stream_helpers import PREAMBLE, send_frames
 
-PREAMBLE = bytes([0x55] * 7 + [0xD5])
 # Clock periods in simulator units: sys at half the PHY's clock (60 vs 125 MHz on the ECP5
 # boards), with the edges apart.
 SLOW, FAST = (16, 3), (8, 0)

@@ -24,7 +24,7 @@ from ethdaq.gateware.mactx import MACTransmitter
 from ethdaq.gateware.macpipeline import insert_tx_buffer, replace_tx_cdc, replace_tx_framing
 from ethdaq.gateware.txpath import MACPHY
 
-from stream_helpers import send_frames, wire as on_the_line
+from stream_helpers import send_frames, wire
 
 
 class _LiteEthChain(LiteXModule):
@@ -83,7 +83,7 @@ def frames_of_every_length(seed=4):
 def test_every_frame_leaves_padded_with_its_fcs_and_without_a_gap():
     frames = frames_of_every_length()
     got = run(MACTransmitter, frames, in_gaps=0.3)   # Gaps between frames only matter here.
-    assert [w for w, _ in got] == [on_the_line(f) for f in frames]
+    assert [w for w, _ in got] == [wire(f) for f in frames]
 
 
 def test_a_steady_input_gives_a_steady_output():
@@ -97,13 +97,13 @@ def test_the_same_bytes_as_liteeths_inserters_under_gaps_and_stalls(in_gaps, out
     frames = frames_of_every_length(seed=6)
     ours   = run(MACTransmitter, frames, in_gaps, out_stalls)
     theirs = run(_LiteEthChain, frames, in_gaps, out_stalls)
-    assert [w for w, _ in ours] == [w for w, _ in theirs] == [on_the_line(f) for f in frames]
+    assert [w for w, _ in ours] == [w for w, _ in theirs] == [wire(f) for f in frames]
 
 
 def test_without_padding_short_frames_stay_short():
     frames = [bytes([i] * n) for i, n in enumerate((1, 14, 59, 60, 61))]
     got = run(lambda: MACTransmitter(with_padding=False), frames)
-    assert [w for w, _ in got] == [on_the_line(f, padding=False) for f in frames]
+    assert [w for w, _ in got] == [wire(f, padding=False) for f in frames]
 
 
 def test_replace_tx_framing_puts_one_transmitter_in_liteeths_mac_core():

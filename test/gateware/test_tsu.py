@@ -800,7 +800,7 @@ def test_phy_corrections():
 # The corrections' cycle counts, checked against LiteEth's own PHY code where it is plain logic
 # (the RGMII PHYs are DDR primitives Migen cannot simulate; counted in docs/ptp.md).
 
-_PREAMBLE_SFD = [0x55]*7 + [0xD5]
+_PREAMBLE_SFD = list(PREAMBLE)
 _PAYLOAD      = [0x01, 0x23, 0x45, 0x67]
 
 

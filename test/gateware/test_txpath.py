@@ -17,7 +17,7 @@ from litex.gen import LiteXModule
 from bench.txclasses import BOARD_IP, BOARD_MAC, CLK_NS, CONTROL_FRAME, HOST_IP, HOST_MAC, IFG, _PHY, control, run
 from ethdaq.gateware.txpath import TXPath
 
-PREAMBLE = bytes([0x55] * 7 + [0xD5])
+from stream_helpers import PREAMBLE
 
 
 class Dut(LiteXModule):
