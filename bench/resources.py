@@ -77,14 +77,16 @@ OTHER = "other (clock-domain crossings, stream buffers, glue)"
 SEED_PAPER = ("seed paper VHDL stack, Spartan-6 (LUT6)", 4906, 2071)
 
 
-MEMORY_WRITE = re.compile(r"^\s*(?:if\s*\([^)]*\)\s*)?((?:storage|mem)(?:_\d+)?)\[[^\]]*\]\s*<=\s*([A-Za-z_][A-Za-z0-9_]*)", re.M)
+MEMORY_DECL  = re.compile(r"^reg\s+(?:\[[^\]]*\]\s*)?([A-Za-z_][A-Za-z0-9_]*)\s*\[\d+:\d+\];", re.M)
+MEMORY_WRITE = re.compile(r"^\s*(?:if\s*\([^)]*\)\s*)?([A-Za-z_][A-Za-z0-9_]*)\[[^\]]*\]\s*<=\s*([A-Za-z_][A-Za-z0-9_]*)", re.M)
 
 
 def memory_writers(verilog_path):
-    """LiteX names memories storage, storage_1, mem_1, ...: map each to the signal written into
-    it, whose name says which core it belongs to."""
+    """LiteX names most memories storage, storage_1, mem_1, ... (others after their attribute):
+    map each to the signal written into it, whose name says which core it belongs to."""
     text = Path(verilog_path).read_text()
-    return {m.group(1): m.group(2) for m in MEMORY_WRITE.finditer(text)}
+    arrays = set(MEMORY_DECL.findall(text))
+    return {m.group(1): m.group(2) for m in MEMORY_WRITE.finditer(text) if m.group(1) in arrays}
 
 
 def core_of(name, memories={}):

@@ -76,16 +76,12 @@ class Serializer(LiteXModule):
         # # #
 
         # Data-Path.
-        heads, desc, samples = _add_heads(self, channels)
+        late = nb == 1  # `desc` is copied a cycle after `load` (see _add_descriptor_fetch).
+        heads, desc, samples = _add_heads(self, channels, late)
         sel      = self.sel
         run_hdr  = Signal(32)  # The datagram's run number, from its descriptor's tag (_add_stale_check).
-        hb = header_bytes(dict(
-            magic=daqformat.MAGIC, version=daqformat.VERSION, header_len=daqformat.HEADER_LEN,
-            stream_id=sel, flags=desc.flags, seq=desc.seq, timestamp=desc.timestamp,
-            dropped=desc.dropped, sample_count=desc.count, sample_bits=sample_width, run=run_hdr))
         hwords   = daqformat.HEADER_LEN//nb
         assert hwords >= 5  # The registers derived from `desc` below are right from the header's 4th cycle on.
-        header   = [Cat(*hb[i*nb:(i + 1)*nb]) for i in range(hwords)]  # Lane 0 first on the wire.
         self.comb += [
             source.src_port.eq(src_port),
             source.dst_port.eq(self.dst_port),
@@ -103,10 +99,23 @@ class Serializer(LiteXModule):
         # data_buf, so the head buffers' enables are not at the end of the state machine's logic.
         self.comb += [w.ready.eq((pop_arm[i] & source.ready) | (d_pop & (sel == i))) for i, (d, w) in enumerate(heads)]
 
-        late = nb == 1  # `desc` is copied a cycle after `load` (see _add_descriptor_fetch).
         pop_r, pop_ch, pop_rr, pop_ch_r, load_d, load_dd, count_l = _add_descriptor_fetch(
             self, heads, desc, load, load_sel, late, sample_bytes)
-        _add_sequence_numbers(self, desc, nchannels, dw, late, load, load_sel, pop_r, pop_ch, pop_rr, pop_ch_r)
+        seq_next = _add_sequence_numbers(self, desc, nchannels, dw, late, load, load_sel, pop_r, pop_ch, pop_rr, pop_ch_r)
+        if late:
+            # The header's fields behind the flags, from the chosen channel's head descriptor
+            # (on its FIFO's output until the pop) into the header shift register.
+            head = _head_view(heads, pop_ch)
+            hb = header_bytes(dict(
+                magic=daqformat.MAGIC, version=daqformat.VERSION, header_len=daqformat.HEADER_LEN,
+                stream_id=sel, flags=desc.flags, timestamp=head.timestamp, dropped=head.dropped,
+                sample_count=count_l, sample_bits=sample_width))
+        else:
+            hb = header_bytes(dict(
+                magic=daqformat.MAGIC, version=daqformat.VERSION, header_len=daqformat.HEADER_LEN,
+                stream_id=sel, flags=desc.flags, seq=desc.seq, timestamp=desc.timestamp,
+                dropped=desc.dropped, sample_count=desc.count, sample_bits=sample_width, run=run_hdr))
+        header   = [Cat(*hb[i*nb:(i + 1)*nb]) for i in range(hwords)]  # Lane 0 first on the wire.
         others, any_r, nxt_r, nxt_other_r = _add_arbiter(self, heads, pop_r, pop_ch)
         # Per channel, registered: its head datagram's age in runs; "the chosen channel's head is of
         # an earlier run", registered at the choice; then whether the datagram being sent is.
@@ -122,7 +131,7 @@ class Serializer(LiteXModule):
             d_pop=d_pop, others=others, any_r=any_r, nxt_r=nxt_r, nxt_other_r=nxt_other_r, stale_now=stale_now)
         _declare_fsm_states(fsm)
         if nb == 1:
-            _add_header_shift(self, fsm, hb, header, hwords, pop_rr, run_hdr)
+            _add_header_shift(self, fsm, hb, header, hwords, pop_r, pop_rr, seq_next, run_hdr)
         _declare_fsm_signals(fsm, hwords, len(nbeats_r), len(nwords_r))
         _add_fsm(self, fsm, samples, packed, sample_bytes)
         _add_header_position(self, fsm, hwords, nw_zero)
@@ -134,12 +143,14 @@ class Serializer(LiteXModule):
 
 # Data-Path parts ----------------------------------------------------------------------------------
 
-def _add_heads(ser, channels):
+def _add_heads(ser, channels, late):
     # Each channel's head word is registered (a full-throughput buffer with registered valid
     # and ready: its RAM output and read pointer then meet registers, not the byte mux and
     # the FSM). Descriptors are not: the one being sent is copied into `desc` when its channel
     # is chosen and its FIFO entry is released (a registered pop) at once, so one register
     # serves all channels (a buffer per channel cost 2048 flip-flops and 1000 LUTs at 4).
+    # At 8 bits `desc` holds only what the state machine reads (count, flags, run tag): the
+    # header's wide fields go from the head descriptor straight into the header shift register.
     heads = []
     for i, ch in enumerate(channels):
         w = stream.Buffer([("data", ch.word_width)], pipe_valid=True, pipe_ready=True)
@@ -147,7 +158,8 @@ def _add_heads(ser, channels):
         ser.comb += ch.source.connect(w.sink)
         heads.append((ch.desc, w.source))
     sel      = ser.sel
-    desc     = Record(descriptor_layout(len(channels[0].desc.count)) + [("seq", 64)], name="d_pop")
+    layout   = descriptor_layout(len(channels[0].desc.count)) + [("seq", 64)]
+    desc     = Record([f for f in layout if not (late and f[0] in ("timestamp", "dropped", "seq"))], name="d_pop")
     samples  = stream.Endpoint([("data", channels[0].word_width)], name="sample_bytes")
     ser.comb += [
         Case(sel, {i: w.connect(samples, omit={"ready"}) for i, (d, w) in enumerate(heads)}),
@@ -155,15 +167,24 @@ def _add_heads(ser, channels):
     return heads, desc, samples
 
 
+def _head_view(heads, pop_ch):
+    # The wide fields of channel `pop_ch`'s head descriptor, through a multiplexer.
+    view = SimpleNamespace()
+    for name in ("timestamp", "dropped"):
+        setattr(view, name, Array(getattr(d, name) for d, w in heads)[pop_ch])
+    return view
+
+
 def _add_descriptor_fetch(ser, heads, desc, load, load_sel, late, sample_bytes):
     # Choosing a channel pops its head descriptor in the next cycle (registered: the FSM does
     # not reach into the FIFO's read pointer); while that pop is in flight the channel's old
     # head must not count as pending. The head stays on the FIFO's output until the pop, so
     # at 8 bits, where the header's first desc-dependent byte (flags) goes out at the 8th
-    # cycle, `desc` (about 250 flip-flops) is copied in that cycle, by the registered pop
-    # rather than by `load` (a wide fan-out at the end of the FSM's logic); at 64 bits the
-    # first word holds the flags, so it is copied at `load`. The payload length is needed
-    # from the first word on: its sample count is copied at `load`.
+    # cycle, `desc` is copied in that cycle (and the header's wide fields into the header
+    # shift register), by the registered pop rather than by `load` (a wide fan-out at the end
+    # of the FSM's logic); at 64 bits the first word holds the flags, so it is copied at
+    # `load`. The payload length is needed from the first word on: its sample count is copied
+    # at `load`.
     sel      = ser.sel
     nchannels = len(heads)
     pop_r    = Signal(name="pop_arm")
@@ -181,7 +202,7 @@ def _add_descriptor_fetch(ser, heads, desc, load, load_sel, late, sample_bytes):
         ),
         If(d_load,
             Case(d_sel, {i: [getattr(desc, name).eq(getattr(d, name)) for name, _ in descriptor_layout(len(count_l))
-                             if not (late and name == "count")]
+                             if hasattr(desc, name) and not (late and name == "count")]
                          for i, (d, w) in enumerate(heads)}),
             # At 8 bits the count is count_l's: the same head's, copied at `load` (its entry
             # stays on the FIFO's output until this pop), without a second multiplexer.
@@ -208,19 +229,30 @@ def _add_sequence_numbers(ser, desc, nchannels, dw, late, load, load_sel, pop_r,
     # The 64-bit increment is split at bit 32 over the two cycles: the low half's (with its
     # carry) as the channel's number is loaded, the high half's at the commit. In one cycle
     # it would be a 64-bit carry chain, about 3 of the eth clock's 8 ns on an ECP5.
-    ser.seqs = seqs = Array(Signal(64, name=f"seq{i}") for i in range(nchannels))
+    # The channels' numbers are a small RAM (distributed RAM on the ECP5 and 7-series, read
+    # asynchronously): no reset needed, as a run's first datagram of each channel is FLAG_FIRST.
+    # Kept from AutoCSR, which would put a Memory attribute on the CSR bus (a sys-domain port).
+    ser.seqs = seqs = Memory(64, max(nchannels, 2))
+    ser.autocsr_exclude = {"seqs"}
+    rd = seqs.get_port(async_read=True)
+    wr = seqs.get_port(write_capable=True)
+    ser.specials += seqs, rd, wr
     seq_lo   = Signal(33)  # The low half + 1, and its carry.
     seq_hi   = Signal(32)
     seq_next = Signal(64)
-    ser.comb += seq_next.eq(Mux(desc.flags & daqformat.FLAG_FIRST != 0, 0,
-                                Cat(seq_lo[:32], seq_hi + seq_lo[32])))
-    ser.sync += [
-        If(s_load, seq_lo.eq(seqs[s_sel][:32] + 1), seq_hi.eq(seqs[s_sel][32:])),
-        If(commit,
-            desc.seq.eq(seq_next),
-            seqs[commit_ch].eq(seq_next),
-        ),
+    ser.comb += [
+        seq_next.eq(Mux(desc.flags & daqformat.FLAG_FIRST != 0, 0, Cat(seq_lo[:32], seq_hi + seq_lo[32]))),
+        rd.adr.eq(s_sel),
+        wr.adr.eq(commit_ch),
+        wr.dat_w.eq(seq_next),
+        wr.we.eq(commit),
     ]
+    ser.sync += [
+        If(s_load, seq_lo.eq(rd.dat_r[:32] + 1), seq_hi.eq(rd.dat_r[32:])),
+        # At 8 bits the header shift register takes seq_next at the commit (_add_header_shift).
+        If(commit, desc.seq.eq(seq_next)) if not late else [],
+    ]
+    return seq_next
 
 
 def _add_arbiter(ser, heads, pop_r, pop_ch):
@@ -247,8 +279,8 @@ def _add_arbiter(ser, heads, pop_r, pop_ch):
     for k in reversed(range(1, nchannels)):
         ser.comb += Case(sel, {s: If(pending[(s + k) % nchannels], nxt_other.eq((s + k) % nchannels))
                                for s in range(nchannels)})
-    # The choices, registered: they drive the load of `desc` (about 250 flip-flops) and were
-    # on the transmit clock's critical path. One cycle old is exact where they are used: a
+    # The choices, registered: they drive the load of `desc` (about 250 flip-flops at 64
+    # bits) and were on the transmit clock's critical path. One cycle old is exact where they are used: a
     # channel stays pending until popped, pops start only at a load, and SELECT and finish()
     # are never within two cycles of a load (a header takes at least 5 cycles; DISCARD at least
     # three), by which time the pop is in `pending`. A channel that just became pending waits
@@ -310,17 +342,19 @@ def _add_lengths(ser, desc, packed, spw, sample_bytes):
     return nwords_r, nw_zero, nw_one, nbeats_r, nb_one
 
 
-def _add_header_shift(ser, fsm, hb, header, hwords, pop_rr, run_hdr):
+def _add_header_shift(ser, fsm, hb, header, hwords, pop_r, pop_rr, seq_next, run_hdr):
     # At 8 bits, the header byte on the output is a register, fetched when the previous one
     # goes out (no multiplexer between the header and data_buf). Bytes 0-7 (constants, the
     # stream id and the flags) come from an 8-way multiplexer; bytes 8-39 (seq and every
-    # later field) from a shift register, loaded once `desc` and seq are complete (the
-    # header's 3rd cycle) and shifted as they are fetched (from the 8th cycle on): a 40-way
-    # multiplexer was five LUTs deep. The shift register shifts a cycle after the fetch, on
-    # a registered enable (`owed`), and a fetch while a shift is owed takes the byte after:
-    # its 256 clock enables hang on a flip-flop, not on `ready` (7.7 ns on the LFE5U-25F-6).
-    # The run number (run_hdr) is right a cycle after the load: its bytes are loaded again then,
-    # long before the first shift.
+    # later field) from a shift register, shifted as they are fetched (from the 8th cycle on):
+    # a 40-way multiplexer was five LUTs deep. It is loaded in three steps, each field when it
+    # is known: the head descriptor's fields at the pop (its FIFO entry is on the output until
+    # then, so `desc` need not hold them), seq at the commit a cycle later, the run number
+    # (run_hdr, right from the header's 4th cycle) two cycles after that; all long before the
+    # first shift. The shift register shifts a cycle after the fetch, on a registered enable
+    # (`owed`), and a fetch while a shift is owed takes the byte after: its 256 clock enables
+    # hang on a flip-flop, not on `ready` (7.7 ns on the LFE5U-25F-6). A shift owed by the
+    # previous header's last fetch can fall on the pop; the pop's load wins.
     h_adv = fsm.h_adv
     seq_at = next(f.offset for f in daqformat.FIELDS if f.name == "seq")
     assert isinstance(hb[0], Constant) and seq_at == 8
@@ -332,9 +366,10 @@ def _add_header_shift(ser, fsm, hb, header, hwords, pop_rr, run_hdr):
     run_ld  = Signal()
     run_at  = next(f.offset for f in daqformat.FIELDS if f.name == "run")
     run_bytes = field_bytes([(run_hdr, 4)])
+    seq_bytes = field_bytes([(seq_next, 8)])
     owed    = Signal()  # hsr[:8] went out last cycle: shift now.
     ser.sync += [
-        hsr_ld.eq(pop_rr),  # `desc` since the cycle before, seq since this one.
+        hsr_ld.eq(pop_rr),
         run_ld.eq(hsr_ld),
         owed.eq(h_adv & hhi),
         If(fsm.h_end,    # Ready for the next header (as _add_header_position's registers).
@@ -346,10 +381,13 @@ def _add_header_shift(ser, fsm, hb, header, hwords, pop_rr, run_hdr):
             hidx.eq(hidx + 1),
             hhi.eq(hhi | (hidx == 7)),
         ),
-        If(hsr_ld,
+        If(pop_r,
             hsr.eq(Cat(*hb[8:])),
         ).Elif(owed,
             hsr.eq(hsr[8:]),
+        ),
+        If(pop_rr,
+            hsr[:64].eq(Cat(*seq_bytes)),
         ),
         If(run_ld,
             hsr[8*(run_at - 8):8*(run_at - 4)].eq(Cat(*run_bytes)),
@@ -583,7 +621,7 @@ def _add_output(ser, fsm, desc, samples, header, packed, spw, nb, sample_bytes):
         ser.comb += [
             tail.eq((desc.count - 1)[:len(tail)] if spw > 1 else 0),
             Case(tail, {k: last_be.eq(1 << ((k + 1)*sample_bytes - 1)) for k in range(spw)}),
-            source.data.eq(Mux(s_samples, samples.data, mux_tree(header, fsm.hcount))),
+            source.data.eq(Mux(s_samples, samples.data, fsm.hdata if nb == 1 else mux_tree(header, fsm.hcount))),
             source.last_be.eq(Mux(s_header & h_fin, full_be, 0) | Mux(s_samples & s_fin, last_be, 0)),
         ]
     else:

@@ -153,3 +153,17 @@ def test_recvrate_search_finds_the_receivers_capacity_or_names_the_sender(monkey
     monkeypatch.setattr(rr, "quiet_measure", model(1_000_000))
     m, limit = rr.search(None, 1472, args, None)
     assert limit == "sender" and m["rate"] == 0 and m["held"]
+
+
+def test_resources_attributes_every_memory_to_its_writer_and_nothing_else(tmp_path):
+    """Memories named after their attribute (not storage/mem) go to the core that writes them;
+    a register written a slice at a time is not a memory."""
+    import bench.resources as resources
+    v = tmp_path / "top.v"
+    v.write_text("reg [63:0] seqs[0:3];\nreg [7:0] storage_1[0:15];\nreg [31:0] ctl_storage = 32'd0;\n"
+                 "always @(posedge clk) begin\n\tif (we)\n\t\tseqs[adr] <= daqstreamer_serializer_wr_dat_w;\n"
+                 "\tstorage_1[a] <= ethcore_arp_dat_w;\n\tctl_storage[7:0] <= csr_bankarray_r;\nend\n")
+    writers = resources.memory_writers(v)
+    assert writers == {"seqs": "daqstreamer_serializer_wr_dat_w", "storage_1": "ethcore_arp_dat_w"}
+    assert resources.core_of("seqs", writers) == "streamer + emulators"
+    assert resources.core_of("ctl_storage", writers) == resources.OTHER

@@ -186,6 +186,38 @@ def test_headers_byte_exact_and_sequences_continuous_below_line_rate():
     assert cap.gaps_inside == 0
 
 
+@pytest.mark.parametrize("sample_width", [8, 32, 64])
+def test_every_sample_width_gets_the_same_headers(sample_width):
+    """The header path serves every sample width (8-bit samples are packed one per byte, wider
+    ones sent a byte at a time): header fields, sequences and samples, modulo the width."""
+    dut = DUT(sample_width=sample_width)
+    cap = Capture(dut)
+    per = 88//(sample_width//8)   # The 128-byte payload setting's samples (44 of 16 bits).
+
+    def setup():
+        yield from write(dut.streamer._payload, 128)
+        for emu in dut.emulators:
+            yield from write(emu._mode, MODE_COUNTER)
+            yield from write(emu._rate, 2**33//sample_width)   # 2 channels at half the link.
+
+    run_streamer(dut, setup, 3000, cap)
+    streams = per_stream(cap.datagrams)
+    assert sorted(streams) == [0, 1]
+    for sid, stream in streams.items():
+        assert len(stream) >= 3
+        expect = stream[0][1][0]
+        for k, (h, s) in enumerate(stream):
+            assert (h.stream_id, h.seq, h.sample_bits, h.run, h.dropped) == (sid, k, sample_width, 1, 0)
+            assert bool(h.flags & daqformat.FLAG_FIRST) == (k == 0)
+            assert h.sample_count == len(s) and (h.sample_count == per or k == len(stream) - 1)
+            assert s == [(expect + i) % 2**sample_width for i in range(len(s))]
+            expect += len(s)
+        ts = [h.timestamp for h, _ in stream]
+        assert ts[0] > 0 and ts == sorted(set(ts))
+        assert stream[-1][0].flags & daqformat.FLAG_LAST
+    assert cap.gaps_inside == 0
+
+
 def test_sequence_numbers_carry_across_32_bits():
     """The serializer's 64-bit sequence increment is split over two cycles at bit 32: once
     channel 0's first datagram is out, its number is set (as a run of 2**32 datagrams would)
