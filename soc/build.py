@@ -302,8 +302,11 @@ def build_hardware(board, output_dir, config=None, toolchain="trellis", run=True
 # recovers area on every path shorter than the design's longest wherever it is. On the
 # colorlight_i5 it maps the same Verilog into about 2 % fewer LUT4, room the 25F boards need,
 # with timing the same within nextpnr's seed-to-seed spread (bench/seeds.py; the measurements
-# are in docs/liteeth-notes.md).
-TRELLIS_OPTIONS = {"flow3": True}
+# are in docs/liteeth-notes.md). nowidelut: every function maps to LUT4s only, not LUT4 pairs
+# joined by the slice's PFUMX/L6MUX21; abc9 then finds smaller covers (about 450 LUT4 fewer on
+# the colorlight_i5, placed), and the clocks meet their 10 % margin over users' netlists and
+# seeds (bench/margin.py; docs/boards/README.md).
+TRELLIS_OPTIONS = {"flow3": True, "nowidelut": True}
 
 # nextpnr-ecp5 options for every ECP5 build (measured with bench/seeds.py --nextpnr on the
 # colorlight_i5, docs/boards/README.md):

@@ -128,7 +128,8 @@ def test_board_nextpnr_options_reach_the_build_script():
     assert words.count("--placer-heap-timingweight") == 1 and words.count("--tmg-ripup") == 1, words
     assert words[words.index("--placer-heap-timingweight") + 1] == "80", words
     assert words[words.index("--seed") + 1] == "7", words
-    # abc9 maps with its flow3 script (soc/build.py TRELLIS_OPTIONS), set before synthesis.
+    # abc9 maps with its flow3 script, to LUT4s only (soc/build.py TRELLIS_OPTIONS), set before synthesis.
     ys = (out / "gateware" / "gsd_butterstick.ys").read_text().splitlines()
-    assert ys.index("scratchpad -copy abc9.script.flow3 abc9.script") < next(
-        k for k, l in enumerate(ys) if l.startswith("synth_ecp5")), ys
+    synth = next(k for k, l in enumerate(ys) if l.startswith("synth_ecp5"))
+    assert ys.index("scratchpad -copy abc9.script.flow3 abc9.script") < synth, ys
+    assert "-nowidelut" in ys[synth].split() and "-abc9" in ys[synth].split(), ys[synth]
