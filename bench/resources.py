@@ -5,8 +5,8 @@
 
 """Resource and timing table of the boards' full DAQ SoC, built as a user builds it.
 
-For each board: `ethdaq build` (through soc.build.build_hardware: Yosys synth_ecp5 -abc9 with
-abc9's flow3 script, nextpnr, ecppack), then one table of LUT/FF/BRAM/DSP use and per-clock achieved vs required frequency
+For each board: `ethdaq build` (through soc.build.build_hardware: Yosys synth_ecp5 -nowidelut
+-abc9 with abc9's flow3 script, nextpnr, ecppack), then one table of LUT/FF/BRAM/DSP use and per-clock achieved vs required frequency
 from nextpnr's report, and one of resources per core.
 
 Per-core figures come from Yosys' netlist (gateware/BOARD.json), not from separate syntheses: LiteX
