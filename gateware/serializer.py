@@ -42,6 +42,10 @@ def header_bytes(fields):
     return out
 
 
+# The descriptor's wide fields: at 8 bits the header takes them from the head descriptor, not `desc`.
+HEAD_FIELDS = ("timestamp", "dropped")
+
+
 def _is_stale(age):
     return (age != 0) & ~age[-1]
 
@@ -102,19 +106,17 @@ class Serializer(LiteXModule):
         pop_r, pop_ch, pop_rr, pop_ch_r, load_d, load_dd, count_l = _add_descriptor_fetch(
             self, heads, desc, load, load_sel, late, sample_bytes)
         seq_next = _add_sequence_numbers(self, desc, nchannels, dw, late, load, load_sel, pop_r, pop_ch, pop_rr, pop_ch_r)
+        fields = dict(magic=daqformat.MAGIC, version=daqformat.VERSION, header_len=daqformat.HEADER_LEN,
+                      stream_id=sel, flags=desc.flags, sample_bits=sample_width)
         if late:
-            # The header's fields behind the flags, from the chosen channel's head descriptor
-            # (on its FIFO's output until the pop) into the header shift register.
-            head = _head_view(heads, pop_ch)
-            hb = header_bytes(dict(
-                magic=daqformat.MAGIC, version=daqformat.VERSION, header_len=daqformat.HEADER_LEN,
-                stream_id=sel, flags=desc.flags, timestamp=head.timestamp, dropped=head.dropped,
-                sample_count=count_l, sample_bits=sample_width))
+            # The wide fields from the chosen channel's head descriptor (on its FIFO's output
+            # until the pop) into the header shift register; seq and run follow (_add_header_shift).
+            fields.update({name: Array(getattr(d, name) for d, w in heads)[pop_ch] for name in HEAD_FIELDS},
+                          sample_count=count_l)
         else:
-            hb = header_bytes(dict(
-                magic=daqformat.MAGIC, version=daqformat.VERSION, header_len=daqformat.HEADER_LEN,
-                stream_id=sel, flags=desc.flags, seq=desc.seq, timestamp=desc.timestamp,
-                dropped=desc.dropped, sample_count=desc.count, sample_bits=sample_width, run=run_hdr))
+            fields.update({name: getattr(desc, name) for name in HEAD_FIELDS},
+                          seq=desc.seq, sample_count=desc.count, run=run_hdr)
+        hb       = header_bytes(fields)
         header   = [Cat(*hb[i*nb:(i + 1)*nb]) for i in range(hwords)]  # Lane 0 first on the wire.
         others, any_r, nxt_r, nxt_other_r = _add_arbiter(self, heads, pop_r, pop_ch)
         # Per channel, registered: its head datagram's age in runs; "the chosen channel's head is of
@@ -159,20 +161,12 @@ def _add_heads(ser, channels, late):
         heads.append((ch.desc, w.source))
     sel      = ser.sel
     layout   = descriptor_layout(len(channels[0].desc.count)) + [("seq", 64)]
-    desc     = Record([f for f in layout if not (late and f[0] in ("timestamp", "dropped", "seq"))], name="d_pop")
+    desc     = Record([f for f in layout if not (late and f[0] in HEAD_FIELDS + ("seq",))], name="d_pop")
     samples  = stream.Endpoint([("data", channels[0].word_width)], name="sample_bytes")
     ser.comb += [
         Case(sel, {i: w.connect(samples, omit={"ready"}) for i, (d, w) in enumerate(heads)}),
     ]
     return heads, desc, samples
-
-
-def _head_view(heads, pop_ch):
-    # The wide fields of channel `pop_ch`'s head descriptor, through a multiplexer.
-    view = SimpleNamespace()
-    for name in ("timestamp", "dropped"):
-        setattr(view, name, Array(getattr(d, name) for d, w in heads)[pop_ch])
-    return view
 
 
 def _add_descriptor_fetch(ser, heads, desc, load, load_sel, late, sample_bytes):
@@ -279,12 +273,12 @@ def _add_arbiter(ser, heads, pop_r, pop_ch):
     for k in reversed(range(1, nchannels)):
         ser.comb += Case(sel, {s: If(pending[(s + k) % nchannels], nxt_other.eq((s + k) % nchannels))
                                for s in range(nchannels)})
-    # The choices, registered: they drive the load of `desc` (about 250 flip-flops at 64
-    # bits) and were on the transmit clock's critical path. One cycle old is exact where they are used: a
-    # channel stays pending until popped, pops start only at a load, and SELECT and finish()
-    # are never within two cycles of a load (a header takes at least 5 cycles; DISCARD at least
-    # three), by which time the pop is in `pending`. A channel that just became pending waits
-    # one more cycle.
+    # The choices, registered: they drive the load of `desc` (about 250 flip-flops at 64 bits)
+    # and were on the transmit clock's critical path. One cycle old is exact where they are
+    # used: a channel stays pending until popped, pops start only at a load, and SELECT and
+    # finish() are never within two cycles of a load (a header takes at least 5 cycles; DISCARD
+    # at least three), by which time the pop is in `pending`. A channel that just became pending
+    # waits one more cycle.
     any_r = Signal()
     nxt_r, nxt_other_r = Signal.like(nxt), Signal.like(nxt_other)
     ser.sync += [
@@ -362,15 +356,15 @@ def _add_header_shift(ser, fsm, hb, header, hwords, pop_r, pop_rr, seq_next, run
     hhi     = Signal()  # hidx >= 8
     hword   = Signal(8, reset=hb[0].value)
     hsr     = Signal(8*(hwords - 8))
-    hsr_ld  = Signal()
+    run_wait = Signal()  # The cycle after the commit; run_hdr is right the cycle after it.
     run_ld  = Signal()
     run_at  = next(f.offset for f in daqformat.FIELDS if f.name == "run")
     run_bytes = field_bytes([(run_hdr, 4)])
     seq_bytes = field_bytes([(seq_next, 8)])
     owed    = Signal()  # hsr[:8] went out last cycle: shift now.
     ser.sync += [
-        hsr_ld.eq(pop_rr),
-        run_ld.eq(hsr_ld),
+        run_wait.eq(pop_rr),
+        run_ld.eq(run_wait),
         owed.eq(h_adv & hhi),
         If(fsm.h_end,    # Ready for the next header (as _add_header_position's registers).
             hword.eq(hb[0]),
