@@ -122,6 +122,55 @@ def test_arp_frames_back_to_back_to_a_stalling_consumer_are_whole(dw):
     assert all(Ether(f).dst == "ff:ff:ff:ff:ff:ff" for f in frames)
 
 
+@pytest.mark.parametrize("dw", [8, 64])
+def test_arp_frames_from_address_settings_are_scapys_byte_for_byte(dw):
+    """With the board's addresses as settings (Signals, as gateware/netaddr.py gives them) that
+    change between frames, each frame is byte for byte the who-has or announcement scapy builds
+    (zero target MAC, zero padding to 60 bytes), to a consumer that takes a word only now and
+    then."""
+    class DUT(Module):
+        def __init__(self):
+            self.mac = Signal(48, reset=SRC_MAC)
+            self.ip  = Signal(32, reset=SRC_IP)
+            self.submodules.req = ARPRequester(self.mac, self.ip, dw=dw)
+    dut = DUT()
+    req = dut.req
+    steps = [  # (mac, ip, target, announce)
+        (SRC_MAC, SRC_IP, DST_IP, False),
+        (SRC_MAC, SRC_IP, DST_IP, True),
+        (0x0200FEDCBA98, 0x0A000102, 0xFFFFFFFE, False),
+        (0x0200FEDCBA98, 0x0A000102, 0x01020304, True),
+        (0xFFEEDDCCBBAA, 0x7F000001, 0x00000001, False),
+    ]
+    frames = []
+
+    def gen():
+        for mac, ip, target, announce in steps:
+            yield dut.mac.eq(mac)
+            yield dut.ip.eq(ip)
+            yield req.target_ip.eq(target)
+            yield (req.announce if announce else req.request).eq(1)
+            yield
+            yield req.announce.eq(0)
+            yield req.request.eq(0)
+            n = len(frames)
+            while len(frames) == n:
+                yield
+
+    run_simulation(dut, [gen(), collect_frames(req.source, frames, 4000, count=len(steps), ready=0.5,
+                                               rng=random.Random(dw))])
+
+    def addr(value, n):
+        return value.to_bytes(n, "big")
+    for frame, (mac, ip, target, announce) in zip(frames, steps):
+        pdst = ip if announce else target
+        want = bytes(Ether(dst="ff:ff:ff:ff:ff:ff", src=addr(mac, 6).hex(":")) /
+                     ARP(op=1, hwsrc=addr(mac, 6).hex(":"), psrc=".".join(map(str, addr(ip, 4))),
+                         hwdst="00:00:00:00:00:00", pdst=".".join(map(str, addr(pdst, 4)))))
+        assert frame == want.ljust(60, b"\0")
+    assert len(frames) == len(steps)
+
+
 def test_checksums_with_the_source_a_setting_and_a_new_destination_every_datagram():
     """The source address as a signal (a CSR in the SoC: its words are summed in a register of
     their own) and a different destination in each back-to-back datagram (its words summed as
