@@ -147,7 +147,7 @@ def one_run(workdir, bootstrap, batch, exe, count, size, rate, nice=None):
             "broker_cpu": None if broker_cpu is None or batch is None else 100 * broker_cpu / wall}
 
 
-MERGED = re.compile(r"^merged .*?: (\d+) messages .*?, (\d+) samples of (\d+) sources")
+MERGED = re.compile(r"^merged .*?: (\d+) messages .*?, (\d+) samples of (\d+) sources.*; largest lag ([\d.]+) (ms|us)")
 
 
 def merge_run(workdir, bootstrap, topic, sample_bytes=2):
@@ -165,9 +165,10 @@ def merge_run(workdir, bootstrap, topic, sample_bytes=2):
     if r.returncode != 0 or m is None:
         sys.exit(f"ethdaq merge failed (exit status {r.returncode}): {(r.stdout + r.stderr).strip()[-2000:]}")
     messages, samples = int(m.group(1)), int(m.group(2))
+    lag_ms = float(m.group(4)) / (1 if m.group(5) == "ms" else 1000)
     cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
     return {"messages_per_s": messages / wall, "mib_per_s": samples * sample_bytes / MIB / wall,
-            "cpu": 100 * cpu / wall, "seconds": wall, "samples": samples}
+            "cpu": 100 * cpu / wall, "seconds": wall, "samples": samples, "lag_ms": lag_ms}
 
 
 def cell(values, spec, markdown):
@@ -326,7 +327,7 @@ def main(argv=None):
                 merges.append([str(batch), cell(mc["seconds"], ".1f", args.markdown),
                                cell(mc["messages_per_s"], ",.0f", args.markdown),
                                cell(mc["mib_per_s"], ".1f", args.markdown), cell(mc["cpu"], ".0f", args.markdown),
-                               "yes" if whole else "NO"])
+                               cell(mc["lag_ms"], ".3f", args.markdown), "yes" if whole else "NO"])
         load = f"{load[0]:.2f} - {os.getloadavg()[0]:.2f}"
     print(f"ethdaq recv -> Kafka on loopback (simulated: sender, receiver and broker on this machine), "
           f"{args.datagrams} datagrams of {args.bytes} bytes, {'unpaced' if not args.rate else f'{args.rate:.0f}/s'}, "
@@ -336,10 +337,11 @@ def main(argv=None):
     if merges:
         print()
         print("ethdaq merge --until-stop of each run's topic into an HDF5 file (1 ms slices): seconds, "
-              "messages/s, MiB/s of samples, CPU in % of one core, and whether every sample the receiver "
-              "published is in the file")
-        print_table(["kafka-batch", "seconds", "messages/s", "MiB/s", "merge-CPU-%", "every sample"], merges,
-                    markdown=args.markdown)
+              "messages/s, MiB/s of samples, CPU in % of one core, the largest lag (how far a message's first "
+              "sample lay behind the merge's frontier; the default --watermark is 50 ms) and whether every "
+              "sample the receiver published is in the file")
+        print_table(["kafka-batch", "seconds", "messages/s", "MiB/s", "merge-CPU-%", "largest-lag-ms", "every sample"],
+                    merges, markdown=args.markdown)
     return 0
 
 

@@ -35,6 +35,11 @@ closes. A slice closes when the watermark reaches its end; at the end of the mer
 closes. A sample whose slice has closed is late: counted (per source) and written to the file's
 `late` group with its time and message_counter, never into a slice.
 
+A message's lag is how far its first sample (or event) lies behind the frontier, watermark +
+lateness (the newest time every active source has reached), when it is placed; a message whose
+lag is at most the lateness has nothing late. The largest lag, per source and over all, is
+counted (`largest_lag_ns`): the lateness a run needed, for choosing --watermark.
+
 A message whose counters (message_counter, and the Kafka header `datagrams` for the range it
 covers) were already consumed for its source, with its first sample inside the source's span of
 times, is a duplicate: counted, its samples not written again. Counters missing between the
@@ -131,7 +136,7 @@ class Source:
         self.held = []                    # Messages waiting for the period
         self.counters = _Counters()
         self.status = None                # The newest x5f2 status_json of the source
-        self.n = dict(messages=0, counter_restarts=0, **{key: 0 for key in self.keys.values()})
+        self.n = dict(messages=0, counter_restarts=0, largest_lag_ns=0, **{key: 0 for key in self.keys.values()})
 
     def words_discarded(self):
         """An event source's words of no whole event, from the newest status of its receiver."""
@@ -223,7 +228,7 @@ class Merger:
         self.newest = {}                  # partition -> newest sample time in it
         self.runs = {}                    # job_id -> fields
         self.closed_slices = 0
-        self.c = dict(consumed_messages=0, se00_messages=0, ev44_messages=0, status_messages=0, run_messages=0,
+        self.c = dict(largest_lag_ns=0, consumed_messages=0, se00_messages=0, ev44_messages=0, status_messages=0, run_messages=0,
                       other_messages=0, undecodable_messages=0, held_samples=0,
                       **{key: 0 for keys in COUNTS.values() for key in keys.values()})
 
@@ -364,6 +369,10 @@ class Merger:
         tmin, tmax = (int(times[0]), int(times[-1])) if ordered else (int(times.min()), int(times.max()))
         src.span(tmin, tmax)
         self._note(src, tmax)
+        if self.watermark is not None:
+            lag = self.watermark + self.lateness_ns - tmin
+            for c in (src.n, self.c):
+                c["largest_lag_ns"] = max(c["largest_lag_ns"], lag)
         ks = times // self.slice_ns
         # Late: the sample's slice has closed, (k + 1) * W <= watermark, that is k < watermark // W.
         closed = None if self.watermark is None else self.watermark // self.slice_ns
@@ -642,7 +651,12 @@ def summary_line(counters, args, output):
                  f"({c['late_event_messages']} messages), duplicates {c['event_duplicates']} "
                  f"({c['duplicate_events']} events), gaps {c['event_gaps']}, "
                  f"words of no whole event {c['event_words_discarded']}")
+    text += f"; largest lag {_lag_text(c['largest_lag_ns'])} (--watermark {format_duration_ns(args.watermark)})"
     return text + f"; wrote {output}"
+
+
+def _lag_text(ns):
+    return f"{ns / 1e6:.3f} ms" if ns >= 1_000_000 else f"{ns / 1e3:.1f} us"
 
 
 def run(args, out=sys.stdout, err=sys.stderr):

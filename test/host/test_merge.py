@@ -153,9 +153,16 @@ def test_merge_two_boards(kafka_broker, tmp_path):
         (SAMPLES, 1, 1, SAMPLES)
     assert attrs["gaps"] == 0 and attrs["held_samples"] == 0
     assert attrs["slices"] == len(slice_starts) and (np.diff(slice_starts) > 0).all()
+    # The largest lag: the late datagram's first sample behind the newest time every source had
+    # reached (the partition's messages come in the order published). The others' lags are within
+    # the lateness, as none of their samples is late.
+    lag = min(s.time(n - 1) + (SAMPLES - 1) * PERIOD for s in streams) - a0.time(5)
+    assert attrs["largest_lag_ns"] == sources[a0.name][3]["largest_lag_ns"] == lag
+    assert all(0 < sources[s.name][3]["largest_lag_ns"] <= LATENESS for s in (a1, b0))
     assert r.stdout.splitlines()[-1].startswith(f"merged {topic}: ")
     assert f"({published} se00), {published * SAMPLES} samples of 3 sources in {attrs['slices']} slices of " \
-           f"1us; late {SAMPLES} samples (1 messages), duplicates 1 ({SAMPLES} samples), gaps 0" in r.stdout
+           f"1us; late {SAMPLES} samples (1 messages), duplicates 1 ({SAMPLES} samples), gaps 0; " \
+           f"largest lag {lag / 1e3:.1f} us (--watermark 2us); wrote " in r.stdout
     with h5py.File(tmp_path / "merged.h5") as f:       # the run start and stop consumed
         run, = f["merged/runs"].values()
         assert run.attrs["run_name"] == "merge-test" and run.attrs["stop_time_ms"] >= run.attrs["start_time_ms"]
