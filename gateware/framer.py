@@ -297,20 +297,16 @@ class ARPRequester(LiteXModule):
         announce_pending = Signal()
         busy             = Signal()
         announcing       = Signal()  # Chosen when the frame starts; held to its end.
-        frame = field_bytes([
-            (0xffffffffffff, 6), (mac_address, 6), (ETHERTYPE_ARP, 2),
-            (1, 2), (ETHERTYPE_IPV4, 2), (6, 1), (4, 1), (1, 2),  # Ethernet/IPv4, who-has.
-            (mac_address, 6), (ip_address, 4), (0, 6),
-            (Mux(announcing, ip_address, self.target_ip), 4),
-        ])
+        def fields(target):
+            return [
+                (0xffffffffffff, 6), (mac_address, 6), (ETHERTYPE_ARP, 2),
+                (1, 2), (ETHERTYPE_IPV4, 2), (6, 1), (4, 1), (1, 2),  # Ethernet/IPv4, who-has.
+                (mac_address, 6), (ip_address, 4), (0, 6), (target, 4),
+            ]
         nb     = dw//8
         nwords = (60 + nb - 1)//nb
-        frame += [C(0, 8)]*(nwords*nb - len(frame))  # Padding to the 60-byte minimum frame.
-        frame  = [Cat(*frame[i*nb:(i + 1)*nb]) for i in range(nwords)]
         # The word on the output is a register, fetched when the previous one goes out (the
-        # first while idle): the frame's multiplexer by position is not in front of the transmit
-        # path's scheduler and buffer (with it there: 6 LUT levels, 7.35 ns, eth's worst path in
-        # a colorlight_5a_75b placement).
+        # first while idle).
         nxt     = Signal(max=nwords + 1, reset=1)   # The position of the word after `data` (1..nwords).
         data    = Signal(dw)
         last_lane = (60 - 1) % nb
@@ -321,12 +317,26 @@ class ARPRequester(LiteXModule):
             source.last_be.eq(Mux(source.last, 1 << last_lane, 0)),
             self.announced.eq(source.valid & source.ready & source.last & announcing),
         ]
+        restart = Signal()   # The first word is fetched: while idle, and as a frame's last goes out.
+        advance = Signal()   # The word at `nxt` is fetched.
+        self.comb += [
+            restart.eq(~busy | (source.ready & source.last)),
+            advance.eq(source.ready & ~restart),
+        ]
+        if dw == 8:
+            first, fetch = self._byte_fetch(fields(ip_address), fields(self.target_ip), announcing, nxt,
+                                            restart, advance)
+        else:
+            frame  = field_bytes(fields(Mux(announcing, ip_address, self.target_ip)))
+            frame += [C(0, 8)]*(nwords*nb - len(frame))  # Padding to the 60-byte minimum frame.
+            frame  = [Cat(*frame[i*nb:(i + 1)*nb]) for i in range(nwords)]
+            first, fetch = frame[0], mux_tree(frame, nxt)
         self.sync += [
-            If(~busy | (source.ready & source.last),
-                data.eq(frame[0]),
+            If(restart,
+                data.eq(first),
                 nxt.eq(1),
-            ).Elif(source.ready,
-                data.eq(mux_tree(frame, nxt)),
+            ).Elif(advance,
+                data.eq(fetch),
                 nxt.eq(nxt + 1),
             ),
         ]
@@ -350,3 +360,37 @@ class ARPRequester(LiteXModule):
             If(self.request,  pending.eq(1)),
             If(self.announce, announce_pending.eq(1)),
         ]
+
+    def _byte_fetch(self, announcement, request, announcing, nxt, restart, advance):
+        """At 8 bits: the frame's first byte, and the byte at position `nxt` from registers that
+        describe that position (`is_var`, `const`, `idx`), set a fetch ahead: a constant byte, or
+        one of the address bytes (the board's MAC and IP, the target IP) by index. The byte then
+        comes from a 14-way multiplexer on a register, not from a 60-way one on `nxt` (6 to 7 LUT
+        levels on ECP5, eth's worst path in a third of the colorlight_i5's placements)."""
+        srcs, plans = {}, []
+        for fields in (announcement, request):
+            plan = []
+            for value, size in fields:
+                for i in range(size):
+                    shift = 8*(size - 1 - i)
+                    if isinstance(value, int):
+                        plan.append((False, (value >> shift) & 0xff, 0))
+                    else:
+                        key = (id(value), shift)
+                        if key not in srcs:
+                            v = Cat(value, Replicate(0, 8*size - len(value))) if len(value) < 8*size else value
+                            srcs[key] = (len(srcs), v[shift:shift + 8])
+                        plan.append((True, 0, srcs[key][0]))
+            plans.append(plan + [(False, 0, 0)]*(60 - len(plan)))
+        assert not plans[0][0][0] and plans[0][0] == plans[1][0]
+        is_var = Signal(reset=plans[1][1][0])
+        const  = Signal(8, reset=plans[1][1][1])
+        idx    = Signal(max=max(len(srcs), 2), reset=plans[1][1][2])
+
+        def describe(pos):   # The registers for position `pos`, by the frame being sent.
+            (va, ca, ia), (vr, cr, ir) = plans[0][pos], plans[1][pos]
+            return [is_var.eq(Mux(announcing, va, vr)), const.eq(Mux(announcing, ca, cr)),
+                    idx.eq(Mux(announcing, ia, ir))]
+        self.sync += If(restart, *describe(1)).Elif(advance, Case(nxt, {p: describe(p + 1) for p in range(1, 59)}))
+        byte = mux_tree([v for _, v in sorted(srcs.values(), key=lambda e: e[0])], idx)
+        return C(plans[0][0][1], 8), Mux(is_var, byte, const)
