@@ -64,14 +64,18 @@ class IPv4Checksum(LiteXModule):
             Case(count, {k: word.eq(self.header[16*i:16*(i + 1)]) for k, i in enumerate(words)}),
             # The first word starts from 0 (LiteEth's first stage adds it to a constant 0).
             s.eq(Mux(count == 0, 0, r) + word),
-            self.done.eq(count == n_cycles),
             self.value.eq(~Cat(r[8:16], r[:8])),
         ]
+        # `done` is count == n_cycles, kept in a flip-flop of its own: LiteEth's transmitter puts
+        # it in the `ready` it gives its sink, so the path from it runs on through the UDP
+        # crossbar into the ping responder's RAM (12 to 14 LUT levels on sys from the count).
         self.sync += [
             If(self.reset,
                 count.eq(0),
+                self.done.eq(0),
             ).Elif(self.ce & ~self.done,
                 count.eq(count + 1),
+                self.done.eq(count == n_cycles - 1),
                 If(count < len(words),
                     r.eq(s[:16] + s[16]),
                 ),
