@@ -32,18 +32,26 @@ IP_PROTO_UDP   = 17
 IP_FLAGS_DF    = 0x4000  # Don't fragment: datagrams are sized to the path MTU by configuration.
 
 
-def field_bytes(fields):
-    """[(value, size_bytes), ...] → list of 8-bit expressions, network byte order. Signals
+def field_byte_parts(fields):
+    """[(value, size_bytes), ...] → per byte, network byte order: an int (a constant byte), or
+    (key, 8-bit expression), the key the same for the same byte of the same value. Signals
     narrower than their field are zero-extended."""
     out = []
     for value, size in fields:
+        key = id(value)
         if not isinstance(value, int) and len(value) < 8*size:
             value = Cat(value, Replicate(0, 8*size - len(value)))
         for i in range(size):
             shift = 8*(size - 1 - i)
-            # Constants are 8 bits wide, so the bytes can be Cat-ed into words.
-            out.append(C((value >> shift) & 0xff, 8) if isinstance(value, int) else value[shift:shift + 8])
+            out.append((value >> shift) & 0xff if isinstance(value, int) else ((key, shift), value[shift:shift + 8]))
     return out
+
+
+def field_bytes(fields):
+    """[(value, size_bytes), ...] → list of 8-bit expressions, network byte order. Signals
+    narrower than their field are zero-extended."""
+    # Constants are 8 bits wide, so the bytes can be Cat-ed into words.
+    return [C(b, 8) if isinstance(b, int) else b[1] for b in field_byte_parts(fields)]
 
 
 def mux_tree(words, sel):
@@ -367,20 +375,16 @@ class ARPRequester(LiteXModule):
         one of the address bytes (the board's MAC and IP, the target IP) by index. The byte then
         comes from a 14-way multiplexer on a register, not from a 60-way one on `nxt` (6 to 7 LUT
         levels on ECP5, eth's worst path in a third of the colorlight_i5's placements)."""
-        srcs, plans = {}, []
+        srcs, plans = {}, []   # srcs: key -> (index, byte)
         for fields in (announcement, request):
             plan = []
-            for value, size in fields:
-                for i in range(size):
-                    shift = 8*(size - 1 - i)
-                    if isinstance(value, int):
-                        plan.append((False, (value >> shift) & 0xff, 0))
-                    else:
-                        key = (id(value), shift)
-                        if key not in srcs:
-                            v = Cat(value, Replicate(0, 8*size - len(value))) if len(value) < 8*size else value
-                            srcs[key] = (len(srcs), v[shift:shift + 8])
-                        plan.append((True, 0, srcs[key][0]))
+            for part in field_byte_parts(fields):
+                if isinstance(part, int):
+                    plan.append((False, part, 0))
+                else:
+                    key, byte = part
+                    srcs.setdefault(key, (len(srcs), byte))
+                    plan.append((True, 0, srcs[key][0]))
             plans.append(plan + [(False, 0, 0)]*(60 - len(plan)))
         assert not plans[0][0][0] and plans[0][0] == plans[1][0]
         is_var = Signal(reset=plans[1][1][0])

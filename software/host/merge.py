@@ -228,8 +228,8 @@ class Merger:
         self.newest = {}                  # partition -> newest sample time in it
         self.runs = {}                    # job_id -> fields
         self.closed_slices = 0
-        self.c = dict(largest_lag_ns=0, consumed_messages=0, se00_messages=0, ev44_messages=0, status_messages=0, run_messages=0,
-                      other_messages=0, undecodable_messages=0, held_samples=0,
+        self.c = dict(consumed_messages=0, se00_messages=0, ev44_messages=0, status_messages=0, run_messages=0,
+                      other_messages=0, undecodable_messages=0, held_samples=0, largest_lag_ns=0,
                       **{key: 0 for keys in COUNTS.values() for key in keys.values()})
 
     # Partitions ----------------------------------------------------------------------------------
