@@ -218,6 +218,31 @@ def test_every_sample_width_gets_the_same_headers(sample_width):
     assert cap.gaps_inside == 0
 
 
+def test_sample_counts_above_255_fill_both_header_bytes():
+    """A datagram of more than 255 samples: the header's 16-bit sample count has both bytes
+    non-zero (8-bit samples, 300 a datagram), and it matches the samples the datagram holds."""
+    dut = DUT(sample_width=8, max_payload=512, buffer_bytes=1024)
+    cap = Capture(dut)
+
+    def setup():
+        yield from write(dut.streamer._payload, daqformat.HEADER_LEN + 300)
+        for emu in dut.emulators:
+            yield from write(emu._mode, MODE_COUNTER)
+            yield from write(emu._rate, 2**30)   # 2 channels at half the link.
+
+    run_streamer(dut, setup, 4000, cap)
+    streams = per_stream(cap.datagrams)
+    assert sorted(streams) == [0, 1]
+    for sid, stream in streams.items():
+        assert len(stream) >= 3
+        expect = stream[0][1][0]
+        for k, (h, s) in enumerate(stream):
+            assert (h.stream_id, h.seq, h.sample_bits, h.run) == (sid, k, 8, 1)
+            assert h.sample_count == len(s) and (h.sample_count == 300 or k == len(stream) - 1)
+            assert s == [(expect + i) % 256 for i in range(len(s))]
+            expect += len(s)
+
+
 def test_sequence_numbers_carry_across_32_bits():
     """The serializer's 64-bit sequence increment is split over two cycles at bit 32: once
     channel 0's first datagram is out, its number is set (as a run of 2**32 datagrams would)
