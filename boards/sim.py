@@ -49,7 +49,10 @@ _io = [
 
 class _CRG(LiteXModule):
     """soft_rst (the watchdog's, boards/crg.py) resets the whole design: sys and the GMII model's
-    eth_rx and eth_tx, which run on sys_clk and have no reset of their own."""
+    eth_rx and eth_tx, which run on sys_clk and have no reset of their own. A power-on reset holds
+    them in reset for the first cycle, as PLL lock does on the FPGA boards (boards/crg.py):
+    nothing drives the simulation's sys_rst, and a core whose registers have no initial value (a
+    CPU's fetch state, say) starts only from its reset."""
     def __init__(self, platform):
         self.soft_rst = Signal()
         self.cd_sys   = ClockDomain()
@@ -57,8 +60,10 @@ class _CRG(LiteXModule):
         # # #
 
         rst = Signal()
+        por = Signal(reset=1, reset_less=True)
+        self.sync += por.eq(0)
         self.comb += [
-            rst.eq(platform.request("sys_rst") | self.soft_rst),
+            rst.eq(por | platform.request("sys_rst") | self.soft_rst),
             self.cd_sys.clk.eq(platform.request("sys_clk")),
             self.cd_sys.rst.eq(rst),
             ResetSignal("eth_rx").eq(rst),
