@@ -24,6 +24,7 @@ from litex.gen import *
 from litex.soc.interconnect import stream
 
 from ethdaq.gateware.bram import BlockRAM
+from ethdaq.gateware.compare import below
 
 
 class AheadGrayCounter(LiteXModule):
@@ -244,8 +245,8 @@ class LevelFIFO(LiteXModule):
             sink.ready.eq(writable),
         ]
         sync_write += [
-            lt0.eq(self.level < depth),
-            lt1.eq(self.level < depth - 1),
+            lt0.eq(below(self.level, depth)),
+            lt1.eq(below(self.level, depth - 1)),
             wrote.eq(produce.ce),
         ]
 

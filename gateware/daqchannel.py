@@ -24,6 +24,7 @@ from litex.gen import *
 from litex.soc.interconnect import stream
 
 from ethdaq.gateware.cdcfifo import LevelFIFO
+from ethdaq.gateware.compare import above, at_most, below
 from ethdaq.wire import daqformat
 
 # Helpers ------------------------------------------------------------------------------------------
@@ -161,11 +162,11 @@ def _add_room(ch, fifo, descs, words, spw, descriptors, room):
     ch.comb += need.eq((ch.max_samples + spw - 1) >> log2_int(spw))
     ch.sync += [
         lim.eq(words - need),
-        big.eq(need > words),
+        big.eq(above(need, words)),
         f0.eq(~big & (fifo.level <= lim)),
         f1.eq(~big & (fifo.level < lim)),
-        d0.eq(descs.level < descriptors),
-        d1.eq(descs.level < descriptors - 1),
+        d0.eq(below(descs.level, descriptors)),
+        d1.eq(below(descs.level, descriptors - 1)),
         f_wrote.eq(fifo.sink.valid),
         d_wrote.eq(descs.sink.valid),
     ]
@@ -282,7 +283,7 @@ def _add_last_ahead(ch, count, last, close, close_last, close_flush):
     ]
     ch.sync += [
         If(ch.start | close | close_last | close_flush,
-            last.eq(ch.max_samples <= 1),
+            last.eq(at_most(ch.max_samples, 1)),
         ).Elif(ch.accept,
             last.eq(rem[cb + 1] | (rem_hi0 & ~(rem[1] & rem[0]))),
         ).Else(

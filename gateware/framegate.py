@@ -38,6 +38,7 @@ from litex.soc.interconnect.csr import CSRStatus
 from liteeth.common import eth_phy_description
 
 from ethdaq.gateware.bram import BlockRAMFIFO
+from ethdaq.gateware.compare import at_least, below
 from ethdaq.gateware.eventcounters import count_pulses
 from ethdaq.gateware.regbuffer import RegisteredBuffer
 
@@ -97,8 +98,8 @@ class FrameGate(LiteXModule):
         level = Signal.like(data_fifo.level)
         self.sync += [
             level.eq(data_fifo.level),
-            room.eq((level < depth - 4) & (verdict_fifo.level < frames - 1)),
-            full.eq(level >= depth - 5),
+            room.eq(below(level, depth - 4) & below(verdict_fifo.level, frames - 1)),
+            full.eq(at_least(level, depth - 5)),
         ]
         self.comb += [
             sink.ready.eq(1),        # The PHY does not wait.

@@ -32,16 +32,9 @@ from litex.soc.interconnect import stream
 
 from liteeth.common import eth_ipv4_user_description, icmp_protocol, icmp_type_ping_request
 
+from ethdaq.gateware.compare import at_most
+
 ICMP_HEADER_LEN = 8
-
-
-def at_most(x, k):
-    """x <= k for an unsigned signal and a constant, as gates (bit by bit from the lowest: a bit
-    below k's decides, an equal one leaves it to the bits beneath), so no carry chain."""
-    le = 1
-    for i in range(len(x)):
-        le = (~x[i] | le) if (k >> i) & 1 else (~x[i] & le)
-    return le if k < 2**len(x) else 1
 
 
 def echo_reply_checksum(request_checksum):
@@ -118,7 +111,7 @@ def _add_admission(echo, sink, params, wr, wp, cp, rp, depth, max_message, abits
     ]
     echo.sync += [
         used.eq(wp - rp),
-        room.eq(used <= depth - 2 - max_message),
+        room.eq(at_most(used, depth - 2 - max_message)),
         If(wr.we, wp.eq(wp + 1)),
         If(admit,
             left.eq(sink.length),

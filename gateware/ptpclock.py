@@ -25,6 +25,7 @@ from litex.gen import *
 
 from litex.soc.interconnect.csr import CSRField, CSRStatus
 
+from ethdaq.gateware.compare import below
 from ethdaq.gateware.csr import CSRConfig
 
 # Constants ----------------------------------------------------------------------------------------
@@ -250,7 +251,7 @@ class PTPClock(LiteXModule):
             set_r.eq(self.set_stb),
             set_sec_r.eq(self.set_sec),
             set_ns_r.eq(self.set_ns),
-            set_ns_ok.eq(self.set_ns < NS_PER_S),
+            set_ns_ok.eq(below(self.set_ns, NS_PER_S)),
             self.rejected.eq((set_r & ~set_ok) | (self.add_stb & ~add_ok)),
         ]
         self.comb += set_ok.eq(~self.busy & set_ns_ok)

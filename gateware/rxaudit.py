@@ -73,6 +73,7 @@ from litex.soc.interconnect.csr import CSRStatus, CSRStorage
 
 from liteeth.common import eth_phy_description
 
+from ethdaq.gateware.compare import above, below
 from ethdaq.gateware.ptpparser import ETHERTYPE_IPV4, IP_PROTO_UDP
 from ethdaq.wire.protocol import MSG_IDENTIFY, RX_AUDIT_CAUSES
 
@@ -292,10 +293,10 @@ class RXAudit(LiteXModule):
 
         bf = _ByteFlags(n, sink.data)
         at_n = bf.at_n
-        runt     = at_n("runt",     n < MIN_FRAME - 1)   # The frame holds n + 1 bytes before the FCS.
-        oversize = at_n("oversize", n > max_frame - 1)
-        mac_rest = at_n("mac_rest", (n > 0) & (n < 6))
-        csum_add = at_n("csum_add", (n > 15) & (n < 34) & n[0])
+        runt     = at_n("runt",     below(n, MIN_FRAME - 1))   # The frame holds n + 1 bytes before the FCS.
+        oversize = at_n("oversize", above(n, max_frame - 1))
+        mac_rest = at_n("mac_rest", (n != 0) & below(n, 6))
+        csum_add = at_n("csum_add", above(n, 15) & below(n, 34) & n[0])
 
         # The 16 and 32-bit big-endian fields that end at the byte in stage A.
         sr  = Signal(24)
@@ -367,7 +368,7 @@ class RXAudit(LiteXModule):
                     to_ctl.eq(one_of(w16, () if ctl_port is None else (ctl_port,))),
                 ),
                 If(at(39),
-                    udp_lt8.eq(w16 < 8),
+                    udp_lt8.eq(below(w16, 8)),
                     udp_eq8.eq(w16 == 8),
                     udp_diff.eq(w16 != ip_udp),
                 ),

@@ -28,6 +28,7 @@ from litex.soc.interconnect import stream
 
 from liteeth.common import eth_udp_user_description
 
+from ethdaq.gateware.compare import at_most
 from ethdaq.gateware.daqchannel import RUN_TAG_BITS, descriptor_layout
 from ethdaq.gateware.framer import field_bytes, mux_tree
 from ethdaq.wire import daqformat
@@ -571,14 +572,15 @@ def _add_gap(ser, fsm):
         # Loaded while not in GAP (the setting is static), so that `fin` does not fan out
         # to its 32 enables. Its `<= 1` is compared a cycle ahead (gap_le1, as f_gap): the
         # setting's synchroniser, a 32-bit carry chain and g_last's choice in one cycle were
-        # eth's critical path of the colorlight_i5 (8.32 ns).
-        gap_le1.eq(ser.gap <= 1),
+        # eth's critical path of the colorlight_i5 (8.32 ns). Both bounds are gates (at_most),
+        # not carry chains.
+        gap_le1.eq(at_most(ser.gap, 1)),
         If(~fsm.s_gap,
             gap_count.eq(ser.gap),
             g_last.eq(gap_le1),
         ).Else(
             gap_count.eq(gap_count - 1),
-            g_last.eq(gap_count <= 2),
+            g_last.eq(at_most(gap_count, 2)),
         ),
     ]
 

@@ -42,6 +42,7 @@ from migen.genlib.cdc import BusSynchronizer, MultiReg, PulseSynchronizer
 
 from liteeth.common import eth_udp_user_description
 
+from ethdaq.gateware.compare import above, below
 from ethdaq.gateware.csr import CSRConfig
 from ethdaq.gateware.daqchannel import DAQChannel
 from ethdaq.gateware.resolver import ARPResolver
@@ -196,9 +197,9 @@ def _add_run_control(st, running, run, max_samples, sample_bytes, max_payload, m
         If(start, running.eq(1), run.eq(run + 1)),
         If(stop, running.eq(0)),
         # Out-of-range payload sizes are clamped, so a datagram always holds 1..max samples.
-        If(st._payload.storage < daqformat.HEADER_LEN + sample_bytes,
+        If(below(st._payload.storage, daqformat.HEADER_LEN + sample_bytes),
             max_samples.eq(1)
-        ).Elif(st._payload.storage > max_payload,
+        ).Elif(above(st._payload.storage, max_payload),
             max_samples.eq(max_samples_build)
         ).Else(
             max_samples.eq((st._payload.storage - daqformat.HEADER_LEN) >> log2_int(sample_bytes))

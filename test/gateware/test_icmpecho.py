@@ -18,7 +18,7 @@ from scapy.layers.inet import ICMP, IP
 from scapy.layers.l2 import Ether
 from scapy.utils import checksum
 
-from ethdaq.gateware.icmpecho import ICMPEcho, at_most, echo_reply_checksum
+from ethdaq.gateware.icmpecho import ICMPEcho, echo_reply_checksum
 from ipcore_helpers import BOARD_IP, BOARD_MAC, HOST_IP, HOST_MAC, IPCoreBench, exchange_ping, ping_request
 
 
@@ -134,25 +134,6 @@ def test_other_messages_and_broken_ones_are_not_answered_and_lose_nothing_after_
     got = echo_sim(messages, depth=2048)
     assert got == [(6, len(good), expected_reply(good)), (8, len(good), expected_reply(good)),
                    (9, 1480, expected_reply(ping(9, b"z"*1472)))]
-
-
-@pytest.mark.parametrize("width, constants", [(6, range(70)), (11, (0, 1, 1023, 1024, 1480, 2047, 5000))])
-def test_at_most_is_the_comparison(width, constants):
-    """at_most(x, k), the gates the admission's length bound is made of, against `x <= k` for
-    every x of the width."""
-    from migen import Module, Signal
-    x = Signal(width)
-    for k in constants:
-        m, out, got = Module(), Signal(), []
-        m.comb += out.eq(at_most(x, k))
-
-        def gen():
-            for v in range(2**width):
-                yield x.eq(v)
-                yield
-                got.append((yield out))
-        run_simulation(m, gen())
-        assert got == [int(v <= k) for v in range(2**width)], k
 
 
 def test_a_flood_waits_for_room_and_every_request_is_answered():
