@@ -32,7 +32,7 @@ from litex.soc.interconnect import stream
 
 from liteeth.common import eth_ipv4_user_description, icmp_protocol, icmp_type_ping_request
 
-from ethdaq.gateware.compare import at_most
+from ethdaq.gateware.compare import at_least, at_most
 
 ICMP_HEADER_LEN = 8
 
@@ -43,8 +43,7 @@ def echo_reply_checksum(request_checksum):
     formula). Works on Migen values and on ints."""
     if isinstance(request_checksum, int):
         return (request_checksum + 0x0800 + (request_checksum >= 0xF800)) & 0xFFFF
-    # >= 0xF800 as its top five bits all set: gates, not a carry chain.
-    return (request_checksum + 0x0800 + (request_checksum[11:16] == 0x1F))[:16]
+    return (request_checksum + 0x0800 + at_least(request_checksum, 0xF800))[:16]
 
 
 class ICMPEcho(LiteXModule):

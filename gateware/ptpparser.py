@@ -17,6 +17,8 @@ from litex.soc.interconnect import stream
 
 from liteeth.common import eth_phy_description, eth_preamble
 
+from ethdaq.gateware.compare import below
+
 # Constants ----------------------------------------------------------------------------------------
 
 PTP_ETHERTYPE      = 0x88F7
@@ -141,8 +143,8 @@ class PTPParser(LiteXModule):
         # used in its own beat.
         values   = {v >> 8 for v in STEERING} | {v & 0xff for v in STEERING} | {0, IP_PROTO_UDP}
         byte_is  = {v: flag(f"byte_is_{v:02x}", b == v) for v in sorted(values)}
-        # Version 4 and IHL < 5, spelled out (a `<` is a carry chain).
-        bad_ihl  = flag("bad_ipv4_start", (b[4:] != 4) | (~b[3] & ~(b[2] & (b[1] | b[0]))))
+        # Version 4 and IHL < 5.
+        bad_ihl  = flag("bad_ipv4_start", (b[4:] != 4) | below(b[:4], 5))
         frag_hi  = flag("frag_hi", b[:6] != 0)   # MF flag, offset bits 12..8.
         bad_vers = flag("bad_ptp_version", b[:4] != PTP_VERSION)
         hi_was = {h: Signal(name=f"hi_was_{h:02x}") for h in sorted({v >> 8 for v in STEERING})}

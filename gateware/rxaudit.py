@@ -412,8 +412,8 @@ class RXAudit(LiteXModule):
         ip_ok = Signal()
         self.comb += ip_ok.eq(h.csum_ok & ~h.ip_short & ~h.fragment & h.dst_ok)
         version4 = b_has("version4", lambda d: d[4:] == 4)   # IPv4's first byte: version...
-        ihl_lt5  = b_has("ihl_lt5",  lambda d: d[:4] < 5)    # ...and header length in words.
-        ihl_gt5  = b_has("ihl_gt5",  lambda d: d[:4] > 5)
+        ihl_lt5  = b_has("ihl_lt5",  lambda d: below(d[:4], 5))    # ...and header length in words.
+        ihl_gt5  = b_has("ihl_gt5",  lambda d: above(d[:4], 5))
         checks = {
             "not_ours": (at(6) & ~group & ~mac_eq) |
                         (is_arp & at(42) & ~h.eq_ip) |                     # ARP's target (38..41).

@@ -100,6 +100,23 @@ def test_the_reply_checksum_is_the_requests_plus_0x0800_with_end_around_carry():
         assert int.from_bytes(r[2:4], "big") in {fresh, 0xFFFF if fresh == 0 else fresh}
 
 
+def test_the_gateware_reply_checksum_is_the_same_for_every_request_checksum():
+    """echo_reply_checksum on a 16-bit signal, as the responder builds it, against its integer
+    form for all 65536 request checksums (the end-around carry from 0xF800 up included)."""
+    from migen import Module, Signal
+    c, r = Signal(16), Signal(16)
+    m, got = Module(), []
+    m.comb += r.eq(echo_reply_checksum(c))
+
+    def gen():
+        for v in range(2**16):
+            yield c.eq(v)
+            yield
+            got.append((yield r))
+    run_simulation(m, gen())
+    assert got == [echo_reply_checksum(v) for v in range(2**16)]
+
+
 def test_every_echo_request_is_answered_once_in_order_with_a_checksum_that_verifies():
     rng = random.Random(7)
     messages, want = [], []
