@@ -8,6 +8,7 @@ ECP5 cells, for the cost of a core before it goes into a full SoC (docs/realtime
 
     .venv/bin/python bench/coresynth.py rxaudit classifier framegate launcher
     .venv/bin/python bench/coresynth.py ipcore_liteeth ipcore_packetizers
+    .venv/bin/python bench/coresynth.py arptable_liteeth arptable
 """
 
 import argparse
@@ -74,14 +75,14 @@ def rxaudit():
 
 def _ipcore(packetizers):
     """LiteEth's IPv4 core at 8 bits as DAQSoC builds it (addresses as signals, no ICMP, one
-    protocol port, LiteEth's ARP cache fixed as gateware/arpcache.py does), with LiteEth's or
-    ethdaq's packetizers (gateware/packetizer.py)."""
+    protocol port, ethdaq's ARP table, gateware/arptable.py), with LiteEth's or ethdaq's
+    packetizers (gateware/packetizer.py)."""
     from contextlib import nullcontext
     from migen import Signal
     from litex.soc.interconnect import stream
     from liteeth.common import eth_phy_description
     from liteeth.core import LiteEthIPCore
-    from ethdaq.gateware.arpcache import answer_from_found_entry
+    from ethdaq.gateware.arptable import arp_tables
     from ethdaq.gateware.packetizer import byte_packetizers
 
     class PHY:
@@ -89,14 +90,30 @@ def _ipcore(packetizers):
         def __init__(self):
             self.sink, self.source = stream.Endpoint(eth_phy_description(8)), stream.Endpoint(eth_phy_description(8))
     phy, mac, ip = PHY(), Signal(48), Signal(32)
-    with byte_packetizers() if packetizers else nullcontext():
+    with byte_packetizers() if packetizers else nullcontext(), arp_tables():
         m = LiteEthIPCore(phy, mac, ip, clk_freq=60e6, dw=8, with_icmp=False)
-    answer_from_found_entry(m.arp.table.cache)
     port = m.ip.crossbar.get_port(17, 8)
     ios = {mac, ip}
     for ep in (phy.sink, phy.source, port.sink, port.source):
         ios |= set(ep.flatten())
     return m, ios
+
+
+def _arptable(cls):
+    m = cls(clk_freq=60e6)
+    return m, {s for ep in (m.sink, m.source, m.request, m.response) for s in ep.flatten()}
+
+
+def arptable():
+    """ethdaq's ARP table (gateware/arptable.py)."""
+    from ethdaq.gateware.arptable import ARPTable
+    return _arptable(ARPTable)
+
+
+def arptable_liteeth():
+    """LiteEth's ARP table, for comparison."""
+    from liteeth.core.arp import LiteEthARPTable
+    return _arptable(LiteEthARPTable)
 
 
 def ipcore_liteeth():
@@ -107,8 +124,8 @@ def ipcore_packetizers():
     return _ipcore(True)
 
 
-CORES = {"ipcore_liteeth": ipcore_liteeth, "ipcore_packetizers": ipcore_packetizers,
-         "rxaudit": rxaudit, "classifier": classifier, "framegate": framegate, "launcher": launcher, "probe": probe}
+CORES = {"arptable": arptable, "arptable_liteeth": arptable_liteeth, "ipcore_liteeth": ipcore_liteeth,
+         "ipcore_packetizers": ipcore_packetizers, "rxaudit": rxaudit, "classifier": classifier, "framegate": framegate, "launcher": launcher, "probe": probe}
 
 
 def synth(name, out_dir):

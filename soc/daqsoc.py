@@ -42,8 +42,8 @@ from ethdaq.gateware.macpipeline import (drop_tx_framing, insert_ip_rx_buffer, i
                                          replace_rx_crc, replace_tx_cdc, replace_tx_framing, space_rx_crc)
 from ethdaq.gateware.macstats import MACErrors
 from ethdaq.gateware.rxaudit import RXAudit, insert_rx_audit
-from ethdaq.gateware.arpcache import answer_from_found_entry
 from ethdaq.gateware.packetizer import byte_packetizers
+from ethdaq.gateware.arptable import arp_tables
 from ethdaq.gateware.icmpecho import ICMPEcho
 from ethdaq.gateware.netaddr import NetAddress, route_ip_tx
 from ethdaq.gateware.probe import DAQProbes, MAILBOX_CLASSES, RX_CLASSES, STAMP_BITS as PROBE_STAMP_BITS, TX_CLASSES
@@ -222,8 +222,9 @@ class DAQSoC(SoCCore):
     def add_ethernet_core(self):
         eth_dw = self.soc_config.eth_dw
         # At 8 bits its MAC, ARP, IPv4 and UDP headers are sent from their fields, without
-        # LiteEth's shift registers (gateware/packetizer.py).
-        with byte_packetizers():
+        # LiteEth's shift registers (gateware/packetizer.py); its ARP table keeps its two
+        # entries in registers (gateware/arptable.py).
+        with byte_packetizers(), arp_tables():
             self.ethcore = LiteEthUDPIPCore(
                 phy         = self.txpath.mac_phy,
                 mac_address = self.netaddr.mac,
@@ -271,8 +272,6 @@ class DAQSoC(SoCCore):
         # Off-subnet destinations of the CPU's datagrams go to the gateway's MAC (gateware/netaddr.py).
         route_ip_tx(self.ethcore.ip.tx, self.ethcore.arp.table, self.netaddr.ip, self.netaddr.netmask,
                     self.netaddr.gateway)
-        # Answers from the ARP cache's entry that matched, not always its first (gateware/arpcache.py).
-        answer_from_found_entry(self.ethcore.arp.table.cache)
         if eth_dw == 8:   # LiteEth's transmit ready chain, cut after its crossing (gateware/macpipeline.py).
             self.eth_tx_buffer = insert_tx_buffer(self.ethcore.mac.core)
             self.eth_tx_cdc    = replace_tx_cdc(self.ethcore.mac.core)

@@ -227,8 +227,9 @@ def test_two_hosts_with_their_own_macs_each_get_their_replies(board):
     """Two hosts with their own MAC addresses on the board's link: the namespace (on a bridge with
     the board's tap) and host B (its own namespace, a veth into that bridge). They ping the board
     in turn, so both are in its ARP cache: each gets every reply. LiteEth's ARP cache answers a
-    lookup from its first entry; without gateware/arpcache.py one of the two hosts gets none
-    (its replies go to the other's MAC, which drops them: forwarding is off). Runs last: it moves
+    lookup from its first entry; with it one of the two hosts gets none (its replies go to the
+    other's MAC, which drops them: forwarding is off); gateware/arptable.py answers from the
+    entry that matched. Runs last: it moves
     the namespace's addresses onto the bridge and puts them back."""
     run = lambda *cmd: board.ns_run(list(cmd), check=True)                      # noqa: E731
     subprocess.run(["ip", "netns", "add", HOST_B_NS], check=True)
