@@ -125,7 +125,8 @@ def ipcore_packetizers():
 
 
 CORES = {"arptable": arptable, "arptable_liteeth": arptable_liteeth, "ipcore_liteeth": ipcore_liteeth,
-         "ipcore_packetizers": ipcore_packetizers, "rxaudit": rxaudit, "classifier": classifier, "framegate": framegate, "launcher": launcher, "probe": probe}
+         "ipcore_packetizers": ipcore_packetizers, "rxaudit": rxaudit, "classifier": classifier,
+         "framegate": framegate, "launcher": launcher, "probe": probe}
 
 
 def synth(name, out_dir):

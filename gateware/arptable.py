@@ -55,10 +55,12 @@ class ARPTable(LiteXModule):
     def __init__(self, clk_freq, entries=1, max_requests=MAX_REQUESTS):
         if entries > 2:
             raise ValueError(f"ARPTable caches 2 entries, not {entries!r}")
-        self.sink     = sink     = stream.Endpoint(liteeth_arp._arp_table_layout)  # From the ARP receiver (one-cycle pulses).
-        self.source   = source   = stream.Endpoint(liteeth_arp._arp_table_layout)  # To the ARP transmitter (held until the frame has gone).
-        self.request  = request  = stream.Endpoint(arp_table_request_layout)       # Lookup: the next hop's IPv4 address.
-        self.response = response = stream.Endpoint(arp_table_response_layout)      # Its MAC, or failed.
+        # From the ARP receiver (one-cycle pulses); to the ARP transmitter (held until the frame
+        # has gone); the lookup (the next hop's IPv4 address) and its MAC, or failed.
+        self.sink     = sink     = stream.Endpoint(liteeth_arp._arp_table_layout)
+        self.source   = source   = stream.Endpoint(liteeth_arp._arp_table_layout)
+        self.request  = request  = stream.Endpoint(arp_table_request_layout)
+        self.response = response = stream.Endpoint(arp_table_response_layout)
 
         # # #
 
@@ -86,8 +88,9 @@ class ARPTable(LiteXModule):
         rx_request = sink.valid & sink.request
         answer     = rx_reply & pending & (sink.ip_address == req_ip)
 
-        # Control-Path. Each register below is set in one place and cleared in another, never
-        # both in one cycle (the cache's clear and an answer can meet: the answer is kept).
+        # Control-Path. A register written both by the statements below and by the state machine
+        # is never written by both in one cycle; the cache's clear and an answer can meet, and
+        # the answer, written after the clear, is kept.
         self.fsm = fsm = FSM(reset_state="IDLE")
 
         # The cache is cleared after CLEAR_IDLE without a lookup or an ARP frame.
